@@ -1,0 +1,1 @@
+//! Configuration (filled in by the configuration work).

@@ -1,0 +1,1 @@
+//! JOSE (filled in by the JOSE work).

@@ -1,0 +1,12 @@
+//! Pharos shared crate: the domain types, configuration, JOSE, and the pure federation logic
+//! that both planes use.
+//!
+//! Nothing in here performs I/O on its own initiative or reads the clock: time is always a
+//! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
+
+pub mod config;
+pub mod error;
+pub mod jose;
+pub mod policy;
+
+pub use error::{Error, Result};

@@ -1,0 +1,1 @@
+//! Metadata policy (filled in by the policy work).
