@@ -5,8 +5,12 @@
 //! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
 
 pub mod config;
+pub mod endpoint;
+pub mod entity_configuration;
 pub mod error;
 pub mod jose;
 pub mod policy;
+pub mod snapshot;
+pub mod time;
 
 pub use error::{Error, Result};

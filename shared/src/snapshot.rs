@@ -1,0 +1,223 @@
+//! The immutable view of federation state that the data plane serves from.
+//!
+//! The control plane is the only writer: it commits a change to the database, builds a new
+//! `Snapshot` that differs from the previous one only in the sections the change touched (every
+//! section is an `Arc`, so unchanged sections are shared, never copied), and publishes it through
+//! one `ArcSwap`. The data plane loads the current snapshot once per request. `generation` grows
+//! with every publication and is the key that invalidates signed-response caches.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::endpoint::{EndpointConfig, EndpointType};
+use crate::jose::{Jwk, Jwks, Signer};
+
+/// Everything the data plane needs to answer a request, frozen at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Increases with each published snapshot.
+    pub generation: u64,
+    /// Our own entity identifier.
+    pub entity_id: Arc<str>,
+    /// Federation endpoints by path and type.
+    pub registry: Arc<Registry>,
+    /// Inputs of our Entity Configuration.
+    pub entity_configuration: Arc<EcSettings>,
+    /// The trust anchor repository.
+    pub trust_anchors: Arc<TrustAnchors>,
+    /// Our signing key and published keys.
+    pub keys: Arc<KeySet>,
+}
+
+/// One federation endpoint as served.
+#[derive(Debug, Clone)]
+pub struct EndpointEntry {
+    /// The endpoint type.
+    pub kind: EndpointType,
+    /// Served path; `None` = disabled.
+    pub path: Option<String>,
+    /// Published URL override.
+    pub url: Option<String>,
+    /// Whether `private_key_jwt` client authentication is required.
+    pub auth_enabled: bool,
+    /// Trust anchors whose federations may authenticate here.
+    pub auth_trust_anchors: Vec<String>,
+    /// Parsed type-specific configuration.
+    pub config: EndpointConfig,
+}
+
+impl EndpointEntry {
+    /// The URL published in our metadata, if the endpoint is enabled.
+    pub fn published_url(&self, entity_id: &str) -> Option<String> {
+        let path = self.path.as_deref().filter(|p| !p.is_empty())?;
+        Some(match &self.url {
+            Some(u) if !u.is_empty() => u.clone(),
+            _ => format!("{}{}", entity_id.trim_end_matches('/'), path),
+        })
+    }
+}
+
+/// A path that was moved away from but is still served until `expires_at`, so that clients
+/// holding our previous Entity Configuration keep working for one of its lifetimes.
+#[derive(Debug, Clone)]
+pub struct LegacyPath {
+    /// The endpoint the path used to belong to.
+    pub entry: Arc<EndpointEntry>,
+    /// Unix seconds after which the path is no longer served.
+    pub expires_at: i64,
+}
+
+/// The endpoint registry: the catch-all dispatcher's lookup table.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    /// Every configured endpoint, enabled or not.
+    pub by_type: BTreeMap<EndpointType, Arc<EndpointEntry>>,
+    /// Enabled endpoints by exact path.
+    pub by_path: HashMap<String, Arc<EndpointEntry>>,
+    /// Old paths still served for a while.
+    pub legacy: HashMap<String, LegacyPath>,
+}
+
+impl Registry {
+    /// Builds the lookup tables from the endpoint rows and the legacy paths.
+    pub fn new(entries: Vec<EndpointEntry>, legacy: Vec<(String, EndpointType, i64)>) -> Self {
+        let mut by_type = BTreeMap::new();
+        let mut by_path = HashMap::new();
+        for e in entries {
+            let e = Arc::new(e);
+            if let Some(p) = e.path.as_deref().filter(|p| !p.is_empty()) {
+                by_path.insert(p.to_string(), e.clone());
+            }
+            by_type.insert(e.kind, e);
+        }
+        let legacy = legacy
+            .into_iter()
+            .filter(|(path, _, _)| !by_path.contains_key(path))
+            .map(|(path, kind, expires_at)| {
+                // A legacy path keeps answering with the endpoint's current settings when the
+                // type still exists, otherwise with that type's defaults.
+                let entry = by_type.get(&kind).cloned().unwrap_or_else(|| {
+                    Arc::new(EndpointEntry {
+                        kind,
+                        path: None,
+                        url: None,
+                        auth_enabled: false,
+                        auth_trust_anchors: Vec::new(),
+                        config: EndpointConfig::parse(kind, &Value::Null)
+                            .unwrap_or(EndpointConfig::Other(Map::new())),
+                    })
+                });
+                (path, LegacyPath { entry, expires_at })
+            })
+            .collect();
+        Self {
+            by_type,
+            by_path,
+            legacy,
+        }
+    }
+
+    /// The endpoint serving `path` at time `now`, if any.
+    pub fn lookup(&self, path: &str, now: i64) -> Option<&Arc<EndpointEntry>> {
+        self.by_path.get(path).or_else(|| {
+            self.legacy
+                .get(path)
+                .filter(|l| l.expires_at > now)
+                .map(|l| &l.entry)
+        })
+    }
+
+    /// Whether any enabled endpoint requires client authentication.
+    pub fn any_auth_enabled(&self) -> bool {
+        self.by_path
+            .values()
+            .any(|e| e.auth_enabled && e.kind.supports_client_auth())
+    }
+}
+
+/// One additional claim of our Entity Configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdditionalClaim {
+    /// Claim name.
+    pub claim: String,
+    /// Claim value.
+    pub value: Value,
+    /// Listed in `crit` when true.
+    pub crit: bool,
+}
+
+/// Inputs of our Entity Configuration that live in the database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EcSettings {
+    /// Lifetime of the Entity Configuration, seconds.
+    pub lifetime: i64,
+    /// Stored metadata (entity type → claims).
+    pub metadata: Map<String, Value>,
+    /// Our superiors.
+    pub authority_hints: Vec<String>,
+    /// Extra top-level claims.
+    pub additional_claims: Vec<AdditionalClaim>,
+}
+
+impl Default for EcSettings {
+    fn default() -> Self {
+        Self {
+            lifetime: 86_400,
+            metadata: Map::new(),
+            authority_hints: Vec::new(),
+            additional_claims: Vec::new(),
+        }
+    }
+}
+
+/// A trust anchor in the repository.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrustAnchor {
+    /// Its entity identifier.
+    pub entity_id: String,
+    /// Its keys (absent until the first poll seeds them).
+    pub jwks: Option<Jwks>,
+    /// Whether its keys are polled.
+    pub enable_jwks_update: bool,
+    /// Polling interval, seconds (0 = derive from its configuration's `exp`).
+    pub key_poll_interval: i64,
+}
+
+/// The trust anchor repository: every anchor and its keys, read live by every usage.
+#[derive(Debug, Clone, Default)]
+pub struct TrustAnchors {
+    /// Anchors by entity identifier.
+    pub by_id: HashMap<String, Arc<TrustAnchor>>,
+}
+
+/// Our keys as the data plane sees them.
+#[derive(Debug, Clone)]
+pub struct KeySet {
+    /// The key that signs everything right now.
+    pub signer: Arc<dyn Signer>,
+    /// Valid (not expired, not revoked) public keys, including announced future keys.
+    pub published: Vec<Jwk>,
+}
+
+impl KeySet {
+    /// The published keys as a JWK Set.
+    pub fn jwks(&self) -> Jwks {
+        Jwks {
+            keys: self.published.clone(),
+        }
+    }
+
+    /// Latest `exp` among published keys, or `None` when some key never expires.
+    pub fn latest_expiry(&self) -> Option<i64> {
+        let mut latest: Option<i64> = None;
+        for k in &self.published {
+            match k.get("exp").and_then(Value::as_i64) {
+                Some(e) if e > 0 => latest = Some(latest.map_or(e, |l| l.max(e))),
+                _ => return None,
+            }
+        }
+        latest
+    }
+}
