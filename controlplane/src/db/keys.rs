@@ -1,0 +1,86 @@
+//! `signing_keys`: our own keys (the `federation` set, with private keys when they are kept in
+//! the database) and API-managed public keys (the `api` set), with their lifecycle times.
+
+use pharos_shared::jose::Jwk;
+use sqlx::{AnyConnection, Row};
+
+use super::Db;
+use crate::error::{Error, Result};
+
+/// Key set of keys Pharos signs with.
+pub const FEDERATION: &str = "federation";
+
+/// One stored key.
+#[derive(Debug, Clone)]
+pub struct KeyRow {
+    /// Key id (RFC 7638 thumbprint for generated keys).
+    pub kid: String,
+    /// `federation` or `api`.
+    pub key_set: String,
+    /// JWS algorithm.
+    pub alg: String,
+    /// Public JWK.
+    pub public_jwk: Jwk,
+    /// PKCS#8 PEM when the private key lives in the database.
+    pub private_pem: Option<String>,
+    /// Issued at.
+    pub iat: i64,
+    /// Not before.
+    pub nbf: i64,
+    /// Expiry, if any.
+    pub exp: Option<i64>,
+    /// Revocation time, if revoked.
+    pub revoked_at: Option<i64>,
+    /// Revocation reason.
+    pub reason: Option<String>,
+}
+
+/// All keys of every set.
+pub async fn list(db: &Db) -> Result<Vec<KeyRow>> {
+    let rows = sqlx::query(db.sql(
+        "SELECT kid, key_set, alg, public_jwk, private_pem, iat, nbf, exp, revoked_at, reason \
+         FROM signing_keys ORDER BY nbf, kid",
+    ))
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let jwk: String = r.try_get("public_jwk")?;
+            Ok(KeyRow {
+                kid: r.try_get("kid")?,
+                key_set: r.try_get("key_set")?,
+                alg: r.try_get("alg")?,
+                public_jwk: serde_json::from_str(&jwk)
+                    .map_err(|e| Error::Internal(format!("stored JWK is not JSON: {e}")))?,
+                private_pem: r.try_get("private_pem")?,
+                iat: r.try_get("iat")?,
+                nbf: r.try_get("nbf")?,
+                exp: r.try_get("exp")?,
+                revoked_at: r.try_get("revoked_at")?,
+                reason: r.try_get("reason")?,
+            })
+        })
+        .collect()
+}
+
+/// Stores a new key.
+pub async fn insert(db: &Db, c: &mut AnyConnection, k: &KeyRow) -> Result<()> {
+    sqlx::query(db.sql(
+        "INSERT INTO signing_keys (kid, key_set, alg, public_jwk, private_pem, iat, nbf, exp, revoked_at, reason) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ))
+    .bind(&k.kid)
+    .bind(&k.key_set)
+    .bind(&k.alg)
+    .bind(serde_json::Value::Object(k.public_jwk.clone()).to_string())
+    .bind(&k.private_pem)
+    .bind(k.iat)
+    .bind(k.nbf)
+    .bind(k.exp)
+    .bind(k.revoked_at)
+    .bind(&k.reason)
+    .execute(&mut *c)
+    .await
+    .map_err(|e| Error::from_db(e, "key"))?;
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! `settings`: small JSON documents addressed by (scope, name), e.g. the Entity Configuration
+//! lifetime and metadata, or the current signing algorithm.
+
+use serde_json::Value;
+use sqlx::{AnyConnection, Row};
+
+use super::Db;
+use crate::error::Result;
+
+/// Scope of Entity Configuration settings.
+pub const EC: &str = "entity_configuration";
+/// Scope of signing settings.
+pub const SIGNING: &str = "signing";
+
+/// Reads one setting; `None` when unset.
+pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {
+    let row = sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ?"))
+        .bind(scope)
+        .bind(name)
+        .fetch_optional(&db.pool)
+        .await?;
+    Ok(match row {
+        Some(r) => {
+            let text: String = r.try_get("value")?;
+            serde_json::from_str(&text).ok()
+        }
+        None => None,
+    })
+}
+
+/// Writes one setting (delete + insert: portable across the three dialects, atomic inside the
+/// caller's transaction).
+pub async fn set(db: &Db, c: &mut AnyConnection, scope: &str, name: &str, value: &Value) -> Result<()> {
+    sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))
+        .bind(scope)
+        .bind(name)
+        .execute(&mut *c)
+        .await?;
+    sqlx::query(db.sql("INSERT INTO settings (scope, name, value) VALUES (?, ?, ?)"))
+        .bind(scope)
+        .bind(name)
+        .bind(value.to_string())
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
