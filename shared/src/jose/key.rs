@@ -1,0 +1,289 @@
+//! Signing keys: the [`Signer`] abstraction and the in-memory [`SigningKey`].
+
+use std::fmt;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use josekit::jwk::KeyPair as _;
+use josekit::jwk::alg::ed::EdCurve;
+use josekit::jws::{self, JwsSigner};
+
+use super::thumbprint::{required_public_members, thumbprint};
+use super::{Algorithm, Jwk};
+use crate::{Error, Result};
+
+const PEM_BEGIN: &str = "-----BEGIN PRIVATE KEY-----";
+const PEM_END: &str = "-----END PRIVATE KEY-----";
+
+/// Anything that can produce a JWS signature (a private key in memory now; a PKCS#11 token
+/// later).
+///
+/// It exists so that the JWS code never touches private key material itself: [`super::sign`]
+/// only needs the algorithm, the `kid` and raw signatures.
+pub trait Signer: Send + Sync + fmt::Debug {
+    /// The JWS algorithm this signer produces; it goes into the `alg` header.
+    fn alg(&self) -> Algorithm;
+    /// The key id; it goes into the `kid` header and must match the published JWK.
+    fn kid(&self) -> &str;
+    /// Public JWK incl. "kid", "use":"sig", "alg", ready to publish in a `jwks` claim.
+    fn public_jwk(&self) -> &Jwk;
+    /// Signature over the JWS signing input, already in JWS form (ECDSA raw r||s).
+    fn sign_bytes(&self, signing_input: &[u8]) -> Result<Vec<u8>>;
+}
+
+/// A private signing key held in memory.
+///
+/// It exists to bind a private key to exactly one algorithm and to its thumbprint `kid`, so a
+/// key can never sign with an algorithm its published JWK does not announce. `Debug` shows
+/// only the algorithm and `kid`, never key material.
+pub struct SigningKey {
+    alg: Algorithm,
+    kid: String,
+    public_jwk: Jwk,
+    private_pem: String,
+    signer: Box<dyn JwsSigner>,
+}
+
+fn key_err(what: &str, alg: Algorithm, e: impl fmt::Display) -> Error {
+    Error::Key(format!("{what} for {alg}: {e}"))
+}
+
+fn ecdsa(alg: Algorithm) -> Option<jws::alg::ecdsa::EcdsaJwsAlgorithm> {
+    match alg {
+        Algorithm::ES256 => Some(jws::ES256),
+        Algorithm::ES384 => Some(jws::ES384),
+        Algorithm::ES512 => Some(jws::ES512),
+        Algorithm::ES256K => Some(jws::ES256K),
+        _ => None,
+    }
+}
+
+fn rsassa(alg: Algorithm) -> Option<jws::alg::rsassa::RsassaJwsAlgorithm> {
+    match alg {
+        Algorithm::RS256 => Some(jws::RS256),
+        Algorithm::RS384 => Some(jws::RS384),
+        Algorithm::RS512 => Some(jws::RS512),
+        _ => None,
+    }
+}
+
+fn rsassa_pss(alg: Algorithm) -> Option<jws::alg::rsassa_pss::RsassaPssJwsAlgorithm> {
+    match alg {
+        Algorithm::PS256 => Some(jws::PS256),
+        Algorithm::PS384 => Some(jws::PS384),
+        Algorithm::PS512 => Some(jws::PS512),
+        _ => None,
+    }
+}
+
+/// Decodes a PKCS#8 (`BEGIN PRIVATE KEY`) PEM; errors never echo the input.
+fn pkcs8_der_from_pem(pem: &str) -> Result<Vec<u8>> {
+    let body = pem
+        .trim()
+        .strip_prefix(PEM_BEGIN)
+        .and_then(|rest| rest.strip_suffix(PEM_END))
+        .ok_or_else(|| Error::Key("expected a PKCS#8 PEM (BEGIN PRIVATE KEY)".into()))?;
+    let b64: String = body.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    STANDARD
+        .decode(b64)
+        .map_err(|_| Error::Key("PKCS#8 PEM body is not valid base64".into()))
+}
+
+/// Encodes DER as PKCS#8 PEM with 64-character lines and `\n` line ends.
+fn pem_from_pkcs8_der(der: &[u8]) -> String {
+    let b64 = STANDARD.encode(der);
+    let mut pem = String::with_capacity(b64.len() + b64.len() / 64 + 64);
+    pem.push_str(PEM_BEGIN);
+    pem.push('\n');
+    let mut rest = b64.as_str();
+    while !rest.is_empty() {
+        let (line, tail) = rest.split_at(rest.len().min(64));
+        pem.push_str(line);
+        pem.push('\n');
+        rest = tail;
+    }
+    pem.push_str(PEM_END);
+    pem.push('\n');
+    pem
+}
+
+impl SigningKey {
+    /// Generates a fresh key for `alg`; `rsa_bits` (at least 2048) is used only by RS*/PS*.
+    ///
+    /// The `kid` is the RFC 7638 thumbprint of the public key, as the federation spec
+    /// recommends.
+    pub fn generate(alg: Algorithm, rsa_bits: u32) -> Result<Self> {
+        let pem = if let Some(ec) = ecdsa(alg) {
+            ec.generate_key_pair()
+                .map_err(|e| key_err("cannot generate key", alg, e))?
+                .to_pem_private_key()
+        } else if let Some(curve) = alg.signing_ed_curve() {
+            let curve = if curve == "Ed448" {
+                EdCurve::Ed448
+            } else {
+                EdCurve::Ed25519
+            };
+            jws::EdDSA
+                .generate_key_pair(curve)
+                .map_err(|e| key_err("cannot generate key", alg, e))?
+                .to_pem_private_key()
+        } else {
+            // One plain rsaEncryption key serves RS* and PS*, so the stored PEM is portable.
+            jws::RS256
+                .generate_key_pair(rsa_bits)
+                .map_err(|e| key_err("cannot generate key", alg, e))?
+                .to_pem_private_key()
+        };
+        let pem = String::from_utf8(pem).map_err(|e| key_err("generated PEM", alg, e))?;
+        Self::from_pem(alg, &pem)
+    }
+
+    /// Loads a PKCS#8 PEM private key for `alg`, checking that the key type (and curve, and
+    /// RSA size of at least 2048 bits) fits the algorithm.
+    pub fn from_pem(alg: Algorithm, pkcs8_pem: &str) -> Result<Self> {
+        let der = pkcs8_der_from_pem(pkcs8_pem)?;
+        let bad = |e: josekit::JoseError| key_err("key does not fit", alg, e);
+        let (jwk, signer): (josekit::jwk::Jwk, Box<dyn JwsSigner>) = if let Some(a) = ecdsa(alg) {
+            let kp = a.key_pair_from_der(&der).map_err(bad)?;
+            (
+                kp.to_jwk_public_key(),
+                Box::new(a.signer_from_der(&der).map_err(bad)?),
+            )
+        } else if let Some(a) = rsassa(alg) {
+            let kp = a.key_pair_from_der(&der).map_err(bad)?;
+            (
+                kp.to_jwk_public_key(),
+                Box::new(a.signer_from_der(&der).map_err(bad)?),
+            )
+        } else if let Some(a) = rsassa_pss(alg) {
+            // Accepts plain rsaEncryption PKCS#8 as well as RSASSA-PSS-restricted keys.
+            let kp = a.key_pair_from_der(&der).map_err(bad)?;
+            (
+                kp.to_jwk_public_key(),
+                Box::new(a.signer_from_der(&der).map_err(bad)?),
+            )
+        } else {
+            let kp = jws::EdDSA.key_pair_from_der(&der).map_err(bad)?;
+            let want = alg.signing_ed_curve();
+            if want != Some(kp.curve().name()) {
+                return Err(Error::Key(format!(
+                    "key does not fit for {alg}: curve is {}",
+                    kp.curve().name()
+                )));
+            }
+            let signer = jws::EdDSA.signer_from_der(&der).map_err(bad)?;
+            (kp.to_jwk_public_key(), Box::new(signer))
+        };
+        let mut public_jwk = required_public_members(jwk.as_ref())?;
+        let kid = thumbprint(&public_jwk)?;
+        public_jwk.insert("use".into(), "sig".into());
+        public_jwk.insert("alg".into(), alg.as_str().into());
+        public_jwk.insert("kid".into(), kid.clone().into());
+        Ok(SigningKey {
+            alg,
+            kid,
+            public_jwk,
+            private_pem: pem_from_pkcs8_der(&der),
+            signer,
+        })
+    }
+
+    /// PKCS#8 PEM of the private key, for storing in the database or in files.
+    pub fn private_pem(&self) -> &str {
+        &self.private_pem
+    }
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("alg", &self.alg)
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Signer for SigningKey {
+    fn alg(&self) -> Algorithm {
+        self.alg
+    }
+
+    fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    fn public_jwk(&self) -> &Jwk {
+        &self.public_jwk
+    }
+
+    fn sign_bytes(&self, signing_input: &[u8]) -> Result<Vec<u8>> {
+        self.signer
+            .sign(signing_input)
+            .map_err(|e| Error::Jws(format!("signing with {} failed: {e}", self.alg)))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pem_round_trip_keeps_kid_and_public_jwk() {
+        for alg in [Algorithm::ES256, Algorithm::Ed448, Algorithm::PS256] {
+            let key = SigningKey::generate(alg, 2048).unwrap();
+            assert!(key.private_pem().starts_with(PEM_BEGIN));
+            let again = SigningKey::from_pem(alg, key.private_pem()).unwrap();
+            assert_eq!(again.kid(), key.kid());
+            assert_eq!(again.public_jwk(), key.public_jwk());
+            assert_eq!(again.private_pem(), key.private_pem());
+        }
+    }
+
+    #[test]
+    fn public_jwk_has_kid_use_alg_and_no_private_members() {
+        let key = SigningKey::generate(Algorithm::ES384, 0).unwrap();
+        let jwk = key.public_jwk();
+        assert_eq!(jwk["kid"], key.kid());
+        assert_eq!(jwk["use"], "sig");
+        assert_eq!(jwk["alg"], "ES384");
+        assert_eq!(jwk["crv"], "P-384");
+        assert!(!jwk.contains_key("d"));
+        assert_eq!(thumbprint(jwk).unwrap(), key.kid());
+    }
+
+    #[test]
+    fn from_pem_rejects_keys_that_do_not_fit_the_algorithm() {
+        let ec = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+        let ed = SigningKey::generate(Algorithm::Ed25519, 0).unwrap();
+        let rsa = SigningKey::generate(Algorithm::RS256, 2048).unwrap();
+        assert!(SigningKey::from_pem(Algorithm::RS256, ec.private_pem()).is_err());
+        assert!(SigningKey::from_pem(Algorithm::ES384, ec.private_pem()).is_err());
+        assert!(SigningKey::from_pem(Algorithm::ES256K, ec.private_pem()).is_err());
+        assert!(SigningKey::from_pem(Algorithm::Ed448, ed.private_pem()).is_err());
+        assert!(SigningKey::from_pem(Algorithm::ES256, rsa.private_pem()).is_err());
+        assert!(SigningKey::from_pem(Algorithm::EdDSA, rsa.private_pem()).is_err());
+        // The same RSA key serves PS256 (plain rsaEncryption PKCS#8), with the same kid.
+        let ps = SigningKey::from_pem(Algorithm::PS256, rsa.private_pem()).unwrap();
+        assert_eq!(ps.kid(), rsa.kid());
+        assert_eq!(ps.public_jwk()["alg"], "PS256");
+    }
+
+    #[test]
+    fn small_rsa_keys_and_non_pkcs8_pem_are_rejected() {
+        assert!(SigningKey::generate(Algorithm::RS256, 1024).is_err());
+        assert!(SigningKey::from_pem(Algorithm::ES256, "not a pem").is_err());
+        let pem = "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n";
+        assert!(SigningKey::from_pem(Algorithm::ES256, pem).is_err());
+    }
+
+    #[test]
+    fn debug_shows_no_key_material() {
+        let key = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+        let debug = format!("{key:?}");
+        assert!(debug.contains(key.kid()));
+        assert!(!debug.contains("PRIVATE"));
+        let body_line = key.private_pem().lines().nth(1).unwrap();
+        assert!(!debug.contains(body_line));
+    }
+}

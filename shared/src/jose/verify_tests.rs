@@ -1,0 +1,186 @@
+//! Tests of `verify` (a separate file only to keep `verify.rs` short).
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::jose::{Signer, SigningKey, b64_decode, b64_encode, sign, thumbprint};
+
+fn claims() -> Map<String, Value> {
+    json!({"iss": "https://op.example", "sub": "https://op.example", "iat": 1})
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+fn key(alg: Algorithm) -> SigningKey {
+    SigningKey::generate(alg, 2048).unwrap()
+}
+
+fn set(keys: &[&Jwk]) -> Jwks {
+    Jwks {
+        keys: keys.iter().map(|k| (*k).clone()).collect(),
+    }
+}
+
+/// Signs an arbitrary header with `key`, for tokens `sign` refuses to build.
+fn sign_raw(key: &SigningKey, header: Value) -> String {
+    let input = format!(
+        "{}.{}",
+        b64_encode(&serde_json::to_vec(&header).unwrap()),
+        b64_encode(&serde_json::to_vec(&claims()).unwrap())
+    );
+    let sig = key.sign_bytes(input.as_bytes()).unwrap();
+    format!("{input}.{}", b64_encode(&sig))
+}
+
+#[test]
+fn every_algorithm_round_trips_with_jws_signature_sizes() {
+    for &alg in Algorithm::ALL {
+        let k = key(alg);
+        let token = sign(&k, "entity-statement+jwt", &claims(), None).unwrap();
+        let decoded = verify(&token, &set(&[k.public_jwk()])).unwrap();
+        assert_eq!(decoded.claims, claims(), "{alg}");
+        assert_eq!(decoded.header["alg"], alg.as_str());
+        let sig = b64_decode("sig", token.rsplit('.').next().unwrap()).unwrap();
+        let want = match alg {
+            Algorithm::ES256 | Algorithm::ES256K | Algorithm::EdDSA | Algorithm::Ed25519 => 64,
+            Algorithm::ES384 => 96,
+            Algorithm::ES512 => 132,
+            Algorithm::Ed448 => 114,
+            _ => 256,
+        };
+        assert_eq!(sig.len(), want, "{alg} signature length");
+    }
+}
+
+#[test]
+fn a_different_key_with_the_same_kid_fails() {
+    for alg in [Algorithm::ES256, Algorithm::RS256, Algorithm::Ed25519] {
+        let (k, other) = (key(alg), key(alg));
+        let token = sign(&k, "jwt", &claims(), None).unwrap();
+        let mut impostor = other.public_jwk().clone();
+        impostor.insert("kid".into(), k.kid().into());
+        assert!(verify(&token, &set(&[&impostor])).is_err(), "{alg}");
+    }
+}
+
+#[test]
+fn tampered_payload_or_signature_fails() {
+    let k = key(Algorithm::ES256);
+    let jwks = set(&[k.public_jwk()]);
+    let token = sign(&k, "jwt", &claims(), None).unwrap();
+    let parts: Vec<&str> = token.split('.').collect();
+    let mut evil = claims();
+    evil.insert("sub".into(), "https://evil.example".into());
+    let forged = b64_encode(&serde_json::to_vec(&evil).unwrap());
+    assert!(verify(&format!("{}.{forged}.{}", parts[0], parts[2]), &jwks).is_err());
+    let mut sig = b64_decode("sig", parts[2]).unwrap();
+    sig[10] ^= 1;
+    let bad_sig = format!("{}.{}.{}", parts[0], parts[1], b64_encode(&sig));
+    assert!(verify(&bad_sig, &jwks).is_err());
+    assert!(verify(&token, &jwks).is_ok());
+}
+
+#[test]
+fn alg_none_hmac_and_crit_are_rejected() {
+    let k = key(Algorithm::ES256);
+    let jwks = set(&[k.public_jwk()]);
+    let body = b64_encode(&serde_json::to_vec(&claims()).unwrap());
+    let none = b64_encode(br#"{"alg":"none"}"#);
+    assert!(verify(&format!("{none}.{body}."), &jwks).is_err());
+    assert!(verify(&format!("{none}.{body}.AAAA"), &jwks).is_err());
+    let hs = sign_raw(&k, json!({"alg": "HS256", "kid": k.kid()}));
+    assert!(verify(&hs, &jwks).is_err());
+    let crit = sign_raw(
+        &k,
+        json!({"alg": "ES256", "kid": k.kid(), "crit": ["exp"], "exp": 1}),
+    );
+    assert!(verify(&crit, &jwks).is_err());
+}
+
+#[test]
+fn unknown_kid_fails_and_missing_kid_tries_fitting_keys() {
+    let (k, other, rsa) = (
+        key(Algorithm::ES256),
+        key(Algorithm::ES256),
+        key(Algorithm::RS256),
+    );
+    let token = sign(&k, "jwt", &claims(), None).unwrap();
+    assert!(verify(&token, &set(&[other.public_jwk(), rsa.public_jwk()])).is_err());
+    let no_kid = sign_raw(&k, json!({"alg": "ES256", "typ": "jwt"}));
+    let jwks = set(&[rsa.public_jwk(), other.public_jwk(), k.public_jwk()]);
+    assert_eq!(verify(&no_kid, &jwks).unwrap().claims, claims());
+    assert!(verify(&no_kid, &set(&[rsa.public_jwk(), other.public_jwk()])).is_err());
+    assert!(verify(&no_kid, &Jwks::default()).is_err());
+}
+
+#[test]
+fn key_alg_member_must_match_and_kid_cannot_switch_key_type() {
+    let rsa = key(Algorithm::RS256);
+    let ps = SigningKey::from_pem(Algorithm::PS256, rsa.private_pem()).unwrap();
+    let token = sign(&ps, "jwt", &claims(), None).unwrap();
+    // Same key, but published for RS256 only: a PS256 token must not verify with it.
+    assert!(verify(&token, &set(&[rsa.public_jwk()])).is_err());
+    let mut no_alg = rsa.public_jwk().clone();
+    no_alg.remove("alg");
+    assert!(verify(&token, &set(&[&no_alg])).is_ok());
+    // A kid naming an RSA key cannot be used with an EC alg (or vice versa).
+    let ec = key(Algorithm::ES256);
+    let confused = sign_raw(&ec, json!({"alg": "ES256", "kid": rsa.kid()}));
+    assert!(verify(&confused, &set(&[rsa.public_jwk(), ec.public_jwk()])).is_err());
+}
+
+#[test]
+fn fully_specified_eddsa_names_pin_the_curve() {
+    let ed448 = key(Algorithm::Ed448);
+    let mut jwk = ed448.public_jwk().clone();
+    jwk.remove("alg");
+    let as_ed25519 = sign_raw(&ed448, json!({"alg": "Ed25519", "kid": ed448.kid()}));
+    assert!(verify(&as_ed25519, &set(&[&jwk])).is_err());
+    let as_eddsa = sign_raw(&ed448, json!({"alg": "EdDSA", "kid": ed448.kid()}));
+    assert!(verify(&as_eddsa, &set(&[&jwk])).is_ok());
+}
+
+#[test]
+fn rfc7515_a3_es256_vector_verifies() {
+    // Produced by another implementation: proves the raw r||s signature format.
+    let token = "eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ.DtEhU3ljbEg8L38VWAfUAqOyKAM6-Xx-F4GawxaepmXFCgfTjDxw5djxLa8ISlSApmWQxfKTUJqPP3-Kg6NU1Q";
+    let jwk = json!({"kty": "EC", "crv": "P-256",
+        "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"});
+    let jwks = set(&[jwk.as_object().unwrap()]);
+    let decoded = verify(token, &jwks).unwrap();
+    assert_eq!(decoded.claims["iss"], "joe");
+    assert!(verify(&token.replace(".eyJpc3", ".eyJpC3"), &jwks).is_err());
+}
+
+#[test]
+fn spec_4_3_rs256_trust_chain_verifies_link_by_link() {
+    let vector: Value = serde_json::from_str(include_str!(
+        "../../../tests/vectors/openid-federation-1_0-spec-examples/trust-chain-signed-4.3.json"
+    ))
+    .unwrap();
+    let chain: Vec<&str> = vector["trust_chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    let ta: Jwks = serde_json::from_value(vector["trust_anchor"]["jwks"].clone()).unwrap();
+    let last = chain.len() - 1;
+    let ta_ec = verify(chain[last], &ta).unwrap();
+    crate::jose::check_typ(&ta_ec, "entity-statement+jwt").unwrap();
+    for j in 0..last {
+        // ES[j] is signed by a key in ES[j+1].jwks (ES[0] by its own jwks).
+        let issuer = if j == 0 { chain[0] } else { chain[j + 1] };
+        let issuer = crate::jose::decode_unverified(issuer).unwrap();
+        let keys: Jwks = serde_json::from_value(issuer.claims["jwks"].clone()).unwrap();
+        verify(chain[j], &keys).unwrap();
+    }
+    let leaf = crate::jose::decode_unverified(chain[0]).unwrap();
+    let leaf_keys: Jwks = serde_json::from_value(leaf.claims["jwks"].clone()).unwrap();
+    assert!(verify(chain[last], &leaf_keys).is_err());
+    for k in &ta.keys {
+        assert!(thumbprint(k).is_ok());
+    }
+}
