@@ -42,25 +42,25 @@ pub fn apply_param_policy(
             }
         }
     }
-    if let Some(d) = policy.get("default") {
-        if cur.is_none() {
-            cur = Some(d.clone());
-        }
+    if let Some(d) = policy.get("default")
+        && cur.is_none()
+    {
+        cur = Some(d.clone());
     }
-    if let (Some(one_of), Some(v)) = (op_array("one_of"), cur.as_ref()) {
-        if !contains(one_of, v) {
-            return Err(invalid_metadata("value is not one of the one_of values"));
-        }
+    if let (Some(one_of), Some(v)) = (op_array("one_of"), cur.as_ref())
+        && !contains(one_of, v)
+    {
+        return Err(invalid_metadata("value is not one of the one_of values"));
     }
     if let (Some(subset_of), Some(v)) = (op_array("subset_of"), cur.as_mut()) {
         as_array_param("subset_of", v)?.retain(|x| contains(subset_of, x));
     }
-    if let (Some(superset_of), Some(v)) = (op_array("superset_of"), cur.as_mut()) {
-        if !is_subset(superset_of, as_array_param("superset_of", v)?) {
-            return Err(invalid_metadata(
-                "value does not contain all superset_of values",
-            ));
-        }
+    if let (Some(superset_of), Some(v)) = (op_array("superset_of"), cur.as_mut())
+        && !is_subset(superset_of, as_array_param("superset_of", v)?)
+    {
+        return Err(invalid_metadata(
+            "value does not contain all superset_of values",
+        ));
     }
     if policy.get("essential").and_then(Value::as_bool) == Some(true) && cur.is_none() {
         return Err(invalid_metadata("essential parameter is absent"));

@@ -104,6 +104,7 @@ pub fn filter_entity_types(c: &Constraints, metadata: &Value) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

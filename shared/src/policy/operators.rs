@@ -143,22 +143,25 @@ fn check_combinations(policy: &Map<String, Value>) -> Result<()> {
             "operator one_of cannot be combined with subset_of or superset_of",
         ));
     }
-    if let (Some(add), Some(sub)) = (add, subset_of) {
-        if !is_subset(add, sub) {
-            return Err(invalid_policy(
-                "the values of add must be a subset of the values of subset_of",
-            ));
-        }
+    if let (Some(add), Some(sub)) = (add, subset_of)
+        && !is_subset(add, sub)
+    {
+        return Err(invalid_policy(
+            "the values of add must be a subset of the values of subset_of",
+        ));
     }
-    if let (Some(sub), Some(sup)) = (subset_of, superset_of) {
-        if !is_subset(sup, sub) {
-            return Err(invalid_policy(
-                "the values of subset_of must be a superset of the values of superset_of",
-            ));
-        }
+    if let (Some(sub), Some(sup)) = (subset_of, superset_of)
+        && !is_subset(sup, sub)
+    {
+        return Err(invalid_policy(
+            "the values of subset_of must be a superset of the values of superset_of",
+        ));
     }
     Ok(())
 }
+
+/// A `value` combination rule: operator name, predicate over (value, operand), and message.
+type ValueRule = (&'static str, fn(&[Value], &[Value]) -> bool, &'static str);
 
 /// Combination rules that involve `value`.
 fn check_value_combinations(
@@ -183,12 +186,12 @@ fn check_value_combinations(
         }
         return Ok(());
     }
-    if let Some(one_of) = arr(policy, "one_of") {
-        if !contains(one_of, value) {
-            return Err(invalid_policy("the value must be among the one_of values"));
-        }
+    if let Some(one_of) = arr(policy, "one_of")
+        && !contains(one_of, value)
+    {
+        return Err(invalid_policy("the value must be among the one_of values"));
     }
-    let checks: [(&str, fn(&[Value], &[Value]) -> bool, &str); 3] = [
+    let checks: [ValueRule; 3] = [
         (
             "add",
             |v, o| is_subset(o, v),

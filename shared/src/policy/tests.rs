@@ -1,5 +1,7 @@
 //! Unit tests for operators, merging, crit handling, resolution, `used_operators` and `preview`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use serde_json::{Map, Value, json};
 
 use super::vector_tests::set_eq;

@@ -1,5 +1,7 @@
 //! Test-vector runs: all 2019 Connect2id metadata policy cases and the spec's worked examples.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use serde_json::{Map, Value, json};
 
 use super::*;
@@ -67,10 +69,10 @@ fn run_case(case: &Value) -> Result<(), String> {
         }
         (Ok((merged, _)), Some(want)) => {
             // A case expecting invalid_metadata may still record the merged policy.
-            if let Some(m) = case.get("merged") {
-                if !set_eq(&merged, m) {
-                    return Err(format!("merged {merged} != {m} and expected {want}"));
-                }
+            if let Some(m) = case.get("merged")
+                && !set_eq(&merged, m)
+            {
+                return Err(format!("merged {merged} != {m} and expected {want}"));
             }
             Err(format!("succeeded, expected {want}"))
         }
