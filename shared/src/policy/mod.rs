@@ -1,1 +1,23 @@
-//! Metadata policy (filled in by the policy work).
+//! The OpenID Federation metadata policy engine (§6.1) and constraints (§6.2).
+//!
+//! Pure functions over `serde_json::Value`: validating, merging and applying metadata policies,
+//! resolving a chain subject's metadata, and the constraint checks. Policy errors are
+//! [`crate::Error::InvalidPolicy`], non-compliant metadata is [`crate::Error::InvalidMetadata`].
+
+mod apply;
+mod constraints;
+mod merge;
+mod operators;
+mod resolve;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod vector_tests;
+
+pub use apply::{apply_metadata_policy, apply_param_policy};
+pub use constraints::{
+    Constraints, NamingConstraints, check_max_path_length, check_naming, filter_entity_types,
+};
+pub use merge::{check_metadata_policy, merge_metadata_policy, merge_param_policy};
+pub use operators::{STANDARD_OPERATORS, check_param_policy};
+pub use resolve::{ChainStatementPolicy, preview, resolve_metadata, used_operators};
