@@ -1,1 +1,59 @@
-//! x
+//! Pharos data plane: the public port.
+//!
+//! It serves the Entity Configuration and the federation endpoints from the current immutable
+//! [`Snapshot`] and from caches of signed responses. It never opens a database connection: state
+//! changes reach it only as new snapshots published by the control plane.
+
+pub mod dispatch;
+pub mod entity_configuration;
+pub mod error;
+pub mod jwt_response;
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use axum::Router;
+use axum::routing::get;
+use pharos_shared::snapshot::Snapshot;
+use pharos_shared::time::Clock;
+
+/// Shared state of the data plane's handlers.
+#[derive(Debug)]
+pub struct DataPlane {
+    snapshot: Arc<ArcSwap<Snapshot>>,
+    clock: Arc<dyn Clock>,
+    ec_cache: entity_configuration::EcCache,
+}
+
+impl DataPlane {
+    /// A data plane reading snapshots from `snapshot` (the control plane's publication point).
+    pub fn new(snapshot: Arc<ArcSwap<Snapshot>>, clock: Arc<dyn Clock>) -> Arc<Self> {
+        Arc::new(Self {
+            snapshot,
+            clock,
+            ec_cache: entity_configuration::EcCache::new(),
+        })
+    }
+
+    /// The current snapshot; load once per request and keep the `Arc` for its duration.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Current time in Unix seconds.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+}
+
+/// Routes of the public port: the Entity Configuration and, as fallback, the dispatcher of
+/// every registered federation endpoint.
+pub fn router(dp: Arc<DataPlane>) -> Router {
+    Router::new()
+        .route(
+            "/.well-known/openid-federation",
+            get(entity_configuration::handler),
+        )
+        .fallback(dispatch::handler)
+        .with_state(dp)
+}
