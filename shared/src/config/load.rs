@@ -1,0 +1,113 @@
+//! Loading: defaults → YAML file → `SVC_` variables → validation, collecting every problem.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Settings, tree};
+use crate::{Error, Result};
+
+/// A validated configuration plus the non-fatal findings the caller should log.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The effective settings.
+    pub settings: Settings,
+    /// Accepted-but-ignored settings and similar notices.
+    pub warnings: Vec<String>,
+}
+
+/// The table of accepted environment names (`SVC_API_ADMIN_USERS_ENABLED` →
+/// `api.admin.users_enabled`), derived from the schema; also what `--help` style output can list.
+/// Fails if two keys would share one name. `SVC_LOG_LEVEL` is an extra alias, not listed.
+pub fn env_names() -> Result<BTreeMap<String, String>> {
+    let defaults = default_tree()?;
+    let paths = tree::leaf_paths(&defaults);
+    tree::env_table(paths.iter().map(String::as_str)).map_err(Error::Config)
+}
+
+/// Loads the configuration from an optional YAML file and the given environment.
+///
+/// The environment is a parameter (the caller reads it once in `main`) so that tests need no
+/// process-wide state. `SVC_CONFIG_FILE` is the caller's business and ignored here, as are the
+/// test suite's `SVC_TEST_*` names. Every problem found, in the file, the environment or the
+/// combination of values, comes back together in one [`Error::Config`].
+pub fn load(file: Option<&Path>, env: &[(String, String)]) -> Result<Loaded> {
+    let defaults = default_tree()?;
+    let table = env_names()?;
+    let mut merged = defaults.clone();
+    let mut problems = Vec::new();
+    let mut changed = BTreeSet::new();
+
+    if let Some(path) = file {
+        match read_yaml(path) {
+            Ok(Value::Object(map)) => {
+                tree::merge_file(&mut merged, &map, "", &mut problems, &mut changed);
+            }
+            Ok(_) => problems.push(format!("{}: expected a mapping at the top", path.display())),
+            Err(e) => problems.push(e),
+        }
+    }
+    tree::apply_env(
+        &mut merged,
+        &defaults,
+        &table,
+        env,
+        &mut problems,
+        &mut changed,
+    );
+
+    let mut warnings = Vec::new();
+    let settings = match serde_json::from_value::<Settings>(merged.clone()) {
+        Ok(settings) => {
+            settings.check(&mut problems, &mut warnings);
+            Some(settings)
+        }
+        Err(whole) => {
+            diagnose(&defaults, &merged, &changed, &whole, &mut problems);
+            None
+        }
+    };
+    match settings {
+        Some(settings) if problems.is_empty() => Ok(Loaded { settings, warnings }),
+        _ => Err(Error::Config(problems)),
+    }
+}
+
+fn default_tree() -> Result<Value> {
+    serde_json::to_value(Settings::default())
+        .map_err(|e| Error::Config(vec![format!("internal: cannot render defaults: {e}")]))
+}
+
+/// Parses the file with the `config` crate's YAML reader into a plain JSON tree.
+fn read_yaml(path: &Path) -> std::result::Result<Value, String> {
+    ::config::Config::builder()
+        .add_source(::config::File::from(path).format(::config::FileFormat::Yaml))
+        .build()
+        .and_then(|c| c.try_deserialize::<Value>())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// serde stops at the first bad value and does not name its key; retrying one changed leaf at
+/// a time on top of the defaults finds every bad leaf and names each.
+fn diagnose(
+    defaults: &Value,
+    merged: &Value,
+    changed: &BTreeSet<String>,
+    whole: &serde_json::Error,
+    problems: &mut Vec<String>,
+) {
+    let before = problems.len();
+    for path in changed {
+        let mut probe = defaults.clone();
+        if let Some(value) = tree::get(merged, path) {
+            tree::set(&mut probe, path, value.clone());
+        }
+        if let Err(e) = serde_json::from_value::<Settings>(probe) {
+            problems.push(format!("{path}: {e}"));
+        }
+    }
+    if problems.len() == before {
+        problems.push(whole.to_string());
+    }
+}

@@ -1,0 +1,251 @@
+//! Tests of `load`: the layers, the env-name table, unknown keys and problem collection.
+
+use std::io::Write;
+
+use super::*;
+use crate::Error;
+
+fn yaml(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::Builder::new()
+        .suffix(".yaml")
+        .tempfile()
+        .unwrap_or_else(|e| panic!("tempfile: {e}"));
+    file.write_all(text.as_bytes())
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    file
+}
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn ok(file: Option<&tempfile::NamedTempFile>, pairs: &[(&str, &str)]) -> Loaded {
+    load(file.map(|f| f.path()), &env(pairs)).unwrap_or_else(|e| panic!("load failed: {e}"))
+}
+
+fn problems(file: Option<&tempfile::NamedTempFile>, pairs: &[(&str, &str)]) -> Vec<String> {
+    match load(file.map(|f| f.path()), &env(pairs)) {
+        Err(Error::Config(problems)) => problems,
+        other => panic!("expected a config error, got {other:?}"),
+    }
+}
+
+#[test]
+fn no_file_no_env_gives_defaults() {
+    let loaded = ok(
+        None,
+        &[
+            ("PATH", "/bin"),
+            ("SVC_CONFIG_FILE", "x.yaml"),
+            ("SVC_TEST_DB", "1"),
+        ],
+    );
+    assert_eq!(loaded.settings, Settings::default());
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn file_values_applied() {
+    let f = yaml(
+        "entity_id: https://ia.example.org\nserver:\n  port: 8443\n  trusted_proxies: [10.0.0.0/8]\n\
+         storage:\n  driver: postgres\n  endpoint_auth:\n    jti_cleanup_interval: 30m\n\
+         stats:\n  buffer:\n    flush_threshold: 0.5\n",
+    );
+    let s = ok(Some(&f), &[]).settings;
+    assert_eq!(s.entity_id, "https://ia.example.org");
+    assert_eq!(s.server.port, 8443);
+    assert_eq!(s.server.trusted_proxies, ["10.0.0.0/8"]);
+    assert_eq!(s.storage.driver, StorageDriver::Postgres);
+    assert_eq!(
+        s.storage.endpoint_auth.jti_cleanup_interval,
+        Duration::from_secs(1_800)
+    );
+    assert!((s.stats.buffer.flush_threshold - 0.5).abs() < f64::EPSILON);
+    assert_eq!(
+        s.server.ip_listen, "0.0.0.0",
+        "untouched keys keep defaults"
+    );
+}
+
+#[test]
+fn env_overrides_file() {
+    let f = yaml("server:\n  port: 8443\nlogging:\n  internal:\n    level: debug\n");
+    let s = ok(
+        Some(&f),
+        &[("SVC_SERVER_PORT", "9000"), ("SVC_LOG_LEVEL", "warn")],
+    )
+    .settings;
+    assert_eq!(s.server.port, 9000);
+    assert_eq!(s.logging.internal.level, "warn");
+    let both = [
+        ("SVC_LOGGING_INTERNAL_LEVEL", "error"),
+        ("SVC_LOG_LEVEL", "warn"),
+    ];
+    assert_eq!(ok(None, &both).settings.logging.internal.level, "error");
+}
+
+#[test]
+fn env_keys_with_underscores() {
+    let s = ok(
+        None,
+        &[
+            ("SVC_API_ADMIN_USERS_ENABLED", "false"),
+            ("SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND", "db"),
+            ("SVC_API_ADMIN_ACTOR_SOURCE", "header"),
+            ("SVC_SERVER_TRUSTED_PROXIES", "10.0.0.0/8, ::1"),
+            ("SVC_SIGNING_PKCS11_TOKEN_SLOT", "2"),
+        ],
+    )
+    .settings;
+    assert!(!s.api.admin.users_enabled);
+    assert_eq!(s.storage.endpoint_auth.jti_backend, JtiBackend::Db);
+    assert_eq!(s.api.admin.actor_source, ActorSource::Header);
+    assert_eq!(s.server.trusted_proxies, ["10.0.0.0/8", "::1"]);
+    assert_eq!(s.signing.pkcs11.token_slot, Some(2));
+}
+
+#[test]
+fn durations_in_every_form() {
+    let f = yaml(
+        "server:\n  request_timeout: 90s\n  shutdown_timeout: 3600\n\
+         cache:\n  max_lifetime: 7d\nfederation:\n  http_timeout: \"3600\"\n",
+    );
+    let s = ok(Some(&f), &[("SVC_STATS_BUFFER_FLUSH_INTERVAL", "1h30m")]).settings;
+    assert_eq!(s.server.request_timeout, Duration::from_secs(90));
+    assert_eq!(s.server.shutdown_timeout, Duration::from_secs(3_600));
+    assert_eq!(s.cache.max_lifetime, Duration::from_secs(7 * 86_400));
+    assert_eq!(s.federation.http_timeout, Duration::from_secs(3_600));
+    assert_eq!(s.stats.buffer.flush_interval, Duration::from_secs(5_400));
+}
+
+#[test]
+fn unknown_file_key_is_named() {
+    let f = yaml("server:\n  prots: 80\n");
+    assert_eq!(
+        problems(Some(&f), &[]),
+        ["unknown configuration key: server.prots"]
+    );
+}
+
+#[test]
+fn unknown_env_var_is_named() {
+    let p = problems(None, &[("SVC_SERVER_PROTS", "80")]);
+    assert_eq!(p, ["unknown environment variable: SVC_SERVER_PROTS"]);
+}
+
+#[test]
+fn all_problems_reported_together() {
+    let f = yaml("server:\n  port: not-a-port\nbogus: 1\nstorage:\n  driver: oracle\n");
+    let p = problems(Some(&f), &[("SVC_API_ADMIN_ENABLED", "maybe")]);
+    assert_eq!(p.len(), 4, "{p:?}");
+    assert!(p.iter().any(|m| m == "unknown configuration key: bogus"));
+    assert!(
+        p.iter()
+            .any(|m| m.starts_with("SVC_API_ADMIN_ENABLED: expected a boolean"))
+    );
+    assert!(p.iter().any(|m| m.starts_with("server.port:")));
+    assert!(
+        p.iter()
+            .any(|m| m.starts_with("storage.driver:") && m.contains("oracle"))
+    );
+}
+
+#[test]
+fn combination_problems_reported_together() {
+    let f = yaml("signing:\n  kms: filesystem\napi:\n  admin:\n    tls:\n      enabled: true\n");
+    let p = problems(Some(&f), &[]);
+    assert_eq!(p.len(), 3, "{p:?}");
+}
+
+#[test]
+fn removed_keys_ignored_silently() {
+    let f = yaml(
+        "server:\n  prefork: true\nlogging:\n  internal:\n    smart:\n      enabled: true\n      dir: /x\n",
+    );
+    let loaded = ok(Some(&f), &[("SVC_SERVER_PREFORK", "true")]);
+    assert_eq!(loaded.settings, Settings::default());
+    assert!(loaded.warnings.is_empty());
+}
+
+#[test]
+fn legacy_storage_backend_rejected() {
+    let f = yaml("storage:\n  backend: badger\n");
+    let expected = "storage.backend is no longer supported; migrate with `pharos config2db`";
+    assert_eq!(problems(Some(&f), &[]), [expected]);
+    assert_eq!(
+        problems(None, &[("SVC_STORAGE_BACKEND", "json")]),
+        [expected]
+    );
+}
+
+#[test]
+fn redis_settings_warn() {
+    let loaded = ok(None, &[("SVC_CACHE_REDIS_ADDR", "redis:6379")]);
+    assert_eq!(
+        loaded.warnings,
+        ["cache.redis_addr ignored: Pharos caches in process"]
+    );
+}
+
+#[test]
+fn env_name_table_has_no_collisions_and_covers_keys() {
+    let table = env_names().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        table.get("SVC_API_ADMIN_USERS_ENABLED").map(String::as_str),
+        Some("api.admin.users_enabled")
+    );
+    assert_eq!(
+        table
+            .get("SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND")
+            .map(String::as_str),
+        Some("storage.endpoint_auth.jti_backend")
+    );
+    assert!(
+        table.contains_key("SVC_SIGNING_PKCS11_TOKEN_SLOT"),
+        "None-valued leaves included"
+    );
+    // One name per leaf of the key tree (update when a key is added).
+    assert_eq!(table.len(), 100);
+}
+
+#[test]
+fn storage_url_from_loaded_parts() {
+    let f = yaml(
+        "storage:\n  driver: mysql\n  user: fed\n  password: s3cr:t\n  host: db\n  db: pharos\n",
+    );
+    let s = ok(Some(&f), &[]).settings;
+    assert_eq!(s.storage_url(), "mysql://fed:s3cr%3At@db:3306/pharos");
+    let s = ok(
+        None,
+        &[
+            ("SVC_STORAGE_DRIVER", "postgres"),
+            ("SVC_STORAGE_DSN", "postgres://x@y/z"),
+        ],
+    )
+    .settings;
+    assert_eq!(s.storage_url(), "postgres://x@y/z");
+    assert_eq!(
+        ok(None, &[]).settings.storage_url(),
+        "sqlite://./data/pharos.db?mode=rwc"
+    );
+}
+
+#[test]
+fn check_config_output_round_trips_and_hides_secrets() {
+    let f = yaml("storage:\n  password: hunter2\nsigning:\n  pkcs11:\n    pin: 9999\n");
+    let s = ok(Some(&f), &[]).settings;
+    assert_eq!(
+        s.signing.pkcs11.pin, "9999",
+        "numeric YAML scalar read as text"
+    );
+    let shown = s.redacted().to_string();
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("9999"),
+        "{shown}"
+    );
+    let plain = serde_json::to_value(&s).unwrap_or_default();
+    assert_eq!(serde_json::from_value::<Settings>(plain).ok(), Some(s));
+}

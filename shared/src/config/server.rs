@@ -1,0 +1,263 @@
+//! `server.*` and `logging.*`: how the main listener and the logs are set up.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use super::Duration;
+
+/// The main (federation) HTTP listener; the Admin API shares it unless `api.admin.port` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Address to bind; `0.0.0.0` (or empty, as lighthouse allowed) listens on every interface.
+    pub ip_listen: String,
+    /// Port to bind (7672); 0 picks a free port, which the tests use.
+    pub port: u16,
+    /// Optional HTTPS on the main port.
+    pub tls: ServerTls,
+    /// Peers (IPs or CIDRs) whose `forwarded_ip_header` is trusted for the client address.
+    pub trusted_proxies: Vec<String>,
+    /// Header carrying the original client address behind a trusted proxy.
+    pub forwarded_ip_header: String,
+    /// CORS for the federation endpoints (browsers rarely need it, so off by default).
+    pub cors: CorsSettings,
+    /// Largest accepted request body in bytes; bounds memory per request.
+    pub body_limit: u64,
+    /// Time limit for one request, so a slow client cannot hold a worker forever.
+    pub request_timeout: Duration,
+    /// How long a graceful shutdown waits for in-flight requests.
+    pub shutdown_timeout: Duration,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            ip_listen: "0.0.0.0".into(),
+            port: 7672,
+            tls: ServerTls::default(),
+            trusted_proxies: Vec::new(),
+            forwarded_ip_header: "X-Forwarded-For".into(),
+            cors: CorsSettings::default(),
+            body_limit: 1_048_576,
+            request_timeout: Duration::from_secs(20),
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// TLS of the main listener; off by default because deployments usually terminate TLS in front.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerTls {
+    /// Serve HTTPS on `server.port`.
+    pub enabled: bool,
+    /// Also answer plain HTTP with a redirect to HTTPS.
+    pub redirect_http: bool,
+    /// PEM certificate chain path; required when enabled.
+    pub cert: String,
+    /// PEM private key path; required when enabled.
+    pub key: String,
+}
+
+/// CORS of the main listener (lighthouse-compatible defaults; the Admin API has its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CorsSettings {
+    /// Add CORS headers at all.
+    pub enabled: bool,
+    /// Comma-separated origins or `*`.
+    pub allow_origins: String,
+    /// Comma-separated methods.
+    pub allow_methods: String,
+    /// Comma-separated request headers.
+    pub allow_headers: String,
+    /// Send `Access-Control-Allow-Credentials: true`.
+    pub allow_credentials: bool,
+    /// Comma-separated response headers exposed to scripts.
+    pub expose_headers: String,
+    /// Preflight cache time in seconds (0 = header omitted).
+    pub max_age: u64,
+}
+
+impl Default for CorsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            allow_origins: "*".into(),
+            allow_methods: "GET,POST,HEAD,PUT,DELETE,PATCH".into(),
+            allow_headers: String::new(),
+            allow_credentials: false,
+            expose_headers: String::new(),
+            max_age: 0,
+        }
+    }
+}
+
+/// `logging.*`: access log, internal log and the start-up banner.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingSettings {
+    /// One line per HTTP request.
+    pub access: AccessLog,
+    /// The service's own diagnostic log.
+    pub internal: InternalLog,
+    /// What is printed at start-up.
+    pub banner: Banner,
+}
+
+/// Access log destinations; both off by default (access logs are opt-in, they can be large).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccessLog {
+    /// Directory for `access.log`; empty = no file.
+    pub dir: String,
+    /// Also write access lines to stderr.
+    pub stderr: bool,
+}
+
+/// Internal log destinations, level and formats.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InternalLog {
+    /// Directory for `pharos.log`; empty = no file.
+    pub dir: String,
+    /// Write to stderr (on by default so a bare start shows something).
+    pub stderr: bool,
+    /// `trace`, `debug`, `info`, `warn` or `error` (case-insensitive, lighthouse wrote `INFO`).
+    pub level: String,
+    /// Format on stderr.
+    pub stderr_format: LogFormat,
+    /// Format of the file output (never coloured).
+    pub dir_format: LogFormat,
+}
+
+impl Default for InternalLog {
+    fn default() -> Self {
+        Self {
+            dir: String::new(),
+            stderr: true,
+            level: "info".into(),
+            stderr_format: LogFormat::Console,
+            dir_format: LogFormat::Json,
+        }
+    }
+}
+
+/// Log line format; humans read `console`, log shippers read `json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines (coloured on a terminal).
+    #[serde(alias = "CONSOLE", alias = "Console")]
+    Console,
+    /// One JSON object per line.
+    #[serde(alias = "JSON", alias = "Json")]
+    Json,
+}
+
+/// Start-up banner switches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Banner {
+    /// Print the logo.
+    pub logo: bool,
+    /// Print the version.
+    pub version: bool,
+}
+
+impl Default for Banner {
+    fn default() -> Self {
+        Self {
+            logo: true,
+            version: true,
+        }
+    }
+}
+
+const LEVELS: [&str; 5] = ["trace", "debug", "info", "warn", "error"];
+
+impl ServerSettings {
+    /// Records every problem with the listener settings.
+    pub(crate) fn check(&self, problems: &mut Vec<String>) {
+        if !self.ip_listen.is_empty() && self.ip_listen.parse::<IpAddr>().is_err() {
+            problems.push(format!(
+                "server.ip_listen: {:?} is not an IP address",
+                self.ip_listen
+            ));
+        }
+        if self.tls.enabled && (self.tls.cert.is_empty() || self.tls.key.is_empty()) {
+            problems.push("server.tls: cert and key are required when enabled".into());
+        }
+        if self.tls.redirect_http && !self.tls.enabled {
+            problems.push("server.tls.redirect_http needs server.tls.enabled".into());
+        }
+        for proxy in &self.trusted_proxies {
+            if !is_ip_or_cidr(proxy) {
+                problems.push(format!(
+                    "server.trusted_proxies: {proxy:?} is not an IP or CIDR"
+                ));
+            }
+        }
+        if self.body_limit == 0 {
+            problems.push("server.body_limit must be greater than 0".into());
+        }
+        if self.request_timeout.is_zero() {
+            problems.push("server.request_timeout must be greater than 0".into());
+        }
+    }
+}
+
+impl LoggingSettings {
+    /// Records an unknown log level (the formats are checked by their enum).
+    pub(crate) fn check(&self, problems: &mut Vec<String>) {
+        let level = self.internal.level.to_ascii_lowercase();
+        if !LEVELS.contains(&level.as_str()) {
+            problems.push(format!(
+                "logging.internal.level: {:?} is not one of {}",
+                self.internal.level,
+                LEVELS.join(", ")
+            ));
+        }
+    }
+}
+
+/// `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`.
+fn is_ip_or_cidr(text: &str) -> bool {
+    let (addr, prefix) = text.split_once('/').unwrap_or((text, ""));
+    let Ok(ip) = addr.trim().parse::<IpAddr>() else {
+        return false;
+    };
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    prefix.is_empty() || prefix.parse::<u8>().is_ok_and(|p| p <= max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxies_and_tls_checked() {
+        let mut s = ServerSettings {
+            trusted_proxies: vec!["10.0.0.0/8".into(), "::1".into(), "10.0.0.0/33".into()],
+            ..ServerSettings::default()
+        };
+        s.tls.enabled = true;
+        let mut problems = Vec::new();
+        s.check(&mut problems);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("10.0.0.0/33")));
+    }
+
+    #[test]
+    fn level_is_case_insensitive() {
+        let mut l = LoggingSettings::default();
+        l.internal.level = "INFO".into();
+        let mut problems = Vec::new();
+        l.check(&mut problems);
+        assert!(problems.is_empty());
+        l.internal.level = "loud".into();
+        l.check(&mut problems);
+        assert_eq!(problems.len(), 1);
+    }
+}

@@ -1,0 +1,286 @@
+//! `storage.*`, `cache.*` and `federation.*`: where state lives and how outbound fetches behave.
+
+use serde::{Deserialize, Serialize};
+
+use super::Duration;
+
+/// The database all DB-managed state lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// Which database engine.
+    pub driver: StorageDriver,
+    /// Directory of the SQLite file (`pharos.db`).
+    pub data_dir: String,
+    /// Full connection URL for mysql/postgres; built from the parts below when empty.
+    pub dsn: String,
+    /// Database user (mysql/postgres parts).
+    pub user: String,
+    /// Database password (secret; redacted by `check-config`).
+    pub password: String,
+    /// Database host.
+    pub host: String,
+    /// Database port; 0 = the driver's default (3306 / 5432).
+    pub port: u16,
+    /// Database name.
+    pub db: String,
+    /// Log SQL statements.
+    pub debug: bool,
+    /// Size of the connection pool.
+    pub max_connections: u32,
+    /// Replay protection for client assertions (`private_key_jwt`).
+    pub endpoint_auth: EndpointAuth,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            driver: StorageDriver::Sqlite,
+            data_dir: "./data".into(),
+            dsn: String::new(),
+            user: "pharos".into(),
+            password: String::new(),
+            host: "localhost".into(),
+            port: 0,
+            db: "pharos".into(),
+            debug: false,
+            max_connections: 10,
+            endpoint_auth: EndpointAuth::default(),
+        }
+    }
+}
+
+/// Supported database engines (sqlx drivers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageDriver {
+    /// Embedded file database; the zero-configuration default.
+    Sqlite,
+    /// MySQL / MariaDB.
+    Mysql,
+    /// PostgreSQL.
+    Postgres,
+}
+
+/// Where used client-assertion `jti`s are remembered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointAuth {
+    /// In-process cache (single instance) or the database (shared by several instances).
+    pub jti_backend: JtiBackend,
+    /// How often expired `jti` rows are deleted (db backend only).
+    pub jti_cleanup_interval: Duration,
+}
+
+impl Default for EndpointAuth {
+    fn default() -> Self {
+        Self {
+            jti_backend: JtiBackend::Cache,
+            jti_cleanup_interval: Duration::from_secs(3_600),
+        }
+    }
+}
+
+/// Storage of seen `jti` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JtiBackend {
+    /// In-process cache.
+    Cache,
+    /// Database table.
+    Db,
+}
+
+/// `cache.*`: Pharos caches in process; the redis keys are accepted so old files still load.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSettings {
+    /// Turn caching off (tests only).
+    pub disabled: bool,
+    /// Upper bound on any cache entry's lifetime; 0 = none.
+    pub max_lifetime: Duration,
+    /// Accepted for compatibility; ignored (warning).
+    pub redis_addr: String,
+    /// Accepted for compatibility; ignored.
+    pub username: String,
+    /// Accepted for compatibility; ignored (secret; redacted).
+    pub password: String,
+    /// Accepted for compatibility; ignored.
+    pub redis_db: u32,
+}
+
+/// `federation.*`: limits on outbound fetches of other entities' statements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FederationSettings {
+    /// Refuse to fetch from loopback/private/link-local addresses (SSRF protection).
+    pub block_private_addresses: bool,
+    /// Timeout of one outbound HTTP request.
+    pub http_timeout: Duration,
+    /// Largest response body accepted from another entity.
+    pub max_response_bytes: u64,
+}
+
+impl Default for FederationSettings {
+    fn default() -> Self {
+        Self {
+            block_private_addresses: false,
+            http_timeout: Duration::from_secs(20),
+            max_response_bytes: 1_048_576,
+        }
+    }
+}
+
+/// The error for files written for lighthouse < 0.22, whose key-value store is gone.
+pub(crate) const LEGACY_BACKEND: &str =
+    "storage.backend is no longer supported; migrate with `pharos config2db`";
+
+impl StorageSettings {
+    /// The sqlx connection URL, so callers never assemble it (or its escaping) themselves.
+    pub(crate) fn url(&self) -> String {
+        let (scheme, default_port) = match self.driver {
+            StorageDriver::Sqlite => {
+                let dir = self.data_dir.trim_end_matches('/');
+                return format!("sqlite://{dir}/pharos.db?mode=rwc");
+            }
+            StorageDriver::Mysql => ("mysql", 3306),
+            StorageDriver::Postgres => ("postgres", 5432),
+        };
+        if !self.dsn.is_empty() {
+            return self.dsn.clone();
+        }
+        let port = if self.port == 0 {
+            default_port
+        } else {
+            self.port
+        };
+        let host = if self.host.contains(':') && !self.host.starts_with('[') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let mut auth = encode(&self.user);
+        if !self.password.is_empty() {
+            auth = format!("{auth}:{}", encode(&self.password));
+        }
+        format!("{scheme}://{auth}@{host}:{port}/{}", encode(&self.db))
+    }
+
+    /// Records every problem with the database settings.
+    pub(crate) fn check(&self, problems: &mut Vec<String>) {
+        match self.driver {
+            StorageDriver::Sqlite if self.data_dir.is_empty() => {
+                problems.push("storage.data_dir is required for the sqlite driver".into());
+            }
+            StorageDriver::Mysql | StorageDriver::Postgres if self.dsn.is_empty() => {
+                for (key, value) in [("user", &self.user), ("host", &self.host), ("db", &self.db)] {
+                    if value.is_empty() {
+                        problems.push(format!(
+                            "storage.{key} is required when storage.dsn is empty"
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if self.max_connections == 0 {
+            problems.push("storage.max_connections must be at least 1".into());
+        }
+        if self.endpoint_auth.jti_backend == JtiBackend::Db
+            && self.endpoint_auth.jti_cleanup_interval.is_zero()
+        {
+            problems
+                .push("storage.endpoint_auth.jti_cleanup_interval must be greater than 0".into());
+        }
+    }
+}
+
+impl CacheSettings {
+    /// Warns about redis settings, which old files carry but Pharos does not use.
+    pub(crate) fn check(&self, warnings: &mut Vec<String>) {
+        if !self.redis_addr.is_empty() {
+            warnings.push("cache.redis_addr ignored: Pharos caches in process".into());
+        }
+    }
+}
+
+impl FederationSettings {
+    /// Records limits that would make every outbound fetch fail.
+    pub(crate) fn check(&self, problems: &mut Vec<String>) {
+        if self.http_timeout.is_zero() {
+            problems.push("federation.http_timeout must be greater than 0".into());
+        }
+        if self.max_response_bytes == 0 {
+            problems.push("federation.max_response_bytes must be greater than 0".into());
+        }
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters (for URL user info and path).
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_per_driver() {
+        let mut s = StorageSettings::default();
+        assert_eq!(s.url(), "sqlite://./data/pharos.db?mode=rwc");
+        s.data_dir = "/var/lib/pharos/".into();
+        assert_eq!(s.url(), "sqlite:///var/lib/pharos/pharos.db?mode=rwc");
+        s.driver = StorageDriver::Postgres;
+        assert_eq!(s.url(), "postgres://pharos@localhost:5432/pharos");
+        s.dsn = "postgres://u:p@db/x".into();
+        assert_eq!(s.url(), "postgres://u:p@db/x");
+    }
+
+    #[test]
+    fn mysql_from_parts_is_escaped() {
+        let s = StorageSettings {
+            driver: StorageDriver::Mysql,
+            user: "app user".into(),
+            password: "p@ss:w/rd".into(),
+            host: "db.internal".into(),
+            port: 3307,
+            db: "fed".into(),
+            ..StorageSettings::default()
+        };
+        assert_eq!(
+            s.url(),
+            "mysql://app%20user:p%40ss%3Aw%2Frd@db.internal:3307/fed"
+        );
+        let s = StorageSettings {
+            port: 0,
+            host: "::1".into(),
+            password: String::new(),
+            ..s
+        };
+        assert_eq!(s.url(), "mysql://app%20user@[::1]:3306/fed");
+    }
+
+    #[test]
+    fn parts_required_without_dsn() {
+        let s = StorageSettings {
+            driver: StorageDriver::Mysql,
+            host: String::new(),
+            ..StorageSettings::default()
+        };
+        let mut problems = Vec::new();
+        s.check(&mut problems);
+        assert_eq!(
+            problems,
+            ["storage.host is required when storage.dsn is empty"]
+        );
+    }
+}
