@@ -1,1 +1,14 @@
-//! x
+//! Pharos control plane: the only writer of federation state.
+//!
+//! It owns the database (sqlx over SQLite, MySQL/MariaDB or PostgreSQL), the Admin API, and the
+//! background work; it publishes immutable snapshots that the data plane serves from.
+
+pub mod admin;
+pub mod app;
+pub mod db;
+pub mod error;
+pub mod keys;
+pub mod logging;
+pub mod state;
+
+pub use error::{Error, Result};

@@ -1,1 +1,117 @@
-fn main() {}
+//! The `pharos` binary: the composition root's command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use pharos_controlplane::app::{App, Listeners};
+use pharos_shared::config::{self, Settings};
+use pharos_shared::time::SystemClock;
+
+/// Exit status for configuration errors (EX_USAGE).
+const EXIT_CONFIG: u8 = 64;
+
+#[derive(Parser)]
+#[command(name = "pharos", version, about = "OpenID Federation entity service")]
+struct Cli {
+    /// Configuration file (YAML); also `SVC_CONFIG_FILE`.
+    #[arg(long, short = 'c', global = true, env = "SVC_CONFIG_FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the service (the default).
+    Serve,
+    /// Print the effective configuration with secrets redacted, or the problems found.
+    CheckConfig,
+}
+
+fn load(path: Option<&PathBuf>) -> Result<(Settings, Vec<String>), ExitCode> {
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    match config::load(path.map(|p| p.as_path()), &env) {
+        Ok(l) => Ok((l.settings, l.warnings)),
+        Err(e) => {
+            eprintln!("{e}");
+            Err(ExitCode::from(EXIT_CONFIG))
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (settings, warnings) = match load(cli.config.as_ref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::CheckConfig => {
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+            match serde_json::to_string_pretty(&settings.redacted()) {
+                Ok(s) => {
+                    println!("{s}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("cannot render configuration: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Serve => serve(settings, warnings),
+    }
+}
+
+fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
+    pharos_controlplane::logging::init(&settings);
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let app = match App::start(settings, Arc::new(SystemClock), Listeners::default()).await {
+            Ok(app) => app,
+            Err(e) => {
+                tracing::error!(error = %e, "pharos could not start");
+                return ExitCode::FAILURE;
+            }
+        };
+        let stop = app.shutdown_token();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+            stop.cancel();
+        });
+        app.run_until_stopped().await;
+        ExitCode::SUCCESS
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

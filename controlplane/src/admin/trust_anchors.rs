@@ -1,0 +1,219 @@
+//! `/trust-anchors`: the trust anchor repository.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use pharos_shared::jose::Jwks;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::body::{Json, entity_id};
+use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
+use crate::error::{Error, Result};
+use crate::state::{ControlPlane, Section};
+
+type Cp = State<Arc<ControlPlane>>;
+
+/// A trust anchor as the Admin API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TrustAnchorRecord {
+    /// Database id.
+    pub id: i64,
+    /// Creation time (Unix seconds).
+    pub created_at: i64,
+    /// Last update (Unix seconds).
+    pub updated_at: i64,
+    /// Entity identifier.
+    pub entity_id: String,
+    /// Stored keys (null until the first poll seeds them).
+    #[schema(value_type = Object)]
+    pub jwks: Option<Jwks>,
+    /// Keys are polled from the anchor's Entity Configuration.
+    pub enable_jwks_update: bool,
+    /// Poll interval, seconds (0 = derive from the configuration's `exp`).
+    pub key_poll_interval: i64,
+}
+
+impl From<TrustAnchorRow> for TrustAnchorRecord {
+    fn from(r: TrustAnchorRow) -> Self {
+        Self {
+            id: r.id,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            entity_id: r.entity_id,
+            jwks: r.jwks,
+            enable_jwks_update: r.enable_jwks_update,
+            key_poll_interval: r.key_poll_interval,
+        }
+    }
+}
+
+/// Create/update body of a trust anchor.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct TrustAnchorInput {
+    /// Entity identifier (required on create).
+    pub entity_id: Option<String>,
+    /// Keys; optional when `enable_jwks_update` is true (the first poll seeds them).
+    #[schema(value_type = Object)]
+    pub jwks: Option<Jwks>,
+    /// Poll the anchor's keys.
+    #[serde(default)]
+    pub enable_jwks_update: bool,
+    /// Poll interval, seconds (0 = derive).
+    #[serde(default)]
+    pub key_poll_interval: i64,
+}
+
+/// Checks a JWK Set given for a trust anchor: every key needs `kty`, and a `kid` unique in the set.
+pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
+    let mut kids = std::collections::HashSet::new();
+    for k in &jwks.keys {
+        if k.get("kty").and_then(|v| v.as_str()).is_none() {
+            return Err(Error::BadRequest("every JWK needs a kty".into()));
+        }
+        match k.get("kid").and_then(|v| v.as_str()) {
+            Some(kid) if !kid.is_empty() => {
+                if !kids.insert(kid.to_string()) {
+                    return Err(Error::BadRequest(format!("duplicate kid {kid:?}")));
+                }
+            }
+            _ => return Err(Error::BadRequest("every JWK needs a non-empty kid".into())),
+        }
+        if k.contains_key("d") || k.contains_key("p") || k.contains_key("k") {
+            return Err(Error::BadRequest(
+                "a trust anchor JWK Set must contain public keys only".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
+    entity_id("entity_id", entity)?;
+    if input.key_poll_interval < 0 {
+        return Err(Error::BadRequest("key_poll_interval must not be negative".into()));
+    }
+    match &input.jwks {
+        Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(Error::BadRequest(
+            "jwks must contain keys unless enable_jwks_update is true".into(),
+        )),
+        Some(j) => validate_jwks(j),
+        None => Ok(()),
+    }
+}
+
+async fn existing(cp: &ControlPlane, entity: &str) -> Result<TrustAnchorRow> {
+    repo::get(&cp.db, entity)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("unknown trust anchor {entity:?}")))
+}
+
+/// Lists the trust anchor repository.
+#[utoipa::path(get, path = "/trust-anchors", tag = "trust-anchors",
+    responses((status = 200, body = [TrustAnchorRecord])))]
+pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
+    let rows = repo::list(&cp.db).await?;
+    Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Shows one trust anchor (entity identifier URL-encoded in the path).
+#[utoipa::path(get, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
+    params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
+    responses((status = 200, body = TrustAnchorRecord), (status = 404)))]
+pub async fn get(State(cp): Cp, Path(entity): Path<String>) -> Result<axum::Json<TrustAnchorRecord>> {
+    Ok(axum::Json(existing(&cp, &entity).await?.into()))
+}
+
+/// Adds a trust anchor to the repository.
+#[utoipa::path(post, path = "/trust-anchors", tag = "trust-anchors",
+    request_body = TrustAnchorInput,
+    responses((status = 201, body = TrustAnchorRecord), (status = 400), (status = 409)))]
+pub async fn create(State(cp): Cp, Json(input): Json<TrustAnchorInput>) -> Result<impl IntoResponse> {
+    let entity = input
+        .entity_id
+        .clone()
+        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+    validate(&input, &entity)?;
+    if input.jwks.is_none() && !input.enable_jwks_update {
+        return Err(Error::BadRequest(
+            "jwks is required unless enable_jwks_update is true".into(),
+        ));
+    }
+    let _w = cp.writer().await;
+    if repo::get(&cp.db, &entity).await?.is_some() {
+        return Err(Error::Conflict(format!("trust anchor {entity:?} already exists")));
+    }
+    let now = cp.now();
+    let mut tx = cp.db.pool.begin().await?;
+    repo::insert(
+        &cp.db,
+        &mut tx,
+        &TrustAnchorWrite {
+            entity_id: entity.clone(),
+            jwks: input.jwks,
+            enable_jwks_update: input.enable_jwks_update,
+            key_poll_interval: input.key_poll_interval,
+        },
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    let rec: TrustAnchorRecord = existing(&cp, &entity).await?.into();
+    Ok((StatusCode::CREATED, axum::Json(rec)))
+}
+
+/// Updates a trust anchor; keys are kept when `jwks` is absent.
+#[utoipa::path(put, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
+    params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
+    request_body = TrustAnchorInput,
+    responses((status = 200, body = TrustAnchorRecord), (status = 400), (status = 404), (status = 409)))]
+pub async fn update(State(cp): Cp, Path(entity): Path<String>, Json(input): Json<TrustAnchorInput>) -> Result<axum::Json<TrustAnchorRecord>> {
+    let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
+    validate(&input, &new_id)?;
+    let _w = cp.writer().await;
+    let old = existing(&cp, &entity).await?;
+    if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {
+        return Err(Error::Conflict(format!("trust anchor {new_id:?} already exists")));
+    }
+    let jwks = input.jwks.or(old.jwks);
+    if jwks.is_none() && !input.enable_jwks_update {
+        return Err(Error::BadRequest(
+            "jwks is required unless enable_jwks_update is true".into(),
+        ));
+    }
+    let now = cp.now();
+    let mut tx = cp.db.pool.begin().await?;
+    repo::update(
+        &cp.db,
+        &mut tx,
+        old.id,
+        &TrustAnchorWrite {
+            entity_id: new_id.clone(),
+            jwks,
+            enable_jwks_update: input.enable_jwks_update,
+            key_poll_interval: input.key_poll_interval,
+        },
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    Ok(axum::Json(existing(&cp, &new_id).await?.into()))
+}
+
+/// Removes a trust anchor; endpoint links to it go with it.
+#[utoipa::path(delete, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
+    params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
+    responses((status = 204), (status = 404)))]
+pub async fn delete(State(cp): Cp, Path(entity): Path<String>) -> Result<StatusCode> {
+    let _w = cp.writer().await;
+    let old = existing(&cp, &entity).await?;
+    let mut tx = cp.db.pool.begin().await?;
+    repo::delete(&cp.db, &mut tx, old.id).await?;
+    tx.commit().await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,161 @@
+//! Composition root: configuration → database → first snapshot → listeners → serve.
+//!
+//! Used by the `pharos serve` command and by the whole-process tests, which start Pharos on
+//! port 0 with a database of their own.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use pharos_dataplane::DataPlane;
+use pharos_shared::config::Settings;
+use pharos_shared::time::Clock;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::admin;
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::state::ControlPlane;
+
+/// A running Pharos.
+#[derive(Debug)]
+pub struct App {
+    /// Address of the main (public) port.
+    pub addr: SocketAddr,
+    /// Address of the separate admin port, when configured.
+    pub admin_addr: Option<SocketAddr>,
+    /// The control plane (tests inspect it).
+    pub control: Arc<ControlPlane>,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Listeners the caller has already bound (tests bind port 0 first to learn the address that
+/// becomes part of the entity identifier).
+#[derive(Debug, Default)]
+pub struct Listeners {
+    /// Main port; bound from `server.ip_listen:server.port` when absent.
+    pub main: Option<TcpListener>,
+    /// Admin port; bound from `server.ip_listen:api.admin.port` when absent and configured.
+    pub admin: Option<TcpListener>,
+}
+
+impl App {
+    /// Starts Pharos and returns once it is serving.
+    pub async fn start(settings: Settings, clock: Arc<dyn Clock>, listeners: Listeners) -> Result<Self> {
+        let settings = Arc::new(settings);
+        if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
+            std::fs::create_dir_all(&settings.storage.data_dir).map_err(|e| {
+                Error::Internal(format!(
+                    "cannot create data_dir {}: {e}",
+                    settings.storage.data_dir
+                ))
+            })?;
+        }
+        let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
+        db.migrate().await?;
+        let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
+        let data = DataPlane::new(control.snapshot_handle(), clock);
+
+        let separate_admin = settings.api.admin.enabled && settings.api.admin.port != 0;
+        let mut main = pharos_dataplane::router(data).merge(health(control.clone()));
+        if settings.api.admin.enabled && !separate_admin {
+            main = main.merge(admin::router(control.clone()));
+        }
+
+        let shutdown = CancellationToken::new();
+        let mut tasks = Vec::new();
+        let main_listener = match listeners.main {
+            Some(l) => l,
+            None => bind(&settings.server.ip_listen, settings.server.port).await?,
+        };
+        let addr = main_listener.local_addr().map_err(io)?;
+        tasks.push(serve(main_listener, main, shutdown.clone()));
+
+        let mut admin_addr = None;
+        if separate_admin {
+            let l = match listeners.admin {
+                Some(l) => l,
+                None => bind(&settings.server.ip_listen, settings.api.admin.port).await?,
+            };
+            admin_addr = Some(l.local_addr().map_err(io)?);
+            let router = admin::router(control.clone()).fallback(|| async {
+                Error::NotFound("no such admin route".into()).into_response()
+            });
+            tasks.push(serve(l, router, shutdown.clone()));
+        }
+        tracing::info!(%addr, ?admin_addr, entity_id = %settings.entity_id, "pharos is serving");
+        Ok(Self {
+            addr,
+            admin_addr,
+            control,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// Stops accepting, drains in-flight requests, and waits for the servers to end.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        self.control.db.pool.close().await;
+    }
+
+    /// A token that stops the app when cancelled (used by signal handling).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// Waits until the app is told to stop, then shuts down.
+    pub async fn run_until_stopped(self) {
+        self.shutdown.cancelled().await;
+        self.shutdown().await;
+    }
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::Internal(format!("listener error: {e}"))
+}
+
+async fn bind(ip: &str, port: u16) -> Result<TcpListener> {
+    let ip = if ip.is_empty() { "0.0.0.0" } else { ip };
+    TcpListener::bind((ip, port))
+        .await
+        .map_err(|e| Error::Internal(format!("cannot listen on {ip}:{port}: {e}")))
+}
+
+fn serve(listener: TcpListener, router: Router, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let r = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "server stopped with an error");
+        }
+    })
+}
+
+/// `/healthz` (the process is up) and `/readyz` (snapshot published, database answers).
+fn health(cp: Arc<ControlPlane>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get(|State(cp): State<Arc<ControlPlane>>| async move {
+                if cp.db.ping().await {
+                    (StatusCode::OK, "ready").into_response()
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+                }
+            }),
+        )
+        .with_state(cp)
+}

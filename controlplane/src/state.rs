@@ -1,0 +1,204 @@
+//! The control plane's state: the database, the published snapshot, and the single-writer rule.
+//!
+//! Every change follows one path: take the write lock, commit the change in a database
+//! transaction, reload the affected snapshot sections from the database, publish. A failed
+//! reload keeps the previous snapshot (and is reported), so the data plane never sees state that
+//! is not committed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arc_swap::ArcSwap;
+use pharos_shared::config::Settings;
+use pharos_shared::endpoint::{EndpointConfig, EndpointType};
+use pharos_shared::snapshot::{
+    AdditionalClaim, EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
+};
+use pharos_shared::time::Clock;
+use serde_json::Value;
+use tokio::sync::{Mutex, MutexGuard};
+
+use crate::db::{self, Db, settings};
+use crate::error::Result;
+use crate::keys;
+
+/// Parts of the snapshot that a change can touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Endpoint registry (endpoints, auth trust anchors, legacy paths).
+    Registry,
+    /// Entity Configuration inputs.
+    EntityConfiguration,
+    /// Trust anchor repository.
+    TrustAnchors,
+    /// Our keys.
+    Keys,
+}
+
+/// Shared state of the control plane.
+#[derive(Debug)]
+pub struct ControlPlane {
+    /// The database.
+    pub db: Db,
+    /// Static configuration.
+    pub settings: Arc<Settings>,
+    /// Time source.
+    pub clock: Arc<dyn Clock>,
+    snapshot: Arc<ArcSwap<Snapshot>>,
+    generation: AtomicU64,
+    write: Mutex<()>,
+}
+
+impl ControlPlane {
+    /// Builds the first snapshot from the database and returns the control plane.
+    pub async fn start(db: Db, settings: Arc<Settings>, clock: Arc<dyn Clock>) -> Result<Arc<Self>> {
+        let now = clock.now();
+        keys::ensure_signing_key(&db, &settings, now).await?;
+        let snapshot = Snapshot {
+            generation: 1,
+            entity_id: settings.entity_id.as_str().into(),
+            registry: Arc::new(load_registry(&db, now).await?),
+            entity_configuration: Arc::new(load_ec(&db).await?),
+            trust_anchors: Arc::new(load_trust_anchors(&db).await?),
+            keys: Arc::new(keys::load_keyset(&db, &settings, now).await?),
+        };
+        Ok(Arc::new(Self {
+            db,
+            settings,
+            clock,
+            snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
+            generation: AtomicU64::new(1),
+            write: Mutex::new(()),
+        }))
+    }
+
+    /// The publication point the data plane reads from.
+    pub fn snapshot_handle(&self) -> Arc<ArcSwap<Snapshot>> {
+        self.snapshot.clone()
+    }
+
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.load_full()
+    }
+
+    /// Current time, Unix seconds.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// Serialises writers: hold the guard across commit and [`Self::refresh`].
+    pub async fn writer(&self) -> MutexGuard<'_, ()> {
+        self.write.lock().await
+    }
+
+    /// Reloads `sections` from the database and publishes a new snapshot. Call after commit,
+    /// while holding the writer guard.
+    pub async fn refresh(&self, sections: &[Section]) -> Result<()> {
+        let now = self.now();
+        let mut next = Snapshot::clone(&self.snapshot.load());
+        for s in sections {
+            match s {
+                Section::Registry => next.registry = Arc::new(load_registry(&self.db, now).await?),
+                Section::EntityConfiguration => {
+                    next.entity_configuration = Arc::new(load_ec(&self.db).await?)
+                }
+                Section::TrustAnchors => {
+                    next.trust_anchors = Arc::new(load_trust_anchors(&self.db).await?)
+                }
+                Section::Keys => {
+                    next.keys = Arc::new(keys::load_keyset(&self.db, &self.settings, now).await?)
+                }
+            }
+        }
+        next.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.snapshot.store(Arc::new(next));
+        Ok(())
+    }
+}
+
+/// The endpoint registry as stored.
+pub async fn load_registry(db: &Db, now: i64) -> Result<Registry> {
+    let rows = db::endpoints::list(db).await?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for r in rows {
+        let Some(kind) = EndpointType::parse(&r.kind) else {
+            tracing::warn!(kind = %r.kind, "skipping endpoint of unknown type");
+            continue;
+        };
+        let config = match EndpointConfig::parse(kind, &r.config) {
+            Ok(c) => c,
+            Err(e) => {
+                // Stored configs were validated on write; an invalid one means the database
+                // was edited by hand. Serve nothing rather than something half-configured.
+                tracing::error!(kind = %kind, error = %e, "skipping endpoint with invalid config");
+                continue;
+            }
+        };
+        entries.push(EndpointEntry {
+            kind,
+            path: r.path,
+            url: r.url,
+            auth_enabled: r.auth_enabled,
+            auth_trust_anchors: r.auth_trust_anchors,
+            config,
+        });
+    }
+    let legacy = db::endpoints::legacy_paths(db, now)
+        .await?
+        .into_iter()
+        .filter_map(|(p, k, e)| EndpointType::parse(&k).map(|k| (p, k, e)))
+        .collect();
+    Ok(Registry::new(entries, legacy))
+}
+
+/// The Entity Configuration inputs as stored.
+pub async fn load_ec(db: &Db) -> Result<EcSettings> {
+    let lifetime = settings::get(db, settings::EC, "lifetime")
+        .await?
+        .and_then(|v| v.as_i64())
+        .unwrap_or(EcSettings::default().lifetime);
+    let metadata = match settings::get(db, settings::EC, "metadata").await? {
+        Some(Value::Object(m)) => m,
+        _ => Default::default(),
+    };
+    let authority_hints = db::entity_config::hints(db)
+        .await?
+        .into_iter()
+        .map(|h| h.entity_id)
+        .collect();
+    let additional_claims = db::entity_config::claims(db)
+        .await?
+        .into_iter()
+        .map(|c| AdditionalClaim {
+            claim: c.claim,
+            value: c.value,
+            crit: c.crit,
+        })
+        .collect();
+    Ok(EcSettings {
+        lifetime,
+        metadata,
+        authority_hints,
+        additional_claims,
+    })
+}
+
+/// The trust anchor repository as stored.
+pub async fn load_trust_anchors(db: &Db) -> Result<TrustAnchors> {
+    let rows = db::trust_anchors::list(db).await?;
+    Ok(TrustAnchors {
+        by_id: rows
+            .into_iter()
+            .map(|r| {
+                let ta = TrustAnchor {
+                    entity_id: r.entity_id.clone(),
+                    jwks: r.jwks,
+                    enable_jwks_update: r.enable_jwks_update,
+                    key_poll_interval: r.key_poll_interval,
+                };
+                (r.entity_id, Arc::new(ta))
+            })
+            .collect(),
+    })
+}
