@@ -1,0 +1,96 @@
+//! The `pharos` binary: the README's run command and `check-config`.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn pharos() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pharos"));
+    // Start from a clean environment so that the developer's SVC_* variables do not leak in.
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SVC_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+#[test]
+fn check_config_prints_effective_config_with_secrets_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        "entity_id: https://pharos.example.org\nstorage:\n  driver: postgres\n  dsn: postgres://app:s3cret@db/pharos\nserver:\n  prefork: true\n",
+    )
+    .unwrap();
+    let out = pharos()
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .env("SVC_SERVER_PORT", "8443")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("s3cret"), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["entity_id"], "https://pharos.example.org");
+    assert_eq!(v["server"]["port"], 8443);
+    assert_eq!(v["storage"]["driver"], "postgres");
+}
+
+#[test]
+fn configuration_errors_are_reported_together_with_exit_64() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, "server:\n  prots: 1\nstorage:\n  driver: oracle\n").unwrap();
+    let out = pharos()
+        .args(["serve", "--config"])
+        .arg(&file)
+        .env("SVC_API_ADMIN_NOPE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("server.prots"), "{err}");
+    assert!(err.contains("SVC_API_ADMIN_NOPE"), "{err}");
+}
+
+/// The README's run command: no configuration file, embedded SQLite, generated keys.
+#[test]
+fn runs_on_the_embedded_default_without_a_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = pharos()
+        .arg("serve")
+        .current_dir(dir.path())
+        .env("SVC_SERVER_PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/.well-known/openid-federation");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let body = rt.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        for _ in 0..100 {
+            if let Ok(r) = client.get(&url).send().await {
+                assert_eq!(r.headers()["content-type"], "application/entity-statement+jwt");
+                return r.text().await.unwrap();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("pharos did not come up");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let decoded = pharos_shared::jose::decode_unverified(&body).unwrap();
+    let jwks: pharos_shared::jose::Jwks =
+        serde_json::from_value(decoded.claims["jwks"].clone()).unwrap();
+    let v = pharos_shared::jose::verify(&body, &jwks).unwrap();
+    assert_eq!(v.claims["iss"], "http://127.0.0.1:7672", "default entity identifier");
+    assert!(dir.path().join("data/pharos.db").exists(), "embedded SQLite under ./data");
+}

@@ -1,0 +1,238 @@
+//! Whole-process test harness: a real Pharos on `127.0.0.1:0`, a fresh database per test (SQLite
+//! always; PostgreSQL and MariaDB when `SVC_TEST_POSTGRES_DSN` / `SVC_TEST_MYSQL_DSN` are set),
+//! real HTTP through reqwest.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use pharos_controlplane::app::{App, Listeners};
+use pharos_shared::config::{Settings, StorageDriver};
+use pharos_shared::time::{Clock, SystemClock};
+use reqwest::{Method, Response};
+use serde_json::Value;
+use sqlx::Connection as _;
+use tokio::net::TcpListener;
+
+/// Which database a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+/// SQLite always; the others when their DSN variable is set.
+pub fn backends() -> Vec<Backend> {
+    let mut b = vec![Backend::Sqlite];
+    if std::env::var("SVC_TEST_POSTGRES_DSN").is_ok_and(|v| !v.is_empty()) {
+        b.push(Backend::Postgres);
+    }
+    if std::env::var("SVC_TEST_MYSQL_DSN").is_ok_and(|v| !v.is_empty()) {
+        b.push(Backend::Mysql);
+    }
+    b
+}
+
+/// A fresh, empty database for one test.
+#[derive(Debug)]
+pub struct TestDb {
+    pub backend: Backend,
+    pub dsn: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDb {
+    pub async fn new(backend: Backend) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!(
+            "pharos_t_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ) + &format!("_{}", rand_suffix());
+        let dsn = match backend {
+            Backend::Sqlite => String::new(),
+            Backend::Postgres => create_db("SVC_TEST_POSTGRES_DSN", &name).await,
+            Backend::Mysql => create_db("SVC_TEST_MYSQL_DSN", &name).await,
+        };
+        Self { backend, dsn, dir }
+    }
+
+    /// Applies this database to a configuration.
+    pub fn configure(&self, s: &mut Settings) {
+        match self.backend {
+            Backend::Sqlite => {
+                s.storage.driver = StorageDriver::Sqlite;
+                s.storage.data_dir = self.dir.path().join("data").display().to_string();
+            }
+            Backend::Postgres => {
+                s.storage.driver = StorageDriver::Postgres;
+                s.storage.dsn = self.dsn.clone();
+            }
+            Backend::Mysql => {
+                s.storage.driver = StorageDriver::Mysql;
+                s.storage.dsn = self.dsn.clone();
+            }
+        }
+    }
+
+    /// A connection pool onto the same database, for asserting its contents.
+    pub async fn pool(&self) -> pharos_controlplane::db::Db {
+        let mut s = Settings::default();
+        self.configure(&mut s);
+        pharos_controlplane::db::Db::connect(&s.storage_url(), 2)
+            .await
+            .unwrap()
+    }
+}
+
+static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn rand_suffix() -> u32 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    t.subsec_nanos()
+}
+
+async fn create_db(var: &str, name: &str) -> String {
+    sqlx::any::install_default_drivers();
+    let base = std::env::var(var).unwrap();
+    let mut conn = sqlx::AnyConnection::connect(&base).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let _ = conn.close().await;
+    let mut url = url::Url::parse(&base).unwrap();
+    url.set_path(&format!("/{name}"));
+    url.to_string()
+}
+
+/// A running Pharos plus an HTTP client.
+pub struct Pharos {
+    pub app: Option<App>,
+    pub base: String,
+    pub settings: Settings,
+    pub client: reqwest::Client,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Pharos {
+    /// Starts Pharos with default settings on `db`.
+    pub async fn start(db: &TestDb) -> Self {
+        Self::start_with(db, |_| {}, Arc::new(SystemClock)).await
+    }
+
+    /// Starts Pharos with settings adjusted by `f` and the given clock.
+    pub async fn start_with(db: &TestDb, f: impl FnOnce(&mut Settings), clock: Arc<dyn Clock>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut settings = Settings::default();
+        settings.entity_id = format!("http://127.0.0.1:{port}");
+        settings.server.ip_listen = "127.0.0.1".into();
+        settings.server.port = port;
+        db.configure(&mut settings);
+        f(&mut settings);
+        Self::launch(settings, clock, listener).await
+    }
+
+    async fn launch(settings: Settings, clock: Arc<dyn Clock>, listener: TcpListener) -> Self {
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = App::start(
+            settings.clone(),
+            clock.clone(),
+            Listeners {
+                main: Some(listener),
+                admin: None,
+            },
+        )
+        .await
+        .unwrap();
+        Self {
+            app: Some(app),
+            base,
+            settings,
+            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            clock,
+        }
+    }
+
+    /// Stops this instance and starts a new one on the same port and database.
+    pub async fn restart(mut self) -> Self {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+        let listener = TcpListener::bind(("127.0.0.1", self.settings.server.port))
+            .await
+            .unwrap();
+        Self::launch(self.settings.clone(), self.clock.clone(), listener).await
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(app) = self.app.take() {
+            app.shutdown().await;
+        }
+    }
+
+    pub fn entity_id(&self) -> &str {
+        &self.settings.entity_id
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn request(&self, method: Method, path: &str, body: Option<&str>) -> Response {
+        let mut r = self.client.request(method, self.url(path));
+        if let Some(b) = body {
+            r = r.body(b.to_string());
+        }
+        r.send().await.unwrap()
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.request(Method::GET, path, None).await
+    }
+
+    /// An admin call under `/api/v1/admin`; returns status and parsed JSON (Null when empty).
+    pub async fn admin(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let body = body.map(|b| b.to_string());
+        self.admin_raw(method, path, body.as_deref()).await
+    }
+
+    /// An admin call with a raw body.
+    pub async fn admin_raw(&self, method: Method, path: &str, body: Option<&str>) -> (u16, Value) {
+        let r = self
+            .request(method, &format!("/api/v1/admin{path}"), body)
+            .await;
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        let v = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        (status, v)
+    }
+
+    /// Fetches and verifies our Entity Configuration with its own keys; returns the claims.
+    pub async fn entity_configuration(&self) -> pharos_shared::jose::Decoded {
+        let r = self.get("/.well-known/openid-federation").await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/entity-statement+jwt"
+        );
+        let token = r.text().await.unwrap();
+        let unverified = pharos_shared::jose::decode_unverified(&token).unwrap();
+        let jwks: pharos_shared::jose::Jwks =
+            serde_json::from_value(unverified.claims["jwks"].clone()).unwrap();
+        pharos_shared::jose::verify(&token, &jwks).unwrap()
+    }
+}
+
+/// Percent-encodes an entity identifier for use as one path segment.
+pub fn enc(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
