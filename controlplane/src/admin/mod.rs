@@ -3,6 +3,7 @@
 //! Routes are registered through utoipa's router so that the OpenAPI document is generated from
 //! the handlers themselves and cannot drift from what is served.
 
+pub mod actor;
 pub mod body;
 pub mod endpoints;
 pub mod entity_configuration;
