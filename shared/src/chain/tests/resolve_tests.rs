@@ -199,3 +199,20 @@ async fn chain_hostile_fan_out_is_bounded() {
     assert!(msg.contains("fetch budget"), "{msg}");
     assert!(msg.contains("more"), "long failure lists are elided: {msg}");
 }
+
+#[test]
+fn chain_resolve_future_is_send() {
+    // The planes run resolution inside multi-threaded servers.
+    fn assert_send<T: Send>(_: &T) {}
+    let fed = Fed::default();
+    let anchors = [crate::chain::AnchorSpec::default()];
+    let req = crate::chain::ResolveRequest {
+        subject: "https://leaf.example",
+        anchors: &anchors,
+        entity_types: &[],
+        now: NOW,
+        max_depth: crate::chain::DEFAULT_MAX_DEPTH,
+    };
+    let fut = crate::chain::resolve(&fed.fetcher, &req);
+    assert_send(&fut);
+}
