@@ -22,6 +22,17 @@ pub enum Error {
     /// Metadata violates a policy (`invalid_metadata`).
     #[error("invalid_metadata: {0}")]
     InvalidMetadata(String),
+    /// No valid Trust Chain exists between a subject and the requested Trust Anchors
+    /// (`invalid_trust_chain`); the message summarises why each candidate failed.
+    #[error("invalid_trust_chain: {0}")]
+    InvalidTrustChain(String),
+    /// A requested Trust Anchor is unknown or unusable (`invalid_trust_anchor`).
+    #[error("invalid_trust_anchor: {0}")]
+    InvalidTrustAnchor(String),
+    /// A statement could not be fetched from another federation entity (network, HTTP status,
+    /// wrong content type); reported by `chain::Fetcher` implementations.
+    #[error("fetch failed: {0}")]
+    Fetch(String),
 }
 
 /// Result alias for the shared crate.

@@ -4,6 +4,7 @@
 //! Nothing in here performs I/O on its own initiative or reads the clock: time is always a
 //! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
 
+pub mod chain;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;

@@ -1,0 +1,114 @@
+//! Trust Chain collection and validation (OpenID Federation 1.0 §4, §10).
+//!
+//! Pure logic: statements are obtained through the [`Fetcher`] trait (implemented with an
+//! HTTP client by the planes, in memory by the tests), and time is always the `now` parameter.
+//!
+//! - [`resolve`] collects every candidate chain upwards from a subject's Entity Configuration
+//!   along `authority_hints` to any requested Trust Anchor, validates each candidate with
+//!   [`validate_chain`] and picks one (shortest, then latest expiry).
+//! - [`validate_chain`] validates an already-assembled chain (subject EC first, Trust Anchor EC
+//!   last): per-statement checks (§3.2), linkage and signatures (§10.2), constraints (§6.2) and
+//!   metadata resolution (§6.1.4).
+//!
+//! Structural, temporal, cryptographic and constraint failures are
+//! [`crate::Error::InvalidTrustChain`]; metadata policy failures stay
+//! [`crate::Error::InvalidPolicy`] / [`crate::Error::InvalidMetadata`].
+
+mod claims;
+mod collect;
+mod resolve;
+mod statement;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use serde_json::{Map, Value};
+
+use crate::Error;
+use crate::jose::Jwks;
+
+pub use collect::Fetcher;
+pub use resolve::resolve;
+pub use statement::Statement;
+pub use validate::{ValidatedChain, validate_chain};
+
+/// Leeway in seconds for `iat` lying in the future (the issuer's clock running ahead of ours,
+/// §3.2 step 7). There is deliberately no leeway on `exp`: a chain's expiry becomes the `exp`
+/// of resolve responses, which must not already have passed.
+pub const CLOCK_SKEW: i64 = 60;
+
+/// Default for [`ResolveRequest::max_depth`]: the most Subordinate Statements a chain may have.
+/// Real federations are two or three levels deep; eight leaves room without inviting abuse.
+pub const DEFAULT_MAX_DEPTH: usize = 8;
+
+/// At most this many `authority_hints` are followed per Entity (§18.1 DoS advice); the rest
+/// are ignored and noted in the failure summary.
+pub const MAX_AUTHORITY_HINTS: usize = 16;
+
+/// At most this many fetches (Entity Configurations plus Subordinate Statements) per
+/// [`resolve`] call, so that a hostile federation cannot make the resolver fetch forever.
+pub const MAX_FETCHES: usize = 256;
+
+/// A Trust Anchor the caller accepts.
+///
+/// The keys are pinned when the trust anchor repository holds them; otherwise (`None`) the
+/// anchor's keys are taken from its own self-signed Entity Configuration (trust on first use,
+/// as go-oidfed does).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AnchorSpec {
+    /// The Trust Anchor's Entity Identifier, compared code point by code point (§16).
+    pub entity_id: String,
+    /// Keys configured out of band that must verify the anchor's Entity Configuration.
+    pub jwks: Option<Jwks>,
+}
+
+/// What [`resolve`] needs: one request of the resolve endpoint, plus the clock and the depth
+/// bound, so that the logic stays free of configuration and clock access.
+#[derive(Clone, Copy, Debug)]
+pub struct ResolveRequest<'a> {
+    /// The Entity whose chain is wanted (`sub`).
+    pub subject: &'a str,
+    /// Acceptable Trust Anchors (`trust_anchor`, repeatable); earlier ones win ties.
+    pub anchors: &'a [AnchorSpec],
+    /// Entity Types to keep in the resolved metadata (`entity_type`); empty keeps all.
+    pub entity_types: &'a [String],
+    /// The current time, Unix seconds.
+    pub now: i64,
+    /// The most Subordinate Statements a chain may contain (see [`DEFAULT_MAX_DEPTH`]).
+    pub max_depth: usize,
+}
+
+/// A validated chain and everything a resolve response is built from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedChain {
+    /// The Entity ID of the Trust Anchor the chain ends at.
+    pub trust_anchor: String,
+    /// Compact JWSs: subject EC first, then each statement about an Entity issued by its
+    /// superior, ending with the Trust Anchor's EC (the resolve response `trust_chain`).
+    pub chain: Vec<String>,
+    /// Resolved metadata (superior overlay, `allowed_entity_types`, merged policies applied),
+    /// reduced to the requested Entity Types when some were given.
+    pub metadata: Value,
+    /// The chain's expiry: the minimum `exp` over its statements (§10.4).
+    pub exp: i64,
+    /// Claims of the subject's Entity Configuration (its `trust_marks` are checked later).
+    pub subject_claims: Map<String, Value>,
+    /// Claims of the Trust Anchor's Entity Configuration (`trust_mark_issuers`/`_owners`).
+    pub anchor_claims: Map<String, Value>,
+}
+
+/// Shorthand for a chain failure with a message.
+fn invalid(msg: impl std::fmt::Display) -> Error {
+    Error::InvalidTrustChain(msg.to_string())
+}
+
+/// Prefix a failure with where in the chain it happened. Policy and metadata errors keep their
+/// kind (they map onto `invalid_metadata`), every other error becomes an invalid chain.
+fn at(position: impl std::fmt::Display, e: Error) -> Error {
+    match e {
+        Error::InvalidPolicy(_) | Error::InvalidMetadata(_) => e,
+        Error::InvalidTrustChain(m) => invalid(format!("{position}: {m}")),
+        other => invalid(format!("{position}: {other}")),
+    }
+}

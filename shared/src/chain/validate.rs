@@ -1,0 +1,182 @@
+//! Validation of an assembled Trust Chain (§10.2): per-statement checks, linkage, signatures,
+//! constraints (§6.2) and metadata resolution (§6.1.4).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::statement::{Statement, parse};
+use super::{AnchorSpec, at, invalid};
+use crate::Result;
+use crate::jose::{self, Jwks};
+use crate::policy::{ChainStatementPolicy, check_max_path_length, check_naming, resolve_metadata};
+
+/// A chain that passed [`validate_chain`], with what was learnt while validating it.
+///
+/// Exists so that callers (the resolver, registration, trust mark checks) do not decode the
+/// statements a second time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidatedChain {
+    /// The chain subject's Entity ID (`ES[0].sub`).
+    pub subject: String,
+    /// The Trust Anchor's Entity ID (the last statement's `sub`).
+    pub trust_anchor: String,
+    /// The statements in chain order, subject EC first, Trust Anchor EC last; all verified.
+    pub statements: Vec<Statement>,
+    /// The chain's expiry: the minimum `exp` over all statements (§10.4).
+    pub exp: i64,
+    /// The subject's resolved metadata (not reduced to any Entity Types).
+    pub metadata: Value,
+}
+
+/// Validate `chain` (compact JWSs: subject EC first, then the statement about each Entity
+/// issued by its superior, ending with the Trust Anchor's EC) against `anchor` at `now`.
+///
+/// Exists for chains that arrive assembled (a `trust_chain` header, an Explicit Registration
+/// body, test vectors) and as the validation step of [`super::resolve`]. The Trust Anchor's EC
+/// must be present (this implementation does not accept the optional omission of §4). A
+/// one-element chain means the subject is the Trust Anchor itself. Only `ES[1].iss` can be
+/// checked against the subject's `authority_hints`: Intermediates' ECs are not chain members.
+pub fn validate_chain(chain: &[String], anchor: &AnchorSpec, now: i64) -> Result<ValidatedChain> {
+    let n = chain.len();
+    if n == 0 {
+        return Err(invalid("the chain is empty"));
+    }
+    if n == 2 {
+        return Err(invalid(
+            "a chain of two statements cannot link a subject to a distinct Trust Anchor",
+        ));
+    }
+    let statements = chain
+        .iter()
+        .enumerate()
+        .map(|(j, jws)| parse(jws, now).map_err(|e| at(format_args!("ES[{j}]"), e)))
+        .collect::<Result<Vec<_>>>()?;
+    check_links(&statements, anchor)?;
+    check_signatures(&statements, anchor)?;
+    check_constraints(&statements)?;
+    let metadata = resolve(&statements)?;
+    let exp = statements.iter().map(|s| s.exp).min().unwrap_or(now);
+    Ok(ValidatedChain {
+        subject: statements[0].sub.clone(),
+        trust_anchor: anchor.entity_id.clone(),
+        statements,
+        exp,
+        metadata,
+    })
+}
+
+/// Linkage (§10.2 steps 2–4): the subject EC first, Subordinate Statements in between, the
+/// anchor's EC last, `ES[j].iss == ES[j+1].sub`, no Entity twice, `ES[1].iss` a hint.
+fn check_links(es: &[Statement], anchor: &AnchorSpec) -> Result<()> {
+    let last = es.len() - 1;
+    if !es[0].is_configuration() {
+        return Err(invalid("ES[0] is not an Entity Configuration (iss != sub)"));
+    }
+    if !es[last].is_configuration() || es[last].sub != anchor.entity_id {
+        return Err(invalid(format!(
+            "the last statement is not the Entity Configuration of the Trust Anchor {}",
+            anchor.entity_id
+        )));
+    }
+    for (j, s) in es.iter().enumerate().take(last).skip(1) {
+        if s.is_configuration() {
+            return Err(invalid(format!(
+                "ES[{j}] must be a Subordinate Statement, not an Entity Configuration"
+            )));
+        }
+    }
+    for j in 0..last {
+        if es[j].iss != es[j + 1].sub {
+            return Err(invalid(format!(
+                "ES[{j}].iss {} differs from ES[{}].sub {}",
+                es[j].iss,
+                j + 1,
+                es[j + 1].sub
+            )));
+        }
+    }
+    // The Entities on the path are the issuers of ES[0..last]: subject, Intermediates and
+    // (as issuer of ES[last-1]) the Trust Anchor.
+    let mut seen = BTreeSet::new();
+    if let Some(dup) = es[..last]
+        .iter()
+        .map(|s| s.iss.as_str())
+        .find(|s| !seen.insert(*s))
+    {
+        return Err(invalid(format!(
+            "{dup} appears twice in the chain (a loop)"
+        )));
+    }
+    if last >= 2 && !es[0].authority_hints().contains(&es[1].iss.as_str()) {
+        return Err(invalid(format!(
+            "ES[1].iss {} is not in the subject's authority_hints",
+            es[1].iss
+        )));
+    }
+    Ok(())
+}
+
+/// Signatures (§10.2): the anchor's EC with the pinned keys (or its own), each other statement
+/// with the keys of the next one, and the subject's EC also with its own keys.
+fn check_signatures(es: &[Statement], anchor: &AnchorSpec) -> Result<()> {
+    let last = es.len() - 1;
+    let anchor_keys = anchor.jwks.as_ref().unwrap_or(&es[last].jwks);
+    let which = if anchor.jwks.is_some() {
+        "pinned"
+    } else {
+        "its own"
+    };
+    verify(&es[last], anchor_keys)
+        .map_err(|e| at(format_args!("ES[{last}] (Trust Anchor, {which} keys)"), e))?;
+    for j in (0..last).rev() {
+        verify(&es[j], &es[j + 1].jwks)
+            .map_err(|e| at(format_args!("ES[{j}] (keys of ES[{}])", j + 1), e))?;
+    }
+    if last > 0 {
+        verify(&es[0], &es[0].jwks).map_err(|e| at("ES[0] (its own keys)", e))?;
+    }
+    Ok(())
+}
+
+/// Verify one statement's signature; `kid` selects the key (it was checked to be present).
+fn verify(s: &Statement, keys: &Jwks) -> Result<()> {
+    jose::verify(&s.jws, keys).map(|_| ())
+}
+
+/// Constraints (§6.2) of every Subordinate Statement `ES[j]`, each applied on its own:
+/// `max_path_length` against the `j - 1` Intermediates below its issuer, and
+/// `naming_constraints` against its subject and every Entity below it.
+fn check_constraints(es: &[Statement]) -> Result<()> {
+    let last = es.len() - 1;
+    for j in 1..last {
+        let Some(c) = &es[j].constraints else {
+            continue;
+        };
+        let fail = |e: crate::Error| invalid(format!("ES[{j}] constraints: {e}"));
+        check_max_path_length(c, j - 1).map_err(fail)?;
+        for below in &es[..=j] {
+            check_naming(c, &below.sub).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// Metadata resolution (§6.1.4): the Subordinate Statements from the Trust Anchor's down to
+/// the Immediate Superior's, applied to the subject's own metadata. A one-element chain (the
+/// subject is the anchor) resolves to the anchor's own metadata.
+fn resolve(es: &[Statement]) -> Result<Value> {
+    let last = es.len() - 1;
+    let policies: Vec<ChainStatementPolicy<'_>> = (1..last)
+        .rev()
+        .map(|j| ChainStatementPolicy {
+            metadata_policy: es[j].claims.get("metadata_policy"),
+            metadata_policy_crit: es[j].metadata_policy_crit.as_deref(),
+            metadata: es[j].claims.get("metadata"),
+            constraints: es[j].constraints.as_ref(),
+        })
+        .collect();
+    let empty = json!({});
+    let leaf = es[0].claims.get("metadata").unwrap_or(&empty);
+    resolve_metadata(&policies, leaf)
+}
