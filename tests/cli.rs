@@ -29,7 +29,11 @@ fn check_config_prints_effective_config_with_secrets_redacted() {
         .env("SVC_SERVER_PORT", "8443")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains("s3cret"), "{text}");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -78,7 +82,10 @@ fn runs_on_the_embedded_default_without_a_config_file() {
         let client = reqwest::Client::builder().no_proxy().build().unwrap();
         for _ in 0..100 {
             if let Ok(r) = client.get(&url).send().await {
-                assert_eq!(r.headers()["content-type"], "application/entity-statement+jwt");
+                assert_eq!(
+                    r.headers()["content-type"],
+                    "application/entity-statement+jwt"
+                );
                 return r.text().await.unwrap();
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -91,6 +98,12 @@ fn runs_on_the_embedded_default_without_a_config_file() {
     let jwks: pharos_shared::jose::Jwks =
         serde_json::from_value(decoded.claims["jwks"].clone()).unwrap();
     let v = pharos_shared::jose::verify(&body, &jwks).unwrap();
-    assert_eq!(v.claims["iss"], "http://127.0.0.1:7672", "default entity identifier");
-    assert!(dir.path().join("data/pharos.db").exists(), "embedded SQLite under ./data");
+    assert_eq!(
+        v.claims["iss"], "http://127.0.0.1:7672",
+        "default entity identifier"
+    );
+    assert!(
+        dir.path().join("data/pharos.db").exists(),
+        "embedded SQLite under ./data"
+    );
 }

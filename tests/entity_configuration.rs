@@ -15,8 +15,14 @@ async fn fresh_instance_publishes_a_verifiable_entity_configuration() {
         assert_eq!(ec.header["alg"], "ES256");
         let kid = ec.header["kid"].as_str().unwrap();
         let keys = ec.claims["jwks"]["keys"].as_array().unwrap();
-        assert!(keys.iter().any(|k| k["kid"] == kid), "signing key is published");
-        assert!(keys.iter().all(|k| k.get("d").is_none()), "no private material");
+        assert!(
+            keys.iter().any(|k| k["kid"] == kid),
+            "signing key is published"
+        );
+        assert!(
+            keys.iter().all(|k| k.get("d").is_none()),
+            "no private material"
+        );
         assert_eq!(ec.claims["iss"], p.entity_id());
         assert_eq!(ec.claims["sub"], p.entity_id());
         let iat = ec.claims["iat"].as_i64().unwrap();
@@ -42,20 +48,33 @@ async fn admin_changes_show_in_the_next_entity_configuration() {
             .await;
         assert_eq!(s, 200);
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/authority-hints", Some(json!({"entity_id": "https://ta.example.org"})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/authority-hints",
+                Some(json!({"entity_id": "https://ta.example.org"})),
+            )
             .await;
         assert_eq!(s, 201);
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/additional-claims", Some(json!({"claim": "x_note", "value": {"a": 1}, "crit": true})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/additional-claims",
+                Some(json!({"claim": "x_note", "value": {"a": 1}, "crit": true})),
+            )
             .await;
         assert_eq!(s, 201);
-        let (s, v) = p.admin_raw(Method::PUT, "/entity-configuration/lifetime", Some("3600")).await;
+        let (s, v) = p
+            .admin_raw(Method::PUT, "/entity-configuration/lifetime", Some("3600"))
+            .await;
         assert_eq!((s, v), (200, json!(3600)));
 
         let ec = p.entity_configuration().await;
         let fe = &ec.claims["metadata"]["federation_entity"];
         assert_eq!(fe["organization_name"], "Pharos Test");
-        assert_eq!(ec.claims["authority_hints"], json!(["https://ta.example.org"]));
+        assert_eq!(
+            ec.claims["authority_hints"],
+            json!(["https://ta.example.org"])
+        );
         assert_eq!(ec.claims["x_note"], json!({"a": 1}));
         assert_eq!(ec.claims["crit"], json!(["x_note"]));
         assert_eq!(

@@ -1,3 +1,11 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::field_reassign_with_default,
+    missing_docs
+)]
+
 //! Whole-process tests: real Pharos instances on loopback, real databases, real HTTP.
 //!
 //! One test binary (one link) with a module per area.

@@ -12,7 +12,11 @@ async fn fetch_endpoint_is_published_moved_and_disabled_without_restart() {
         let key = "federation_fetch_endpoint";
 
         let (s, rec) = p
-            .admin(Method::POST, "/federation-endpoints", Some(json!({"type": "fetch", "path": "/fetch"})))
+            .admin(
+                Method::POST,
+                "/federation-endpoints",
+                Some(json!({"type": "fetch", "path": "/fetch"})),
+            )
             .await;
         assert_eq!(s, 201, "{b:?} {rec}");
         assert_eq!(rec["type"], "fetch");
@@ -30,12 +34,20 @@ async fn fetch_endpoint_is_published_moved_and_disabled_without_restart() {
 
         // Disable: path null removes the URL, but the old path is still served for one lifetime.
         let (s, rec) = p
-            .admin(Method::PUT, "/federation-endpoints/fetch", Some(json!({"path": null})))
+            .admin(
+                Method::PUT,
+                "/federation-endpoints/fetch",
+                Some(json!({"path": null})),
+            )
             .await;
         assert_eq!(s, 200, "{rec}");
         assert!(rec["path"].is_null());
         let ec = p.entity_configuration().await;
-        assert!(ec.claims["metadata"]["federation_entity"].get(key).is_none());
+        assert!(
+            ec.claims["metadata"]["federation_entity"]
+                .get(key)
+                .is_none()
+        );
         let r = p.get("/fetch").await;
         assert_ne!(r.status(), 404, "legacy path still dispatched");
 
@@ -45,7 +57,12 @@ async fn fetch_endpoint_is_published_moved_and_disabled_without_restart() {
         assert_eq!(r.headers()["content-type"], "application/json");
         let body: serde_json::Value = r.json().await.unwrap();
         assert_eq!(body["error"], "not_found");
-        assert!(body["error_description"].as_str().unwrap().contains("/nowhere"));
+        assert!(
+            body["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("/nowhere")
+        );
         p.stop().await;
     }
 }
@@ -55,10 +72,20 @@ async fn legacy_path_expires_after_one_entity_configuration_lifetime() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;
     let clock = pharos_shared::time::ManualClock::new(1_800_000_000);
     let p = Pharos::start_with(&db, |_| {}, clock.clone()).await;
-    p.admin_raw(Method::PUT, "/entity-configuration/lifetime", Some("600")).await;
-    p.admin(Method::POST, "/federation-endpoints", Some(json!({"type": "list", "path": "/list"}))).await;
+    p.admin_raw(Method::PUT, "/entity-configuration/lifetime", Some("600"))
+        .await;
+    p.admin(
+        Method::POST,
+        "/federation-endpoints",
+        Some(json!({"type": "list", "path": "/list"})),
+    )
+    .await;
     let (s, _) = p
-        .admin(Method::PUT, "/federation-endpoints/list", Some(json!({"path": "/v2/list"})))
+        .admin(
+            Method::PUT,
+            "/federation-endpoints/list",
+            Some(json!({"path": "/v2/list"})),
+        )
         .await;
     assert_eq!(s, 200);
     let ec = p.entity_configuration().await;
@@ -69,9 +96,17 @@ async fn legacy_path_expires_after_one_entity_configuration_lifetime() {
     assert_ne!(p.get("/list").await.status(), 404);
     assert_ne!(p.get("/v2/list").await.status(), 404);
     clock.advance(599);
-    assert_ne!(p.get("/list").await.status(), 404, "still within one lifetime");
+    assert_ne!(
+        p.get("/list").await.status(),
+        404,
+        "still within one lifetime"
+    );
     clock.advance(2);
-    assert_eq!(p.get("/list").await.status(), 404, "expired after one lifetime");
+    assert_eq!(
+        p.get("/list").await.status(),
+        404,
+        "expired after one lifetime"
+    );
     assert_ne!(p.get("/v2/list").await.status(), 404);
     p.stop().await;
 }
@@ -82,29 +117,62 @@ async fn auth_enabled_endpoint_publishes_auth_methods_and_requires_post() {
     let p = Pharos::start(&db).await;
     let ta = json!({"entity_id": "https://ta.example.org", "jwks": {"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1",
         "x": "gc9HUFprRnKPupCHCSNaMQDzbocH3lMjYn9fm7D90i0", "y": "q0eFTZ_ZwRGwFmtleZUU61g0m48rkCzPeY2TsVn_0H8"}]}});
-    assert_eq!(p.admin(Method::POST, "/trust-anchors", Some(ta)).await.0, 201);
+    assert_eq!(
+        p.admin(Method::POST, "/trust-anchors", Some(ta)).await.0,
+        201
+    );
     let (s, v) = p
-        .admin(Method::POST, "/federation-endpoints", Some(json!({"type": "list", "path": "/list", "auth_enabled": true})))
+        .admin(
+            Method::POST,
+            "/federation-endpoints",
+            Some(json!({"type": "list", "path": "/list", "auth_enabled": true})),
+        )
         .await;
     assert_eq!(s, 400, "auth without trust anchors is refused: {v}");
     let (s, rec) = p
-        .admin(Method::POST, "/federation-endpoints", Some(json!({"type": "list", "path": "/list", "auth_enabled": true,
-            "auth_trust_anchors": ["https://ta.example.org"]})))
+        .admin(
+            Method::POST,
+            "/federation-endpoints",
+            Some(
+                json!({"type": "list", "path": "/list", "auth_enabled": true,
+            "auth_trust_anchors": ["https://ta.example.org"]}),
+            ),
+        )
         .await;
     assert_eq!(s, 201);
-    assert_eq!(rec["auth_trust_anchors"][0]["entity_id"], "https://ta.example.org");
+    assert_eq!(
+        rec["auth_trust_anchors"][0]["entity_id"],
+        "https://ta.example.org"
+    );
     let ec = p.entity_configuration().await;
     let fe = &ec.claims["metadata"]["federation_entity"];
-    assert_eq!(fe["federation_list_endpoint_auth_methods"], json!(["private_key_jwt"]));
-    assert!(fe["endpoint_auth_signing_alg_values_supported"].as_array().unwrap().contains(&json!("ES256")));
+    assert_eq!(
+        fe["federation_list_endpoint_auth_methods"],
+        json!(["private_key_jwt"])
+    );
+    assert!(
+        fe["endpoint_auth_signing_alg_values_supported"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ES256"))
+    );
     assert_eq!(p.get("/list").await.status(), 405);
 
     // Deleting the trust anchor removes the link (cascade).
     let (s, _) = p
-        .admin(Method::DELETE, &format!("/trust-anchors/{}", crate::support::enc("https://ta.example.org")), None)
+        .admin(
+            Method::DELETE,
+            &format!(
+                "/trust-anchors/{}",
+                crate::support::enc("https://ta.example.org")
+            ),
+            None,
+        )
         .await;
     assert_eq!(s, 204);
-    let (_, rec) = p.admin(Method::GET, "/federation-endpoints/list", None).await;
+    let (_, rec) = p
+        .admin(Method::GET, "/federation-endpoints/list", None)
+        .await;
     assert_eq!(rec["auth_trust_anchors"], json!([]));
     p.stop().await;
 }

@@ -48,7 +48,11 @@ pub struct Listeners {
 
 impl App {
     /// Starts Pharos and returns once it is serving.
-    pub async fn start(settings: Settings, clock: Arc<dyn Clock>, listeners: Listeners) -> Result<Self> {
+    pub async fn start(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        listeners: Listeners,
+    ) -> Result<Self> {
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
             std::fs::create_dir_all(&settings.storage.data_dir).map_err(|e| {
@@ -134,9 +138,12 @@ async fn bind(ip: &str, port: u16) -> Result<TcpListener> {
 
 fn serve(listener: TcpListener, router: Router, stop: CancellationToken) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let r = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
+        let r = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "server stopped with an error");
         }

@@ -72,7 +72,10 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start runtime: {e}");

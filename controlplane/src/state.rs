@@ -51,7 +51,11 @@ pub struct ControlPlane {
 
 impl ControlPlane {
     /// Builds the first snapshot from the database and returns the control plane.
-    pub async fn start(db: Db, settings: Arc<Settings>, clock: Arc<dyn Clock>) -> Result<Arc<Self>> {
+    pub async fn start(
+        db: Db,
+        settings: Arc<Settings>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>> {
         let now = clock.now();
         keys::ensure_signing_key(&db, &settings, now).await?;
         let snapshot = Snapshot {

@@ -41,7 +41,10 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     FedError::new(
         StatusCode::NOT_IMPLEMENTED,
         "server_error",
-        format!("the {} endpoint is not available in this version of Pharos", entry.kind),
+        format!(
+            "the {} endpoint is not available in this version of Pharos",
+            entry.kind
+        ),
     )
     .into_response()
 }

@@ -72,7 +72,7 @@ pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
         .try_get_with(gen_, async move { sign(&snap, now).map(Arc::new) })
         .await
         .map(|s| s.body.clone())
-        .map_err(|e| FedError::server_error(e))
+        .map_err(FedError::server_error)
 }
 
 fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
@@ -81,7 +81,12 @@ fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
         .get("exp")
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(now);
-    let token = jose::sign(snap.keys.signer.as_ref(), ENTITY_STATEMENT_TYP, &claims, None)?;
+    let token = jose::sign(
+        snap.keys.signer.as_ref(),
+        ENTITY_STATEMENT_TYP,
+        &claims,
+        None,
+    )?;
     Ok(Signed {
         body: Bytes::from(token),
         refresh_at: (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE),

@@ -359,19 +359,21 @@ impl EndpointConfig {
             EndpointType::TrustMark => {
                 let specs = match obj.get("trust_mark_specs") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(a)) => a
-                        .iter()
-                        .map(|s| match s {
-                            Value::Object(m)
-                                if m.get("trust_mark_type")
-                                    .and_then(Value::as_str)
-                                    .is_some_and(|t| !t.is_empty()) =>
-                            {
-                                Ok(m.clone())
-                            }
-                            _ => Err("each trust_mark_specs entry needs a trust_mark_type".to_string()),
-                        })
-                        .collect::<Result<_, _>>()?,
+                    Some(Value::Array(a)) => {
+                        a.iter()
+                            .map(|s| match s {
+                                Value::Object(m)
+                                    if m.get("trust_mark_type")
+                                        .and_then(Value::as_str)
+                                        .is_some_and(|t| !t.is_empty()) =>
+                                {
+                                    Ok(m.clone())
+                                }
+                                _ => Err("each trust_mark_specs entry needs a trust_mark_type"
+                                    .to_string()),
+                            })
+                            .collect::<Result<_, _>>()?
+                    }
                     Some(_) => return Err("trust_mark_specs must be an array".into()),
                 };
                 Self::TrustMark(specs)
@@ -387,7 +389,9 @@ fn normalise_resolve(c: &mut ResolveConfig) -> Result<(), String> {
     }
     if let Some(p) = c.proactive_resolver.as_mut() {
         if let Some(dir) = p.response_storage_dir.take() {
-            let rs = p.response_storage.get_or_insert_with(ResponseStorage::default);
+            let rs = p
+                .response_storage
+                .get_or_insert_with(ResponseStorage::default);
             rs.dir = dir;
         }
         if let Some(v) = p.response_storage_store_json.take() {
@@ -404,11 +408,17 @@ fn normalise_resolve(c: &mut ResolveConfig) -> Result<(), String> {
             if p.response_storage.as_ref().is_none_or(|r| r.dir.is_empty()) {
                 return Err("proactive_resolver.response_storage.dir is required when the proactive resolver is enabled".into());
             }
-            if c.allowed_trust_anchors.is_empty() && !c.use_entity_collection_allowed_trust_anchors {
-                return Err("allowed_trust_anchors is required when the proactive resolver is enabled".into());
+            if c.allowed_trust_anchors.is_empty() && !c.use_entity_collection_allowed_trust_anchors
+            {
+                return Err(
+                    "allowed_trust_anchors is required when the proactive resolver is enabled"
+                        .into(),
+                );
             }
             if p.concurrency_limit == 0 || p.queue_size == 0 {
-                return Err("proactive_resolver concurrency_limit and queue_size must be positive".into());
+                return Err(
+                    "proactive_resolver concurrency_limit and queue_size must be positive".into(),
+                );
             }
         }
     }
@@ -484,16 +494,27 @@ mod tests {
 
     #[test]
     fn trust_mark_specs_need_type() {
-        assert!(EndpointConfig::parse(EndpointType::TrustMark, &json!({"trust_mark_specs": [{}]})).is_err());
-        assert!(EndpointConfig::parse(
-            EndpointType::TrustMark,
-            &json!({"trust_mark_specs": [{"trust_mark_type": "https://tm"}]})
-        )
-        .is_ok());
+        assert!(
+            EndpointConfig::parse(EndpointType::TrustMark, &json!({"trust_mark_specs": [{}]}))
+                .is_err()
+        );
+        assert!(
+            EndpointConfig::parse(
+                EndpointType::TrustMark,
+                &json!({"trust_mark_specs": [{"trust_mark_type": "https://tm"}]})
+            )
+            .is_ok()
+        );
     }
 
     #[test]
     fn collection_interval_needs_anchors() {
-        assert!(EndpointConfig::parse(EndpointType::EntityCollection, &json!({"interval_seconds": 60})).is_err());
+        assert!(
+            EndpointConfig::parse(
+                EndpointType::EntityCollection,
+                &json!({"interval_seconds": 60})
+            )
+            .is_err()
+        );
     }
 }

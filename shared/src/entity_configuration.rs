@@ -110,6 +110,7 @@ fn copy_informational_claims(metadata: &Map<String, Value>, fe: &mut Map<String,
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::endpoint::{EndpointConfig, EndpointType, FetchConfig};
@@ -156,20 +157,27 @@ mod tests {
         assert_eq!(p["exp"], 100 + 86_400);
         assert!(p.get("authority_hints").is_none());
         let p = payload(&snap(vec![fetch(None, false)]), 100);
-        assert!(p["metadata"]["federation_entity"]
-            .get("federation_fetch_endpoint")
-            .is_none());
+        assert!(
+            p["metadata"]["federation_entity"]
+                .get("federation_fetch_endpoint")
+                .is_none()
+        );
     }
 
     #[test]
     fn auth_enabled_adds_methods_and_algs() {
         let p = payload(&snap(vec![fetch(Some("/fetch"), true)]), 1);
         let fe = &p["metadata"]["federation_entity"];
-        assert_eq!(fe["federation_fetch_endpoint_auth_methods"], json!(["private_key_jwt"]));
-        assert!(fe["endpoint_auth_signing_alg_values_supported"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("ES256")));
+        assert_eq!(
+            fe["federation_fetch_endpoint_auth_methods"],
+            json!(["private_key_jwt"])
+        );
+        assert!(
+            fe["endpoint_auth_signing_alg_values_supported"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("ES256"))
+        );
     }
 
     #[test]
@@ -184,21 +192,30 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        ec.additional_claims = vec![AdditionalClaim {
-            claim: "iss".into(),
-            value: json!("evil"),
-            crit: false,
-        }, AdditionalClaim {
-            claim: "x_policy".into(),
-            value: json!(1),
-            crit: true,
-        }];
+        ec.additional_claims = vec![
+            AdditionalClaim {
+                claim: "iss".into(),
+                value: json!("evil"),
+                crit: false,
+            },
+            AdditionalClaim {
+                claim: "x_policy".into(),
+                value: json!(1),
+                crit: true,
+            },
+        ];
         s.entity_configuration = Arc::new(ec);
         let p = payload(&s, 1);
         let fe = &p["metadata"]["federation_entity"];
-        assert_eq!(fe["federation_fetch_endpoint"], "https://pharos.example/fetch");
+        assert_eq!(
+            fe["federation_fetch_endpoint"],
+            "https://pharos.example/fetch"
+        );
         assert_eq!(fe["organization_name"], "Org");
-        assert!(fe.get("contacts").is_none(), "inconsistent values are not copied");
+        assert!(
+            fe.get("contacts").is_none(),
+            "inconsistent values are not copied"
+        );
         assert_eq!(p["iss"], "https://pharos.example");
         assert_eq!(p["crit"], json!(["x_policy"]));
     }

@@ -125,7 +125,11 @@ impl Pharos {
     }
 
     /// Starts Pharos with settings adjusted by `f` and the given clock.
-    pub async fn start_with(db: &TestDb, f: impl FnOnce(&mut Settings), clock: Arc<dyn Clock>) -> Self {
+    pub async fn start_with(
+        db: &TestDb,
+        f: impl FnOnce(&mut Settings),
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let mut settings = Settings::default();

@@ -42,7 +42,10 @@ pub fn basic_username(parts: &Parts) -> Option<String> {
 impl FromRequestParts<Arc<ControlPlane>> for Actor {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, cp: &Arc<ControlPlane>) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        cp: &Arc<ControlPlane>,
+    ) -> Result<Self, Self::Rejection> {
         let admin = &cp.settings.api.admin;
         let header = parts
             .headers

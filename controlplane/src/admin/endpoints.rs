@@ -107,7 +107,10 @@ impl TrustAnchorRef {
 fn parse_type(s: &str) -> Result<EndpointType> {
     EndpointType::parse(s).ok_or_else(|| {
         let all: Vec<&str> = EndpointType::ALL.iter().map(|t| t.as_str()).collect();
-        Error::BadRequest(format!("unknown endpoint type {s:?}; one of {}", all.join(", ")))
+        Error::BadRequest(format!(
+            "unknown endpoint type {s:?}; one of {}",
+            all.join(", ")
+        ))
     })
 }
 
@@ -139,7 +142,11 @@ fn parse_config(kind: EndpointType, config: Option<Value>) -> Result<Value> {
 }
 
 /// Validated input plus the trust anchor row ids it references.
-async fn validate(cp: &ControlPlane, kind: EndpointType, input: EndpointInput) -> Result<(EndpointWrite, Vec<i64>)> {
+async fn validate(
+    cp: &ControlPlane,
+    kind: EndpointType,
+    input: EndpointInput,
+) -> Result<(EndpointWrite, Vec<i64>)> {
     let path = validate_path(input.path)?;
     let url = input.url.filter(|u| !u.is_empty());
     if let Some(u) = &url {
@@ -156,12 +163,10 @@ async fn validate(cp: &ControlPlane, kind: EndpointType, input: EndpointInput) -
         .iter()
         .map(|t| t.entity_id().to_string())
         .collect();
-    let ta_ids = trust_anchor_ids(cp, &names)
-        .await
-        .map_err(|e| match e {
-            Error::NotFound(m) => Error::BadRequest(m),
-            other => other,
-        })?;
+    let ta_ids = trust_anchor_ids(cp, &names).await.map_err(|e| match e {
+        Error::NotFound(m) => Error::BadRequest(m),
+        other => other,
+    })?;
     Ok((
         EndpointWrite {
             kind: kind.as_str().into(),
@@ -284,7 +289,11 @@ pub async fn create(State(cp): Cp, Json(input): Json<EndpointInput>) -> Result<i
     params(("type" = String, Path, description = "endpoint type")),
     request_body = EndpointInput,
     responses((status = 200, body = EndpointRecord), (status = 400), (status = 404), (status = 409)))]
-pub async fn update(State(cp): Cp, Path(kind): Path<String>, Json(input): Json<EndpointInput>) -> Result<axum::Json<EndpointRecord>> {
+pub async fn update(
+    State(cp): Cp,
+    Path(kind): Path<String>,
+    Json(input): Json<EndpointInput>,
+) -> Result<axum::Json<EndpointRecord>> {
     let kind = parse_type(&kind)?;
     if let Some(k) = &input.kind
         && k != kind.as_str()
@@ -333,7 +342,11 @@ pub async fn delete(State(cp): Cp, Path(kind): Path<String>) -> Result<StatusCod
     params(("type" = String, Path, description = "endpoint type")),
     request_body = Vec<String>,
     responses((status = 200, body = [TrustAnchorRecord]), (status = 400), (status = 404)))]
-pub async fn set_auth_trust_anchors(State(cp): Cp, Path(kind): Path<String>, Json(list): Json<Vec<String>>) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
+pub async fn set_auth_trust_anchors(
+    State(cp): Cp,
+    Path(kind): Path<String>,
+    Json(list): Json<Vec<String>>,
+) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
     let kind = parse_type(&kind)?;
     let _w = cp.writer().await;
     let old = existing(&cp, kind).await?;

@@ -19,7 +19,15 @@ type Cp = State<Arc<ControlPlane>>;
 
 /// Claims that Pharos sets itself and that an additional claim must not shadow.
 const RESERVED_CLAIMS: [&str; 9] = [
-    "iss", "sub", "iat", "exp", "jwks", "metadata", "authority_hints", "crit", "trust_marks",
+    "iss",
+    "sub",
+    "iat",
+    "exp",
+    "jwks",
+    "metadata",
+    "authority_hints",
+    "crit",
+    "trust_marks",
 ];
 
 /// Shows the unsigned Entity Configuration payload as it would be signed now.
@@ -43,10 +51,12 @@ pub async fn jwks(State(cp): Cp) -> Json2 {
 }
 
 async fn stored_metadata(cp: &ControlPlane) -> Result<Map<String, Value>> {
-    Ok(match settings::get(&cp.db, settings::EC, "metadata").await? {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    })
+    Ok(
+        match settings::get(&cp.db, settings::EC, "metadata").await? {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        },
+    )
 }
 
 async fn save_metadata(cp: &ControlPlane, metadata: Map<String, Value>) -> Result<()> {
@@ -58,7 +68,14 @@ async fn save_metadata(cp: &ControlPlane, metadata: Map<String, Value>) -> Resul
         }
     }
     let mut tx = cp.db.pool.begin().await?;
-    settings::set(&cp.db, &mut tx, settings::EC, "metadata", &Value::Object(metadata)).await?;
+    settings::set(
+        &cp.db,
+        &mut tx,
+        settings::EC,
+        "metadata",
+        &Value::Object(metadata),
+    )
+    .await?;
     tx.commit().await?;
     cp.refresh(&[Section::EntityConfiguration]).await
 }
@@ -97,9 +114,15 @@ pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> Result<Json2> {
 #[utoipa::path(put, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), request_body = Object,
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_type(State(cp): Cp, Path(t): Path<String>, Json(body): Json<Value>) -> Result<Json2> {
+pub async fn put_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    Json(body): Json<Value>,
+) -> Result<Json2> {
     if !body.is_object() {
-        return Err(Error::BadRequest("entity type metadata must be a JSON object".into()));
+        return Err(Error::BadRequest(
+            "entity type metadata must be a JSON object".into(),
+        ));
     }
     let _w = cp.writer().await;
     let mut m = stored_metadata(&cp).await?;
@@ -112,9 +135,15 @@ pub async fn put_type(State(cp): Cp, Path(t): Path<String>, Json(body): Json<Val
 #[utoipa::path(post, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), request_body = Object,
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn post_type(State(cp): Cp, Path(t): Path<String>, Json(body): Json<Value>) -> Result<Json2> {
+pub async fn post_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    Json(body): Json<Value>,
+) -> Result<Json2> {
     let Value::Object(add) = body else {
-        return Err(Error::BadRequest("entity type metadata must be a JSON object".into()));
+        return Err(Error::BadRequest(
+            "entity type metadata must be a JSON object".into(),
+        ));
     };
     let _w = cp.writer().await;
     let mut m = stored_metadata(&cp).await?;
@@ -140,7 +169,9 @@ pub async fn delete_type(State(cp): Cp, Path(t): Path<String>) -> Result<StatusC
     let _w = cp.writer().await;
     let mut m = stored_metadata(&cp).await?;
     if m.remove(&t).is_none() {
-        return Err(Error::NotFound(format!("no metadata for entity type {t:?}")));
+        return Err(Error::NotFound(format!(
+            "no metadata for entity type {t:?}"
+        )));
     }
     save_metadata(&cp, m).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -164,7 +195,11 @@ pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> R
 #[utoipa::path(put, path = "/entity-configuration/metadata/{entityType}/{claim}", tag = "entity-configuration",
     params(("entityType" = String, Path), ("claim" = String, Path)), request_body = Object,
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>, Json(v): Json<Value>) -> Result<Json2> {
+pub async fn put_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    Json(v): Json<Value>,
+) -> Result<Json2> {
     let _w = cp.writer().await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
@@ -179,7 +214,10 @@ pub async fn put_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>, Json
 #[utoipa::path(delete, path = "/entity-configuration/metadata/{entityType}/{claim}", tag = "entity-configuration",
     params(("entityType" = String, Path), ("claim" = String, Path)),
     responses((status = 204), (status = 404)))]
-pub async fn delete_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> Result<StatusCode> {
+pub async fn delete_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+) -> Result<StatusCode> {
     let _w = cp.writer().await;
     let mut m = stored_metadata(&cp).await?;
     let removed = m
@@ -206,7 +244,9 @@ pub async fn get_lifetime(State(cp): Cp) -> axum::Json<i64> {
 pub async fn put_lifetime(State(cp): Cp, Text(body): Text) -> Result<axum::Json<i64>> {
     let secs = integer(&body)?;
     if secs <= 0 {
-        return Err(Error::BadRequest("lifetime must be a positive number of seconds".into()));
+        return Err(Error::BadRequest(
+            "lifetime must be a positive number of seconds".into(),
+        ));
     }
     let _w = cp.writer().await;
     let mut tx = cp.db.pool.begin().await?;
@@ -250,17 +290,24 @@ pub async fn add_hint(State(cp): Cp, Json(h): Json<HintInput>) -> Result<impl In
         .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &e)?;
     if e == cp.settings.entity_id {
-        return Err(Error::BadRequest("an entity cannot be its own authority".into()));
+        return Err(Error::BadRequest(
+            "an entity cannot be its own authority".into(),
+        ));
     }
     let _w = cp.writer().await;
     if repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!("authority hint {e:?} already exists")));
+        return Err(Error::Conflict(format!(
+            "authority hint {e:?} already exists"
+        )));
     }
     let mut tx = cp.db.pool.begin().await?;
     let id = repo::add_hint(&cp.db, &mut tx, &e, &h.description, cp.now()).await?;
     tx.commit().await?;
     cp.refresh(&[Section::EntityConfiguration]).await?;
-    Ok((StatusCode::CREATED, axum::Json(find_hint(&cp, &id.to_string()).await?)))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(find_hint(&cp, &id.to_string()).await?),
+    ))
 }
 
 /// Shows one authority hint (by id or entity identifier).
@@ -274,13 +321,19 @@ pub async fn get_hint(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Jso
 #[utoipa::path(put, path = "/entity-configuration/authority-hints/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), request_body = HintInput,
     responses((status = 200, body = AuthorityHint), (status = 400), (status = 404), (status = 409)))]
-pub async fn put_hint(State(cp): Cp, Path(id): Path<String>, Json(h): Json<HintInput>) -> Result<axum::Json<AuthorityHint>> {
+pub async fn put_hint(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    Json(h): Json<HintInput>,
+) -> Result<axum::Json<AuthorityHint>> {
     let _w = cp.writer().await;
     let old = find_hint(&cp, &id).await?;
     let e = h.entity_id.unwrap_or(old.entity_id.clone());
     entity_id("entity_id", &e)?;
     if e != old.entity_id && repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!("authority hint {e:?} already exists")));
+        return Err(Error::Conflict(format!(
+            "authority hint {e:?} already exists"
+        )));
     }
     let mut tx = cp.db.pool.begin().await?;
     repo::update_hint(&cp.db, &mut tx, old.id, &e, &h.description, cp.now()).await?;
@@ -322,7 +375,9 @@ fn check_claim(c: &ClaimInput) -> Result<String> {
         .filter(|n| !n.is_empty())
         .ok_or_else(|| Error::BadRequest("claim is required".into()))?;
     if RESERVED_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!("claim {name:?} is set by Pharos itself")));
+        return Err(Error::BadRequest(format!(
+            "claim {name:?} is set by Pharos itself"
+        )));
     }
     Ok(name)
 }
@@ -345,7 +400,10 @@ pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<ClaimRow>>> {
 /// Replaces all additional claims.
 #[utoipa::path(put, path = "/entity-configuration/additional-claims", tag = "entity-configuration",
     request_body = [ClaimInput], responses((status = 200, body = [ClaimRow]), (status = 400), (status = 409)))]
-pub async fn put_claims(State(cp): Cp, Json(list): Json<Vec<ClaimInput>>) -> Result<axum::Json<Vec<ClaimRow>>> {
+pub async fn put_claims(
+    State(cp): Cp,
+    Json(list): Json<Vec<ClaimInput>>,
+) -> Result<axum::Json<Vec<ClaimRow>>> {
     let mut names = std::collections::HashSet::new();
     for c in &list {
         let n = check_claim(c)?;
@@ -379,7 +437,10 @@ pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl 
     let id = repo::add_claim(&cp.db, &mut tx, &n, &c.value, c.crit, cp.now()).await?;
     tx.commit().await?;
     cp.refresh(&[Section::EntityConfiguration]).await?;
-    Ok((StatusCode::CREATED, axum::Json(find_claim(&cp, &id.to_string()).await?)))
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(find_claim(&cp, &id.to_string()).await?),
+    ))
 }
 
 /// Shows one additional claim (by id or name).
@@ -393,7 +454,11 @@ pub async fn get_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<axum
 #[utoipa::path(put, path = "/entity-configuration/additional-claims/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), request_body = ClaimInput,
     responses((status = 200, body = ClaimRow), (status = 400), (status = 404), (status = 409)))]
-pub async fn put_claim_row(State(cp): Cp, Path(id): Path<String>, Json(mut c): Json<ClaimInput>) -> Result<axum::Json<ClaimRow>> {
+pub async fn put_claim_row(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    Json(mut c): Json<ClaimInput>,
+) -> Result<axum::Json<ClaimRow>> {
     let _w = cp.writer().await;
     let old = find_claim(&cp, &id).await?;
     if c.claim.is_none() {

@@ -36,20 +36,37 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
     use entity_configuration as ec;
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(endpoints::list, endpoints::create))
-        .routes(routes!(endpoints::get, endpoints::update, endpoints::delete))
+        .routes(routes!(
+            endpoints::get,
+            endpoints::update,
+            endpoints::delete
+        ))
         .routes(routes!(endpoints::set_auth_trust_anchors))
         .routes(routes!(trust_anchors::list, trust_anchors::create))
-        .routes(routes!(trust_anchors::get, trust_anchors::update, trust_anchors::delete))
+        .routes(routes!(
+            trust_anchors::get,
+            trust_anchors::update,
+            trust_anchors::delete
+        ))
         .routes(routes!(ec::show))
         .routes(routes!(ec::jwks))
         .routes(routes!(ec::get_metadata, ec::put_metadata))
-        .routes(routes!(ec::get_type, ec::put_type, ec::post_type, ec::delete_type))
+        .routes(routes!(
+            ec::get_type,
+            ec::put_type,
+            ec::post_type,
+            ec::delete_type
+        ))
         .routes(routes!(ec::get_claim, ec::put_claim, ec::delete_claim))
         .routes(routes!(ec::get_lifetime, ec::put_lifetime))
         .routes(routes!(ec::list_hints, ec::add_hint))
         .routes(routes!(ec::get_hint, ec::put_hint, ec::delete_hint))
         .routes(routes!(ec::list_claims, ec::put_claims, ec::add_claim))
-        .routes(routes!(ec::get_claim_row, ec::put_claim_row, ec::delete_claim_row))
+        .routes(routes!(
+            ec::get_claim_row,
+            ec::put_claim_row,
+            ec::delete_claim_row
+        ))
         .split_for_parts()
 }
 

@@ -93,7 +93,9 @@ pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
 fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
     entity_id("entity_id", entity)?;
     if input.key_poll_interval < 0 {
-        return Err(Error::BadRequest("key_poll_interval must not be negative".into()));
+        return Err(Error::BadRequest(
+            "key_poll_interval must not be negative".into(),
+        ));
     }
     match &input.jwks {
         Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(Error::BadRequest(
@@ -122,7 +124,10 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
 #[utoipa::path(get, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
     params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
     responses((status = 200, body = TrustAnchorRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(entity): Path<String>) -> Result<axum::Json<TrustAnchorRecord>> {
+pub async fn get(
+    State(cp): Cp,
+    Path(entity): Path<String>,
+) -> Result<axum::Json<TrustAnchorRecord>> {
     Ok(axum::Json(existing(&cp, &entity).await?.into()))
 }
 
@@ -130,7 +135,10 @@ pub async fn get(State(cp): Cp, Path(entity): Path<String>) -> Result<axum::Json
 #[utoipa::path(post, path = "/trust-anchors", tag = "trust-anchors",
     request_body = TrustAnchorInput,
     responses((status = 201, body = TrustAnchorRecord), (status = 400), (status = 409)))]
-pub async fn create(State(cp): Cp, Json(input): Json<TrustAnchorInput>) -> Result<impl IntoResponse> {
+pub async fn create(
+    State(cp): Cp,
+    Json(input): Json<TrustAnchorInput>,
+) -> Result<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
@@ -143,7 +151,9 @@ pub async fn create(State(cp): Cp, Json(input): Json<TrustAnchorInput>) -> Resul
     }
     let _w = cp.writer().await;
     if repo::get(&cp.db, &entity).await?.is_some() {
-        return Err(Error::Conflict(format!("trust anchor {entity:?} already exists")));
+        return Err(Error::Conflict(format!(
+            "trust anchor {entity:?} already exists"
+        )));
     }
     let now = cp.now();
     let mut tx = cp.db.pool.begin().await?;
@@ -160,7 +170,8 @@ pub async fn create(State(cp): Cp, Json(input): Json<TrustAnchorInput>) -> Resul
     )
     .await?;
     tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry])
+        .await?;
     let rec: TrustAnchorRecord = existing(&cp, &entity).await?.into();
     Ok((StatusCode::CREATED, axum::Json(rec)))
 }
@@ -170,13 +181,19 @@ pub async fn create(State(cp): Cp, Json(input): Json<TrustAnchorInput>) -> Resul
     params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
     request_body = TrustAnchorInput,
     responses((status = 200, body = TrustAnchorRecord), (status = 400), (status = 404), (status = 409)))]
-pub async fn update(State(cp): Cp, Path(entity): Path<String>, Json(input): Json<TrustAnchorInput>) -> Result<axum::Json<TrustAnchorRecord>> {
+pub async fn update(
+    State(cp): Cp,
+    Path(entity): Path<String>,
+    Json(input): Json<TrustAnchorInput>,
+) -> Result<axum::Json<TrustAnchorRecord>> {
     let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
     validate(&input, &new_id)?;
     let _w = cp.writer().await;
     let old = existing(&cp, &entity).await?;
     if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {
-        return Err(Error::Conflict(format!("trust anchor {new_id:?} already exists")));
+        return Err(Error::Conflict(format!(
+            "trust anchor {new_id:?} already exists"
+        )));
     }
     let jwks = input.jwks.or(old.jwks);
     if jwks.is_none() && !input.enable_jwks_update {
@@ -200,7 +217,8 @@ pub async fn update(State(cp): Cp, Path(entity): Path<String>, Json(input): Json
     )
     .await?;
     tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry])
+        .await?;
     Ok(axum::Json(existing(&cp, &new_id).await?.into()))
 }
 
@@ -214,6 +232,7 @@ pub async fn delete(State(cp): Cp, Path(entity): Path<String>) -> Result<StatusC
     let mut tx = cp.db.pool.begin().await?;
     repo::delete(&cp.db, &mut tx, old.id).await?;
     tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry]).await?;
+    cp.refresh(&[Section::TrustAnchors, Section::Registry])
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

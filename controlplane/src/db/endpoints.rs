@@ -113,7 +113,13 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &EndpointWrite, now: i64)
 }
 
 /// Replaces the writable fields of endpoint `id`.
-pub async fn update(db: &Db, c: &mut AnyConnection, id: i64, w: &EndpointWrite, now: i64) -> Result<()> {
+pub async fn update(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    w: &EndpointWrite,
+    now: i64,
+) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE federation_endpoints SET path = ?, url = ?, auth_enabled = ?, config = ?, updated_at = ? \
          WHERE id = ?",
@@ -144,7 +150,12 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
 }
 
 /// Replaces the auth trust anchors of endpoint `id` with `ta_ids` (trust anchor row ids).
-pub async fn set_auth_trust_anchors(db: &Db, c: &mut AnyConnection, id: i64, ta_ids: &[i64]) -> Result<()> {
+pub async fn set_auth_trust_anchors(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    ta_ids: &[i64],
+) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM federation_endpoint_auth_trust_anchors WHERE endpoint_id = ?"))
         .bind(id)
         .execute(&mut *c)
@@ -163,14 +174,20 @@ pub async fn set_auth_trust_anchors(db: &Db, c: &mut AnyConnection, id: i64, ta_
 
 /// Legacy paths that have not expired at `now`: (path, type, expires_at).
 pub async fn legacy_paths(db: &Db, now: i64) -> Result<Vec<(String, String, i64)>> {
-    let rows = sqlx::query(db.sql(
-        "SELECT path, type, expires_at FROM legacy_endpoint_paths WHERE expires_at > ?",
-    ))
+    let rows = sqlx::query(
+        db.sql("SELECT path, type, expires_at FROM legacy_endpoint_paths WHERE expires_at > ?"),
+    )
     .bind(now)
     .fetch_all(&db.pool)
     .await?;
     rows.iter()
-        .map(|r| Ok((r.try_get("path")?, r.try_get("type")?, r.try_get("expires_at")?)))
+        .map(|r| {
+            Ok((
+                r.try_get("path")?,
+                r.try_get("type")?,
+                r.try_get("expires_at")?,
+            ))
+        })
         .collect()
 }
 
@@ -188,12 +205,14 @@ pub async fn add_legacy_path(
         .bind(now)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("INSERT INTO legacy_endpoint_paths (path, type, expires_at) VALUES (?, ?, ?)"))
-        .bind(path)
-        .bind(kind)
-        .bind(expires_at)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(
+        db.sql("INSERT INTO legacy_endpoint_paths (path, type, expires_at) VALUES (?, ?, ?)"),
+    )
+    .bind(path)
+    .bind(kind)
+    .bind(expires_at)
+    .execute(&mut *c)
+    .await?;
     Ok(())
 }
 

@@ -60,7 +60,13 @@ pub async fn hints(db: &Db) -> Result<Vec<AuthorityHint>> {
 }
 
 /// Adds an authority hint; returns its id.
-pub async fn add_hint(db: &Db, c: &mut AnyConnection, entity_id: &str, description: &str, now: i64) -> Result<i64> {
+pub async fn add_hint(
+    db: &Db,
+    c: &mut AnyConnection,
+    entity_id: &str,
+    description: &str,
+    now: i64,
+) -> Result<i64> {
     sqlx::query(db.sql(
         "INSERT INTO authority_hints (entity_id, description, created_at, updated_at) VALUES (?, ?, ?, ?)",
     ))
@@ -79,7 +85,14 @@ pub async fn add_hint(db: &Db, c: &mut AnyConnection, entity_id: &str, descripti
 }
 
 /// Updates authority hint `id`.
-pub async fn update_hint(db: &Db, c: &mut AnyConnection, id: i64, entity_id: &str, description: &str, now: i64) -> Result<()> {
+pub async fn update_hint(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    entity_id: &str,
+    description: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE authority_hints SET entity_id = ?, description = ?, updated_at = ? WHERE id = ?",
     ))
@@ -125,7 +138,14 @@ pub async fn claims(db: &Db) -> Result<Vec<ClaimRow>> {
 }
 
 /// Adds an additional claim; returns its id.
-pub async fn add_claim(db: &Db, c: &mut AnyConnection, claim: &str, value: &Value, crit: bool, now: i64) -> Result<i64> {
+pub async fn add_claim(
+    db: &Db,
+    c: &mut AnyConnection,
+    claim: &str,
+    value: &Value,
+    crit: bool,
+    now: i64,
+) -> Result<i64> {
     sqlx::query(db.sql(
         "INSERT INTO ec_additional_claims (claim, value, crit, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
     ))
@@ -145,7 +165,15 @@ pub async fn add_claim(db: &Db, c: &mut AnyConnection, claim: &str, value: &Valu
 }
 
 /// Updates additional claim `id`.
-pub async fn update_claim(db: &Db, c: &mut AnyConnection, id: i64, claim: &str, value: &Value, crit: bool, now: i64) -> Result<()> {
+pub async fn update_claim(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    claim: &str,
+    value: &Value,
+    crit: bool,
+    now: i64,
+) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE ec_additional_claims SET claim = ?, value = ?, crit = ?, updated_at = ? WHERE id = ?",
     ))
@@ -163,13 +191,17 @@ pub async fn update_claim(db: &Db, c: &mut AnyConnection, id: i64, claim: &str, 
 /// Deletes additional claim `id` (or all when `id` is `None`).
 pub async fn delete_claims(db: &Db, c: &mut AnyConnection, id: Option<i64>) -> Result<()> {
     match id {
-        Some(id) => sqlx::query(db.sql("DELETE FROM ec_additional_claims WHERE id = ?"))
-            .bind(id)
-            .execute(&mut *c)
-            .await?,
-        None => sqlx::query(db.sql("DELETE FROM ec_additional_claims"))
-            .execute(&mut *c)
-            .await?,
+        Some(id) => {
+            sqlx::query(db.sql("DELETE FROM ec_additional_claims WHERE id = ?"))
+                .bind(id)
+                .execute(&mut *c)
+                .await?
+        }
+        None => {
+            sqlx::query(db.sql("DELETE FROM ec_additional_claims"))
+                .execute(&mut *c)
+                .await?
+        }
     };
     Ok(())
 }

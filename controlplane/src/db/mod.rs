@@ -104,7 +104,9 @@ impl Db {
                 )
             })
             .collect();
-        Migrator::with_migrations(migrations).run(&self.pool).await?;
+        Migrator::with_migrations(migrations)
+            .run(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -171,7 +173,10 @@ mod tests {
     fn dialect_from_scheme() {
         assert_eq!(Dialect::from_url("sqlite://x").unwrap(), Dialect::Sqlite);
         assert_eq!(Dialect::from_url("mysql://x").unwrap(), Dialect::Mysql);
-        assert_eq!(Dialect::from_url("postgres://x").unwrap(), Dialect::Postgres);
+        assert_eq!(
+            Dialect::from_url("postgres://x").unwrap(),
+            Dialect::Postgres
+        );
         assert!(Dialect::from_url("redis://x").is_err());
     }
 }

@@ -30,7 +30,13 @@ pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {
 
 /// Writes one setting (delete + insert: portable across the three dialects, atomic inside the
 /// caller's transaction).
-pub async fn set(db: &Db, c: &mut AnyConnection, scope: &str, name: &str, value: &Value) -> Result<()> {
+pub async fn set(
+    db: &Db,
+    c: &mut AnyConnection,
+    scope: &str,
+    name: &str,
+    value: &Value,
+) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))
         .bind(scope)
         .bind(name)

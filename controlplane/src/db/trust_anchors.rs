@@ -99,7 +99,13 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i
 }
 
 /// Updates trust anchor `id`.
-pub async fn update(db: &Db, c: &mut AnyConnection, id: i64, w: &TrustAnchorWrite, now: i64) -> Result<()> {
+pub async fn update(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    w: &TrustAnchorWrite,
+    now: i64,
+) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, updated_at = ? \
          WHERE id = ?",
@@ -118,10 +124,12 @@ pub async fn update(db: &Db, c: &mut AnyConnection, id: i64, w: &TrustAnchorWrit
 
 /// Deletes trust anchor `id` and its endpoint links.
 pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM federation_endpoint_auth_trust_anchors WHERE trust_anchor_id = ?"))
-        .bind(id)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(
+        db.sql("DELETE FROM federation_endpoint_auth_trust_anchors WHERE trust_anchor_id = ?"),
+    )
+    .bind(id)
+    .execute(&mut *c)
+    .await?;
     sqlx::query(db.sql("DELETE FROM trust_anchors WHERE id = ?"))
         .bind(id)
         .execute(&mut *c)
