@@ -15,5 +15,7 @@ mod support;
 mod admin_input;
 mod cli;
 mod entity_configuration;
+mod keys;
+mod keys_admin;
 mod registry;
 mod restart;
