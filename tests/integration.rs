@@ -17,5 +17,6 @@ mod cli;
 mod entity_configuration;
 mod keys;
 mod keys_admin;
+mod pkcs11;
 mod registry;
 mod restart;
