@@ -36,7 +36,11 @@ pub async fn tick(p: &Pharos, clock: &ManualClock, at: i64) -> Option<i64> {
 }
 
 pub async fn raw_ec(p: &Pharos) -> String {
-    p.get("/.well-known/openid-federation").await.text().await.unwrap()
+    p.get("/.well-known/openid-federation")
+        .await
+        .text()
+        .await
+        .unwrap()
 }
 
 pub fn kids(ec: &Decoded) -> Vec<String> {
@@ -105,7 +109,10 @@ async fn full_rollover_announces_switches_and_retires_on_schedule() {
         tick(&p, &clock, announced).await;
         let ec = p.entity_configuration().await;
         assert_eq!(ec.header["kid"], k0);
-        let k1 = kids(&ec).into_iter().find(|k| *k != k0).expect("next key announced");
+        let k1 = kids(&ec)
+            .into_iter()
+            .find(|k| *k != k0)
+            .expect("next key announced");
         let next = find(&ec.claims["jwks"]["keys"], &k1).unwrap();
         assert_eq!(next["nbf"], switch);
         assert!(switch - announced >= lead && lead >= l);
@@ -122,7 +129,10 @@ async fn full_rollover_announces_switches_and_retires_on_schedule() {
         let ec = p.entity_configuration().await;
         assert_eq!(ec.header["kid"], k1, "{b:?}");
         assert_eq!(historical(&p).await.header["kid"], k1);
-        assert!(kids(&ec).contains(&k0), "old key still verifies during the overlap");
+        assert!(
+            kids(&ec).contains(&k0),
+            "old key still verifies during the overlap"
+        );
 
         // Acceptance 4: during the overlap the client's cached (old) configuration still
         // validates what is signed now, and the new configuration validates the old token.
@@ -154,13 +164,22 @@ async fn immediate_rotation_with_revocation_never_uses_the_old_key_again() {
     for b in backends() {
         let db = TestDb::new(b).await;
         let (p, clock) = start(&db).await;
-        let k0 = p.entity_configuration().await.header["kid"].as_str().unwrap().to_string();
-        let (s, _) = p.admin(Method::POST, "/kms/rotate?revoke=true&reason=bogus", None).await;
+        let k0 = p.entity_configuration().await.header["kid"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (s, _) = p
+            .admin(Method::POST, "/kms/rotate?revoke=true&reason=bogus", None)
+            .await;
         assert_eq!(s, 400);
 
         clock.set(T0 + 10);
         let (s, v) = p
-            .admin(Method::POST, "/kms/rotate?revoke=true&reason=compromised", None)
+            .admin(
+                Method::POST,
+                "/kms/rotate?revoke=true&reason=compromised",
+                None,
+            )
             .await;
         assert_eq!(s, 202, "{b:?} {v}");
         let ec = p.entity_configuration().await;
@@ -171,7 +190,10 @@ async fn immediate_rotation_with_revocation_never_uses_the_old_key_again() {
         let h = historical(&p).await;
         assert_eq!(h.header["kid"], k1);
         let old = find(&h.claims["keys"], &k0).expect("revoked key is historical");
-        assert_eq!(old["revoked"], json!({"revoked_at": T0 + 10, "reason": "compromised"}));
+        assert_eq!(
+            old["revoked"],
+            json!({"revoked_at": T0 + 10, "reason": "compromised"})
+        );
         assert_eq!(old["exp"], T0 + 10);
 
         // Later, nothing is ever signed with it again.
@@ -193,7 +215,12 @@ async fn immediate_rotation_with_revocation_never_uses_the_old_key_again() {
         assert_eq!(prev["exp"], at + H);
         tick(&p, &clock, at + H).await;
         let h = historical(&p).await;
-        assert!(find(&h.claims["keys"], &k1).unwrap().get("revoked").is_none());
+        assert!(
+            find(&h.claims["keys"], &k1)
+                .unwrap()
+                .get("revoked")
+                .is_none()
+        );
         p.stop().await;
     }
 }

@@ -62,7 +62,9 @@ async fn rotation_policy_is_served_at_both_paths_with_duration_strings() {
             json!({"key_announcement_lead_time_ec_multiplier": -1}),
             json!({"intervall": 5}),
         ] {
-            let (s, e) = p.admin(Method::PATCH, "/keys/rotation", Some(bad.clone())).await;
+            let (s, e) = p
+                .admin(Method::PATCH, "/keys/rotation", Some(bad.clone()))
+                .await;
             assert_eq!(s, 400, "{bad}");
             assert_eq!(e["error"], "invalid_request");
         }
@@ -75,7 +77,10 @@ async fn algorithm_change_is_announced_a_lead_time_ahead() {
     for b in backends() {
         let db = TestDb::new(b).await;
         let (p, clock) = start(&db).await;
-        let k0 = p.entity_configuration().await.header["kid"].as_str().unwrap().to_string();
+        let k0 = p.entity_configuration().await.header["kid"]
+            .as_str()
+            .unwrap()
+            .to_string();
         let (s, _) = p.admin_raw(Method::PUT, "/kms/alg", Some("HS256")).await;
         assert_eq!(s, 400);
         let (s, v) = p.admin_raw(Method::PUT, "/kms/alg", Some("ES384")).await;
@@ -89,7 +94,12 @@ async fn algorithm_change_is_announced_a_lead_time_ahead() {
         let ec = p.entity_configuration().await;
         assert_eq!(ec.header["alg"], "ES256");
         let keys = &ec.claims["jwks"]["keys"];
-        let new = keys.as_array().unwrap().iter().find(|k| k["alg"] == "ES384").unwrap();
+        let new = keys
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["alg"] == "ES384")
+            .unwrap();
         assert_eq!(new["nbf"], at);
         assert_eq!(find(keys, &k0).unwrap()["exp"], at + H);
 
@@ -116,26 +126,42 @@ async fn api_managed_keys_are_published_rotated_and_revoked() {
         let db = TestDb::new(b).await;
         let (p, clock) = start(&db).await;
         let (s, a) = p
-            .admin(Method::POST, "/entity-configuration/keys", Some(json!({"key": public_jwk()})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys",
+                Some(json!({"key": public_jwk()})),
+            )
             .await;
         assert_eq!(s, 201, "{b:?} {a}");
         let ka = a["kid"].as_str().unwrap().to_string();
         assert_eq!(ka.len(), 43, "kid defaults to the thumbprint");
         assert!(kids(&p.entity_configuration().await).contains(&ka));
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/keys", Some(json!({"key": a["key"]})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys",
+                Some(json!({"key": a["key"]})),
+            )
             .await;
         assert_eq!(s, 409);
         let mut other = public_jwk();
         other["kid"] = json!("x");
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/keys", Some(json!({"kid": "y", "key": other})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys",
+                Some(json!({"kid": "y", "key": other})),
+            )
             .await;
         assert_eq!(s, 400, "kid mismatch");
         let mut private = public_jwk();
         private["d"] = json!("AAAA");
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/keys", Some(json!({"key": private})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys",
+                Some(json!({"key": private})),
+            )
             .await;
         assert_eq!(s, 400, "private key material");
 
@@ -152,13 +178,24 @@ async fn api_managed_keys_are_published_rotated_and_revoked() {
         let kb = n["kid"].as_str().unwrap().to_string();
         let ec = p.entity_configuration().await;
         assert!(kids(&ec).contains(&kb) && kids(&ec).contains(&ka), "{b:?}");
-        assert_eq!(find(&ec.claims["jwks"]["keys"], &ka).unwrap()["exp"], nbf + H);
+        assert_eq!(
+            find(&ec.claims["jwks"]["keys"], &ka).unwrap()["exp"],
+            nbf + H
+        );
         let (s, _) = p
-            .admin(Method::POST, "/entity-configuration/keys/nope", Some(json!({"key": public_jwk()})))
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys/nope",
+                Some(json!({"key": public_jwk()})),
+            )
             .await;
         assert_eq!(s, 404);
         let (s, _) = p
-            .admin(Method::PUT, "/entity-configuration/keys/nope", Some(json!({"exp": 5})))
+            .admin(
+                Method::PUT,
+                "/entity-configuration/keys/nope",
+                Some(json!({"exp": 5})),
+            )
             .await;
         assert_eq!(s, 404);
 
@@ -169,20 +206,36 @@ async fn api_managed_keys_are_published_rotated_and_revoked() {
         assert_eq!(find(&h.claims["keys"], &ka).unwrap()["exp"], nbf + H);
 
         let (s, _) = p
-            .admin(Method::DELETE, &format!("/entity-configuration/keys/{kb}?revoke=true&reason=superseded"), None)
+            .admin(
+                Method::DELETE,
+                &format!("/entity-configuration/keys/{kb}?revoke=true&reason=superseded"),
+                None,
+            )
             .await;
         assert_eq!(s, 204);
         let h = historical(&p).await;
         let revoked = find(&h.claims["keys"], &kb).unwrap();
         assert_eq!(revoked["revoked"]["reason"], "superseded");
         assert!(revoked["exp"].is_i64(), "historical keys always carry exp");
-        let (_, list) = p.admin(Method::GET, "/entity-configuration/keys", None).await;
+        let (_, list) = p
+            .admin(Method::GET, "/entity-configuration/keys", None)
+            .await;
         assert_eq!(list.as_array().unwrap().len(), 2);
-        let (s, _) = p.admin(Method::DELETE, "/entity-configuration/keys/nope", None).await;
+        let (s, _) = p
+            .admin(Method::DELETE, "/entity-configuration/keys/nope", None)
+            .await;
         assert_eq!(s, 204);
-        let (s, _) = p.admin(Method::DELETE, &format!("/entity-configuration/keys/{ka}"), None).await;
+        let (s, _) = p
+            .admin(
+                Method::DELETE,
+                &format!("/entity-configuration/keys/{ka}"),
+                None,
+            )
+            .await;
         assert_eq!(s, 204);
-        let (_, list) = p.admin(Method::GET, "/entity-configuration/keys", None).await;
+        let (_, list) = p
+            .admin(Method::GET, "/entity-configuration/keys", None)
+            .await;
         assert_eq!(list.as_array().unwrap().len(), 1);
         p.stop().await;
     }

@@ -36,15 +36,31 @@ fn init_token(dir: &Path) -> PathBuf {
     let conf = dir.join("softhsm2.conf");
     std::fs::write(
         &conf,
-        format!("directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n", tokens.display()),
+        format!(
+            "directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n",
+            tokens.display()
+        ),
     )
     .unwrap();
     let out = Command::new("softhsm2-util")
-        .args(["--init-token", "--free", "--label", LABEL, "--pin", PIN, "--so-pin", "5678"])
+        .args([
+            "--init-token",
+            "--free",
+            "--label",
+            LABEL,
+            "--pin",
+            PIN,
+            "--so-pin",
+            "5678",
+        ])
         .env("SOFTHSM2_CONF", &conf)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     conf
 }
 
@@ -53,15 +69,27 @@ fn pkcs11_signs_the_entity_configuration_inside_softhsm2() {
     if std::env::var_os(CHILD).is_some() {
         return; // we are the child; the inner test does the work
     }
-    let (Some(_), true) = (module(), Command::new("softhsm2-util").arg("--version").output().is_ok())
-    else {
-        println!("NOTICE: softhsm2 is not installed; PKCS#11 test skipped (apt-get install softhsm2)");
+    let (Some(_), true) = (
+        module(),
+        Command::new("softhsm2-util")
+            .arg("--version")
+            .output()
+            .is_ok(),
+    ) else {
+        println!(
+            "NOTICE: softhsm2 is not installed; PKCS#11 test skipped (apt-get install softhsm2)"
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let conf = init_token(dir.path());
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["pkcs11::inner_pkcs11_round_trip", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "pkcs11::inner_pkcs11_round_trip",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .env("SOFTHSM2_CONF", &conf)
         .output()
@@ -102,11 +130,12 @@ async fn inner_pkcs11_round_trip() {
 
     // The database holds no private key.
     let pool = db.pool().await;
-    let pem: Option<String> = sqlx::query_scalar(pool.sql("SELECT private_pem FROM signing_keys WHERE kid = ?"))
-        .bind(&kid)
-        .fetch_one(&pool.pool)
-        .await
-        .unwrap();
+    let pem: Option<String> =
+        sqlx::query_scalar(pool.sql("SELECT private_pem FROM signing_keys WHERE kid = ?"))
+            .bind(&kid)
+            .fetch_one(&pool.pool)
+            .await
+            .unwrap();
     assert!(pem.is_none());
 
     // Rotation generates the next key on the token too.
@@ -121,24 +150,43 @@ async fn inner_pkcs11_round_trip() {
     // cannot be read.
     let ctx = Pkcs11::new(&module).unwrap();
     let _ = ctx.initialize(CInitializeArgs::new(CInitializeFlags::OS_LOCKING_OK));
-    let slot = ctx.get_slots_with_token().unwrap().into_iter().find(|s| {
-        ctx.get_token_info(*s).unwrap().label().trim() == LABEL
-    });
+    let slot = ctx
+        .get_slots_with_token()
+        .unwrap()
+        .into_iter()
+        .find(|s| ctx.get_token_info(*s).unwrap().label().trim() == LABEL);
     let session = ctx.open_ro_session(slot.unwrap()).unwrap();
     session
-        .login(cryptoki::session::UserType::User, Some(&PIN.to_string().into()))
+        .login(
+            cryptoki::session::UserType::User,
+            Some(&PIN.to_string().into()),
+        )
         .unwrap();
     for k in [&kid, &kid2] {
         let template = [
             Attribute::Class(ObjectClass::PRIVATE_KEY),
             Attribute::Label(format!("pharos-{k}").into_bytes()),
         ];
-        let handle = session.find_objects(&template).unwrap().pop().expect("key on the token");
+        let handle = session
+            .find_objects(&template)
+            .unwrap()
+            .pop()
+            .expect("key on the token");
         let attrs = session
-            .get_attributes(handle, &[AttributeType::Sensitive, AttributeType::Extractable, AttributeType::Value])
+            .get_attributes(
+                handle,
+                &[
+                    AttributeType::Sensitive,
+                    AttributeType::Extractable,
+                    AttributeType::Value,
+                ],
+            )
             .unwrap();
         assert!(attrs.contains(&Attribute::Sensitive(true)), "{attrs:?}");
         assert!(attrs.contains(&Attribute::Extractable(false)), "{attrs:?}");
-        assert!(!attrs.iter().any(|a| matches!(a, Attribute::Value(_))), "{attrs:?}");
+        assert!(
+            !attrs.iter().any(|a| matches!(a, Attribute::Value(_))),
+            "{attrs:?}"
+        );
     }
 }

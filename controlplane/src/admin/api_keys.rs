@@ -110,7 +110,11 @@ fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) 
         (None, None) => thumbprint(&key)?,
     };
     key.insert("kid".into(), json!(kid));
-    let alg = key.get("alg").and_then(Value::as_str).unwrap_or("").to_string();
+    let alg = key
+        .get("alg")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     Ok(KeyRow {
         kid,
         key_set: API.into(),
@@ -147,7 +151,10 @@ async fn publish(cp: &ControlPlane, tx: sqlx::Transaction<'_, sqlx::Any>) -> Res
 pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(
-        rows.iter().filter(|k| k.key_set == API).map(KeyEntry::from).collect(),
+        rows.iter()
+            .filter(|k| k.key_set == API)
+            .map(KeyEntry::from)
+            .collect(),
     ))
 }
 
@@ -156,7 +163,13 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
     responses((status = 201, body = KeyEntry), (status = 400), (status = 409)))]
 pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
     let now = cp.now();
-    let r = row(b.kid, b.key, b.iat.unwrap_or(now), b.nbf.unwrap_or(now), b.exp)?;
+    let r = row(
+        b.kid,
+        b.key,
+        b.iat.unwrap_or(now),
+        b.nbf.unwrap_or(now),
+        b.exp,
+    )?;
     let _w = cp.writer().await;
     let mut tx = cp.db.pool.begin().await?;
     repo::insert(&cp.db, &mut tx, &r).await?;
@@ -167,7 +180,11 @@ pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoRespon
 /// Changes the expiry of an API-managed key.
 #[utoipa::path(put, path = "/entity-configuration/keys/{kid}", tag = "keys", request_body = ExpUpdate,
     params(("kid" = String, Path)), responses((status = 200, body = KeyEntry), (status = 404)))]
-pub async fn update(State(cp): Cp, Path(kid): Path<String>, Json(b): Json<ExpUpdate>) -> Result<axum::Json<KeyEntry>> {
+pub async fn update(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    Json(b): Json<ExpUpdate>,
+) -> Result<axum::Json<KeyEntry>> {
     let _w = cp.writer().await;
     let mut r = find(&cp, &kid).await?;
     let mut tx = cp.db.pool.begin().await?;
@@ -181,7 +198,11 @@ pub async fn update(State(cp): Cp, Path(kid): Path<String>, Json(b): Json<ExpUpd
 /// (default: the new key's `nbf` + the rotation overlap).
 #[utoipa::path(post, path = "/entity-configuration/keys/{kid}", tag = "keys", request_body = RotateKey,
     params(("kid" = String, Path)), responses((status = 201, body = KeyEntry), (status = 400), (status = 404)))]
-pub async fn rotate(State(cp): Cp, Path(kid): Path<String>, Json(b): Json<RotateKey>) -> Result<impl IntoResponse> {
+pub async fn rotate(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    Json(b): Json<RotateKey>,
+) -> Result<impl IntoResponse> {
     let now = cp.now();
     let nbf = b.nbf.unwrap_or(now);
     let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
@@ -200,7 +221,11 @@ pub async fn rotate(State(cp): Cp, Path(kid): Path<String>, Json(b): Json<Rotate
 #[utoipa::path(delete, path = "/entity-configuration/keys/{kid}", tag = "keys",
     params(("kid" = String, Path), ("revoke" = Option<bool>, Query), ("reason" = Option<String>, Query)),
     responses((status = 204), (status = 400)))]
-pub async fn remove(State(cp): Cp, Path(kid): Path<String>, RawQuery(q): RawQuery) -> Result<StatusCode> {
+pub async fn remove(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<StatusCode> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
     let _w = cp.writer().await;
     if find(&cp, &kid).await.is_err() {

@@ -179,7 +179,10 @@ async fn get_policy(cp: &ControlPlane) -> Result<axum::Json<RotationSettings>> {
     Ok(axum::Json(rotation::load(&cp.db).await?))
 }
 
-async fn put_policy(cp: &ControlPlane, body: RotationInput) -> Result<axum::Json<RotationSettings>> {
+async fn put_policy(
+    cp: &ControlPlane,
+    body: RotationInput,
+) -> Result<axum::Json<RotationSettings>> {
     save(cp, body.apply_to(RotationSettings::default())?).await
 }
 

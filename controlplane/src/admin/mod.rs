@@ -70,7 +70,11 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
             ec::delete_claim_row
         ))
         .routes(routes!(api_keys::list, api_keys::add))
-        .routes(routes!(api_keys::update, api_keys::rotate, api_keys::remove))
+        .routes(routes!(
+            api_keys::update,
+            api_keys::rotate,
+            api_keys::remove
+        ))
         .routes(routes!(kms::get_kms))
         .routes(routes!(kms::put_alg))
         .routes(routes!(kms::put_rsa_key_len))

@@ -33,7 +33,14 @@ impl ControlPlane {
         let pending = pending_alg(&self.db).await?;
         if let Some(p) = pending.filter(|p| p.at <= now) {
             let db = &self.db;
-            settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(p.alg.as_str())).await?;
+            settings::set(
+                db,
+                &mut tx,
+                settings::SIGNING,
+                "alg",
+                &json!(p.alg.as_str()),
+            )
+            .await?;
             settings::set(db, &mut tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
             tracing::info!(alg = %p.alg, "signing algorithm changed");
         }
@@ -81,22 +88,35 @@ impl ControlPlane {
             // The new key is of the scheduled algorithm: the change happens now.
             Some(p) => {
                 let db = &self.db;
-                settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(p.alg.as_str()))
-                    .await?;
-                settings::set(db, &mut tx, settings::SIGNING, "pending_alg", &Value::Null)
-                    .await?;
+                settings::set(
+                    db,
+                    &mut tx,
+                    settings::SIGNING,
+                    "alg",
+                    &json!(p.alg.as_str()),
+                )
+                .await?;
+                settings::set(db, &mut tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
                 p.alg
             }
             None => current_alg(&self.db, &self.settings).await?,
         };
         let exp = policy.enabled.then_some(now + policy.interval);
         let row = self.generate(alg, now, now, exp).await?;
-        for old in db::keys::list(&self.db).await?.iter().filter(|k| ours_valid(k, now)) {
+        for old in db::keys::list(&self.db)
+            .await?
+            .iter()
+            .filter(|k| ours_valid(k, now))
+        {
             if revoke {
                 db::keys::revoke(&self.db, &mut tx, &old.kid, now, reason).await?;
             } else {
                 // Never-used announced keys end now; used ones verify for the overlap.
-                let end = if old.nbf > now { now } else { now + policy.overlap };
+                let end = if old.nbf > now {
+                    now
+                } else {
+                    now + policy.overlap
+                };
                 let exp = old.exp.map_or(end, |e| e.min(end));
                 db::keys::set_exp(&self.db, &mut tx, &old.kid, Some(exp)).await?;
             }
@@ -127,7 +147,11 @@ impl ControlPlane {
             .generate(alg, now, at, policy.enabled.then_some(at + policy.interval))
             .await?;
         let mut tx = self.db.pool.begin().await?;
-        for k in db::keys::list(&self.db).await?.iter().filter(|k| ours_valid(k, now)) {
+        for k in db::keys::list(&self.db)
+            .await?
+            .iter()
+            .filter(|k| ours_valid(k, now))
+        {
             // Announced keys that would take over after the switch are superseded unused.
             if k.nbf >= at {
                 db::keys::set_exp(&self.db, &mut tx, &k.kid, Some(now)).await?;
@@ -153,7 +177,13 @@ impl ControlPlane {
         }
     }
 
-    async fn generate(&self, alg: Algorithm, now: i64, nbf: i64, exp: Option<i64>) -> Result<KeyRow> {
+    async fn generate(
+        &self,
+        alg: Algorithm,
+        now: i64,
+        nbf: i64,
+        exp: Option<i64>,
+    ) -> Result<KeyRow> {
         let bits = super::rsa_key_len(&self.db, &self.settings).await?;
         let g = self.kms.generate(alg, bits)?;
         Ok(new_row(g, alg, now, nbf, exp))
@@ -175,7 +205,10 @@ impl ControlPlane {
 
     /// The background task: runs [`Self::rotate_keys`] at every planned instant (and when an
     /// admin change wakes it) until `stop`.
-    pub fn spawn_key_task(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    pub fn spawn_key_task(
+        self: &Arc<Self>,
+        stop: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
         let cp = self.clone();
         tokio::spawn(async move {
             loop {

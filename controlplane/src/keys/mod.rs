@@ -94,7 +94,10 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
     let alg = current_alg(db, cfg).await?;
     let rows = db::keys::list(db).await?;
     if let Some(key) = kms.read_static(alg)? {
-        if rows.iter().any(|k| k.kid == pharos_shared::jose::Signer::kid(&key)) {
+        if rows
+            .iter()
+            .any(|k| k.kid == pharos_shared::jose::Signer::kid(&key))
+        {
             return Ok(());
         }
         let g = kms::Generated {

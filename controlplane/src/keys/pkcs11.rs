@@ -67,7 +67,9 @@ impl Token {
             Err(e) => return Err(err("C_Initialize", e)),
         }
         let slot = find_slot(&ctx, cfg)?;
-        let session = ctx.open_rw_session(slot).map_err(|e| err("open session", e))?;
+        let session = ctx
+            .open_rw_session(slot)
+            .map_err(|e| err("open session", e))?;
         if !cfg.no_login {
             let pin = AuthPin::from(cfg.pin.clone());
             match session.login(UserType::User, Some(&pin)) {

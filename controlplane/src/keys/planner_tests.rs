@@ -26,7 +26,12 @@ struct Sim {
 impl Sim {
     fn new(nbf: i64, exp: Option<i64>) -> Self {
         Self {
-            keys: vec![PlanKey { kid: "k0".into(), nbf, exp, revoked: false }],
+            keys: vec![PlanKey {
+                kid: "k0".into(),
+                nbf,
+                exp,
+                revoked: false,
+            }],
             born: vec![nbf],
         }
     }
@@ -36,7 +41,12 @@ impl Sim {
             match a {
                 Action::Generate { nbf, exp } => {
                     let kid = format!("k{}", self.keys.len());
-                    self.keys.push(PlanKey { kid, nbf: *nbf, exp: *exp, revoked: false });
+                    self.keys.push(PlanKey {
+                        kid,
+                        nbf: *nbf,
+                        exp: *exp,
+                        revoked: false,
+                    });
                     self.born.push(now);
                 }
                 Action::SetExp { kid, exp } => {
@@ -97,10 +107,23 @@ fn full_rollovers_announce_switch_and_expire_on_schedule() {
 #[test]
 fn first_key_without_exp_gets_one_and_its_successor_is_planned() {
     let s = policy();
-    let p = plan(&[PlanKey { kid: "a".into(), nbf: 0, exp: None, revoked: false }], &s, L, 0);
+    let p = plan(
+        &[PlanKey {
+            kid: "a".into(),
+            nbf: 0,
+            exp: None,
+            revoked: false,
+        }],
+        &s,
+        L,
+        0,
+    );
     assert_eq!(
         p.actions,
-        vec![Action::SetExp { kid: "a".into(), exp: s.interval + s.overlap }]
+        vec![Action::SetExp {
+            kid: "a".into(),
+            exp: s.interval + s.overlap
+        }]
     );
     // Next check: when the successor must be announced.
     assert_eq!(p.next, Some(s.interval - DAY));
@@ -110,12 +133,28 @@ fn first_key_without_exp_gets_one_and_its_successor_is_planned() {
 fn an_old_key_gets_a_successor_announced_a_lead_time_ahead() {
     let s = policy();
     let now = 100 * DAY;
-    let p = plan(&[PlanKey { kid: "a".into(), nbf: 0, exp: None, revoked: false }], &s, L, now);
+    let p = plan(
+        &[PlanKey {
+            kid: "a".into(),
+            nbf: 0,
+            exp: None,
+            revoked: false,
+        }],
+        &s,
+        L,
+        now,
+    );
     assert_eq!(
         p.actions,
         vec![
-            Action::SetExp { kid: "a".into(), exp: now + DAY + s.overlap },
-            Action::Generate { nbf: now + DAY, exp: Some(now + DAY + s.interval) },
+            Action::SetExp {
+                kid: "a".into(),
+                exp: now + DAY + s.overlap
+            },
+            Action::Generate {
+                nbf: now + DAY,
+                exp: Some(now + DAY + s.interval)
+            },
         ]
     );
 }
@@ -124,24 +163,48 @@ fn an_old_key_gets_a_successor_announced_a_lead_time_ahead() {
 fn a_late_planner_delays_the_switch_rather_than_shortening_the_announcement() {
     let s = policy();
     let retire = 10 * DAY;
-    let keys = [PlanKey { kid: "a".into(), nbf: 0, exp: Some(retire + s.overlap), revoked: false }];
+    let keys = [PlanKey {
+        kid: "a".into(),
+        nbf: 0,
+        exp: Some(retire + s.overlap),
+        revoked: false,
+    }];
     let now = retire - 3_600; // the announcement was due a day earlier
     let p = plan(&keys, &s, L, now);
     assert_eq!(
         p.actions,
         vec![
-            Action::Generate { nbf: now + DAY, exp: Some(now + DAY + s.interval) },
-            Action::SetExp { kid: "a".into(), exp: now + DAY + s.overlap },
+            Action::Generate {
+                nbf: now + DAY,
+                exp: Some(now + DAY + s.interval)
+            },
+            Action::SetExp {
+                kid: "a".into(),
+                exp: now + DAY + s.overlap
+            },
         ]
     );
 }
 
 #[test]
 fn disabled_rotation_generates_nothing_but_still_reports_transitions() {
-    let s = RotationSettings { enabled: false, ..policy() };
+    let s = RotationSettings {
+        enabled: false,
+        ..policy()
+    };
     let keys = [
-        PlanKey { kid: "old".into(), nbf: 0, exp: Some(500), revoked: false },
-        PlanKey { kid: "new".into(), nbf: 400, exp: None, revoked: false },
+        PlanKey {
+            kid: "old".into(),
+            nbf: 0,
+            exp: Some(500),
+            revoked: false,
+        },
+        PlanKey {
+            kid: "new".into(),
+            nbf: 400,
+            exp: None,
+            revoked: false,
+        },
     ];
     let p = plan(&keys, &s, L, 100);
     // The old key would outlive its successor by more than the overlap: no, 500 < 400 + overlap.
@@ -152,34 +215,83 @@ fn disabled_rotation_generates_nothing_but_still_reports_transitions() {
 
 #[test]
 fn neighbours_are_normalised_to_successor_nbf_plus_overlap() {
-    let s = RotationSettings { enabled: false, ..policy() };
+    let s = RotationSettings {
+        enabled: false,
+        ..policy()
+    };
     let keys = [
-        PlanKey { kid: "cur".into(), nbf: 0, exp: None, revoked: false },
-        PlanKey { kid: "next".into(), nbf: 1_000, exp: None, revoked: false },
-        PlanKey { kid: "gone".into(), nbf: 0, exp: None, revoked: true },
+        PlanKey {
+            kid: "cur".into(),
+            nbf: 0,
+            exp: None,
+            revoked: false,
+        },
+        PlanKey {
+            kid: "next".into(),
+            nbf: 1_000,
+            exp: None,
+            revoked: false,
+        },
+        PlanKey {
+            kid: "gone".into(),
+            nbf: 0,
+            exp: None,
+            revoked: true,
+        },
     ];
     let p = plan(&keys, &s, L, 10);
     assert_eq!(
         p.actions,
-        vec![Action::SetExp { kid: "cur".into(), exp: 1_000 + s.overlap }]
+        vec![Action::SetExp {
+            kid: "cur".into(),
+            exp: 1_000 + s.overlap
+        }]
     );
     // A gap (key expiring before its successor starts) is closed too.
     let keys = [
-        PlanKey { kid: "cur".into(), nbf: 0, exp: Some(500), revoked: false },
-        PlanKey { kid: "next".into(), nbf: 1_000, exp: None, revoked: false },
+        PlanKey {
+            kid: "cur".into(),
+            nbf: 0,
+            exp: Some(500),
+            revoked: false,
+        },
+        PlanKey {
+            kid: "next".into(),
+            nbf: 1_000,
+            exp: None,
+            revoked: false,
+        },
     ];
     assert_eq!(
         plan(&keys, &s, L, 10).actions,
-        vec![Action::SetExp { kid: "cur".into(), exp: 1_000 + s.overlap }]
+        vec![Action::SetExp {
+            kid: "cur".into(),
+            exp: 1_000 + s.overlap
+        }]
     );
 }
 
 #[test]
 fn next_transition_ignores_revoked_and_past_instants() {
     let keys = [
-        PlanKey { kid: "a".into(), nbf: 0, exp: Some(50), revoked: false },
-        PlanKey { kid: "b".into(), nbf: 0, exp: Some(20), revoked: true },
-        PlanKey { kid: "c".into(), nbf: 30, exp: None, revoked: false },
+        PlanKey {
+            kid: "a".into(),
+            nbf: 0,
+            exp: Some(50),
+            revoked: false,
+        },
+        PlanKey {
+            kid: "b".into(),
+            nbf: 0,
+            exp: Some(20),
+            revoked: true,
+        },
+        PlanKey {
+            kid: "c".into(),
+            nbf: 30,
+            exp: None,
+            revoked: false,
+        },
     ];
     assert_eq!(next_transition(&keys, 10), Some(30));
     assert_eq!(next_transition(&keys, 30), Some(50));

@@ -21,13 +21,25 @@ fn with(lead: i64, mult: f64) -> RotationSettings {
 fn rule_1_multiplier_times_ec_lifetime_wins() {
     // The fixed value is ignored while the multiplier is positive.
     let lt = lead_time(&with(999_999, 2.5), L);
-    assert_eq!(lt, LeadTime { secs: 216_000, floored: false });
+    assert_eq!(
+        lt,
+        LeadTime {
+            secs: 216_000,
+            floored: false
+        }
+    );
 }
 
 #[test]
 fn rule_2_fixed_value_when_no_multiplier() {
     let lt = lead_time(&with(3 * L, 0.0), L);
-    assert_eq!(lt, LeadTime { secs: 3 * L, floored: false });
+    assert_eq!(
+        lt,
+        LeadTime {
+            secs: 3 * L,
+            floored: false
+        }
+    );
 }
 
 #[test]
@@ -39,10 +51,28 @@ fn rule_3_default_is_max_of_five_lifetimes_and_a_day() {
 
 #[test]
 fn rule_4_never_below_one_ec_lifetime() {
-    assert_eq!(lead_time(&with(60, 0.0), L), LeadTime { secs: L, floored: true });
-    assert_eq!(lead_time(&with(0, 0.5), L), LeadTime { secs: L, floored: true });
+    assert_eq!(
+        lead_time(&with(60, 0.0), L),
+        LeadTime {
+            secs: L,
+            floored: true
+        }
+    );
+    assert_eq!(
+        lead_time(&with(0, 0.5), L),
+        LeadTime {
+            secs: L,
+            floored: true
+        }
+    );
     // Exactly one lifetime is allowed as configured.
-    assert_eq!(lead_time(&with(0, 1.0), L), LeadTime { secs: L, floored: false });
+    assert_eq!(
+        lead_time(&with(0, 1.0), L),
+        LeadTime {
+            secs: L,
+            floored: false
+        }
+    );
 }
 
 #[derive(Clone, Default)]
@@ -75,7 +105,10 @@ fn the_floor_logs_a_warning_and_the_other_rules_do_not() {
     let (secs, log) = logged(|| resolve_lead_time(&with(60, 0.0), L));
     assert_eq!(secs, L);
     assert!(log.contains("WARN"), "{log}");
-    assert!(log.contains("shorter than one entity configuration lifetime"), "{log}");
+    assert!(
+        log.contains("shorter than one entity configuration lifetime"),
+        "{log}"
+    );
     let (secs, log) = logged(|| resolve_lead_time(&with(2 * L, 0.0), L));
     assert_eq!(secs, 2 * L);
     assert!(log.is_empty(), "{log}");
@@ -85,11 +118,27 @@ fn the_floor_logs_a_warning_and_the_other_rules_do_not() {
 fn policy_validation() {
     assert!(RotationSettings::default().validate().is_ok());
     let bad = [
-        RotationSettings { interval: 0, ..Default::default() },
-        RotationSettings { overlap: -1, ..Default::default() },
-        RotationSettings { interval: 10, overlap: 10, ..Default::default() },
-        RotationSettings { key_announcement_lead_time_ec_multiplier: -1.0, ..Default::default() },
-        RotationSettings { key_announcement_lead_time_ec_multiplier: f64::NAN, ..Default::default() },
+        RotationSettings {
+            interval: 0,
+            ..Default::default()
+        },
+        RotationSettings {
+            overlap: -1,
+            ..Default::default()
+        },
+        RotationSettings {
+            interval: 10,
+            overlap: 10,
+            ..Default::default()
+        },
+        RotationSettings {
+            key_announcement_lead_time_ec_multiplier: -1.0,
+            ..Default::default()
+        },
+        RotationSettings {
+            key_announcement_lead_time_ec_multiplier: f64::NAN,
+            ..Default::default()
+        },
     ];
     for b in bad {
         assert!(b.validate().is_err(), "{b:?}");
