@@ -15,5 +15,8 @@ mod support;
 mod admin_input;
 mod cli;
 mod entity_configuration;
+mod keys;
+mod keys_admin;
+mod pkcs11;
 mod registry;
 mod restart;

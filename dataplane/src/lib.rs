@@ -7,6 +7,7 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
+pub mod historical_keys;
 pub mod jwt_response;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub struct DataPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
+    historical_cache: historical_keys::HistoricalKeysCache,
 }
 
 impl DataPlane {
@@ -32,6 +34,7 @@ impl DataPlane {
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),
+            historical_cache: historical_keys::HistoricalKeysCache::default(),
         })
     }
 
