@@ -4,18 +4,21 @@
 //! the handlers themselves and cannot drift from what is served.
 
 pub mod actor;
+pub mod auth;
 pub mod body;
+pub mod docs;
 pub mod endpoints;
 pub mod entity_configuration;
+pub mod password;
 pub mod trust_anchors;
+pub mod users;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::http::{HeaderValue, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::{Extension, Router};
+use pharos_shared::config::AdminSettings;
 use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -27,15 +30,39 @@ pub const PREFIX: &str = "/api/v1/admin";
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Pharos Admin API", description = "Runtime management of a Pharos OpenID Federation entity."),
-    servers((url = "/api/v1/admin"))
+    servers((url = "/api/v1/admin")),
+    modifiers(&BasicAuth)
 )]
 struct ApiDoc;
 
-/// The admin routes (relative to [`PREFIX`]) and their OpenAPI document.
-pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
+/// Declares HTTP Basic as the Admin API's security scheme; optional (`{}`) because the API is
+/// open until the first user exists.
+struct BasicAuth;
+
+impl utoipa::Modify for BasicAuth {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let scheme = SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build());
+        doc.components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("basicAuth", scheme);
+        doc.security = Some(vec![
+            SecurityRequirement::new("basicAuth", Vec::<String>::new()),
+            SecurityRequirement::default(),
+        ]);
+    }
+}
+
+/// The admin routes (relative to [`PREFIX`]) and their OpenAPI document. Routes are added only
+/// through `routes!` so that each one is documented; `/users` only while `users_enabled`.
+pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
     use entity_configuration as ec;
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(endpoints::list, endpoints::create))
+    let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi());
+    if settings.users_enabled {
+        api = api
+            .routes(routes!(users::list, users::create))
+            .routes(routes!(users::get, users::update, users::delete));
+    }
+    api.routes(routes!(endpoints::list, endpoints::create))
         .routes(routes!(
             endpoints::get,
             endpoints::update,
@@ -70,23 +97,20 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
         .split_for_parts()
 }
 
-/// The Admin API mounted under [`PREFIX`], with its OpenAPI document at `openapi.json`.
+/// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
+/// documentation routes (see [`docs`]).
 pub fn router(cp: Arc<ControlPlane>) -> Router {
-    let (api, doc) = routes();
-    let json = Arc::new(doc.to_pretty_json().unwrap_or_else(|_| "{}".into()));
-    let api = api.route(
-        "/openapi.json",
-        get(move || {
-            let json = json.clone();
-            async move {
-                let mut r = (*json).clone().into_response();
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                r
-            }
-        }),
-    );
-    Router::new().nest(PREFIX, api).with_state(cp)
+    let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
+    let (api, doc) = routes(&cp.settings.api.admin);
+    let auth = auth::AuthState {
+        cp: cp.clone(),
+        passwords: passwords.clone(),
+    };
+    let api = api
+        .layer(axum::middleware::from_fn_with_state(auth, auth::middleware))
+        .layer(Extension(passwords));
+    Router::new()
+        .nest(PREFIX, api)
+        .with_state(cp)
+        .merge(docs::router(&doc))
 }
