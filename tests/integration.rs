@@ -12,6 +12,7 @@
 
 mod support;
 
+mod admin_auth;
 mod admin_input;
 mod cli;
 mod entity_configuration;
