@@ -14,6 +14,7 @@ mod support;
 
 mod admin_auth;
 mod admin_input;
+mod admin_tls;
 mod cli;
 mod entity_configuration;
 mod registry;
