@@ -16,6 +16,7 @@ mod admin_auth;
 mod admin_input;
 mod admin_tls;
 mod cli;
+mod cors;
 mod entity_configuration;
 mod registry;
 mod restart;
