@@ -37,7 +37,10 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
         assert_eq!(user["username"], "alice");
         assert_eq!(user["display_name"], "Alice");
         assert_eq!(user["disabled"], false);
-        assert!(user["created_at"].as_str().unwrap().ends_with('Z'), "{user}");
+        assert!(
+            user["created_at"].as_str().unwrap().ends_with('Z'),
+            "{user}"
+        );
         assert!(user.get("password_hash").is_none() && user.get("password").is_none());
 
         // Locked at once: the same unauthenticated request is now refused.
@@ -64,11 +67,19 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
         // A second user, then disabled: refused even with the right password.
         p.login("alice", "correct horse");
         let (s, _) = p
-            .admin(Method::POST, "/users", Some(json!({"username": "bob", "password": "pw-bob"})))
+            .admin(
+                Method::POST,
+                "/users",
+                Some(json!({"username": "bob", "password": "pw-bob"})),
+            )
             .await;
         assert_eq!(s, 201);
         let (s, _) = p
-            .admin(Method::POST, "/users", Some(json!({"username": "bob", "password": "x"})))
+            .admin(
+                Method::POST,
+                "/users",
+                Some(json!({"username": "bob", "password": "x"})),
+            )
             .await;
         assert_eq!(s, 409);
         let (s, _) = p
@@ -84,7 +95,11 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
         // Password change takes effect; the old one stops working.
         p.login("alice", "correct horse");
         let (s, _) = p
-            .admin(Method::PUT, "/users/alice", Some(json!({"password": "new-pass"})))
+            .admin(
+                Method::PUT,
+                "/users/alice",
+                Some(json!({"password": "new-pass"})),
+            )
             .await;
         assert_eq!(s, 200);
         assert_eq!(p.admin(Method::GET, "/users", None).await.0, 401);
@@ -107,7 +122,11 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
         let db = TestDb::new(b).await;
         let mut p = Pharos::start(&db).await;
         let (s, _) = p
-            .admin(Method::POST, "/users", Some(json!({"username": "ops", "password": "pw"})))
+            .admin(
+                Method::POST,
+                "/users",
+                Some(json!({"username": "ops", "password": "pw"})),
+            )
             .await;
         assert_eq!(s, 201);
         let pool = db.pool().await;
@@ -120,7 +139,10 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
             sqlx::Row::get::<String, _>(&row, "password_hash")
         };
         let first = hash().await;
-        assert!(first.starts_with("$argon2id$v=19$m=65536,t=1,p=4$"), "{first}");
+        assert!(
+            first.starts_with("$argon2id$v=19$m=65536,t=1,p=4$"),
+            "{first}"
+        );
 
         p.settings.api.admin.password_hashing.time = 2;
         p.settings.api.admin.password_hashing.memory_kib = 8192;
@@ -128,7 +150,10 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
         let p = p.restart().await;
         assert_eq!(p.admin(Method::GET, "/users", None).await.0, 200);
         let second = hash().await;
-        assert!(second.starts_with("$argon2id$v=19$m=8192,t=2,p=4$"), "{second}");
+        assert!(
+            second.starts_with("$argon2id$v=19$m=8192,t=2,p=4$"),
+            "{second}"
+        );
         // Still the same password.
         assert_eq!(p.admin(Method::GET, "/users", None).await.0, 200);
         p.stop().await;
@@ -155,7 +180,11 @@ async fn users_routes_follow_users_enabled_and_admin_enabled_removes_everything(
         std::sync::Arc::new(pharos_shared::time::SystemClock),
     )
     .await;
-    for path in ["/api/v1/admin/trust-anchors", "/api/v1/admin/openapi.json", "/admin/api/v1/docs"] {
+    for path in [
+        "/api/v1/admin/trust-anchors",
+        "/api/v1/admin/openapi.json",
+        "/admin/api/v1/docs",
+    ] {
         assert_eq!(p.get(path).await.status(), 404, "{path}");
     }
     assert_eq!(p.get("/.well-known/openid-federation").await.status(), 200);

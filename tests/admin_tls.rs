@@ -4,9 +4,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::{Backend, Pharos, TestDb};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
-};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
 fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -76,20 +74,32 @@ async fn tls_admin_port_serves_admin_only_and_reloads_its_certificate_on_sighup(
     let plain = reqwest::Client::builder().no_proxy().build().unwrap();
     let http_url = admin_url.replace("https://", "http://");
     assert!(!reaches(&plain, &http_url).await);
-    for path in ["/api/v1/admin/trust-anchors", "/api/v1/admin/openapi.json", "/admin/api/v1/docs"] {
+    for path in [
+        "/api/v1/admin/trust-anchors",
+        "/api/v1/admin/openapi.json",
+        "/admin/api/v1/docs",
+    ] {
         let r = plain.get(p.main_url(path)).send().await.unwrap();
         assert_eq!(r.status(), 404, "{path} on the main port");
     }
     assert!(reaches(&plain, &p.main_url("/.well-known/openid-federation")).await);
     // Unknown admin path on the admin port: JSON 404.
-    let r = p.client.get(p.url("/api/v1/admin/nope")).send().await.unwrap();
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/nope"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 404);
 
     // Broken files + SIGHUP: the old certificate stays in use.
     std::fs::write(certs.path().join("cert.pem"), "not a certificate").unwrap();
     sighup();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(reaches(&p.client, &admin_url).await, "old certificate dropped");
+    assert!(
+        reaches(&p.client, &admin_url).await,
+        "old certificate dropped"
+    );
 
     // A new certificate from another CA + SIGHUP: picked up without a restart.
     let ca2 = ca("Pharos test CA 2");
@@ -105,6 +115,9 @@ async fn tls_admin_port_serves_admin_only_and_reloads_its_certificate_on_sighup(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(switched, "new certificate not served after SIGHUP");
-    assert!(!reaches(&p.client, &admin_url).await, "old CA still accepted");
+    assert!(
+        !reaches(&p.client, &admin_url).await,
+        "old CA still accepted"
+    );
     p.stop().await;
 }

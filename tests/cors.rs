@@ -8,14 +8,20 @@ async fn preflight(c: &reqwest::Client, url: &str, origin: &str) -> reqwest::Res
     c.request(Method::OPTIONS, url)
         .header("Origin", origin)
         .header("Access-Control-Request-Method", "PUT")
-        .header("Access-Control-Request-Headers", "authorization,content-type")
+        .header(
+            "Access-Control-Request-Headers",
+            "authorization,content-type",
+        )
         .send()
         .await
         .unwrap()
 }
 
 fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
-    r.headers().get(name).map(|v| v.to_str().unwrap()).unwrap_or("")
+    r.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap())
+        .unwrap_or("")
 }
 
 #[tokio::test]
@@ -46,12 +52,23 @@ async fn preflights_get_each_ports_configured_headers() {
         )
         .await;
     assert_eq!(s, 201);
-    let r = preflight(&plain, &p.url("/api/v1/admin/trust-anchors"), "https://ui.example").await;
+    let r = preflight(
+        &plain,
+        &p.url("/api/v1/admin/trust-anchors"),
+        "https://ui.example",
+    )
+    .await;
     assert!(r.status().is_success(), "{}", r.status());
-    assert_eq!(header(&r, "access-control-allow-origin"), "https://ui.example");
+    assert_eq!(
+        header(&r, "access-control-allow-origin"),
+        "https://ui.example"
+    );
     assert_eq!(header(&r, "access-control-allow-credentials"), "true");
     let methods = header(&r, "access-control-allow-methods");
-    assert!(methods.contains("PUT") && methods.contains("OPTIONS"), "{methods}");
+    assert!(
+        methods.contains("PUT") && methods.contains("OPTIONS"),
+        "{methods}"
+    );
     assert!(header(&r, "access-control-allow-headers").contains("authorization"));
     assert_eq!(header(&r, "access-control-max-age"), "3600");
     // An actual admin response carries the exposed header and a request id.
@@ -68,7 +85,10 @@ async fn preflights_get_each_ports_configured_headers() {
     let url = p.main_url("/.well-known/openid-federation");
     let r = preflight(&plain, &url, "https://rp.example").await;
     assert!(r.status().is_success(), "{}", r.status());
-    assert_eq!(header(&r, "access-control-allow-origin"), "https://rp.example");
+    assert_eq!(
+        header(&r, "access-control-allow-origin"),
+        "https://rp.example"
+    );
     assert_eq!(header(&r, "access-control-allow-methods"), "GET,POST");
     assert_eq!(header(&r, "access-control-max-age"), "600");
     assert_eq!(header(&r, "access-control-allow-credentials"), "");
@@ -104,7 +124,11 @@ async fn request_id_is_echoed_and_oversized_bodies_get_413_json_on_both_ports() 
         assert_eq!(v["error"], "invalid_request", "{url}: {v}");
     }
     // Chunked (no Content-Length) oversize body on an admin route: cut off while reading.
-    let addr = p.admin_base.clone().unwrap().replace("http://localhost:", "127.0.0.1:");
+    let addr = p
+        .admin_base
+        .clone()
+        .unwrap()
+        .replace("http://localhost:", "127.0.0.1:");
     let raw = chunked_post(&addr, "/api/v1/admin/trust-anchors", &big).await;
     assert!(raw.starts_with("HTTP/1.1 413"), "{raw}");
     assert!(raw.contains("\"error\":\"invalid_request\""), "{raw}");
@@ -118,7 +142,11 @@ async fn chunked_post(addr: &str, path: &str, body: &str) -> String {
         "POST {path} HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     );
     for c in body.as_bytes().chunks(512) {
-        req.push_str(&format!("{:x}\r\n{}\r\n", c.len(), std::str::from_utf8(c).unwrap()));
+        req.push_str(&format!(
+            "{:x}\r\n{}\r\n",
+            c.len(),
+            std::str::from_utf8(c).unwrap()
+        ));
     }
     req.push_str("0\r\n\r\n");
     s.write_all(req.as_bytes()).await.unwrap();

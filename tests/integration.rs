@@ -18,5 +18,6 @@ mod admin_tls;
 mod cli;
 mod cors;
 mod entity_configuration;
+mod openapi;
 mod registry;
 mod restart;

@@ -185,7 +185,11 @@ impl Pharos {
     ) -> Self {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let admin_base = admin.as_ref().map(|l| {
-            let scheme = if settings.api.admin.tls.enabled { "https" } else { "http" };
+            let scheme = if settings.api.admin.tls.enabled {
+                "https"
+            } else {
+                "http"
+            };
             // "localhost" so that certificate name checks work.
             format!("{scheme}://localhost:{}", l.local_addr().unwrap().port())
         });

@@ -95,6 +95,76 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
             ec::delete_claim_row
         ))
         .split_for_parts()
+        .map_doc(tidy_document)
+}
+
+trait MapDoc {
+    fn map_doc(self, f: fn(&mut utoipa::openapi::OpenApi)) -> Self;
+}
+
+impl<R> MapDoc for (R, utoipa::openapi::OpenApi) {
+    fn map_doc(mut self, f: fn(&mut utoipa::openapi::OpenApi)) -> Self {
+        f(&mut self.1);
+        self
+    }
+}
+
+/// Operation ids come from function names (`list`, `get`, …), which repeat across modules;
+/// OpenAPI requires them unique, so each is prefixed with its first tag (`trust_anchors_list`).
+fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            let tag = op.tags.as_ref().and_then(|t| t.first()).cloned();
+            if let (Some(tag), Some(id)) = (tag, op.operation_id.as_mut()) {
+                *id = format!("{}_{id}", tag.replace(['-', ' ', '/'], "_"));
+            }
+        }
+    }
+}
+
+/// Makes the generated document valid OpenAPI: unique operation ids, and a description on
+/// every response (handlers often list bare status codes such as `(status = 404)`; those get the
+/// status's reason phrase). Done after all routes are registered, so later routes are covered.
+fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    unique_operation_ids(doc);
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            for (code, resp) in op.responses.responses.iter_mut() {
+                if let RefOr::T(r) = resp
+                    && r.description.is_empty()
+                {
+                    r.description = code
+                        .parse::<u16>()
+                        .ok()
+                        .and_then(|c| axum::http::StatusCode::from_u16(c).ok())
+                        .and_then(|c| c.canonical_reason())
+                        .unwrap_or("Response")
+                        .to_string();
+                }
+            }
+        }
+    }
 }
 
 /// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
