@@ -18,6 +18,7 @@ mod admin_tls;
 mod cli;
 mod cors;
 mod entity_configuration;
+mod logging;
 mod openapi;
 mod registry;
 mod restart;
