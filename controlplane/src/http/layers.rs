@@ -97,3 +97,61 @@ async fn json_limit_errors(req: Request, next: Next) -> Response {
     }
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::{get, post};
+    use tower::ServiceExt as _;
+
+    use super::*;
+
+    fn app() -> Router {
+        let mut server = ServerSettings {
+            body_limit: 16,
+            ..ServerSettings::default()
+        };
+        server.request_timeout = Duration::from_secs(1).into();
+        let slow = || async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            "late"
+        };
+        let echo = |b: axum::body::Bytes| async move { b };
+        common(
+            Router::new()
+                .route("/slow", get(slow))
+                .route("/echo", post(echo)),
+            &server,
+        )
+    }
+
+    async fn json_error(r: Response) -> serde_json::Value {
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        assert!(r.headers().contains_key(&REQUEST_ID));
+        let body = axum::body::to_bytes(r.into_body(), 1024).await.unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_requests_get_a_json_408() {
+        let req = Request::get("/slow").body(Body::empty()).unwrap();
+        let r = app().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(json_error(r).await["error"], "invalid_request");
+    }
+
+    #[tokio::test]
+    async fn large_bodies_get_a_json_413_and_small_ones_pass() {
+        let req = Request::post("/echo")
+            .body(Body::from("x".repeat(17)))
+            .unwrap();
+        let r = app().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            json_error(r).await["error_description"],
+            "request body too large"
+        );
+        let req = Request::post("/echo").body(Body::from("small")).unwrap();
+        assert_eq!(app().oneshot(req).await.unwrap().status(), StatusCode::OK);
+    }
+}
