@@ -131,6 +131,8 @@ mod tests {
                 signer: Arc::new(key),
                 published,
             }),
+            subordinates: Arc::default(),
+            keys_generation: 1,
         }
     }
 
