@@ -10,5 +10,6 @@ pub mod error;
 pub mod keys;
 pub mod logging;
 pub mod state;
+pub mod subs;
 
 pub use error::{Error, Result};

@@ -9,6 +9,9 @@ pub mod endpoints;
 pub mod entity_config;
 pub mod keys;
 pub mod settings;
+pub mod subordinate_claims;
+pub mod subordinate_events;
+pub mod subordinates;
 pub mod trust_anchors;
 
 use std::borrow::Cow;
@@ -56,15 +59,26 @@ pub struct Db {
 
 /// Migrations embedded per dialect, in version order. A test checks that every file under
 /// `migrations/<dialect>/` is listed here.
-const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[(
-    1,
-    "foundation",
-    [
-        include_str!("../../../migrations/sqlite/0001_foundation.sql"),
-        include_str!("../../../migrations/mysql/0001_foundation.sql"),
-        include_str!("../../../migrations/postgres/0001_foundation.sql"),
-    ],
-)];
+const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
+    (
+        1,
+        "foundation",
+        [
+            include_str!("../../../migrations/sqlite/0001_foundation.sql"),
+            include_str!("../../../migrations/mysql/0001_foundation.sql"),
+            include_str!("../../../migrations/postgres/0001_foundation.sql"),
+        ],
+    ),
+    (
+        2,
+        "subordinates",
+        [
+            include_str!("../../../migrations/sqlite/0002_subordinates.sql"),
+            include_str!("../../../migrations/mysql/0002_subordinates.sql"),
+            include_str!("../../../migrations/postgres/0002_subordinates.sql"),
+        ],
+    ),
+];
 
 impl Db {
     /// Opens a pool for `url` (sqlx URL) with at most `max_connections`.
