@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use pharos_shared::endpoint::http_method;
+use pharos_shared::endpoint::{EndpointType, http_method};
 
 use crate::DataPlane;
 use crate::error::FedError;
@@ -35,6 +35,18 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         resp.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
+    }
+    let query = req.uri().query().unwrap_or("");
+    // Client authentication is not implemented yet: an auth-enabled endpoint must not answer
+    // as if the client had been authenticated, so it stays unavailable (501) until it is.
+    match entry.kind {
+        EndpointType::Fetch if !entry.auth_enabled => {
+            return crate::fetch::handle(&dp, snap.clone(), entry, query).await;
+        }
+        EndpointType::List if !entry.auth_enabled => {
+            return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+        }
+        _ => {}
     }
     // Each endpoint type gets its handler as its issue lands; until then the endpoint can be
     // configured and published but answers that it is not available.

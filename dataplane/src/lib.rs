@@ -7,7 +7,9 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
+pub mod fetch;
 pub mod jwt_response;
+pub mod list;
 
 use std::sync::Arc;
 
@@ -23,6 +25,8 @@ pub struct DataPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
+    fetch_cache: fetch::FetchCache,
+    list_cache: list::ListCache,
 }
 
 impl DataPlane {
@@ -32,6 +36,8 @@ impl DataPlane {
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),
+            fetch_cache: fetch::FetchCache::new(),
+            list_cache: list::ListCache::new(),
         })
     }
 
