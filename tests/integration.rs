@@ -15,5 +15,8 @@ mod support;
 mod admin_input;
 mod cli;
 mod entity_configuration;
+mod fetch_list;
 mod registry;
 mod restart;
+mod subordinate_docs;
+mod subordinates;

@@ -47,7 +47,12 @@ async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> 
     if list.len() == before {
         return Err(Error::NotFound(format!("entity type {t:?} is not in allowed_entity_types")));
     }
-    docs::put_at(cp, &target, Doc::Constraints, &[KEY], Value::Array(list), actor).await?;
+    let mut root = match docs::own(cp, &target, Doc::Constraints).await? {
+        Some(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    root.insert(KEY.into(), Value::Array(list));
+    docs::save(cp, &target, Doc::Constraints, Some(Value::Object(root)), actor, true).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -135,13 +135,15 @@ pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Stores (or, with `None`, removes) the target's document, with its event, and publishes.
+/// Stores (or, with `None`, removes) the target's document, with its event (`*_deleted` when
+/// `deleted`, else `*_updated`), and publishes.
 pub async fn save(
     cp: &ControlPlane,
     t: &Target,
     doc: Doc,
     value: Option<Value>,
     actor: &Actor,
+    deleted: bool,
 ) -> Result<()> {
     if let Some(v) = &value {
         validate(cp, doc, v).await?;
@@ -150,7 +152,7 @@ pub async fn save(
     match t {
         Target::Sub(r) => {
             repo::set_doc(&cp.db, &mut tx, r.id, doc.column(), &value, cp.now()).await?;
-            let kind = doc.event(value.is_none());
+            let kind = doc.event(deleted);
             event(cp, &mut tx, r, actor, kind, Some(kind.replace('_', " "))).await?;
         }
         Target::General => match &value {
@@ -195,7 +197,7 @@ pub async fn put_at(
 ) -> Result<bool> {
     let mut root = base(cp, t, doc).await?;
     let created = set_path(&mut root, path, value)?;
-    save(cp, t, doc, Some(Value::Object(root)), actor).await?;
+    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
     Ok(created)
 }
 
@@ -222,7 +224,7 @@ pub async fn merge_at(
     };
     merged.extend(add);
     set_path(&mut root, path, Value::Object(merged.clone()))?;
-    save(cp, t, doc, Some(Value::Object(root)), actor).await?;
+    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
     Ok((created, Value::Object(merged)))
 }
 
@@ -232,13 +234,13 @@ pub async fn delete_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str], a
         if own(cp, t, doc).await?.is_none() {
             return Err(Error::NotFound(format!("no {} is set", doc.setting())));
         }
-        return save(cp, t, doc, None, actor).await;
+        return save(cp, t, doc, None, actor, true).await;
     }
     let mut root = base(cp, t, doc).await?;
     if !remove_path(&mut root, path) {
         return Err(Error::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))));
     }
-    save(cp, t, doc, Some(Value::Object(root)), actor).await
+    save(cp, t, doc, Some(Value::Object(root)), actor, true).await
 }
 
 /// Sets `root[path] = value`, creating intermediate objects; returns whether the member is new.

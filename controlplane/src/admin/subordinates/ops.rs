@@ -40,7 +40,7 @@ pub async fn put(
     let _w = cp.writer().await;
     let t = target(cp, id).await?;
     if path.is_empty() {
-        docs::save(cp, &t, doc, Some(body.clone()), actor).await?;
+        docs::save(cp, &t, doc, Some(body.clone()), actor, false).await?;
         return Ok(created_or_ok(false, body));
     }
     let created = docs::put_at(cp, &t, doc, path, body.clone(), actor).await?;
@@ -68,7 +68,7 @@ pub async fn copy_general(cp: &ControlPlane, id: &str, doc: Doc, actor: &Actor) 
     let _w = cp.writer().await;
     let t = target(cp, Some(id)).await?;
     let copy = docs::general_copy(cp, doc).await?;
-    docs::save(cp, &t, doc, Some(copy.clone()), actor).await?;
+    docs::save(cp, &t, doc, Some(copy.clone()), actor, false).await?;
     Ok(created_or_ok(true, copy))
 }
 
