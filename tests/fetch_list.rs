@@ -35,7 +35,9 @@ pub async fn add(p: &Pharos, entity: &str, body: Value) -> Value {
 
 async fn enable(p: &Pharos, kind: &str, path: &str, config: Value) {
     let body = json!({"type": kind, "path": path, "config": config});
-    let (s, v) = p.admin(Method::POST, "/federation-endpoints", Some(body)).await;
+    let (s, v) = p
+        .admin(Method::POST, "/federation-endpoints", Some(body))
+        .await;
     assert_eq!(s, 201, "{v}");
 }
 
@@ -43,7 +45,10 @@ async fn enable(p: &Pharos, kind: &str, path: &str, config: Value) {
 pub async fn fetch(p: &Pharos, sub: &str) -> Value {
     let r = p.get(&format!("/fetch?sub={}", enc(sub))).await;
     assert_eq!(r.status(), 200);
-    assert_eq!(r.headers()["content-type"], "application/entity-statement+jwt");
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/entity-statement+jwt"
+    );
     let token = r.text().await.unwrap();
     let ec = p.entity_configuration().await;
     let keys: Jwks = serde_json::from_value(ec.claims["jwks"].clone()).unwrap();
@@ -73,42 +78,95 @@ async fn fetch_issues_verifiable_statements_with_exactly_the_expected_claims() {
         let c = fetch(&p, leaf).await;
         let mut names: Vec<&str> = c.as_object().unwrap().keys().map(|k| k.as_str()).collect();
         names.sort();
-        assert_eq!(names, ["exp", "iat", "iss", "jwks", "source_endpoint", "sub"], "{b:?}");
+        assert_eq!(
+            names,
+            ["exp", "iat", "iss", "jwks", "source_endpoint", "sub"],
+            "{b:?}"
+        );
         assert_eq!(c["iss"], p.entity_id());
         assert_eq!(c["sub"], leaf);
         assert_eq!(c["iat"], NOW);
         assert_eq!(c["source_endpoint"], format!("{}/fetch", p.entity_id()));
-        let kids: Vec<&str> = c["jwks"]["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap()).collect();
+        let kids: Vec<&str> = c["jwks"]["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap())
+            .collect();
         assert_eq!(kids, ["now", "none", "zero", "later"]);
         assert_eq!(c["exp"], NOW + 600, "capped at the latest key exp");
         // The stored set keeps every key.
-        let (_, stored) = p.admin(Method::GET, &format!("/subordinates/{}/jwks", enc(leaf)), None).await;
+        let (_, stored) = p
+            .admin(
+                Method::GET,
+                &format!("/subordinates/{}/jwks", enc(leaf)),
+                None,
+            )
+            .await;
         assert_eq!(stored["keys"].as_array().unwrap().len(), 5);
 
         // Without key expiry the endpoint's lifetime applies; the general setting overrides it.
         let keys = json!({"keys": [jwk("none", None)]});
-        let (s, _) = p.admin(Method::PUT, &format!("/subordinates/{}/jwks", enc(leaf)), Some(keys)).await;
+        let (s, _) = p
+            .admin(
+                Method::PUT,
+                &format!("/subordinates/{}/jwks", enc(leaf)),
+                Some(keys),
+            )
+            .await;
         assert_eq!(s, 200);
         assert_eq!(fetch(&p, leaf).await["exp"], NOW + 3600);
-        let (s, _) = p.admin_raw(Method::PUT, "/subordinates/lifetime", Some("120")).await;
+        let (s, _) = p
+            .admin_raw(Method::PUT, "/subordinates/lifetime", Some("120"))
+            .await;
         assert_eq!(s, 200);
         assert_eq!(fetch(&p, leaf).await["exp"], NOW + 120);
 
         // All keys expired: still issued, with an empty jwks.
         let keys = json!({"keys": [jwk("old", Some(NOW - 10))]});
-        p.admin(Method::PUT, &format!("/subordinates/{}/jwks", enc(leaf)), Some(keys)).await;
+        p.admin(
+            Method::PUT,
+            &format!("/subordinates/{}/jwks", enc(leaf)),
+            Some(keys),
+        )
+        .await;
         let c = fetch(&p, leaf).await;
         assert_eq!(c["jwks"], json!({"keys": []}));
         assert_eq!(c["exp"], NOW + 120);
 
         // A cached statement drops a key once time passes its exp.
         let keys = json!({"keys": [jwk("a", Some(NOW + 5)), jwk("b", None)]});
-        p.admin(Method::PUT, &format!("/subordinates/{}/jwks", enc(leaf)), Some(keys)).await;
-        assert_eq!(fetch(&p, leaf).await["jwks"]["keys"].as_array().unwrap().len(), 2);
+        p.admin(
+            Method::PUT,
+            &format!("/subordinates/{}/jwks", enc(leaf)),
+            Some(keys),
+        )
+        .await;
+        assert_eq!(
+            fetch(&p, leaf).await["jwks"]["keys"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         clock.advance(5);
-        assert_eq!(fetch(&p, leaf).await["jwks"]["keys"].as_array().unwrap().len(), 2, "exp == now kept");
+        assert_eq!(
+            fetch(&p, leaf).await["jwks"]["keys"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2,
+            "exp == now kept"
+        );
         clock.advance(1);
-        assert_eq!(fetch(&p, leaf).await["jwks"]["keys"].as_array().unwrap().len(), 1, "exp < now dropped");
+        assert_eq!(
+            fetch(&p, leaf).await["jwks"]["keys"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1,
+            "exp < now dropped"
+        );
         p.stop().await;
     }
 }
@@ -124,19 +182,38 @@ async fn fetch_errors_and_status_changes_take_effect_at_once() {
         assert_eq!(fetch(&p, leaf).await["sub"], leaf);
 
         let (s, e) = status_of(&p, "/fetch").await;
-        assert_eq!((s, e["error"].as_str()), (400, Some("invalid_request")), "{b:?}");
+        assert_eq!(
+            (s, e["error"].as_str()),
+            (400, Some("invalid_request")),
+            "{b:?}"
+        );
         let (s, e) = status_of(&p, &format!("/fetch?sub={}", enc(p.entity_id()))).await;
         assert_eq!((s, e["error"].as_str()), (400, Some("invalid_request")));
         let (s, e) = status_of(&p, "/fetch?sub=https%3A%2F%2Funknown.example").await;
         assert_eq!((s, e["error"].as_str()), (404, Some("not_found")));
 
         for status in ["pending", "blocked", "inactive"] {
-            let (s, _) = p.admin_raw(Method::PUT, &format!("/subordinates/{}/status", enc(leaf)), Some(status)).await;
+            let (s, _) = p
+                .admin_raw(
+                    Method::PUT,
+                    &format!("/subordinates/{}/status", enc(leaf)),
+                    Some(status),
+                )
+                .await;
             assert_eq!(s, 200);
             let (s, e) = status_of(&p, &format!("/fetch?sub={}", enc(leaf))).await;
-            assert_eq!((s, e["error"].as_str()), (404, Some("not_found")), "{status}");
+            assert_eq!(
+                (s, e["error"].as_str()),
+                (404, Some("not_found")),
+                "{status}"
+            );
         }
-        p.admin_raw(Method::PUT, &format!("/subordinates/{}/status", enc(leaf)), Some("active")).await;
+        p.admin_raw(
+            Method::PUT,
+            &format!("/subordinates/{}/status", enc(leaf)),
+            Some("active"),
+        )
+        .await;
         assert_eq!(fetch(&p, leaf).await["sub"], leaf);
         p.stop().await;
     }
@@ -153,40 +230,112 @@ async fn statements_follow_general_settings_and_per_subordinate_overrides() {
         add(&p, z, json!({})).await;
         let general = json!({"openid_relying_party": {"contacts": {"add": ["ops@ta.example"]},
             "scope": {"x_regex": "^openid"}}});
-        let (s, _) = p.admin(Method::PUT, "/subordinates/metadata-policies", Some(general.clone())).await;
+        let (s, _) = p
+            .admin(
+                Method::PUT,
+                "/subordinates/metadata-policies",
+                Some(general.clone()),
+            )
+            .await;
         assert_eq!(s, 200);
-        let (s, _) = p.admin(Method::PUT, "/subordinates/metadata-policy-crit", Some(json!(["x_regex", "x_unused"]))).await;
+        let (s, _) = p
+            .admin(
+                Method::PUT,
+                "/subordinates/metadata-policy-crit",
+                Some(json!(["x_regex", "x_unused"])),
+            )
+            .await;
         assert_eq!(s, 200);
-        p.admin(Method::PUT, "/subordinates/constraints", Some(json!({"max_path_length": 2}))).await;
-        p.admin(Method::POST, "/subordinates/additional-claims", Some(json!({"claim": "x_fed", "value": "g", "crit": true}))).await;
+        p.admin(
+            Method::PUT,
+            "/subordinates/constraints",
+            Some(json!({"max_path_length": 2})),
+        )
+        .await;
+        p.admin(
+            Method::POST,
+            "/subordinates/additional-claims",
+            Some(json!({"claim": "x_fed", "value": "g", "crit": true})),
+        )
+        .await;
         // a gets its own policy, constraints and claims; z uses the general ones.
         let own = json!({"openid_relying_party": {"contacts": {"add": ["a@a.example"]}}});
-        let (s, _) = p.admin(Method::PUT, &format!("/subordinates/{}/metadata-policies", enc(a)), Some(own.clone())).await;
+        let (s, _) = p
+            .admin(
+                Method::PUT,
+                &format!("/subordinates/{}/metadata-policies", enc(a)),
+                Some(own.clone()),
+            )
+            .await;
         assert_eq!(s, 200);
-        p.admin(Method::PUT, &format!("/subordinates/{}/constraints/max-path-length", enc(a)), Some(json!(0))).await;
-        p.admin(Method::POST, &format!("/subordinates/{}/additional-claims", enc(a)), Some(json!({"claim": "x_own", "value": 1}))).await;
-        p.admin(Method::PUT, &format!("/subordinates/{}/metadata/openid_relying_party/client_name", enc(a)), Some(json!("A"))).await;
+        p.admin(
+            Method::PUT,
+            &format!("/subordinates/{}/constraints/max-path-length", enc(a)),
+            Some(json!(0)),
+        )
+        .await;
+        p.admin(
+            Method::POST,
+            &format!("/subordinates/{}/additional-claims", enc(a)),
+            Some(json!({"claim": "x_own", "value": 1})),
+        )
+        .await;
+        p.admin(
+            Method::PUT,
+            &format!(
+                "/subordinates/{}/metadata/openid_relying_party/client_name",
+                enc(a)
+            ),
+            Some(json!("A")),
+        )
+        .await;
 
         let ca = fetch(&p, a).await;
         assert_eq!(ca["metadata_policy"], own, "{b:?}");
-        assert!(ca.get("metadata_policy_crit").is_none(), "no critical operator used");
+        assert!(
+            ca.get("metadata_policy_crit").is_none(),
+            "no critical operator used"
+        );
         assert_eq!(ca["constraints"], json!({"max_path_length": 0}));
         assert_eq!(ca["x_own"], 1);
         assert!(ca.get("x_fed").is_none() && ca.get("crit").is_none());
-        assert_eq!(ca["metadata"], json!({"openid_relying_party": {"client_name": "A"}}));
+        assert_eq!(
+            ca["metadata"],
+            json!({"openid_relying_party": {"client_name": "A"}})
+        );
         let cz = fetch(&p, z).await;
         assert_eq!(cz["metadata_policy"], general);
         assert_eq!(cz["metadata_policy_crit"], json!(["x_regex"]));
         assert_eq!(cz["constraints"], json!({"max_path_length": 2}));
-        assert_eq!((cz["x_fed"].clone(), cz["crit"].clone()), (json!("g"), json!(["x_fed"])));
+        assert_eq!(
+            (cz["x_fed"].clone(), cz["crit"].clone()),
+            (json!("g"), json!(["x_fed"]))
+        );
         assert!(cz.get("metadata").is_none());
 
         // A general change reaches every subordinate without an override on the next request.
-        p.admin(Method::PUT, "/subordinates/constraints/max-path-length", Some(json!(5))).await;
-        assert_eq!(fetch(&p, z).await["constraints"], json!({"max_path_length": 5}));
-        assert_eq!(fetch(&p, a).await["constraints"], json!({"max_path_length": 0}));
+        p.admin(
+            Method::PUT,
+            "/subordinates/constraints/max-path-length",
+            Some(json!(5)),
+        )
+        .await;
+        assert_eq!(
+            fetch(&p, z).await["constraints"],
+            json!({"max_path_length": 5})
+        );
+        assert_eq!(
+            fetch(&p, a).await["constraints"],
+            json!({"max_path_length": 0})
+        );
         // The unsigned preview agrees with the signed statement (minus source_endpoint).
-        let (s, preview) = p.admin(Method::GET, &format!("/subordinates/{}/statement", enc(z)), None).await;
+        let (s, preview) = p
+            .admin(
+                Method::GET,
+                &format!("/subordinates/{}/statement", enc(z)),
+                None,
+            )
+            .await;
         assert_eq!(s, 200);
         assert!(preview.get("source_endpoint").is_none());
         assert_eq!(preview["metadata_policy"], general);
@@ -202,24 +351,63 @@ async fn list_filters_and_unsupported_parameters() {
         enable(&p, "list", "/list", json!({})).await;
         let (s, v) = status_of(&p, "/list").await;
         assert_eq!((s, v), (200, json!([])), "{b:?}");
-        add(&p, "https://op.example", json!({"registered_entity_types": ["openid_provider"]})).await;
-        add(&p, "https://rp.example", json!({"registered_entity_types": ["openid_relying_party"]})).await;
-        let ia = add(&p, "https://ia.example", json!({"registered_entity_types": ["federation_entity"]})).await;
-        p.admin(Method::PUT, &format!("/subordinates/{}/metadata/federation_entity", ia["id"]),
-            Some(json!({"federation_list_endpoint": "https://ia.example/list"}))).await;
-        add(&p, "https://pending.example", json!({"status": "pending", "registered_entity_types": ["openid_provider"]})).await;
+        add(
+            &p,
+            "https://op.example",
+            json!({"registered_entity_types": ["openid_provider"]}),
+        )
+        .await;
+        add(
+            &p,
+            "https://rp.example",
+            json!({"registered_entity_types": ["openid_relying_party"]}),
+        )
+        .await;
+        let ia = add(
+            &p,
+            "https://ia.example",
+            json!({"registered_entity_types": ["federation_entity"]}),
+        )
+        .await;
+        p.admin(
+            Method::PUT,
+            &format!("/subordinates/{}/metadata/federation_entity", ia["id"]),
+            Some(json!({"federation_list_endpoint": "https://ia.example/list"})),
+        )
+        .await;
+        add(
+            &p,
+            "https://pending.example",
+            json!({"status": "pending", "registered_entity_types": ["openid_provider"]}),
+        )
+        .await;
 
         let (_, v) = status_of(&p, "/list").await;
-        assert_eq!(v, json!(["https://ia.example", "https://op.example", "https://rp.example"]));
+        assert_eq!(
+            v,
+            json!([
+                "https://ia.example",
+                "https://op.example",
+                "https://rp.example"
+            ])
+        );
         let (_, v) = status_of(&p, "/list?entity_type=openid_provider").await;
         assert_eq!(v, json!(["https://op.example"]));
-        let (_, v) = status_of(&p, "/list?entity_type=openid_provider&entity_type=openid_relying_party").await;
+        let (_, v) = status_of(
+            &p,
+            "/list?entity_type=openid_provider&entity_type=openid_relying_party",
+        )
+        .await;
         assert_eq!(v, json!(["https://op.example", "https://rp.example"]));
         let (_, v) = status_of(&p, "/list?intermediate=true").await;
         assert_eq!(v, json!(["https://ia.example"]));
         for q in ["trust_marked=true", "trust_mark_type=https%3A%2F%2Ftm"] {
             let (s, e) = status_of(&p, &format!("/list?{q}")).await;
-            assert_eq!((s, e["error"].as_str()), (400, Some("unsupported_parameter")), "{q}");
+            assert_eq!(
+                (s, e["error"].as_str()),
+                (400, Some("unsupported_parameter")),
+                "{q}"
+            );
         }
         let r = p.get("/list").await;
         assert_eq!(r.headers()["content-type"], "application/json");
@@ -242,7 +430,12 @@ async fn list_answers_correctly_with_many_subordinates() {
     assert_eq!(ids.len(), n);
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "sorted");
     // A delete shows in the next answer (the cached list is per snapshot generation).
-    p.admin(Method::DELETE, &format!("/subordinates/{}", enc("https://e00007.example")), None).await;
+    p.admin(
+        Method::DELETE,
+        &format!("/subordinates/{}", enc("https://e00007.example")),
+        None,
+    )
+    .await;
     let (_, v) = status_of(&p, "/list").await;
     assert_eq!(v.as_array().unwrap().len(), n - 1);
     p.stop().await;

@@ -21,9 +21,9 @@ use tokio::sync::{Mutex, MutexGuard};
 
 use crate::db::subordinates::SubKey;
 use crate::db::{self, Db, settings};
-use crate::subs;
 use crate::error::Result;
 use crate::keys;
+use crate::subs;
 
 /// Parts of the snapshot that a change can touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -58,7 +58,9 @@ fn subject(query: &str) -> Result<String, FedError> {
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         if k == "sub" {
             if sub.is_some() {
-                return Err(FedError::invalid_request("parameter 'sub' given more than once"));
+                return Err(FedError::invalid_request(
+                    "parameter 'sub' given more than once",
+                ));
             }
             sub = Some(v.into_owned());
         }
@@ -68,7 +70,12 @@ fn subject(query: &str) -> Result<String, FedError> {
 }
 
 /// Answers a fetch request whose query string is `query`.
-pub async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, entry: &EndpointEntry, query: &str) -> Response {
+pub async fn handle(
+    dp: &DataPlane,
+    snap: Arc<Snapshot>,
+    entry: &EndpointEntry,
+    query: &str,
+) -> Response {
     match signed(dp, snap, entry, query).await {
         Ok(body) => jwt(CONTENT_TYPE, body),
         Err(e) => e.into_response(),
@@ -111,7 +118,9 @@ async fn signed(
     }
     let source = entry.published_url(&snap.entity_id);
     cache
-        .try_get_with(key, async move { sign(&snap, &sub, now, source.as_deref()).map(Arc::new) })
+        .try_get_with(key, async move {
+            sign(&snap, &sub, now, source.as_deref()).map(Arc::new)
+        })
         .await
         .map(|s| s.body.clone())
         .map_err(FedError::server_error)
@@ -128,7 +137,12 @@ fn sign(
         .get("exp")
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(now);
-    let token = jose::sign(snap.keys.signer.as_ref(), ENTITY_STATEMENT_TYP, &claims, None)?;
+    let token = jose::sign(
+        snap.keys.signer.as_ref(),
+        ENTITY_STATEMENT_TYP,
+        &claims,
+        None,
+    )?;
     let mut refresh_at = (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE);
     if let Some(change) = next_key_change(sub, now) {
         refresh_at = refresh_at.min(change);

@@ -67,8 +67,10 @@ fn filters(query: &str) -> Result<Filters, FedError> {
 
 fn json(body: Bytes) -> Response {
     let mut r = (StatusCode::OK, body).into_response();
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -106,9 +108,18 @@ mod tests {
         let f = filters("entity_type=a&entity_type=b&iss=x&intermediate=true").unwrap();
         assert_eq!(f.entity_types, ["a", "b"]);
         assert!(f.intermediate);
-        assert_eq!(filters("trust_marked=true").unwrap_err().code, "unsupported_parameter");
-        assert_eq!(filters("trust_mark_type=x").unwrap_err().code, "unsupported_parameter");
-        assert_eq!(filters("intermediate=yes").unwrap_err().code, "invalid_request");
+        assert_eq!(
+            filters("trust_marked=true").unwrap_err().code,
+            "unsupported_parameter"
+        );
+        assert_eq!(
+            filters("trust_mark_type=x").unwrap_err().code,
+            "unsupported_parameter"
+        );
+        assert_eq!(
+            filters("intermediate=yes").unwrap_err().code,
+            "invalid_request"
+        );
         assert_eq!(filters("intermediate=false").unwrap(), Filters::default());
     }
 }

@@ -91,7 +91,11 @@ impl Subordinate {
     /// registered with `federation_entity` and its effective metadata publishes a
     /// `federation_list_endpoint` or `federation_fetch_endpoint`. Used by `intermediate=true`.
     pub fn is_intermediate(&self, general: &GeneralSettings) -> bool {
-        if !self.registered_entity_types.iter().any(|t| t == "federation_entity") {
+        if !self
+            .registered_entity_types
+            .iter()
+            .any(|t| t == "federation_entity")
+        {
             return false;
         }
         let metadata = self.metadata.as_ref().or(general.metadata.as_ref());
@@ -191,9 +195,18 @@ mod tests {
 
     #[test]
     fn status_words_and_legacy_numbers() {
-        assert_eq!(SubordinateStatus::parse("Active"), Some(SubordinateStatus::Active));
-        assert_eq!(SubordinateStatus::parse("1"), Some(SubordinateStatus::Blocked));
-        assert_eq!(SubordinateStatus::parse("2"), Some(SubordinateStatus::Pending));
+        assert_eq!(
+            SubordinateStatus::parse("Active"),
+            Some(SubordinateStatus::Active)
+        );
+        assert_eq!(
+            SubordinateStatus::parse("1"),
+            Some(SubordinateStatus::Blocked)
+        );
+        assert_eq!(
+            SubordinateStatus::parse("2"),
+            Some(SubordinateStatus::Pending)
+        );
         assert_eq!(SubordinateStatus::parse("deleted"), None);
         assert_eq!(SubordinateStatus::parse("4"), None);
     }
@@ -205,15 +218,23 @@ mod tests {
         let c = b.with("https://a", None);
         assert_eq!(a.by_entity_id.len(), 1);
         assert_eq!(b.by_entity_id.len(), 2);
-        assert_eq!(c.by_entity_id.keys().map(|k| &**k).collect::<Vec<_>>(), ["https://b"]);
-        assert!(Arc::ptr_eq(b.get("https://b").unwrap(), c.get("https://b").unwrap()));
+        assert_eq!(
+            c.by_entity_id.keys().map(|k| &**k).collect::<Vec<_>>(),
+            ["https://b"]
+        );
+        assert!(Arc::ptr_eq(
+            b.get("https://b").unwrap(),
+            c.get("https://b").unwrap()
+        ));
     }
 
     #[test]
     fn intermediate_needs_federation_entity_type_and_an_authority_endpoint() {
         let general = GeneralSettings::default();
         let fe = json!({"federation_entity": {"federation_list_endpoint": "https://i/list"}});
-        assert!(sub("https://i", &["federation_entity"], Some(fe.clone())).is_intermediate(&general));
+        assert!(
+            sub("https://i", &["federation_entity"], Some(fe.clone())).is_intermediate(&general)
+        );
         assert!(!sub("https://i", &["openid_provider"], Some(fe)).is_intermediate(&general));
         assert!(!sub("https://i", &["federation_entity"], None).is_intermediate(&general));
     }

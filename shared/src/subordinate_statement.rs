@@ -37,7 +37,12 @@ pub fn lifetime(snap: &Snapshot) -> i64 {
     if let Some(l) = snap.subordinates.general.lifetime.filter(|l| *l > 0) {
         return l;
     }
-    match snap.registry.by_type.get(&EndpointType::Fetch).map(|e| &e.config) {
+    match snap
+        .registry
+        .by_type
+        .get(&EndpointType::Fetch)
+        .map(|e| &e.config)
+    {
         Some(EndpointConfig::Fetch(c)) if c.statement_lifetime > 0 => {
             i64::try_from(c.statement_lifetime).unwrap_or(DEFAULT_STATEMENT_LIFETIME)
         }
@@ -83,7 +88,10 @@ pub fn payload(
         &sub.additional_claims
     };
     let mut crit = Vec::new();
-    for c in extra.iter().filter(|c| !RESERVED_CLAIMS.contains(&c.claim.as_str())) {
+    for c in extra
+        .iter()
+        .filter(|c| !RESERVED_CLAIMS.contains(&c.claim.as_str()))
+    {
         claims.insert(c.claim.clone(), c.value.clone());
         if c.crit {
             crit.push(Value::String(c.claim.clone()));

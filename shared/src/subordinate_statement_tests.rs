@@ -107,7 +107,12 @@ fn all_expired_gives_empty_jwks_and_no_cap() {
 #[test]
 fn exp_capped_at_latest_key_exp_only_when_earlier() {
     let s = snap(GeneralSettings::default(), Some(3600));
-    let p = payload(&s, &sub(vec![key("a", Some(NOW + 100)), key("b", Some(NOW + 200))]), NOW, None);
+    let p = payload(
+        &s,
+        &sub(vec![key("a", Some(NOW + 100)), key("b", Some(NOW + 200))]),
+        NOW,
+        None,
+    );
     assert_eq!(p["exp"], NOW + 200);
     let p = payload(&s, &sub(vec![key("a", Some(NOW + 100_000))]), NOW, None);
     assert_eq!(p["exp"], NOW + 3600);
@@ -122,7 +127,10 @@ fn lifetime_precedence_general_then_endpoint_then_default() {
         ..Default::default()
     };
     assert_eq!(lifetime(&snap(g, Some(3600))), 60);
-    assert_eq!(lifetime(&snap(GeneralSettings::default(), Some(3600))), 3600);
+    assert_eq!(
+        lifetime(&snap(GeneralSettings::default(), Some(3600))),
+        3600
+    );
     assert_eq!(lifetime(&snap(GeneralSettings::default(), None)), 600_000);
 }
 
@@ -142,9 +150,15 @@ fn per_subordinate_values_replace_general_ones() {
     let s = snap(g, None);
     let mut leaf = sub(vec![key("a", None)]);
     let p = payload(&s, &leaf, NOW, Some("https://ta.example/fetch"));
-    assert_eq!(p["metadata_policy"]["openid_relying_party"]["contacts"]["add"], json!(["g@x"]));
+    assert_eq!(
+        p["metadata_policy"]["openid_relying_party"]["contacts"]["add"],
+        json!(["g@x"])
+    );
     assert_eq!(p["constraints"], json!({"max_path_length": 1}));
-    assert_eq!(p["metadata"]["openid_relying_party"]["client_name"], "general");
+    assert_eq!(
+        p["metadata"]["openid_relying_party"]["client_name"],
+        "general"
+    );
     assert_eq!(p["x_general"], 1);
     assert_eq!(p["crit"], json!(["x_general"]));
     assert_eq!(p["source_endpoint"], "https://ta.example/fetch");
@@ -164,11 +178,18 @@ fn per_subordinate_values_replace_general_ones() {
         },
     ];
     let p = payload(&s, &leaf, NOW, None);
-    assert!(p["metadata_policy"]["openid_relying_party"].get("contacts").is_none());
+    assert!(
+        p["metadata_policy"]["openid_relying_party"]
+            .get("contacts")
+            .is_none()
+    );
     assert_eq!(p["constraints"], json!({"max_path_length": 0}));
     assert_eq!(p["x_own"], "v");
     assert!(p.get("x_general").is_none());
-    assert_eq!(p["iss"], "https://ta.example", "additional claims never shadow protocol claims");
+    assert_eq!(
+        p["iss"], "https://ta.example",
+        "additional claims never shadow protocol claims"
+    );
     assert!(p.get("crit").is_none());
     assert!(p.get("source_endpoint").is_none());
 }
@@ -176,7 +197,9 @@ fn per_subordinate_values_replace_general_ones() {
 #[test]
 fn metadata_policy_crit_lists_only_used_operators() {
     let g = GeneralSettings {
-        metadata_policy: Some(json!({"openid_relying_party": {"contacts": {"x_regex": "^a", "add": ["a"]}}})),
+        metadata_policy: Some(
+            json!({"openid_relying_party": {"contacts": {"x_regex": "^a", "add": ["a"]}}}),
+        ),
         metadata_policy_crit: vec!["x_regex".into(), "x_unused".into()],
         ..Default::default()
     };
@@ -191,7 +214,11 @@ fn metadata_policy_crit_lists_only_used_operators() {
 
 #[test]
 fn next_key_change_is_one_second_after_the_earliest_live_exp() {
-    let leaf = sub(vec![key("a", Some(NOW + 5)), key("b", Some(NOW - 5)), key("c", None)]);
+    let leaf = sub(vec![
+        key("a", Some(NOW + 5)),
+        key("b", Some(NOW - 5)),
+        key("c", None),
+    ]);
     assert_eq!(next_key_change(&leaf, NOW), Some(NOW + 6));
     assert_eq!(next_key_change(&sub(vec![key("c", None)]), NOW), None);
 }

@@ -73,10 +73,12 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, sub_id: i64, id: Option<i64>
             .await?
         }
         None => {
-            sqlx::query(db.sql("DELETE FROM subordinate_additional_claims WHERE subordinate_id = ?"))
-                .bind(sub_id)
-                .execute(&mut *c)
-                .await?
+            sqlx::query(
+                db.sql("DELETE FROM subordinate_additional_claims WHERE subordinate_id = ?"),
+            )
+            .bind(sub_id)
+            .execute(&mut *c)
+            .await?
         }
     };
     Ok(())

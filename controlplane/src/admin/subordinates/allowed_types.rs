@@ -31,10 +31,20 @@ async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> R
     let target = target(cp, id).await?;
     let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
     if list.iter().any(|v| v.as_str() == Some(&t)) {
-        return Err(Error::Conflict(format!("entity type {t:?} is already allowed")));
+        return Err(Error::Conflict(format!(
+            "entity type {t:?} is already allowed"
+        )));
     }
     list.push(Value::String(t));
-    docs::put_at(cp, &target, Doc::Constraints, &[KEY], Value::Array(list.clone()), actor).await?;
+    docs::put_at(
+        cp,
+        &target,
+        Doc::Constraints,
+        &[KEY],
+        Value::Array(list.clone()),
+        actor,
+    )
+    .await?;
     Ok(created_or_ok(true, list))
 }
 
@@ -45,14 +55,24 @@ async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> 
     let before = list.len();
     list.retain(|v| v.as_str() != Some(t));
     if list.len() == before {
-        return Err(Error::NotFound(format!("entity type {t:?} is not in allowed_entity_types")));
+        return Err(Error::NotFound(format!(
+            "entity type {t:?} is not in allowed_entity_types"
+        )));
     }
     let mut root = match docs::own(cp, &target, Doc::Constraints).await? {
         Some(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
     };
     root.insert(KEY.into(), Value::Array(list));
-    docs::save(cp, &target, Doc::Constraints, Some(Value::Object(root)), actor, true).await?;
+    docs::save(
+        cp,
+        &target,
+        Doc::Constraints,
+        Some(Value::Object(root)),
+        actor,
+        true,
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -60,14 +80,23 @@ async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> 
 #[utoipa::path(post, path = "/subordinates/{subordinateID}/constraints/allowed-entity-types", tag = "subordinates",
     params(("subordinateID" = String, Path)), request_body(content = String, content_type = "text/plain"),
     responses((status = 201, body = [String]), (status = 400), (status = 404), (status = 409)))]
-pub async fn post(State(cp): Cp, Path(id): Path<String>, actor: Actor, Text(t): Text) -> Result<Response> {
+pub async fn post(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Text(t): Text,
+) -> Result<Response> {
     add(&cp, Some(&id), t, &actor).await
 }
 
 /// Stops allowing one entity type for this subordinate.
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/constraints/allowed-entity-types/{entityType}", tag = "subordinates",
     params(("subordinateID" = String, Path), ("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path((id, t)): Path<(String, String)>, actor: Actor) -> Result<StatusCode> {
+pub async fn delete(
+    State(cp): Cp,
+    Path((id, t)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
     remove(&cp, Some(&id), &t, &actor).await
 }
 
@@ -82,6 +111,10 @@ pub async fn general_post(State(cp): Cp, actor: Actor, Text(t): Text) -> Result<
 /// Stops allowing one entity type in the general constraints.
 #[utoipa::path(delete, path = "/subordinates/constraints/allowed-entity-types/{entityType}", tag = "subordinates",
     params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn general_delete(State(cp): Cp, Path(t): Path<String>, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
     remove(&cp, None, &t, &actor).await
 }

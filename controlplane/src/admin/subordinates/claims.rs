@@ -58,7 +58,9 @@ pub fn check_claim(c: &ClaimInput) -> Result<String> {
         .filter(|n| !n.is_empty() && n.len() <= 255)
         .ok_or_else(|| Error::BadRequest("claim is required (at most 255 characters)".into()))?;
     if RESERVED_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!("claim {name:?} is set by Pharos itself")));
+        return Err(Error::BadRequest(format!(
+            "claim {name:?} is set by Pharos itself"
+        )));
     }
     Ok(name)
 }
@@ -119,9 +121,26 @@ pub async fn replace(
     let mut tx = cp.db.pool.begin().await?;
     repo::delete(&cp.db, &mut tx, row.id, None).await?;
     for c in &list {
-        repo::insert(&cp.db, &mut tx, row.id, &check_claim(c)?, &c.value, c.crit, now).await?;
+        repo::insert(
+            &cp.db,
+            &mut tx,
+            row.id,
+            &check_claim(c)?,
+            &c.value,
+            c.crit,
+            now,
+        )
+        .await?;
     }
-    event(&cp, &mut tx, &row, &actor, "claims_updated", Some("additional claims replaced".into())).await?;
+    event(
+        &cp,
+        &mut tx,
+        &row,
+        &actor,
+        "claims_updated",
+        Some("additional claims replaced".into()),
+    )
+    .await?;
     tx.commit().await?;
     Ok(axum::Json(records(&publish(&cp, &row, &id).await?)))
 }
@@ -144,7 +163,15 @@ pub async fn add(
     }
     let mut tx = cp.db.pool.begin().await?;
     repo::insert(&cp.db, &mut tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
-    event(&cp, &mut tx, &row, &actor, "claims_updated", Some(format!("claim {name} added"))).await?;
+    event(
+        &cp,
+        &mut tx,
+        &row,
+        &actor,
+        "claims_updated",
+        Some(format!("claim {name} added")),
+    )
+    .await?;
     tx.commit().await?;
     let row = publish(&cp, &row, &id).await?;
     Ok((StatusCode::CREATED, axum::Json(one(&row, &name)?)))
@@ -154,7 +181,10 @@ pub async fn add(
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/additional-claims/{claimID}", tag = "subordinates",
     params(("subordinateID" = String, Path), ("claimID" = String, Path)),
     responses((status = 200, body = ClaimRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path((id, key)): Path<(String, String)>) -> Result<axum::Json<ClaimRecord>> {
+pub async fn get(
+    State(cp): Cp,
+    Path((id, key)): Path<(String, String)>,
+) -> Result<axum::Json<ClaimRecord>> {
     Ok(axum::Json(one(&find(&cp, &id).await?, &key)?))
 }
 
@@ -177,8 +207,26 @@ pub async fn put(
         return Err(Error::Conflict(format!("claim {name:?} already exists")));
     }
     let mut tx = cp.db.pool.begin().await?;
-    repo::update(&cp.db, &mut tx, row.id, old.id, &name, &c.value, c.crit, cp.now()).await?;
-    event(&cp, &mut tx, &row, &actor, "claims_updated", Some(format!("claim {name} updated"))).await?;
+    repo::update(
+        &cp.db,
+        &mut tx,
+        row.id,
+        old.id,
+        &name,
+        &c.value,
+        c.crit,
+        cp.now(),
+    )
+    .await?;
+    event(
+        &cp,
+        &mut tx,
+        &row,
+        &actor,
+        "claims_updated",
+        Some(format!("claim {name} updated")),
+    )
+    .await?;
     tx.commit().await?;
     Ok(axum::Json(one(&publish(&cp, &row, &id).await?, &name)?))
 }
@@ -187,7 +235,11 @@ pub async fn put(
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/additional-claims/{claimID}", tag = "subordinates",
     params(("subordinateID" = String, Path), ("claimID" = String, Path)),
     responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path((id, key)): Path<(String, String)>, actor: Actor) -> Result<StatusCode> {
+pub async fn delete(
+    State(cp): Cp,
+    Path((id, key)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
     let _w = cp.writer().await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;

@@ -29,7 +29,10 @@ pub struct ListQuery {
 /// Lists subordinates, optionally filtered by status and entity type.
 #[utoipa::path(get, path = "/subordinates", tag = "subordinates", params(ListQuery),
     responses((status = 200, body = [BasicRecord]), (status = 400)))]
-pub async fn list(State(cp): Cp, Query(q): Query<ListQuery>) -> Result<axum::Json<Vec<BasicRecord>>> {
+pub async fn list(
+    State(cp): Cp,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Vec<BasicRecord>>> {
     let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(parse_status(s)?),
         None => None,
@@ -101,14 +104,20 @@ fn check_types(types: &[String]) -> Result<()> {
 /// Adds a subordinate.
 #[utoipa::path(post, path = "/subordinates", tag = "subordinates", request_body = CreateInput,
     responses((status = 201, body = FullRecord), (status = 400), (status = 409)))]
-pub async fn create(State(cp): Cp, actor: Actor, Json(input): Json<CreateInput>) -> Result<impl IntoResponse> {
+pub async fn create(
+    State(cp): Cp,
+    actor: Actor,
+    Json(input): Json<CreateInput>,
+) -> Result<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
         .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &entity)?;
     if entity == cp.settings.entity_id {
-        return Err(Error::BadRequest("a subordinate cannot be ourselves".into()));
+        return Err(Error::BadRequest(
+            "a subordinate cannot be ourselves".into(),
+        ));
     }
     let status = match input.status.as_deref() {
         Some(s) => parse_status(s)?,
@@ -120,11 +129,18 @@ pub async fn create(State(cp): Cp, actor: Actor, Json(input): Json<CreateInput>)
     require_keys(status, &input.jwks)?;
     check_types(&input.registered_entity_types)?;
     if input.jwks_poll_interval < 0 {
-        return Err(Error::BadRequest("jwks_poll_interval must not be negative".into()));
+        return Err(Error::BadRequest(
+            "jwks_poll_interval must not be negative".into(),
+        ));
     }
     let _w = cp.writer().await;
-    if repo::get(&cp.db, SubKey::EntityId(&entity)).await?.is_some() {
-        return Err(Error::Conflict(format!("subordinate {entity:?} already exists")));
+    if repo::get(&cp.db, SubKey::EntityId(&entity))
+        .await?
+        .is_some()
+    {
+        return Err(Error::Conflict(format!(
+            "subordinate {entity:?} already exists"
+        )));
     }
     let now = cp.now();
     let basic = BasicWrite {
@@ -152,7 +168,15 @@ pub async fn create(State(cp): Cp, actor: Actor, Json(input): Json<CreateInput>)
         registered_entity_types: vec![],
         additional_claims: vec![],
     };
-    event(&cp, &mut tx, &row, &actor, "created", Some("subordinate created".into())).await?;
+    event(
+        &cp,
+        &mut tx,
+        &row,
+        &actor,
+        "created",
+        Some("subordinate created".into()),
+    )
+    .await?;
     tx.commit().await?;
     cp.refresh_subordinate(&entity).await?;
     let row = find(&cp, &entity).await?;
@@ -180,12 +204,19 @@ pub struct UpdateInput {
     pub jwks_poll_interval: Option<i64>,
 }
 
-async fn apply_update(cp: &crate::state::ControlPlane, id: &str, actor: &Actor, u: UpdateInput) -> Result<FullRecord> {
+async fn apply_update(
+    cp: &crate::state::ControlPlane,
+    id: &str,
+    actor: &Actor,
+    u: UpdateInput,
+) -> Result<FullRecord> {
     if let Some(t) = &u.registered_entity_types {
         check_types(t)?;
     }
     if u.jwks_poll_interval.is_some_and(|i| i < 0) {
-        return Err(Error::BadRequest("jwks_poll_interval must not be negative".into()));
+        return Err(Error::BadRequest(
+            "jwks_poll_interval must not be negative".into(),
+        ));
     }
     let _w = cp.writer().await;
     let row = find(cp, id).await?;
@@ -200,7 +231,15 @@ async fn apply_update(cp: &crate::state::ControlPlane, id: &str, actor: &Actor, 
     if let Some(t) = &u.registered_entity_types {
         repo::set_types(&cp.db, &mut tx, row.id, t).await?;
     }
-    event(cp, &mut tx, &row, actor, "updated", Some("subordinate updated".into())).await?;
+    event(
+        cp,
+        &mut tx,
+        &row,
+        actor,
+        "updated",
+        Some("subordinate updated".into()),
+    )
+    .await?;
     tx.commit().await?;
     cp.refresh_subordinate(&row.entity_id).await?;
     Ok(full(cp, &find(cp, id).await?))
@@ -210,7 +249,12 @@ async fn apply_update(cp: &crate::state::ControlPlane, id: &str, actor: &Actor, 
 #[utoipa::path(put, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path)), request_body = UpdateInput,
     responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
-pub async fn put(State(cp): Cp, Path(id): Path<String>, actor: Actor, Json(u): Json<UpdateInput>) -> Result<axum::Json<FullRecord>> {
+pub async fn put(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(u): Json<UpdateInput>,
+) -> Result<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
@@ -218,7 +262,12 @@ pub async fn put(State(cp): Cp, Path(id): Path<String>, actor: Actor, Json(u): J
 #[utoipa::path(patch, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path)), request_body = UpdateInput,
     responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
-pub async fn patch(State(cp): Cp, Path(id): Path<String>, actor: Actor, Json(u): Json<UpdateInput>) -> Result<axum::Json<FullRecord>> {
+pub async fn patch(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(u): Json<UpdateInput>,
+) -> Result<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
@@ -239,7 +288,12 @@ pub async fn delete(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode>
 #[utoipa::path(put, path = "/subordinates/{subordinateID}/status", tag = "subordinates",
     params(("subordinateID" = String, Path)), request_body(content = String, content_type = "text/plain"),
     responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
-pub async fn set_status(State(cp): Cp, Path(id): Path<String>, actor: Actor, Text(body): Text) -> Result<axum::Json<FullRecord>> {
+pub async fn set_status(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Text(body): Text,
+) -> Result<axum::Json<FullRecord>> {
     let status = parse_status(&body)?;
     let _w = cp.writer().await;
     let mut row = find(&cp, &id).await?;
@@ -300,11 +354,17 @@ pub struct History {
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/history", tag = "subordinates",
     params(("subordinateID" = String, Path), HistoryParams),
     responses((status = 200, body = History), (status = 400), (status = 404)))]
-pub async fn history(State(cp): Cp, Path(id): Path<String>, Query(p): Query<HistoryParams>) -> Result<axum::Json<History>> {
+pub async fn history(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    Query(p): Query<HistoryParams>,
+) -> Result<axum::Json<History>> {
     let limit = p.limit.unwrap_or(50);
     let offset = p.offset.unwrap_or(0);
     if limit < 1 || offset < 0 {
-        return Err(Error::BadRequest("limit must be positive and offset non-negative".into()));
+        return Err(Error::BadRequest(
+            "limit must be positive and offset non-negative".into(),
+        ));
     }
     let limit = limit.min(100);
     let row = find(&cp, &id).await?;
@@ -318,7 +378,11 @@ pub async fn history(State(cp): Cp, Path(id): Path<String>, Query(p): Query<Hist
     let (events, total) = crate::db::subordinate_events::history(&cp.db, row.id, &q).await?;
     Ok(axum::Json(History {
         events,
-        pagination: Pagination { total, limit, offset },
+        pagination: Pagination {
+            total,
+            limit,
+            offset,
+        },
     }))
 }
 

@@ -109,13 +109,21 @@ pub async fn general_copy(cp: &ControlPlane, doc: Doc) -> Result<Value> {
 
 /// The non-standard operators declared critical in the general settings.
 async fn crit(cp: &ControlPlane) -> Result<Vec<String>> {
-    Ok(cp.snapshot().subordinates.general.metadata_policy_crit.clone())
+    Ok(cp
+        .snapshot()
+        .subordinates
+        .general
+        .metadata_policy_crit
+        .clone())
 }
 
 /// Checks a whole document before it is stored.
 pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
     let Value::Object(m) = v else {
-        return Err(Error::BadRequest(format!("{} must be a JSON object", doc.setting())));
+        return Err(Error::BadRequest(format!(
+            "{} must be a JSON object",
+            doc.setting()
+        )));
     };
     match doc {
         Doc::Metadata => {
@@ -156,7 +164,9 @@ pub async fn save(
             event(cp, &mut tx, r, actor, kind, Some(kind.replace('_', " "))).await?;
         }
         Target::General => match &value {
-            Some(v) => settings::set(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting(), v).await?,
+            Some(v) => {
+                settings::set(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting(), v).await?
+            }
             None => settings::unset(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting()).await?,
         },
     }
@@ -229,7 +239,13 @@ pub async fn merge_at(
 }
 
 /// Removes the member at `path` (the whole override when `path` is empty); 404 when absent.
-pub async fn delete_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str], actor: &Actor) -> Result<()> {
+pub async fn delete_at(
+    cp: &ControlPlane,
+    t: &Target,
+    doc: Doc,
+    path: &[&str],
+    actor: &Actor,
+) -> Result<()> {
     if path.is_empty() {
         if own(cp, t, doc).await?.is_none() {
             return Err(Error::NotFound(format!("no {} is set", doc.setting())));
@@ -238,7 +254,11 @@ pub async fn delete_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str], a
     }
     let mut root = base(cp, t, doc).await?;
     if !remove_path(&mut root, path) {
-        return Err(Error::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))));
+        return Err(Error::NotFound(format!(
+            "no {} at {}",
+            doc.setting(),
+            path.join("/")
+        )));
     }
     save(cp, t, doc, Some(Value::Object(root)), actor, true).await
 }
@@ -292,7 +312,10 @@ mod tests {
         let mut m = Map::new();
         assert!(set_path(&mut m, &["rp", "contacts", "add"], json!(["a"])).unwrap());
         assert!(!set_path(&mut m, &["rp", "contacts", "add"], json!(["b"])).unwrap());
-        assert_eq!(Value::Object(m.clone()), json!({"rp": {"contacts": {"add": ["b"]}}}));
+        assert_eq!(
+            Value::Object(m.clone()),
+            json!({"rp": {"contacts": {"add": ["b"]}}})
+        );
         assert!(!remove_path(&mut m, &["rp", "scope"]));
         assert!(remove_path(&mut m, &["rp", "contacts", "add"]));
         assert!(m.is_empty(), "empty parents are pruned");

@@ -27,7 +27,9 @@ async fn store(cp: &ControlPlane, name: &str, value: &impl Serialize) -> Result<
 /// `statement_lifetime`, else 600000).
 #[utoipa::path(get, path = "/subordinates/lifetime", tag = "subordinates", responses((status = 200, body = i64)))]
 pub async fn get_lifetime(State(cp): Cp) -> axum::Json<i64> {
-    axum::Json(pharos_shared::subordinate_statement::lifetime(&cp.snapshot()))
+    axum::Json(pharos_shared::subordinate_statement::lifetime(
+        &cp.snapshot(),
+    ))
 }
 
 /// Sets the statement lifetime (plain-text integer seconds).
@@ -45,7 +47,11 @@ pub async fn put_lifetime(State(cp): Cp, Text(body): Text) -> Result<axum::Json<
 }
 
 fn crit_list(cp: &ControlPlane) -> Vec<String> {
-    cp.snapshot().subordinates.general.metadata_policy_crit.clone()
+    cp.snapshot()
+        .subordinates
+        .general
+        .metadata_policy_crit
+        .clone()
 }
 
 fn check_operator(op: &str) -> Result<()> {
@@ -67,7 +73,10 @@ pub async fn get_crit(State(cp): Cp) -> axum::Json<Vec<String>> {
 /// Replaces the critical operators.
 #[utoipa::path(put, path = "/subordinates/metadata-policy-crit", tag = "subordinates",
     request_body = [String], responses((status = 200, body = [String]), (status = 400)))]
-pub async fn put_crit(State(cp): Cp, Json(ops): Json<Vec<String>>) -> Result<axum::Json<Vec<String>>> {
+pub async fn put_crit(
+    State(cp): Cp,
+    Json(ops): Json<Vec<String>>,
+) -> Result<axum::Json<Vec<String>>> {
     let mut seen = std::collections::HashSet::new();
     for op in &ops {
         check_operator(op)?;
@@ -90,7 +99,9 @@ pub async fn add_crit(State(cp): Cp, Text(body): Text) -> Result<impl IntoRespon
     let _w = cp.writer().await;
     let mut ops = crit_list(&cp);
     if ops.contains(&op) {
-        return Err(Error::Conflict(format!("operator {op:?} is already critical")));
+        return Err(Error::Conflict(format!(
+            "operator {op:?} is already critical"
+        )));
     }
     ops.push(op);
     store(&cp, "metadata_policy_crit", &ops).await?;
@@ -134,14 +145,22 @@ pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<GeneralClaim>>>
 /// Replaces the general additional claims.
 #[utoipa::path(put, path = "/subordinates/additional-claims", tag = "subordinates",
     request_body = [ClaimInput], responses((status = 200, body = [GeneralClaim]), (status = 400), (status = 409)))]
-pub async fn put_claims(State(cp): Cp, Json(input): Json<Vec<ClaimInput>>) -> Result<axum::Json<Vec<GeneralClaim>>> {
+pub async fn put_claims(
+    State(cp): Cp,
+    Json(input): Json<Vec<ClaimInput>>,
+) -> Result<axum::Json<Vec<GeneralClaim>>> {
     let mut list: Vec<GeneralClaim> = Vec::new();
     for c in &input {
         let claim = check_claim(c)?;
         if list.iter().any(|x| x.claim == claim) {
             return Err(Error::Conflict(format!("duplicate claim {claim:?}")));
         }
-        list.push(GeneralClaim { id: 0, claim, value: c.value.clone(), crit: c.crit });
+        list.push(GeneralClaim {
+            id: 0,
+            claim,
+            value: c.value.clone(),
+            crit: c.crit,
+        });
     }
     renumber(&mut list);
     let _w = cp.writer().await;
@@ -159,10 +178,18 @@ pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl 
     if list.iter().any(|x| x.claim == claim) {
         return Err(Error::Conflict(format!("claim {claim:?} already exists")));
     }
-    list.push(GeneralClaim { id: 0, claim, value: c.value, crit: c.crit });
+    list.push(GeneralClaim {
+        id: 0,
+        claim,
+        value: c.value,
+        crit: c.crit,
+    });
     renumber(&mut list);
     store(&cp, "additional_claims", &list).await?;
-    let added = list.last().cloned().ok_or_else(|| Error::Internal("empty list".into()))?;
+    let added = list
+        .last()
+        .cloned()
+        .ok_or_else(|| Error::Internal("empty list".into()))?;
     Ok((StatusCode::CREATED, axum::Json(added)))
 }
 
@@ -178,16 +205,29 @@ pub async fn get_claim(State(cp): Cp, Path(key): Path<String>) -> Result<axum::J
 #[utoipa::path(put, path = "/subordinates/additional-claims/{claimID}", tag = "subordinates",
     params(("claimID" = String, Path)), request_body = ClaimInput,
     responses((status = 200, body = GeneralClaim), (status = 400), (status = 404), (status = 409)))]
-pub async fn put_claim(State(cp): Cp, Path(key): Path<String>, Json(mut c): Json<ClaimInput>) -> Result<axum::Json<GeneralClaim>> {
+pub async fn put_claim(
+    State(cp): Cp,
+    Path(key): Path<String>,
+    Json(mut c): Json<ClaimInput>,
+) -> Result<axum::Json<GeneralClaim>> {
     let _w = cp.writer().await;
     let mut list = general_claims(&cp.db).await?;
     let i = find_general(&list, &key)?;
     c.claim = c.claim.or(Some(list[i].claim.clone()));
     let claim = check_claim(&c)?;
-    if list.iter().enumerate().any(|(j, x)| j != i && x.claim == claim) {
+    if list
+        .iter()
+        .enumerate()
+        .any(|(j, x)| j != i && x.claim == claim)
+    {
         return Err(Error::Conflict(format!("claim {claim:?} already exists")));
     }
-    list[i] = GeneralClaim { id: list[i].id, claim, value: c.value, crit: c.crit };
+    list[i] = GeneralClaim {
+        id: list[i].id,
+        claim,
+        value: c.value,
+        crit: c.crit,
+    };
     store(&cp, "additional_claims", &list).await?;
     Ok(axum::Json(list[i].clone()))
 }

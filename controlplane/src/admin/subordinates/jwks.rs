@@ -78,11 +78,25 @@ pub async fn add(
     let _w = cp.writer().await;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();
-    if jwks.keys.iter().any(|k| k.get("kid").and_then(Value::as_str) == Some(&kid)) {
-        return Err(Error::Conflict(format!("a key with kid {kid:?} already exists")));
+    if jwks
+        .keys
+        .iter()
+        .any(|k| k.get("kid").and_then(Value::as_str) == Some(&kid))
+    {
+        return Err(Error::Conflict(format!(
+            "a key with kid {kid:?} already exists"
+        )));
     }
     jwks.keys.push(jwk);
-    store(&cp, &row, &jwks, &actor, "jwk_added", format!("key {kid} added")).await?;
+    store(
+        &cp,
+        &row,
+        &jwks,
+        &actor,
+        "jwk_added",
+        format!("key {kid} added"),
+    )
+    .await?;
     Ok((StatusCode::CREATED, axum::Json(jwks)))
 }
 
@@ -102,7 +116,15 @@ pub async fn remove(
     jwks.keys
         .retain(|k| k.get("kid").and_then(Value::as_str) != Some(kid.as_str()));
     if jwks.keys.len() != before {
-        store(&cp, &row, &jwks, &actor, "jwk_removed", format!("key {kid} removed")).await?;
+        store(
+            &cp,
+            &row,
+            &jwks,
+            &actor,
+            "jwk_removed",
+            format!("key {kid} removed"),
+        )
+        .await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }

@@ -64,7 +64,12 @@ pub async fn merge(
 
 /// POST on a subordinate's whole document: starts its override as a copy of the general
 /// value (the one explicit way to copy general values into a subordinate).
-pub async fn copy_general(cp: &ControlPlane, id: &str, doc: Doc, actor: &Actor) -> Result<Response> {
+pub async fn copy_general(
+    cp: &ControlPlane,
+    id: &str,
+    doc: Doc,
+    actor: &Actor,
+) -> Result<Response> {
     let _w = cp.writer().await;
     let t = target(cp, Some(id)).await?;
     let copy = docs::general_copy(cp, doc).await?;

@@ -20,7 +20,12 @@ pub async fn get_policy(State(cp): Cp, Path(id): Path<String>) -> Result<axum::J
 
 /// Replaces the metadata policy (whole).
 #[utoipa::path(put, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 400), (status = 404)))]
-pub async fn put_policy(State(cp): Cp, Path(id): Path<String>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
+pub async fn put_policy(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
     ops::put(&cp, Some(id.as_str()), Doc::Policy, &[], body, &actor).await
 }
 
@@ -32,74 +37,192 @@ pub async fn post_policy(State(cp): Cp, Path(id): Path<String>, actor: Actor) ->
 
 /// Removes the metadata policy (the whole override or setting).
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_policy(State(cp): Cp, Path(id): Path<String>, actor: Actor) -> Result<StatusCode> {
+pub async fn delete_policy(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[], &actor).await
 }
 
 /// Shows the metadata policy type in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_type(State(cp): Cp, Path((id, t)): Path<(String, String)>) -> Result<axum::Json<Value>> {
+pub async fn get_type(
+    State(cp): Cp,
+    Path((id, t)): Path<(String, String)>,
+) -> Result<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], false).await
 }
 
 /// Replaces the metadata policy type.
 #[utoipa::path(put, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn put_type(State(cp): Cp, Path((id, t)): Path<(String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::put(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], body, &actor).await
+pub async fn put_type(
+    State(cp): Cp,
+    Path((id, t)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Merges members into the metadata policy type (201 when it is new).
 #[utoipa::path(post, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn post_type(State(cp): Cp, Path((id, t)): Path<(String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::merge(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], body, &actor).await
+pub async fn post_type(
+    State(cp): Cp,
+    Path((id, t)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::merge(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Removes the metadata policy type.
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_type(State(cp): Cp, Path((id, t)): Path<(String, String)>, actor: Actor) -> Result<StatusCode> {
+pub async fn delete_type(
+    State(cp): Cp,
+    Path((id, t)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], &actor).await
 }
 
 /// Shows the metadata policy claim in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_claim(State(cp): Cp, Path((id, t, c)): Path<(String, String, String)>) -> Result<axum::Json<Value>> {
-    ops::get(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str()], false).await
+pub async fn get_claim(
+    State(cp): Cp,
+    Path((id, t, c)): Path<(String, String, String)>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        false,
+    )
+    .await
 }
 
 /// Replaces the metadata policy claim.
 #[utoipa::path(put, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn put_claim(State(cp): Cp, Path((id, t, c)): Path<(String, String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::put(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str()], body, &actor).await
+pub async fn put_claim(
+    State(cp): Cp,
+    Path((id, t, c)): Path<(String, String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Merges members into the metadata policy claim (201 when it is new).
 #[utoipa::path(post, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn post_claim(State(cp): Cp, Path((id, t, c)): Path<(String, String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::merge(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str()], body, &actor).await
+pub async fn post_claim(
+    State(cp): Cp,
+    Path((id, t, c)): Path<(String, String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::merge(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Removes the metadata policy claim.
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_claim(State(cp): Cp, Path((id, t, c)): Path<(String, String, String)>, actor: Actor) -> Result<StatusCode> {
-    ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str()], &actor).await
+pub async fn delete_claim(
+    State(cp): Cp,
+    Path((id, t, c)): Path<(String, String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        &actor,
+    )
+    .await
 }
 
 /// Shows the metadata policy operator in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_operator(State(cp): Cp, Path((id, t, c, o)): Path<(String, String, String, String)>) -> Result<axum::Json<Value>> {
-    ops::get(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], false).await
+pub async fn get_operator(
+    State(cp): Cp,
+    Path((id, t, c, o)): Path<(String, String, String, String)>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        false,
+    )
+    .await
 }
 
 /// Replaces the metadata policy operator.
 #[utoipa::path(put, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn put_operator(State(cp): Cp, Path((id, t, c, o)): Path<(String, String, String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::put(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], body, &actor).await
+pub async fn put_operator(
+    State(cp): Cp,
+    Path((id, t, c, o)): Path<(String, String, String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Removes the metadata policy operator.
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("subordinateID" = String, Path), ("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_operator(State(cp): Cp, Path((id, t, c, o)): Path<(String, String, String, String)>, actor: Actor) -> Result<StatusCode> {
-    ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], &actor).await
+pub async fn delete_operator(
+    State(cp): Cp,
+    Path((id, t, c, o)): Path<(String, String, String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        Some(id.as_str()),
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        &actor,
+    )
+    .await
 }
 
 /// Shows the general metadata policy (whole) in effect.
@@ -110,7 +233,11 @@ pub async fn general_get_policy(State(cp): Cp) -> Result<axum::Json<Value>> {
 
 /// Replaces the general metadata policy (whole).
 #[utoipa::path(put, path = "/subordinates/metadata-policies", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 400), (status = 404)))]
-pub async fn general_put_policy(State(cp): Cp, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
+pub async fn general_put_policy(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
     ops::put(&cp, None, Doc::Policy, &[], body, &actor).await
 }
 
@@ -128,60 +255,141 @@ pub async fn general_get_type(State(cp): Cp, Path(t): Path<String>) -> Result<ax
 
 /// Replaces the general metadata policy type.
 #[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn general_put_type(State(cp): Cp, Path(t): Path<String>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
+pub async fn general_put_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
     ops::put(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
 }
 
 /// Merges members into the general metadata policy type (201 when it is new).
 #[utoipa::path(post, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn general_post_type(State(cp): Cp, Path(t): Path<String>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
+pub async fn general_post_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
     ops::merge(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
 }
 
 /// Removes the general metadata policy type.
 #[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn general_delete_type(State(cp): Cp, Path(t): Path<String>, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
     ops::delete(&cp, None, Doc::Policy, &[t.as_str()], &actor).await
 }
 
 /// Shows the general metadata policy claim in effect.
 #[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> Result<axum::Json<Value>> {
+pub async fn general_get_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+) -> Result<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], false).await
 }
 
 /// Replaces the general metadata policy claim.
 #[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn general_put_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::put(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], body, &actor).await
+pub async fn general_put_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Merges members into the general metadata policy claim (201 when it is new).
 #[utoipa::path(post, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn general_post_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::merge(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], body, &actor).await
+pub async fn general_post_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::merge(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Removes the general metadata policy claim.
 #[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn general_delete_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
     ops::delete(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], &actor).await
 }
 
 /// Shows the general metadata policy operator in effect.
 #[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_operator(State(cp): Cp, Path((t, c, o)): Path<(String, String, String)>) -> Result<axum::Json<Value>> {
-    ops::get(&cp, None, Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], false).await
+pub async fn general_get_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        false,
+    )
+    .await
 }
 
 /// Replaces the general metadata policy operator.
 #[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
-pub async fn general_put_operator(State(cp): Cp, Path((t, c, o)): Path<(String, String, String)>, actor: Actor, Json(body): Json<Value>) -> Result<Response> {
-    ops::put(&cp, None, Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], body, &actor).await
+pub async fn general_put_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        body,
+        &actor,
+    )
+    .await
 }
 
 /// Removes the general metadata policy operator.
 #[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn general_delete_operator(State(cp): Cp, Path((t, c, o)): Path<(String, String, String)>, actor: Actor) -> Result<StatusCode> {
-    ops::delete(&cp, None, Doc::Policy, &[t.as_str(), c.as_str(), o.as_str()], &actor).await
+pub async fn general_delete_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        &actor,
+    )
+    .await
 }
