@@ -77,8 +77,8 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
             subs::crud::delete
         ))
         .routes(routes!(subs::crud::set_status))
-        .routes(routes!(subs::crud::history))
-        .routes(routes!(subs::crud::statement))
+        .routes(routes!(subs::history::history))
+        .routes(routes!(subs::history::statement))
         .routes(routes!(subs::jwks::get, subs::jwks::put, subs::jwks::add))
         .routes(routes!(subs::jwks::remove))
         .routes(routes!(subs::allowed_types::delete))
@@ -193,26 +193,26 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
             subs::policies::delete_operator
         ))
         .routes(routes!(
-            subs::policies::general_get_policy,
-            subs::policies::general_put_policy,
-            subs::policies::general_delete_policy
+            subs::general_policies::general_get_policy,
+            subs::general_policies::general_put_policy,
+            subs::general_policies::general_delete_policy
         ))
         .routes(routes!(
-            subs::policies::general_get_type,
-            subs::policies::general_put_type,
-            subs::policies::general_post_type,
-            subs::policies::general_delete_type
+            subs::general_policies::general_get_type,
+            subs::general_policies::general_put_type,
+            subs::general_policies::general_post_type,
+            subs::general_policies::general_delete_type
         ))
         .routes(routes!(
-            subs::policies::general_get_claim,
-            subs::policies::general_put_claim,
-            subs::policies::general_post_claim,
-            subs::policies::general_delete_claim
+            subs::general_policies::general_get_claim,
+            subs::general_policies::general_put_claim,
+            subs::general_policies::general_post_claim,
+            subs::general_policies::general_delete_claim
         ))
         .routes(routes!(
-            subs::policies::general_get_operator,
-            subs::policies::general_put_operator,
-            subs::policies::general_delete_operator
+            subs::general_policies::general_get_operator,
+            subs::general_policies::general_put_operator,
+            subs::general_policies::general_delete_operator
         ))
         .split_for_parts()
 }

@@ -12,6 +12,8 @@ pub mod constraints;
 pub mod crud;
 pub mod docs;
 pub mod general;
+pub mod general_policies;
+pub mod history;
 pub mod jwks;
 pub mod metadata;
 pub mod ops;
