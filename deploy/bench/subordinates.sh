@@ -99,7 +99,7 @@ sqlite3 "$WORK/data/pharos.db" <"$WORK/load.sql"
 echo "== restart (loads the snapshot) and verify through the API"
 T0=$(date +%s.%N)
 start_pharos
-echo "startup with $N subordinates: $(python3 -c "print(round($(date +%s.%N) - $T0, 2))") s"
+STARTUP=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")
 curl -fs "$BASE/list" >"$WORK/list.json"
 COUNT=$(python3 -c "import json;print(len(json.load(open('$WORK/list.json'))))")
 [ "$COUNT" = "$N" ] || { echo "list returned $COUNT entries, expected $N" >&2; exit 1; }
@@ -108,6 +108,8 @@ curl -fs -D "$WORK/fetch.headers" "$BASE/fetch?sub=$SUB" >"$WORK/fetch.jwt"
 grep -qi '^content-type: application/entity-statement+jwt' "$WORK/fetch.headers"
 curl -fs "$BASE/api/v1/admin/subordinates/42" | grep -q 'sub000042' || { echo "admin GET failed" >&2; exit 1; }
 echo "verified: list has $N entries, fetch and admin GET answer"
+RSS_MB=$(( $(ps -o rss= -p "$PHAROS_PID") / 1024 ))
+LIST_MS=$(curl -fs -o /dev/null -w '%{time_total}' "$BASE/list?entity_type=openid_provider" | python3 -c "import sys;print(round(float(sys.stdin.read())*1000,1))")
 
 echo "== nginx with the same bytes"
 mkdir -p "$WORK/www"
@@ -155,3 +157,7 @@ echo "| endpoint | Pharos req/s | nginx req/s | ratio |"
 echo "|---|---|---|---|"
 echo "| fetch (random of $N subjects, first requests sign) | $P_FETCH | $N_FETCH | $(ratio "$P_FETCH" "$N_FETCH") |"
 echo "| list (unfiltered, $(wc -c <"$WORK/list.json") bytes) | $P_LIST | $N_LIST | $(ratio "$P_LIST" "$N_LIST") |"
+echo
+echo "- ready after start with $N subordinates (SQLite): $STARTUP s"
+echo "- RSS with $N subordinates after the load check: $RSS_MB MB"
+echo "- one filtered list request (entity_type, $((N / 2)) matches, uncached): $LIST_MS ms"
