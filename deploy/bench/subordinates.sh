@@ -130,9 +130,17 @@ http {
     }
 }
 EOF
+# nginx workers run unprivileged: the files must be world-readable.
+chmod 755 "$WORK" "$WORK/www"
+chmod 644 "$WORK/www/list" "$WORK/www/fetch"
 nginx -c "$WORK/nginx.conf" -g 'daemon off;' &
 NGINX_PID=$!
 sleep 0.5
+# The reference must answer 200 with the identical bytes, or the comparison means nothing.
+for f in list fetch; do
+    curl -fs "http://127.0.0.1:$NGINX_PORT/$f" | cmp -s - "$WORK/www/$f" \
+        || { echo "nginx does not serve $f correctly" >&2; cat "$WORK/nginx.err" >&2; exit 1; }
+done
 
 cat >"$WORK/random_sub.lua" <<EOF
 math.randomseed(os.time())
@@ -143,11 +151,22 @@ end
 EOF
 
 rps() { awk '/Requests\/sec/ {print $2}'; }
-run() { wrk -t2 -c"$CONNS" -d"$DURATION" "$@" 2>&1 | tee -a "$WORK/wrk.log" | rps; }
+run() {
+    local out
+    out=$(wrk -t2 -c"$CONNS" -d"$DURATION" "$@" 2>&1)
+    echo "$out" >>"$WORK/wrk.log"
+    if grep -q 'Non-2xx' <<<"$out"; then
+        echo "non-2xx answers in: $*" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    rps <<<"$out"
+}
 
 echo "== measuring ($DURATION, $CONNS connections, 2 threads each)"
 P_FETCH=$(run -s "$WORK/random_sub.lua" "$BASE")
 N_FETCH=$(run "http://127.0.0.1:$NGINX_PORT/fetch")
+P_ONE=$(run "$BASE/fetch?sub=$SUB")
 P_LIST=$(run "$BASE/list")
 N_LIST=$(run "http://127.0.0.1:$NGINX_PORT/list")
 
@@ -156,6 +175,7 @@ echo
 echo "| endpoint | Pharos req/s | nginx req/s | ratio |"
 echo "|---|---|---|---|"
 echo "| fetch (random of $N subjects, first requests sign) | $P_FETCH | $N_FETCH | $(ratio "$P_FETCH" "$N_FETCH") |"
+echo "| fetch (one subject, signed statement cached) | $P_ONE | $N_FETCH | $(ratio "$P_ONE" "$N_FETCH") |"
 echo "| list (unfiltered, $(wc -c <"$WORK/list.json") bytes) | $P_LIST | $N_LIST | $(ratio "$P_LIST" "$N_LIST") |"
 echo
 echo "- ready after start with $N subordinates (SQLite): $STARTUP s"
