@@ -7,8 +7,10 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
+pub mod fetch;
 pub mod historical_keys;
 pub mod jwt_response;
+pub mod list;
 
 use std::sync::Arc;
 
@@ -25,6 +27,8 @@ pub struct DataPlane {
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
     historical_cache: historical_keys::HistoricalKeysCache,
+    fetch_cache: fetch::FetchCache,
+    list_cache: list::ListCache,
 }
 
 impl DataPlane {
@@ -35,6 +39,8 @@ impl DataPlane {
             clock,
             ec_cache: entity_configuration::EcCache::new(),
             historical_cache: historical_keys::HistoricalKeysCache::default(),
+            fetch_cache: fetch::FetchCache::new(),
+            list_cache: list::ListCache::new(),
         })
     }
 
