@@ -1,0 +1,271 @@
+# shellcheck shell=bash
+# Shared library of the Pharos benchmark harness (sourced by deploy/bench/run.sh and by the
+# scenario files under deploy/bench/scenarios/). Everything runs on 127.0.0.1 and every process
+# started here is stopped by the EXIT trap.
+#
+# The three servers of a comparison:
+#   - Pharos: the release binary, one instance per `pharos_start NAME PORT`;
+#   - nginx: `worker_processes auto`, `access_log off`, serving the registered reference files;
+#   - responder: deploy/bench/responder, a bare axum server returning the same bytes from memory.
+# A reference is registered with `ref_add NAME FILE CONTENT_TYPE`; it is then served at
+# `/NAME` by both nginx and the responder (query strings are ignored by both).
+#
+# A scenario measures with `compare LABEL PHAROS_URL REF [WRK_LUA]` (throughput, interleaved,
+# REPEATS rounds) and `p99_at_half LABEL PHAROS_URL` (latency at half the measured maximum),
+# and adds rows with `row` / notes with `note`.
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$BENCH_DIR/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+RESPONDER_TARGET=${BENCH_RESPONDER_TARGET:-$TARGET/bench-responder}
+BIN=$TARGET/release/pharos
+RESPONDER_BIN=$RESPONDER_TARGET/release/bench-responder
+
+# Client settings, identical for every server.
+DURATION=${BENCH_DURATION:-10s}
+CONNS=${BENCH_CONNECTIONS:-32}
+THREADS=${BENCH_THREADS:-2}
+REPEATS=${BENCH_REPEATS:-3}
+
+NGINX_PORT=17700
+RESPONDER_PORT=17701
+NGINX_URL=http://127.0.0.1:$NGINX_PORT
+RESPONDER_URL=http://127.0.0.1:$RESPONDER_PORT
+
+WORK=$(mktemp -d)
+TABLE=$WORK/table.md
+NOTES=$WORK/notes.md
+: >"$TABLE"
+: >"$NOTES"
+declare -A PHAROS_PIDS=()
+declare -A REFS=()
+NGINX_PID=""
+RESPONDER_PID=""
+
+bench_cleanup() {
+    local p
+    for p in "${PHAROS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
+    [ -n "$RESPONDER_PID" ] && kill "$RESPONDER_PID" 2>/dev/null || true
+    wait 2>/dev/null || true
+    if [ -n "${BENCH_KEEP_WORK:-}" ]; then echo "work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap bench_cleanup EXIT
+
+die() { echo "bench: $*" >&2; exit 1; }
+log() { echo "== $*" >&2; }
+
+# Both binaries, built once per run (cargo is a no-op when nothing changed).
+build_all() {
+    log "building the release binary and the reference responder"
+    (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+    (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
+    [ -x "$BIN" ] || die "no binary at $BIN"
+    [ -x "$RESPONDER_BIN" ] || die "no responder at $RESPONDER_BIN"
+}
+
+py() { python3 -c "$@"; }
+
+# ---- Pharos -------------------------------------------------------------------------------
+
+# pharos_config NAME PORT: writes $WORK/NAME/config.yaml (append scenario YAML to it freely).
+pharos_config() {
+    local name=$1 port=$2
+    mkdir -p "$WORK/$name"
+    cat >"$WORK/$name/config.yaml" <<EOF
+entity_id: http://127.0.0.1:$port
+server:
+  ip_listen: 127.0.0.1
+  port: $port
+storage:
+  driver: sqlite
+  data_dir: $WORK/$name/data
+logging:
+  internal:
+    level: warn
+EOF
+}
+
+# pharos_start NAME PORT: starts (config written on first use) and waits for /readyz.
+# Sets READY_S to the seconds from exec to the first 200 of /readyz (polled every 10 ms).
+pharos_start() {
+    local name=$1 port=$2 t0 i
+    [ -f "$WORK/$name/config.yaml" ] || pharos_config "$name" "$port"
+    t0=$(date +%s%N)
+    "$BIN" serve --config "$WORK/$name/config.yaml" >>"$WORK/$name/log" 2>&1 &
+    PHAROS_PIDS[$name]=$!
+    for i in $(seq 1 3000); do
+        if curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" 2>/dev/null; then
+            READY_S=$(py "print(round(($(date +%s%N) - $t0) / 1e9, 2))")
+            return 0
+        fi
+        kill -0 "${PHAROS_PIDS[$name]}" 2>/dev/null || break
+        sleep 0.01
+    done
+    cat "$WORK/$name/log" >&2
+    die "pharos $name did not become ready (after $i polls)"
+}
+
+pharos_stop() {
+    local name=$1
+    kill "${PHAROS_PIDS[$name]}" 2>/dev/null || true
+    wait "${PHAROS_PIDS[$name]}" 2>/dev/null || true
+    unset "PHAROS_PIDS[$name]"
+}
+
+# rss_mb NAME: resident set size of a running Pharos, in MB.
+rss_mb() { echo $(($(ps -o rss= -p "${PHAROS_PIDS[$1]}") / 1024)); }
+
+# admin PORT METHOD PATH [BODY [CONTENT_TYPE]]: an Admin API call that must succeed.
+admin() {
+    curl -fsS -o /dev/null -X "$2" "http://127.0.0.1:$1/api/v1/admin$3" \
+        -H "content-type: ${5:-application/json}" ${4:+-d "$4"} \
+        || die "admin $2 $3 failed"
+}
+
+# ---- references ---------------------------------------------------------------------------
+
+# ref_add NAME FILE CONTENT_TYPE: serve FILE's bytes at /NAME from nginx and the responder.
+ref_add() {
+    local name=$1 file=$2 ctype=$3
+    mkdir -p "$WORK/www"
+    chmod 755 "$WORK" "$WORK/www"
+    cp "$file" "$WORK/www/$name"
+    chmod 644 "$WORK/www/$name"
+    REFS[$name]=$ctype
+    refs_start
+}
+
+refs_start() {
+    local name routes=() locations="" i
+    [ -n "$NGINX_PID" ] && { kill "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""; }
+    [ -n "$RESPONDER_PID" ] && { kill "$RESPONDER_PID"; wait "$RESPONDER_PID" 2>/dev/null || true; RESPONDER_PID=""; }
+    for name in "${!REFS[@]}"; do
+        locations+="        location = /$name { default_type ${REFS[$name]}; }"$'\n'
+        routes+=("/$name=$WORK/www/$name=${REFS[$name]}")
+    done
+    cat >"$WORK/nginx.conf" <<EOF
+worker_processes auto;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx.err;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        root $WORK/www;
+$locations    }
+}
+EOF
+    nginx -c "$WORK/nginx.conf" -g 'daemon off;' &
+    NGINX_PID=$!
+    "$RESPONDER_BIN" "127.0.0.1:$RESPONDER_PORT" "${routes[@]}" &
+    RESPONDER_PID=$!
+    # Both must answer 200 with the identical bytes, or the comparison means nothing.
+    for name in "${!REFS[@]}"; do
+        for i in $(seq 1 100); do
+            curl -fs "$NGINX_URL/$name" 2>/dev/null | cmp -s - "$WORK/www/$name" \
+                && curl -fs "$RESPONDER_URL/$name" 2>/dev/null | cmp -s - "$WORK/www/$name" \
+                && break
+            [ "$i" = 100 ] && { cat "$WORK/nginx.err" >&2; die "references do not serve $name"; }
+            sleep 0.05
+        done
+    done
+}
+
+# ---- measuring ----------------------------------------------------------------------------
+
+# wrk_run URL [LUA] [extra wrk args...]: one wrk run; aborts on errors or non-2xx answers.
+# Prints the whole wrk output.
+wrk_run() {
+    local url=$1 lua=${2:-} out
+    shift 2 || shift $#
+    out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" ${lua:+-s "$lua"} "$@" "$url" 2>&1)
+    echo "$out" >>"$WORK/wrk.log"
+    if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
+        echo "$out" >&2
+        die "errors or non-2xx answers from $url"
+    fi
+    echo "$out"
+}
+rps_of() { awk '/Requests\/sec/ {print $2}'; }
+
+# compare LABEL PHAROS_URL REF [LUA]: REPEATS interleaved rounds of Pharos, nginx, responder
+# with identical client settings. Adds a row with Pharos's median req/s (min–max), the
+# references' medians, and the ratios of the medians (min–max of the per-round ratios).
+# Sets MAX_RPS to Pharos's median.
+compare() {
+    local label=$1 url=$2 ref=$3 lua=${4:-} r p n a
+    local ps=() ns=() as=()
+    log "$label: $REPEATS rounds of $DURATION, $CONNS connections, $THREADS threads"
+    for r in $(seq 1 "$REPEATS"); do
+        p=$(wrk_run "$url" "$lua" | rps_of)
+        n=$(wrk_run "$NGINX_URL/$ref" "$lua" | rps_of)
+        a=$(wrk_run "$RESPONDER_URL/$ref" "$lua" | rps_of)
+        echo "   round $r: pharos $p nginx $n responder $a" >&2
+        ps+=("$p"); ns+=("$n"); as+=("$a")
+    done
+    local line
+    line=$(py "
+import statistics as s
+p=[float(x) for x in '${ps[*]}'.split()]; n=[float(x) for x in '${ns[*]}'.split()]; a=[float(x) for x in '${as[*]}'.split()]
+rn=[x/y for x,y in zip(p,n)]; ra=[x/y for x,y in zip(p,a)]
+m=s.median
+print(f'{m(p):.0f}|{m(p):.0f} ({min(p):.0f}–{max(p):.0f}) | {m(n):.0f} | {m(a):.0f} | **{m(p)/m(n):.2f}** ({min(rn):.2f}–{max(rn):.2f}) | **{m(p)/m(a):.2f}** ({min(ra):.2f}–{max(ra):.2f})')
+")
+    MAX_RPS=${line%%|*}
+    row "| $label | ${line#*|} |"
+}
+
+# p99_at_half LABEL URL [RPS]: p99 latency at a constant offered load of half of RPS (default
+# MAX_RPS from the last `compare`). Debian's wrk has no -R, so every connection waits a fixed
+# delay (wrk's `delay()` hook, 4 ms) before each request and the connection count sets the
+# rate. Latency is wrk's (send → full response), the achieved rate is reported beside it.
+p99_at_half() {
+    local label=$1 url=$2 rps=${3:-$MAX_RPS} target conns out p99 got
+    target=$(py "print(int($rps / 2))")
+    conns=$(py "print(max(2, min(2000, round($target * 4 / 1000))))")
+    cat >"$WORK/delay.lua" <<'EOF'
+function delay() return 4 end
+EOF
+    log "$label: p99 at $target req/s ($conns connections × 1 request / 4 ms)"
+    out=$(CONNS=$conns wrk_run "$url" "$WORK/delay.lua" --latency)
+    p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+    got=$(rps_of <<<"$out")
+    p99=$(py "
+v='$p99'
+u={'us':0.001,'ms':1.0,'s':1000.0}
+for k in ('us','ms','s'):
+    if v.endswith(k): print(f'{float(v[:-len(k)])*u[k]:.2f}'); break
+")
+    row "| $label: p99 latency at 50 % of max ($got req/s offered) | $p99 ms | | | | |"
+}
+
+# latency_ms LABEL URL N: N sequential requests with curl; median and p99 of time_total.
+latency_ms() {
+    local label=$1 url=$2 n=$3 i
+    : >"$WORK/lat.txt"
+    for i in $(seq 1 "$n"); do
+        curl -fs -o /dev/null -w '%{time_total}\n' "$url" >>"$WORK/lat.txt" || die "$url failed"
+    done
+    row "| $label (n=$n, sequential) | median $(pct 50 "$WORK/lat.txt" 1000) ms, p99 $(pct 99 "$WORK/lat.txt" 1000) ms | | | | |"
+}
+
+# pct P FILE [SCALE]: the P-th percentile (nearest rank) of the numbers in FILE, times SCALE.
+pct() {
+    py "
+import math
+xs=sorted(float(l)*${3:-1} for l in open('$2') if l.strip())
+print(f'{xs[max(0, math.ceil($1/100*len(xs))-1)]:.2f}')"
+}
+
+row() { echo "$*" >>"$TABLE"; echo "   $*" >&2; }
+note() { echo "$*" >>"$NOTES"; echo "   $*" >&2; }
+
+print_table() {
+    echo "| measurement | Pharos | nginx | responder | Pharos / nginx | Pharos / responder |"
+    echo "|---|---|---|---|---|---|"
+    cat "$TABLE"
+    echo
+    cat "$NOTES"
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole Pharos benchmark in one command: installs the tools it needs from Debian (when
+# missing), builds the release binary and the reference responder, runs every scenario under
+# deploy/bench/scenarios/ in order, prints the table and appends it to BENCHMARKS.md with the
+# date, machine and command.
+#
+# Usage: deploy/bench/run.sh [--no-append]
+# Environment: BENCH_DURATION (10s), BENCH_CONNECTIONS (32), BENCH_THREADS (2), BENCH_REPEATS (3),
+# BENCH_SUBORDINATES (100000), BENCH_SCENARIOS (glob of scenario files, default all),
+# BENCH_KEEP_WORK (keep the work directory), CARGO_TARGET_DIR.
+# Needs cargo (rustup) on PATH; everything else comes from apt.
+set -euo pipefail
+
+APPEND=1
+[ "${1:-}" = "--no-append" ] && APPEND=0
+
+need=()
+for pair in wrk:wrk nginx:nginx sqlite3:sqlite3 curl:curl python3:python3 pkg-config:pkg-config; do
+    command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
+done
+[ -f /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "== installing from Debian: ${need[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
+
+# shellcheck source=deploy/bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+CMD="deploy/bench/run.sh $*"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+build_all
+
+for scenario in "$BENCH_DIR"/scenarios/${BENCH_SCENARIOS:-*}.sh; do
+    # shellcheck source=/dev/null
+    source "$scenario"
+done
+
+MACHINE="$(nproc) vCPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), \
+$(awk '/MemTotal/ {printf "%.0f GB RAM", $2 / 1048576}' /proc/meminfo), Linux $(uname -r)"
+REPORT=$WORK/report.md
+{
+    echo "### Run of $(date -u +%Y-%m-%d\ %H:%M) UTC"
+    echo
+    echo "Machine: $MACHINE; load average before the run: $LOAD_BEFORE."
+    echo "Command: \`$CMD\` (wrk -t$THREADS -c$CONNS -d$DURATION, $REPEATS interleaved rounds;"
+    echo "medians, min–max in parentheses)."
+    echo
+    print_table
+} >"$REPORT"
+echo
+cat "$REPORT"
+if [ "$APPEND" = 1 ]; then
+    { echo; cat "$REPORT"; } >>"$ROOT/BENCHMARKS.md"
+    echo "(appended to BENCHMARKS.md)" >&2
+fi
