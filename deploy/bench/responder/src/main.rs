@@ -1,0 +1,66 @@
+//! Minimal axum responder: the "practical limit of this stack" reference of `deploy/bench/`.
+//!
+//! Usage: `bench-responder 127.0.0.1:PORT /path=FILE=CONTENT_TYPE ...`
+//!
+//! Every `/path` answers `200` with the bytes of `FILE` (read once at start, served from memory
+//! as a cheap `Bytes` clone) and the given content type, whatever the query string. No
+//! middleware, default tokio multi-thread runtime, HTTP/1.1 with keep-alive — what the same
+//! stack does when it has nothing to compute.
+
+use std::process::ExitCode;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("{msg}\nusage: bench-responder ADDR /path=FILE=CONTENT_TYPE ...");
+    ExitCode::from(64)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(addr) = args.next() else {
+        return usage("missing ADDR");
+    };
+    let mut router = Router::new();
+    for spec in args {
+        let mut parts = spec.splitn(3, '=');
+        let (Some(path), Some(file), Some(ctype)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return usage(&format!("bad route {spec}"));
+        };
+        let body = match std::fs::read(file) {
+            Ok(b) => Bytes::from(b),
+            Err(e) => return usage(&format!("cannot read {file}: {e}")),
+        };
+        let Ok(ctype) = HeaderValue::from_str(ctype) else {
+            return usage(&format!("bad content type {ctype}"));
+        };
+        router = router.route(
+            path,
+            get(move || {
+                let (body, ctype) = (body.clone(), ctype.clone());
+                async move {
+                    let mut r: Response = body.into_response();
+                    r.headers_mut().insert(header::CONTENT_TYPE, ctype);
+                    r
+                }
+            }),
+        );
+    }
+    let listener = match tokio::net::TcpListener::bind(&addr).await {
+        Ok(l) => l,
+        Err(e) => return usage(&format!("cannot bind {addr}: {e}")),
+    };
+    match axum::serve(listener, router).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("server error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
