@@ -13,5 +13,6 @@ pub mod jose;
 pub mod policy;
 pub mod snapshot;
 pub mod time;
+pub mod trust_mark;
 
 pub use error::{Error, Result};
