@@ -7,6 +7,7 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
+pub mod fetch;
 pub mod jwt_response;
 
 use std::sync::Arc;
