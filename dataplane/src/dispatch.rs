@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use pharos_shared::endpoint::http_method;
+use pharos_shared::endpoint::{EndpointType, http_method};
 
 use crate::DataPlane;
 use crate::error::FedError;
@@ -35,6 +35,9 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         resp.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
+    }
+    if entry.kind == EndpointType::Resolve {
+        return crate::resolve::handler(&dp, &snap, entry, req).await;
     }
     // Each endpoint type gets its handler as its issue lands; until then the endpoint can be
     // configured and published but answers that it is not available.

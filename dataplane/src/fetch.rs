@@ -29,14 +29,16 @@ pub const MAX_REDIRECTS: usize = 5;
 /// Fetches statements over HTTP(S) with the limits of `federation.*`.
 #[derive(Debug, Clone)]
 pub struct HttpFetcher {
-    client: reqwest::Client,
+    /// The client, or why it could not be built (reported by every fetch, so that building
+    /// the data plane stays infallible).
+    client: std::result::Result<reqwest::Client, String>,
     max_bytes: u64,
     block_private: bool,
 }
 
 impl HttpFetcher {
     /// A client configured from `federation.*`; rustls, no proxy from the environment.
-    pub fn new(settings: &FederationSettings) -> Result<Self> {
+    pub fn new(settings: &FederationSettings) -> Self {
         let block = settings.block_private_addresses;
         let policy = redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= MAX_REDIRECTS {
@@ -58,12 +60,12 @@ impl HttpFetcher {
         }
         let client = builder
             .build()
-            .map_err(|e| Error::Fetch(format!("cannot build the HTTP client: {e}")))?;
-        Ok(Self {
+            .map_err(|e| format!("cannot build the HTTP client: {e}"));
+        Self {
             client,
             max_bytes: settings.max_response_bytes,
             block_private: block,
-        })
+        }
     }
 
     /// GET `url` and return the body as text, enforcing status, content type and size.
@@ -72,8 +74,8 @@ impl HttpFetcher {
             url::Url::parse(url).map_err(|e| Error::Fetch(format!("{url}: bad URL: {e}")))?;
         check_url(&parsed, self.block_private)?;
         let fail = |e: reqwest::Error| Error::Fetch(format!("{url}: {}", with_sources(&e)));
-        let mut resp = self
-            .client
+        let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
+        let mut resp = client
             .get(parsed)
             .header(reqwest::header::ACCEPT, CONTENT_TYPE)
             .send()

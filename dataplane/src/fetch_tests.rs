@@ -45,7 +45,7 @@ async fn server() -> String {
 #[tokio::test]
 async fn fetches_entity_statements_and_enforces_type_size_and_redirects() {
     let base = server().await;
-    let f = HttpFetcher::new(&settings(1024, false)).unwrap();
+    let f = HttpFetcher::new(&settings(1024, false));
     assert_eq!(f.get(&format!("{base}/ok")).await.unwrap(), "a.b.c");
     assert_eq!(
         f.entity_configuration(&format!("{base}/")).await.unwrap(),
@@ -65,14 +65,14 @@ async fn times_out() {
     let base = server().await;
     let mut s = settings(1024, false);
     s.http_timeout = pharos_shared::config::Duration(Duration::from_millis(200));
-    let f = HttpFetcher::new(&s).unwrap();
+    let f = HttpFetcher::new(&s);
     assert!(f.get(&format!("{base}/slow")).await.is_err());
 }
 
 #[tokio::test]
 async fn blocking_refuses_loopback_literals_and_names() {
     let base = server().await;
-    let f = HttpFetcher::new(&settings(1024, true)).unwrap();
+    let f = HttpFetcher::new(&settings(1024, true));
     let e = f.get(&format!("{base}/ok")).await.unwrap_err().to_string();
     assert!(e.contains("non-public"), "{e}");
     let port = base.rsplit(':').next().unwrap();
