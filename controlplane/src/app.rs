@@ -65,7 +65,8 @@ impl App {
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;
         let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
-        let data = DataPlane::with_federation(control.snapshot_handle(), clock, &settings.federation);
+        let data =
+            DataPlane::with_federation(control.snapshot_handle(), clock, &settings.federation);
 
         let separate_admin = settings.api.admin.enabled && settings.api.admin.port != 0;
         let mut main = pharos_dataplane::router(data).merge(health(control.clone()));

@@ -76,9 +76,10 @@ fn parse(pairs: &[(String, String)]) -> Result<Params, FedError> {
             .map(|(_, v)| v.clone())
             .collect()
     };
-    let sub = all("sub").into_iter().next().ok_or_else(|| {
-        FedError::invalid_request("required parameter 'sub' not given")
-    })?;
+    let sub = all("sub")
+        .into_iter()
+        .next()
+        .ok_or_else(|| FedError::invalid_request("required parameter 'sub' not given"))?;
     let anchors = all("trust_anchor");
     if anchors.is_empty() {
         return Err(FedError::invalid_request(
@@ -88,7 +89,11 @@ fn parse(pairs: &[(String, String)]) -> Result<Params, FedError> {
     let mut types = all("entity_type");
     types.sort();
     types.dedup();
-    Ok(Params { sub, anchors, types })
+    Ok(Params {
+        sub,
+        anchors,
+        types,
+    })
 }
 
 /// Query string for GET, form body for POST.
@@ -104,7 +109,12 @@ async fn pairs(req: Request) -> Result<Vec<(String, String)>, FedError> {
 }
 
 /// The handler, called by the dispatcher for an endpoint of type `resolve`.
-pub async fn handler(dp: &DataPlane, snap: &Snapshot, entry: &EndpointEntry, req: Request) -> Response {
+pub async fn handler(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    req: Request,
+) -> Response {
     match answer(dp, snap, entry, req).await {
         Ok(body) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body),
         Err(e) => e.into_response(),
@@ -195,8 +205,13 @@ fn stored(
                 if let Some(aud) = caller.aud() {
                     claims.insert("aud".into(), aud.into());
                 }
-                let token = jose::sign(snap.keys.signer.as_ref(), RESOLVE_RESPONSE_TYP, &claims, None)
-                    .map_err(FedError::server_error)?;
+                let token = jose::sign(
+                    snap.keys.signer.as_ref(),
+                    RESOLVE_RESPONSE_TYP,
+                    &claims,
+                    None,
+                )
+                .map_err(FedError::server_error)?;
                 return Ok(Some(Bytes::from(token)));
             }
         }
@@ -207,8 +222,12 @@ fn stored(
 /// Resolution errors as federation error responses.
 fn fed_error(e: Error) -> FedError {
     match e {
-        Error::InvalidTrustAnchor(m) => FedError::new(StatusCode::NOT_FOUND, "invalid_trust_anchor", m),
-        Error::InvalidTrustChain(m) => FedError::new(StatusCode::BAD_REQUEST, "invalid_trust_chain", m),
+        Error::InvalidTrustAnchor(m) => {
+            FedError::new(StatusCode::NOT_FOUND, "invalid_trust_anchor", m)
+        }
+        Error::InvalidTrustChain(m) => {
+            FedError::new(StatusCode::BAD_REQUEST, "invalid_trust_chain", m)
+        }
         Error::InvalidMetadata(m) | Error::InvalidPolicy(m) => {
             FedError::new(StatusCode::BAD_REQUEST, "invalid_metadata", m)
         }

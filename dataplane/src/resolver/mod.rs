@@ -53,7 +53,9 @@ impl Query {
         let mut k = self.subject.clone();
         for a in &self.anchors {
             let mut h = DefaultHasher::new();
-            serde_json::to_string(&a.jwks).unwrap_or_default().hash(&mut h);
+            serde_json::to_string(&a.jwks)
+                .unwrap_or_default()
+                .hash(&mut h);
             k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
         }
         k.push('\n');

@@ -91,7 +91,8 @@ pub struct Proactive {
 impl Proactive {
     /// Reads the store back, then starts the workers and the ticker.
     pub async fn start<F: Fetcher + 'static>(settings: Settings, ctx: Context<F>) -> Arc<Self> {
-        let store = Arc::new(Store::open(&settings.dir, settings.store_jwt, settings.store_json).await);
+        let store =
+            Arc::new(Store::open(&settings.dir, settings.store_jwt, settings.store_json).await);
         let (tx, rx) = mpsc::channel(settings.queue);
         let me = Arc::new(Self {
             settings: settings.clone(),
@@ -99,8 +100,18 @@ impl Proactive {
             tx,
             queued: Arc::new(Mutex::new(HashSet::new())),
         });
-        tokio::spawn(work(rx, settings.concurrency, ctx.clone(), store, me.queued.clone()));
-        tokio::spawn(tick(Arc::downgrade(&me), ctx.clock.clone(), ctx.snapshot.clone()));
+        tokio::spawn(work(
+            rx,
+            settings.concurrency,
+            ctx.clone(),
+            store,
+            me.queued.clone(),
+        ));
+        tokio::spawn(tick(
+            Arc::downgrade(&me),
+            ctx.clock.clone(),
+            ctx.snapshot.clone(),
+        ));
         me
     }
 

@@ -97,6 +97,16 @@ impl<F: Fetcher + 'static> StatementCache<F> {
         }
     }
 
+    /// The cached text of an Entity Configuration, without side effects (for tests).
+    #[cfg(test)]
+    pub(crate) fn peek_configuration(&self, entity_id: &str) -> Option<String> {
+        let key = Wanted::Configuration(entity_id.to_owned()).key();
+        self.cache
+            .iter()
+            .find(|(k, _)| **k == key)
+            .map(|(_, v)| v.jws.clone())
+    }
+
     async fn get(&self, wanted: Wanted, rule: GraceRule, now: i64) -> Result<String> {
         let key = wanted.key();
         if let Some(hit) = self.cache.get(&key).await {

@@ -116,7 +116,9 @@ impl Store {
     /// key than `kid` (ours changed) is not served; the JSON form is, being signed anew.
     pub fn lookup(&self, job: &Job, kid: &str, now: i64) -> Option<Hit> {
         let m = self.entries.read().ok()?;
-        let s = m.get(&job.hash()).filter(|s| s.exp > now && s.job == *job)?;
+        let s = m
+            .get(&job.hash())
+            .filter(|s| s.exp > now && s.job == *job)?;
         if let Some(jwt) = &s.jwt {
             let same_key = std::str::from_utf8(jwt)
                 .ok()
