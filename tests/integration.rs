@@ -16,4 +16,5 @@ mod admin_input;
 mod cli;
 mod entity_configuration;
 mod registry;
+mod resolve;
 mod restart;
