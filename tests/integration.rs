@@ -15,6 +15,7 @@ mod support;
 mod admin_input;
 mod cli;
 mod entity_configuration;
+mod interop;
 mod registry;
 mod resolve;
 mod restart;
