@@ -75,7 +75,7 @@ impl App {
         }
 
         let shutdown = CancellationToken::new();
-        let mut tasks = Vec::new();
+        let mut tasks = vec![control.spawn_key_task(shutdown.clone())];
         let main_listener = match listeners.main {
             Some(l) => l,
             None => bind(&settings.server.ip_listen, settings.server.port).await?,

@@ -44,6 +44,10 @@ pub struct ControlPlane {
     pub settings: Arc<Settings>,
     /// Time source.
     pub clock: Arc<dyn Clock>,
+    /// Where our private keys live.
+    pub kms: keys::kms::Kms,
+    /// Wakes the key task when an admin change may have moved the next key transition.
+    pub key_events: tokio::sync::Notify,
     snapshot: Arc<ArcSwap<Snapshot>>,
     generation: AtomicU64,
     write: Mutex<()>,
@@ -57,19 +61,22 @@ impl ControlPlane {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
         let now = clock.now();
-        keys::ensure_signing_key(&db, &settings, now).await?;
+        let kms = keys::kms::Kms::open(&settings)?;
+        keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let snapshot = Snapshot {
             generation: 1,
             entity_id: settings.entity_id.as_str().into(),
             registry: Arc::new(load_registry(&db, now).await?),
             entity_configuration: Arc::new(load_ec(&db).await?),
             trust_anchors: Arc::new(load_trust_anchors(&db).await?),
-            keys: Arc::new(keys::load_keyset(&db, &settings, now).await?),
+            keys: Arc::new(keys::load_keyset(&db, &kms, now).await?),
         };
         Ok(Arc::new(Self {
             db,
             settings,
             clock,
+            kms,
+            key_events: tokio::sync::Notify::new(),
             snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
             generation: AtomicU64::new(1),
             write: Mutex::new(()),
@@ -111,7 +118,7 @@ impl ControlPlane {
                     next.trust_anchors = Arc::new(load_trust_anchors(&self.db).await?)
                 }
                 Section::Keys => {
-                    next.keys = Arc::new(keys::load_keyset(&self.db, &self.settings, now).await?)
+                    next.keys = Arc::new(keys::load_keyset(&self.db, &self.kms, now).await?)
                 }
             }
         }

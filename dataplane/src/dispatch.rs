@@ -39,6 +39,9 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     if entry.kind == EndpointType::Resolve {
         return crate::resolve::handler(&dp, &snap, entry, req).await;
     }
+    if entry.kind == EndpointType::HistoricalKeys {
+        return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+    }
     // Each endpoint type gets its handler as its issue lands; until then the endpoint can be
     // configured and published but answers that it is not available.
     FedError::new(

@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
 pub mod fetch;
+pub mod historical_keys;
 pub mod jwt_response;
 pub mod resolve;
 pub mod resolver;
@@ -36,6 +37,7 @@ pub struct DataPlane {
     pub resolver: Arc<Resolver<HttpFetcher>>,
     proactive: ArcSwapOption<Proactive>,
     proactive_change: tokio::sync::Mutex<()>,
+    historical_cache: historical_keys::HistoricalKeysCache,
 }
 
 impl DataPlane {
@@ -60,6 +62,7 @@ impl DataPlane {
             resolver: Resolver::new(Arc::new(HttpFetcher::new(federation))),
             proactive: ArcSwapOption::empty(),
             proactive_change: tokio::sync::Mutex::new(()),
+            historical_cache: historical_keys::HistoricalKeysCache::default(),
         });
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let me = dp.clone();

@@ -130,6 +130,7 @@ mod tests {
             keys: Arc::new(KeySet {
                 signer: Arc::new(key),
                 published,
+                historical: Vec::new(),
             }),
         }
     }
@@ -231,6 +232,7 @@ mod tests {
         s.keys = Arc::new(KeySet {
             signer: Arc::new(key),
             published: vec![a.clone(), b],
+            historical: Vec::new(),
         });
         assert_eq!(expiry(&s, 100), 700);
         let mut no_exp = a.clone();
@@ -239,6 +241,7 @@ mod tests {
         s.keys = Arc::new(KeySet {
             signer: Arc::new(k),
             published: vec![a, no_exp],
+            historical: Vec::new(),
         });
         assert_eq!(expiry(&s, 100), 100 + 86_400);
     }

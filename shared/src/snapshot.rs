@@ -199,6 +199,9 @@ pub struct KeySet {
     pub signer: Arc<dyn Signer>,
     /// Valid (not expired, not revoked) public keys, including announced future keys.
     pub published: Vec<Jwk>,
+    /// Expired and revoked keys (each with `exp`, and `revoked` when revoked), served by the
+    /// historical keys endpoint so that signatures made before a rollover stay verifiable.
+    pub historical: Vec<Jwk>,
 }
 
 impl KeySet {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use pharos_shared::chain::STANDARD_CLAIMS;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
@@ -17,18 +18,9 @@ use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
 
-/// Claims that Pharos sets itself and that an additional claim must not shadow.
-const RESERVED_CLAIMS: [&str; 9] = [
-    "iss",
-    "sub",
-    "iat",
-    "exp",
-    "jwks",
-    "metadata",
-    "authority_hints",
-    "crit",
-    "trust_marks",
-];
+/// The one standard claim an operator may set as an additional claim: Pharos does not
+/// compute `trust_anchor_hints` itself. Every other standard claim is Pharos's to set.
+const OPERATOR_STANDARD_CLAIMS: [&str; 1] = ["trust_anchor_hints"];
 
 /// Shows the unsigned Entity Configuration payload as it would be signed now.
 #[utoipa::path(get, path = "/entity-configuration", tag = "entity-configuration",
@@ -374,9 +366,16 @@ fn check_claim(c: &ClaimInput) -> Result<String> {
         .clone()
         .filter(|n| !n.is_empty())
         .ok_or_else(|| Error::BadRequest("claim is required".into()))?;
-    if RESERVED_CLAIMS.contains(&name.as_str()) {
+    if STANDARD_CLAIMS.contains(&name.as_str())
+        && !OPERATOR_STANDARD_CLAIMS.contains(&name.as_str())
+    {
         return Err(Error::BadRequest(format!(
             "claim {name:?} is set by Pharos itself"
+        )));
+    }
+    if c.crit && STANDARD_CLAIMS.contains(&name.as_str()) {
+        return Err(Error::BadRequest(format!(
+            "claim {name:?} is defined by the specification and cannot be listed in crit"
         )));
     }
     Ok(name)

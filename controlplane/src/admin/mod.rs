@@ -4,9 +4,11 @@
 //! the handlers themselves and cannot drift from what is served.
 
 pub mod actor;
+pub mod api_keys;
 pub mod body;
 pub mod endpoints;
 pub mod entity_configuration;
+pub mod kms;
 pub mod trust_anchors;
 
 use std::sync::Arc;
@@ -66,6 +68,26 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
             ec::get_claim_row,
             ec::put_claim_row,
             ec::delete_claim_row
+        ))
+        .routes(routes!(api_keys::list, api_keys::add))
+        .routes(routes!(
+            api_keys::update,
+            api_keys::rotate,
+            api_keys::remove
+        ))
+        .routes(routes!(kms::get_kms))
+        .routes(routes!(kms::put_alg))
+        .routes(routes!(kms::put_rsa_key_len))
+        .routes(routes!(kms::rotate))
+        .routes(routes!(
+            kms::get_rotation,
+            kms::put_rotation,
+            kms::patch_rotation
+        ))
+        .routes(routes!(
+            kms::get_kms_rotation,
+            kms::put_kms_rotation,
+            kms::patch_kms_rotation
         ))
         .split_for_parts()
 }

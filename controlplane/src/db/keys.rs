@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 
 /// Key set of keys Pharos signs with.
 pub const FEDERATION: &str = "federation";
+/// Key set of API-managed public keys (held elsewhere, only published by us).
+pub const API: &str = "api";
 
 /// One stored key.
 #[derive(Debug, Clone)]
@@ -83,4 +85,47 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, k: &KeyRow) -> Result<()> {
     .await
     .map_err(|e| Error::from_db(e, "key"))?;
     Ok(())
+}
+
+/// Sets a key's expiry.
+pub async fn set_exp(db: &Db, c: &mut AnyConnection, kid: &str, exp: Option<i64>) -> Result<u64> {
+    let r = sqlx::query(db.sql("UPDATE signing_keys SET exp = ? WHERE kid = ?"))
+        .bind(exp)
+        .bind(kid)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected())
+}
+
+/// Marks a key revoked at `at` (with `exp` no later than that, so that historical keys always
+/// carry one); it is never published or used again but stays listed as historical.
+pub async fn revoke(
+    db: &Db,
+    c: &mut AnyConnection,
+    kid: &str,
+    at: i64,
+    reason: Option<&str>,
+) -> Result<u64> {
+    let r = sqlx::query(db.sql(
+        "UPDATE signing_keys SET revoked_at = ?, reason = ?, \
+         exp = CASE WHEN exp IS NULL OR exp > ? THEN ? ELSE exp END \
+         WHERE kid = ? AND revoked_at IS NULL",
+    ))
+    .bind(at)
+    .bind(reason)
+    .bind(at)
+    .bind(at)
+    .bind(kid)
+    .execute(&mut *c)
+    .await?;
+    Ok(r.rows_affected())
+}
+
+/// Deletes a key for good (it will not appear in historical keys).
+pub async fn delete(db: &Db, c: &mut AnyConnection, kid: &str) -> Result<u64> {
+    let r = sqlx::query(db.sql("DELETE FROM signing_keys WHERE kid = ?"))
+        .bind(kid)
+        .execute(&mut *c)
+        .await?;
+    Ok(r.rows_affected())
 }

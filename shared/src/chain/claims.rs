@@ -7,8 +7,9 @@ use super::invalid;
 use crate::Result;
 use crate::jose::{self, Jwks};
 
-/// Claims defined by the spec; `crit` may not list them (§13.4).
-const STANDARD_CLAIMS: [&str; 18] = [
+/// Claims defined by the spec; `crit` may not list them (§13.4), and operators' additional
+/// claims may not shadow them.
+pub const STANDARD_CLAIMS: [&str; 18] = [
     "iss",
     "sub",
     "iat",

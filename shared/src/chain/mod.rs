@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::Error;
 use crate::jose::Jwks;
 
+pub use claims::STANDARD_CLAIMS;
 pub use collect::Fetcher;
 pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;

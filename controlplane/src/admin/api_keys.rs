@@ -1,0 +1,242 @@
+//! `/entity-configuration/keys`: API-managed public keys. Their private keys are held
+//! elsewhere; Pharos only publishes them in its `jwks` (while valid) and in its historical keys
+//! (once expired or revoked), e.g. to announce a key before an external signer starts using it.
+//!
+//! Unlike the reference service (reference §13 item 6), rotating an API-managed key reads and
+//! writes the same key set, so the old key is found and the new one is published.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use pharos_shared::jose::{Jwk, thumbprint};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::body::Json;
+use super::kms::revoke_params;
+use crate::db::keys::{self as repo, API, KeyRow};
+use crate::error::{Error, Result};
+use crate::keys::rotation;
+use crate::state::{ControlPlane, Section};
+
+type Cp = State<Arc<ControlPlane>>;
+
+/// JWK members that would make a "public" key private.
+const PRIVATE_MEMBERS: [&str; 7] = ["d", "p", "q", "dp", "dq", "qi", "k"];
+
+/// One API-managed key as shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeyEntry {
+    kid: String,
+    #[schema(value_type = Object)]
+    key: Jwk,
+    iat: i64,
+    nbf: i64,
+    exp: Option<i64>,
+    revoked_at: Option<i64>,
+    reason: Option<String>,
+}
+
+impl From<&KeyRow> for KeyEntry {
+    fn from(r: &KeyRow) -> Self {
+        Self {
+            kid: r.kid.clone(),
+            key: r.public_jwk.clone(),
+            iat: r.iat,
+            nbf: r.nbf,
+            exp: r.exp,
+            revoked_at: r.revoked_at,
+            reason: r.reason.clone(),
+        }
+    }
+}
+
+/// A key to add.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    /// Defaults to the key's `kid`, else its RFC 7638 thumbprint.
+    kid: Option<String>,
+    /// The public JWK.
+    #[schema(value_type = Object)]
+    key: Jwk,
+    iat: Option<i64>,
+    nbf: Option<i64>,
+    exp: Option<i64>,
+}
+
+/// The new key of a rotation.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateKey {
+    /// The new public JWK.
+    #[schema(value_type = Object)]
+    key: Jwk,
+    iat: Option<i64>,
+    /// When the new key takes over (default now).
+    nbf: Option<i64>,
+    exp: Option<i64>,
+    /// End of the old key (default nbf + rotation overlap).
+    old_key_exp: Option<i64>,
+}
+
+/// An expiry change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpUpdate {
+    exp: Option<i64>,
+}
+
+fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) -> Result<KeyRow> {
+    if key.get("kty").and_then(Value::as_str).is_none() {
+        return Err(Error::BadRequest("key must be a JWK with kty".into()));
+    }
+    if let Some(m) = PRIVATE_MEMBERS.iter().find(|m| key.contains_key(**m)) {
+        return Err(Error::BadRequest(format!(
+            "key must be a public key (it has the private member {m:?})"
+        )));
+    }
+    let own = key.get("kid").and_then(Value::as_str).map(String::from);
+    let kid = match (kid, own) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::BadRequest(format!(
+                "kid {a:?} does not match the key's kid {b:?}"
+            )));
+        }
+        (Some(k), _) | (None, Some(k)) => k,
+        (None, None) => thumbprint(&key)?,
+    };
+    key.insert("kid".into(), json!(kid));
+    let alg = key
+        .get("alg")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Ok(KeyRow {
+        kid,
+        key_set: API.into(),
+        alg,
+        public_jwk: key,
+        private_pem: None,
+        iat,
+        nbf,
+        exp,
+        revoked_at: None,
+        reason: None,
+    })
+}
+
+async fn find(cp: &ControlPlane, kid: &str) -> Result<KeyRow> {
+    repo::list(&cp.db)
+        .await?
+        .into_iter()
+        .find(|k| k.key_set == API && k.kid == kid)
+        .ok_or_else(|| Error::NotFound(format!("no API-managed key {kid:?}")))
+}
+
+/// Commits and republishes, then lets the key task plan for the new key's transitions.
+async fn publish(cp: &ControlPlane, tx: sqlx::Transaction<'_, sqlx::Any>) -> Result<()> {
+    tx.commit().await?;
+    cp.refresh(&[Section::Keys]).await?;
+    cp.key_events.notify_one();
+    Ok(())
+}
+
+/// Lists every API-managed key, including expired and revoked ones.
+#[utoipa::path(get, path = "/entity-configuration/keys", tag = "keys",
+    responses((status = 200, body = [KeyEntry])))]
+pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
+    let rows = repo::list(&cp.db).await?;
+    Ok(axum::Json(
+        rows.iter()
+            .filter(|k| k.key_set == API)
+            .map(KeyEntry::from)
+            .collect(),
+    ))
+}
+
+/// Adds a public key to publish.
+#[utoipa::path(post, path = "/entity-configuration/keys", tag = "keys", request_body = NewKey,
+    responses((status = 201, body = KeyEntry), (status = 400), (status = 409)))]
+pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
+    let now = cp.now();
+    let r = row(
+        b.kid,
+        b.key,
+        b.iat.unwrap_or(now),
+        b.nbf.unwrap_or(now),
+        b.exp,
+    )?;
+    let _w = cp.writer().await;
+    let mut tx = cp.db.pool.begin().await?;
+    repo::insert(&cp.db, &mut tx, &r).await?;
+    publish(&cp, tx).await?;
+    Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&r))))
+}
+
+/// Changes the expiry of an API-managed key.
+#[utoipa::path(put, path = "/entity-configuration/keys/{kid}", tag = "keys", request_body = ExpUpdate,
+    params(("kid" = String, Path)), responses((status = 200, body = KeyEntry), (status = 404)))]
+pub async fn update(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    Json(b): Json<ExpUpdate>,
+) -> Result<axum::Json<KeyEntry>> {
+    let _w = cp.writer().await;
+    let mut r = find(&cp, &kid).await?;
+    let mut tx = cp.db.pool.begin().await?;
+    repo::set_exp(&cp.db, &mut tx, &kid, b.exp).await?;
+    publish(&cp, tx).await?;
+    r.exp = b.exp;
+    Ok(axum::Json(KeyEntry::from(&r)))
+}
+
+/// Rotates an API-managed key: adds the new key and ends the old one at `old_key_exp`
+/// (default: the new key's `nbf` + the rotation overlap).
+#[utoipa::path(post, path = "/entity-configuration/keys/{kid}", tag = "keys", request_body = RotateKey,
+    params(("kid" = String, Path)), responses((status = 201, body = KeyEntry), (status = 400), (status = 404)))]
+pub async fn rotate(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    Json(b): Json<RotateKey>,
+) -> Result<impl IntoResponse> {
+    let now = cp.now();
+    let nbf = b.nbf.unwrap_or(now);
+    let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
+    let overlap = rotation::load(&cp.db).await?.overlap;
+    let _w = cp.writer().await;
+    let old = find(&cp, &kid).await?;
+    let old_exp = b.old_key_exp.unwrap_or(nbf + overlap);
+    let mut tx = cp.db.pool.begin().await?;
+    repo::insert(&cp.db, &mut tx, &new).await?;
+    repo::set_exp(&cp.db, &mut tx, &old.kid, Some(old_exp)).await?;
+    publish(&cp, tx).await?;
+    Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&new))))
+}
+
+/// Revokes (`revoke=true`, kept for historical keys) or deletes an API-managed key; always 204.
+#[utoipa::path(delete, path = "/entity-configuration/keys/{kid}", tag = "keys",
+    params(("kid" = String, Path), ("revoke" = Option<bool>, Query), ("reason" = Option<String>, Query)),
+    responses((status = 204), (status = 400)))]
+pub async fn remove(
+    State(cp): Cp,
+    Path(kid): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<StatusCode> {
+    let (revoke, reason) = revoke_params(q.as_deref())?;
+    let _w = cp.writer().await;
+    if find(&cp, &kid).await.is_err() {
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    let mut tx = cp.db.pool.begin().await?;
+    if revoke {
+        repo::revoke(&cp.db, &mut tx, &kid, cp.now(), reason.as_deref()).await?;
+    } else {
+        repo::delete(&cp.db, &mut tx, &kid).await?;
+    }
+    publish(&cp, tx).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

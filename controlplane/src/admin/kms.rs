@@ -1,0 +1,227 @@
+//! `/kms` and `/keys/rotation`: the signing configuration (algorithm, RSA key size, rotation
+//! policy) and immediate rotation. Paths and bodies follow the reference service so that
+//! operators' scripts keep working; `/keys/rotation` is the interface's name of `/kms/rotation`.
+
+use std::sync::Arc;
+
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use pharos_shared::config::{Duration, SUPPORTED_ALGS};
+use pharos_shared::jose::Algorithm;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::body::{Json, Text, integer};
+use crate::db::settings;
+use crate::error::{Error, Result};
+use crate::keys::lifecycle::check_reason;
+use crate::keys::rotation::{self, RotationSettings};
+use crate::keys::{current_alg, pending_alg, rsa_key_len};
+use crate::state::ControlPlane;
+
+type Cp = State<Arc<ControlPlane>>;
+
+/// The signing configuration as the reference service shows it (durations in seconds).
+async fn info(cp: &ControlPlane) -> Result<Value> {
+    let mut v = json!({
+        "kms": cp.kms.name(),
+        "alg": current_alg(&cp.db, &cp.settings).await?.as_str(),
+        "rsa_key_len": rsa_key_len(&cp.db, &cp.settings).await?,
+        "rotation": rotation::load(&cp.db).await?,
+    });
+    if let Some(p) = pending_alg(&cp.db).await? {
+        v["pending_alg"] = json!(p.alg.as_str());
+        v["alg_change_at"] = json!(p.at);
+    }
+    Ok(v)
+}
+
+/// Shows the KMS type, algorithm (and a scheduled change), RSA key size and rotation policy.
+#[utoipa::path(get, path = "/kms", tag = "keys", responses((status = 200, body = Object)))]
+pub async fn get_kms(State(cp): Cp) -> Result<axum::Json<Value>> {
+    Ok(axum::Json(info(&cp).await?))
+}
+
+/// Schedules a change of the signing algorithm (raw name, e.g. `ES384`): a key of the new
+/// algorithm is announced now and signs from now + the key announcement lead time.
+#[utoipa::path(put, path = "/kms/alg", tag = "keys", request_body(content = String, content_type = "text/plain"),
+    responses((status = 200, body = Object), (status = 400)))]
+pub async fn put_alg(State(cp): Cp, Text(body): Text) -> Result<axum::Json<Value>> {
+    let name = body.trim_matches('"');
+    if !SUPPORTED_ALGS.contains(&name) {
+        return Err(Error::BadRequest(format!(
+            "unsupported algorithm {name:?}; use one of {}",
+            SUPPORTED_ALGS.join(" ")
+        )));
+    }
+    let alg: Algorithm = name.parse()?;
+    cp.change_alg(alg).await?;
+    Ok(axum::Json(info(&cp).await?))
+}
+
+/// Sets the modulus size of RSA keys generated from now on (at least 2048).
+#[utoipa::path(put, path = "/kms/rsa-key-len", tag = "keys", request_body(content = String, content_type = "text/plain"),
+    responses((status = 200, body = Object), (status = 400)))]
+pub async fn put_rsa_key_len(State(cp): Cp, Text(body): Text) -> Result<axum::Json<Value>> {
+    let n = integer(&body)?;
+    if !(2048..=16384).contains(&n) {
+        return Err(Error::BadRequest(
+            "rsa key length must be between 2048 and 16384".into(),
+        ));
+    }
+    {
+        let _w = cp.writer().await;
+        let mut tx = cp.db.pool.begin().await?;
+        settings::set(&cp.db, &mut tx, settings::SIGNING, "rsa_key_len", &json!(n)).await?;
+        tx.commit().await?;
+    }
+    Ok(axum::Json(info(&cp).await?))
+}
+
+/// Rotates every signing key now (`revoke=true` revokes the old ones, with `reason`
+/// `unspecified`, `compromised` or `superseded`).
+#[utoipa::path(post, path = "/kms/rotate", tag = "keys",
+    params(("revoke" = Option<bool>, Query), ("reason" = Option<String>, Query)),
+    responses((status = 202, body = Object), (status = 400)))]
+pub async fn rotate(State(cp): Cp, RawQuery(q): RawQuery) -> Result<impl IntoResponse> {
+    let (revoke, reason) = revoke_params(q.as_deref())?;
+    cp.rotate_now(revoke, reason.as_deref()).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(info(&cp).await?)))
+}
+
+/// Reads `revoke` and `reason` from a query string.
+pub fn revoke_params(q: Option<&str>) -> Result<(bool, Option<String>)> {
+    let (mut revoke, mut reason) = (false, None);
+    for (k, v) in url::form_urlencoded::parse(q.unwrap_or_default().as_bytes()) {
+        match &*k {
+            "revoke" => {
+                revoke = match &*v {
+                    "true" | "1" => true,
+                    "false" | "0" | "" => false,
+                    other => {
+                        return Err(Error::BadRequest(format!(
+                            "revoke must be true or false, got {other:?}"
+                        )));
+                    }
+                }
+            }
+            "reason" if !v.is_empty() => reason = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    check_reason(reason.as_deref())?;
+    Ok((revoke, reason))
+}
+
+/// A rotation policy as sent: durations as seconds or strings such as `"168h"`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotationInput {
+    /// Whether keys rotate automatically.
+    enabled: Option<bool>,
+    /// Key lifetime.
+    #[schema(value_type = Option<String>)]
+    interval: Option<Duration>,
+    /// Verification period of the old key after a switch.
+    #[schema(value_type = Option<String>)]
+    overlap: Option<Duration>,
+    /// Fixed announcement lead time (0 = derived).
+    #[schema(value_type = Option<String>)]
+    key_announcement_lead_time: Option<Duration>,
+    /// Lead time as a multiple of the Entity Configuration lifetime (0 = not used).
+    key_announcement_lead_time_ec_multiplier: Option<f64>,
+}
+
+fn secs(d: Duration) -> Result<i64> {
+    i64::try_from(d.get().as_secs()).map_err(|_| Error::BadRequest("duration too large".into()))
+}
+
+impl RotationInput {
+    fn apply_to(self, mut s: RotationSettings) -> Result<RotationSettings> {
+        if let Some(v) = self.enabled {
+            s.enabled = v;
+        }
+        if let Some(v) = self.interval {
+            s.interval = secs(v)?;
+        }
+        if let Some(v) = self.overlap {
+            s.overlap = secs(v)?;
+        }
+        if let Some(v) = self.key_announcement_lead_time {
+            s.key_announcement_lead_time = secs(v)?;
+        }
+        if let Some(v) = self.key_announcement_lead_time_ec_multiplier {
+            s.key_announcement_lead_time_ec_multiplier = v;
+        }
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+async fn save(cp: &ControlPlane, s: RotationSettings) -> Result<axum::Json<RotationSettings>> {
+    {
+        let _w = cp.writer().await;
+        let mut tx = cp.db.pool.begin().await?;
+        rotation::store(&cp.db, &mut tx, &s).await?;
+        tx.commit().await?;
+    }
+    // Enabling (or changing) the policy may make a key due now; plan at once.
+    let lifetime = cp.snapshot().entity_configuration.lifetime;
+    rotation::resolve_lead_time(&s, lifetime);
+    cp.rotate_keys(cp.now()).await?;
+    cp.key_events.notify_one();
+    Ok(axum::Json(s))
+}
+
+async fn get_policy(cp: &ControlPlane) -> Result<axum::Json<RotationSettings>> {
+    Ok(axum::Json(rotation::load(&cp.db).await?))
+}
+
+async fn put_policy(
+    cp: &ControlPlane,
+    body: RotationInput,
+) -> Result<axum::Json<RotationSettings>> {
+    save(cp, body.apply_to(RotationSettings::default())?).await
+}
+
+async fn patch_policy(
+    cp: &ControlPlane,
+    body: RotationInput,
+) -> Result<axum::Json<RotationSettings>> {
+    let current = rotation::load(&cp.db).await?;
+    save(cp, body.apply_to(current)?).await
+}
+
+macro_rules! rotation_routes {
+    ($path:literal, $get:ident, $put:ident, $patch:ident) => {
+        /// Shows the key rotation policy (durations in seconds).
+        #[utoipa::path(get, path = $path, tag = "keys", responses((status = 200, body = RotationSettings)))]
+        pub async fn $get(State(cp): Cp) -> Result<axum::Json<RotationSettings>> {
+            get_policy(&cp).await
+        }
+
+        /// Replaces the key rotation policy (omitted fields take their defaults).
+        #[utoipa::path(put, path = $path, tag = "keys", request_body = RotationInput,
+            responses((status = 200, body = RotationSettings), (status = 400)))]
+        pub async fn $put(State(cp): Cp, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
+            put_policy(&cp, b).await
+        }
+
+        /// Changes some fields of the key rotation policy.
+        #[utoipa::path(patch, path = $path, tag = "keys", request_body = RotationInput,
+            responses((status = 200, body = RotationSettings), (status = 400)))]
+        pub async fn $patch(State(cp): Cp, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
+            patch_policy(&cp, b).await
+        }
+    };
+}
+
+rotation_routes!("/keys/rotation", get_rotation, put_rotation, patch_rotation);
+rotation_routes!(
+    "/kms/rotation",
+    get_kms_rotation,
+    put_kms_rotation,
+    patch_kms_rotation
+);

@@ -1,0 +1,148 @@
+//! The private-key backends behind one face: generate a key, and get a [`Signer`] for a stored
+//! key. Which backend is used is static configuration (`signing.kms`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pharos_shared::config::{Kms as KmsKind, Settings};
+use pharos_shared::jose::{Algorithm, Jwk, Signer, SigningKey};
+
+use super::pkcs11::{Token, TokenSigner};
+use crate::db::keys::KeyRow;
+use crate::error::{Error, Result};
+
+/// A freshly generated key, ready to be recorded.
+#[derive(Debug)]
+pub struct Generated {
+    /// Key id (RFC 7638 thumbprint).
+    pub kid: String,
+    /// Public JWK with `kid`, `use`, `alg`.
+    pub public_jwk: Jwk,
+    /// PKCS#8 PEM when the private key is kept in the database.
+    pub private_pem: Option<String>,
+}
+
+/// The configured key store.
+#[derive(Debug)]
+pub struct Kms {
+    kind: KmsKind,
+    key_dir: PathBuf,
+    key_file: Option<PathBuf>,
+    token: Option<Arc<Token>>,
+}
+
+impl Kms {
+    /// Opens the configured backend (for PKCS#11: loads the module and logs in).
+    pub fn open(cfg: &Settings) -> Result<Self> {
+        let fs = &cfg.signing.filesystem;
+        let token = match cfg.signing.kms {
+            KmsKind::Pkcs11 => Some(Token::open(&cfg.signing.pkcs11)?),
+            _ => None,
+        };
+        Ok(Self {
+            kind: cfg.signing.kms,
+            key_dir: PathBuf::from(&fs.key_dir),
+            key_file: (cfg.signing.kms == KmsKind::Filesystem && !fs.key_file.is_empty())
+                .then(|| PathBuf::from(&fs.key_file)),
+            token,
+        })
+    }
+
+    /// Name of the backend as the Admin API shows it.
+    pub fn name(&self) -> &'static str {
+        match self.kind {
+            KmsKind::Db => "db",
+            KmsKind::Filesystem => "filesystem",
+            KmsKind::Pkcs11 => "pkcs11",
+        }
+    }
+
+    /// A single static key file: no rotation and no algorithm change are possible.
+    pub fn static_key(&self) -> Option<&Path> {
+        self.key_file.as_deref()
+    }
+
+    /// Refuses operations that would need a new key when the key is static.
+    pub fn require_dynamic(&self) -> Result<()> {
+        match self.static_key() {
+            Some(_) => Err(Error::BadRequest(
+                "the signing key is a static key_file; it cannot be rotated or changed".into(),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Generates a key for `alg` in the backend.
+    pub fn generate(&self, alg: Algorithm, rsa_bits: u32) -> Result<Generated> {
+        self.require_dynamic()?;
+        if let Some(token) = &self.token {
+            let (kid, public_jwk) = token.generate(alg)?;
+            return Ok(Generated {
+                kid,
+                public_jwk,
+                private_pem: None,
+            });
+        }
+        let key = SigningKey::generate(alg, rsa_bits)?;
+        let private_pem = match self.kind {
+            KmsKind::Filesystem => {
+                write_pem(&self.key_dir, key.kid(), key.private_pem())?;
+                None
+            }
+            _ => Some(key.private_pem().to_string()),
+        };
+        Ok(Generated {
+            kid: key.kid().to_string(),
+            public_jwk: key.public_jwk().clone(),
+            private_pem,
+        })
+    }
+
+    /// The static key file's key, for recording at first start.
+    pub fn read_static(&self, alg: Algorithm) -> Result<Option<SigningKey>> {
+        self.static_key().map(|p| read_pem_key(p, alg)).transpose()
+    }
+
+    /// A signer for a stored key of ours.
+    pub fn signer(&self, row: &KeyRow) -> Result<Arc<dyn Signer>> {
+        let alg: Algorithm = row.alg.parse()?;
+        if let Some(pem) = &row.private_pem {
+            return Ok(Arc::new(SigningKey::from_pem(alg, pem)?));
+        }
+        if let Some(token) = &self.token {
+            let s = TokenSigner::new(token.clone(), alg, &row.kid, row.public_jwk.clone())?;
+            return Ok(Arc::new(s));
+        }
+        let path = match self.static_key() {
+            Some(p) => p.to_path_buf(),
+            None => self.key_dir.join(format!("{}.pem", row.kid)),
+        };
+        if self.kind != KmsKind::Filesystem {
+            return Err(Error::Internal(format!(
+                "private key of {} is not available",
+                row.kid
+            )));
+        }
+        Ok(Arc::new(read_pem_key(&path, alg)?))
+    }
+}
+
+fn write_pem(dir: &Path, kid: &str, pem: &str) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Internal(format!("cannot create key_dir {}: {e}", dir.display())))?;
+    let path = dir.join(format!("{kid}.pem"));
+    std::fs::write(&path, pem)
+        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+    }
+    Ok(())
+}
+
+fn read_pem_key(path: &Path, alg: Algorithm) -> Result<SigningKey> {
+    let pem = std::fs::read_to_string(path)
+        .map_err(|e| Error::Internal(format!("cannot read {}: {e}", path.display())))?;
+    Ok(SigningKey::from_pem(alg, &pem)?)
+}

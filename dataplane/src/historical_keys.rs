@@ -1,0 +1,77 @@
+//! `historical_keys` (spec §8.7): our expired and revoked keys as a signed JWK Set, so that
+//! signatures made before a rollover (or before a compromise was discovered) can still be
+//! judged.
+//!
+//! The key list changes only with the snapshot, so the signed answer is cached per snapshot
+//! generation like the Entity Configuration, and re-signed hourly to keep `iat` recent.
+
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use moka::future::Cache;
+use pharos_shared::jose;
+use pharos_shared::snapshot::Snapshot;
+use serde_json::{Map, Value, json};
+
+use crate::DataPlane;
+use crate::error::FedError;
+use crate::jwt_response::jwt;
+
+/// Media type of the response.
+pub const CONTENT_TYPE: &str = "application/jwk-set+jwt";
+/// JWT `typ` of the response.
+pub const TYP: &str = "jwk-set+jwt";
+
+/// A cached answer is re-signed after this long so that its `iat` stays recent.
+const MAX_CACHE_AGE: i64 = 3_600;
+
+#[derive(Debug)]
+struct Signed {
+    body: Bytes,
+    signed_at: i64,
+}
+
+/// Signed historical-key sets by snapshot generation.
+#[derive(Debug)]
+pub struct HistoricalKeysCache(Cache<u64, Arc<Signed>>);
+
+impl Default for HistoricalKeysCache {
+    fn default() -> Self {
+        Self(Cache::builder().max_capacity(4).build())
+    }
+}
+
+/// The claims at `now`: `iss`, `iat` and `keys`.
+pub fn claims(snap: &Snapshot, now: i64) -> Map<String, Value> {
+    let mut c = Map::new();
+    c.insert("iss".into(), json!(&*snap.entity_id));
+    c.insert("iat".into(), json!(now));
+    c.insert("keys".into(), json!(snap.keys.historical));
+    c
+}
+
+/// Answers a historical keys request from `snap`.
+pub async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
+    let cache = &dp.historical_cache.0;
+    if let Some(hit) = cache.get(&snap.generation).await {
+        if now < hit.signed_at + MAX_CACHE_AGE {
+            return jwt(CONTENT_TYPE, hit.body.clone());
+        }
+        cache.invalidate(&snap.generation).await;
+    }
+    let generation = snap.generation;
+    let signed = cache
+        .try_get_with(generation, async move {
+            let token = jose::sign(snap.keys.signer.as_ref(), TYP, &claims(&snap, now), None)?;
+            Ok::<_, pharos_shared::Error>(Arc::new(Signed {
+                body: Bytes::from(token),
+                signed_at: now,
+            }))
+        })
+        .await;
+    match signed {
+        Ok(s) => jwt(CONTENT_TYPE, s.body.clone()),
+        Err(e) => FedError::server_error(e).into_response(),
+    }
+}
