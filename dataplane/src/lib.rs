@@ -7,9 +7,9 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
-pub mod fetch;
 pub mod historical_keys;
 pub mod jwt_response;
+pub mod outbound;
 pub mod resolve;
 pub mod resolver;
 
@@ -23,7 +23,7 @@ use pharos_shared::endpoint::ResolveConfig;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
 
-use crate::fetch::HttpFetcher;
+use crate::outbound::HttpFetcher;
 use crate::resolver::Resolver;
 use crate::resolver::proactive::{self, Proactive};
 

@@ -230,5 +230,5 @@ pub fn is_non_public(ip: IpAddr) -> bool {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
-#[path = "fetch_tests.rs"]
+#[path = "outbound_tests.rs"]
 mod tests;
