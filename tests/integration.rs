@@ -12,12 +12,17 @@
 
 mod support;
 
+mod admin_auth;
 mod admin_input;
+mod admin_tls;
 mod cli;
+mod cors;
 mod entity_configuration;
 mod interop;
 mod keys;
 mod keys_admin;
+mod logging;
+mod openapi;
 mod pkcs11;
 mod registry;
 mod resolve;

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admin;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::http::{self, cors, layers, tls};
 use crate::state::ControlPlane;
 
 /// A running Pharos.
@@ -33,6 +34,7 @@ pub struct App {
     /// The control plane (tests inspect it).
     pub control: Arc<ControlPlane>,
     shutdown: CancellationToken,
+    drain: std::time::Duration,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -53,6 +55,7 @@ impl App {
         clock: Arc<dyn Clock>,
         listeners: Listeners,
     ) -> Result<Self> {
+        tls::install_crypto_provider();
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
             std::fs::create_dir_all(&settings.storage.data_dir).map_err(|e| {
@@ -68,32 +71,66 @@ impl App {
         let data =
             DataPlane::with_federation(control.snapshot_handle(), clock, &settings.federation);
 
-        let separate_admin = settings.api.admin.enabled && settings.api.admin.port != 0;
+        let admin = &settings.api.admin;
+        let separate_admin = admin.enabled && admin.port != 0;
+        let main_cors = cors::layer(&(&settings.server.cors).into())?;
+        let admin_cors = cors::layer(&(&admin.cors).into())?;
+        let admin_router = || {
+            let r = admin::router(control.clone());
+            match admin_cors.clone() {
+                Some(c) => r.layer(c),
+                None => r,
+            }
+        };
         let mut main = pharos_dataplane::router(data).merge(health(control.clone()));
-        if settings.api.admin.enabled && !separate_admin {
-            main = main.merge(admin::router(control.clone()));
+        if let Some(c) = main_cors {
+            main = main.layer(c);
         }
+        if admin.enabled && !separate_admin {
+            main = main.merge(admin_router());
+        }
+        let main = layers::common(main, &settings.server);
 
         let shutdown = CancellationToken::new();
+        let drain: std::time::Duration = settings.server.shutdown_timeout.into();
         let mut tasks = vec![control.spawn_key_task(shutdown.clone())];
         let main_listener = match listeners.main {
             Some(l) => l,
             None => bind(&settings.server.ip_listen, settings.server.port).await?,
         };
         let addr = main_listener.local_addr().map_err(io)?;
-        tasks.push(serve(main_listener, main, shutdown.clone()));
+        tasks.push(http::serve(main_listener, main, shutdown.clone()));
 
         let mut admin_addr = None;
         if separate_admin {
             let l = match listeners.admin {
                 Some(l) => l,
-                None => bind(&settings.server.ip_listen, settings.api.admin.port).await?,
+                None => bind(&settings.server.ip_listen, admin.port).await?,
             };
             admin_addr = Some(l.local_addr().map_err(io)?);
-            let router = admin::router(control.clone()).fallback(|| async {
+            let router = admin_router().fallback(|| async {
                 Error::NotFound("no such admin route".into()).into_response()
             });
-            tasks.push(serve(l, router, shutdown.clone()));
+            let router = layers::common(router, &settings.server);
+            if admin.tls.enabled {
+                let (cert, key) = (admin.tls.cert.clone(), admin.tls.key.clone());
+                let config = tls::load(&cert, &key).await?;
+                tasks.push(tls::reload_on_sighup(
+                    config.clone(),
+                    cert,
+                    key,
+                    shutdown.clone(),
+                )?);
+                tasks.push(tls::serve(l, config, router, shutdown.clone(), drain)?);
+            } else {
+                tasks.push(http::serve(l, router, shutdown.clone()));
+            }
+        }
+        if admin.enabled && !admin.users_enabled && crate::db::users::any(&control.db).await? {
+            tracing::warn!(
+                "api.admin.users_enabled is false but admin users exist: Basic authentication \
+                 stays required, and users cannot be managed through the API"
+            );
         }
         tracing::info!(%addr, ?admin_addr, entity_id = %settings.entity_id, "pharos is serving");
         Ok(Self {
@@ -101,15 +138,26 @@ impl App {
             admin_addr,
             control,
             shutdown,
+            drain,
             tasks,
         })
     }
 
-    /// Stops accepting, drains in-flight requests, and waits for the servers to end.
+    /// Stops accepting, drains in-flight requests for at most `server.shutdown_timeout`, and
+    /// waits for the servers to end; requests still running then are cut off.
     pub async fn shutdown(self) {
         self.shutdown.cancel();
-        for t in self.tasks {
-            let _ = t.await;
+        let aborts: Vec<_> = self.tasks.iter().map(|t| t.abort_handle()).collect();
+        let all = async {
+            for t in self.tasks {
+                let _ = t.await;
+            }
+        };
+        if tokio::time::timeout(self.drain, all).await.is_err() {
+            tracing::warn!(timeout = ?self.drain, "shutdown timeout reached; dropping unfinished requests");
+            for a in aborts {
+                a.abort();
+            }
         }
         self.control.db.pool.close().await;
     }
@@ -135,20 +183,6 @@ async fn bind(ip: &str, port: u16) -> Result<TcpListener> {
     TcpListener::bind((ip, port))
         .await
         .map_err(|e| Error::Internal(format!("cannot listen on {ip}:{port}: {e}")))
-}
-
-fn serve(listener: TcpListener, router: Router, stop: CancellationToken) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let r = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await;
-        if let Err(e) = r {
-            tracing::error!(error = %e, "server stopped with an error");
-        }
-    })
 }
 
 /// `/healthz` (the process is up) and `/readyz` (snapshot published, database answers).

@@ -18,6 +18,9 @@ pub enum Error {
     /// The resource already exists (409 `invalid_request`, as the reference service answers).
     #[error("{0}")]
     Conflict(String),
+    /// The request body exceeds `server.body_limit` (413 `invalid_request`).
+    #[error("{0}")]
+    PayloadTooLarge(String),
     /// Missing or wrong admin credentials (401 `invalid_client`).
     #[error("{0}")]
     Unauthorized(String),
@@ -54,6 +57,7 @@ impl Error {
             Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "invalid_request"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "invalid_client"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod app;
 pub mod db;
 pub mod error;
+pub mod http;
 pub mod keys;
 pub mod logging;
 pub mod state;

@@ -118,7 +118,14 @@ fn policy_resolve() -> ExitCode {
 }
 
 fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
-    pharos_controlplane::logging::init(&settings);
+    // Held until the end of `serve` so that buffered file output is flushed on exit.
+    let _log_guards = match pharos_controlplane::logging::init(&settings) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     for w in &warnings {
         tracing::warn!("{w}");
     }

@@ -113,6 +113,10 @@ async fn create_db(var: &str, name: &str) -> String {
 pub struct Pharos {
     pub app: Option<App>,
     pub base: String,
+    /// Base URL of the separate admin port, when started with one.
+    pub admin_base: Option<String>,
+    /// Basic credentials sent with [`Pharos::admin`] calls.
+    pub auth: Option<(String, String)>,
     pub settings: Settings,
     pub client: reqwest::Client,
     pub clock: Arc<dyn Clock>,
@@ -138,17 +142,63 @@ impl Pharos {
         settings.server.port = port;
         db.configure(&mut settings);
         f(&mut settings);
-        Self::launch(settings, clock, listener).await
+        Self::launch(settings, clock, listener, None).await
     }
 
-    async fn launch(settings: Settings, clock: Arc<dyn Clock>, listener: TcpListener) -> Self {
+    /// Starts Pharos with the Admin API on a separate port (bound here on `127.0.0.1:0`);
+    /// `client` talks to both ports (tests pass one that trusts their TLS CA).
+    pub async fn start_separate_admin(
+        db: &TestDb,
+        f: impl FnOnce(&mut Settings),
+        client: reqwest::Client,
+    ) -> Self {
+        let admin = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_port = admin.local_addr().unwrap().port();
+        let mut p = Self::start_with_listeners(db, admin_port, f, admin).await;
+        p.client = client;
+        p
+    }
+
+    async fn start_with_listeners(
+        db: &TestDb,
+        admin_port: u16,
+        f: impl FnOnce(&mut Settings),
+        admin: TcpListener,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut settings = Settings::default();
+        settings.entity_id = format!("http://127.0.0.1:{port}");
+        settings.server.ip_listen = "127.0.0.1".into();
+        settings.server.port = port;
+        settings.api.admin.port = admin_port;
+        db.configure(&mut settings);
+        f(&mut settings);
+        Self::launch(settings, Arc::new(SystemClock), listener, Some(admin)).await
+    }
+
+    async fn launch(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        listener: TcpListener,
+        admin: Option<TcpListener>,
+    ) -> Self {
         let base = format!("http://{}", listener.local_addr().unwrap());
+        let admin_base = admin.as_ref().map(|l| {
+            let scheme = if settings.api.admin.tls.enabled {
+                "https"
+            } else {
+                "http"
+            };
+            // "localhost" so that certificate name checks work.
+            format!("{scheme}://localhost:{}", l.local_addr().unwrap().port())
+        });
         let app = App::start(
             settings.clone(),
             clock.clone(),
             Listeners {
                 main: Some(listener),
-                admin: None,
+                admin,
             },
         )
         .await
@@ -156,6 +206,8 @@ impl Pharos {
         Self {
             app: Some(app),
             base,
+            admin_base,
+            auth: None,
             settings,
             client: reqwest::Client::builder().no_proxy().build().unwrap(),
             clock,
@@ -170,7 +222,10 @@ impl Pharos {
         let listener = TcpListener::bind(("127.0.0.1", self.settings.server.port))
             .await
             .unwrap();
-        Self::launch(self.settings.clone(), self.clock.clone(), listener).await
+        let auth = self.auth.clone();
+        let mut p = Self::launch(self.settings.clone(), self.clock.clone(), listener, None).await;
+        p.auth = auth;
+        p
     }
 
     pub async fn stop(mut self) {
@@ -183,12 +238,32 @@ impl Pharos {
         &self.settings.entity_id
     }
 
+    /// URL on the admin port when there is one, else on the main port.
     pub fn url(&self, path: &str) -> String {
+        let base = match &self.admin_base {
+            Some(a) if path.starts_with("/api/v1/admin") || path.starts_with("/admin/") => a,
+            _ => &self.base,
+        };
+        format!("{base}{path}")
+    }
+
+    /// URL on the main port, whatever the path.
+    pub fn main_url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// Sets (or clears) the Basic credentials of later admin calls.
+    pub fn login(&mut self, user: &str, password: &str) {
+        self.auth = Some((user.to_string(), password.to_string()));
     }
 
     pub async fn request(&self, method: Method, path: &str, body: Option<&str>) -> Response {
         let mut r = self.client.request(method, self.url(path));
+        if path.starts_with("/api/v1/admin")
+            && let Some((user, password)) = &self.auth
+        {
+            r = r.basic_auth(user, Some(password));
+        }
         if let Some(b) = body {
             r = r.body(b.to_string());
         }

@@ -9,6 +9,15 @@ use serde::de::DeserializeOwned;
 
 use crate::error::Error;
 
+/// A body that could not be read: too large (the configured limit) or broken off.
+fn unreadable(e: axum::extract::rejection::BytesRejection) -> Error {
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        Error::PayloadTooLarge("request body too large".into())
+    } else {
+        Error::BadRequest(format!("could not read body: {e}"))
+    }
+}
+
 /// A JSON body; any parse failure is `400 invalid_request`.
 #[derive(Debug)]
 pub struct Json<T>(pub T);
@@ -17,9 +26,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = Error;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| Error::BadRequest(format!("could not read body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         serde_json::from_slice(&bytes)
             .map(Json)
             .map_err(|e| Error::BadRequest(format!("invalid JSON body: {e}")))
@@ -34,9 +41,7 @@ impl<S: Send + Sync> FromRequest<S> for Text {
     type Rejection = Error;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| Error::BadRequest(format!("could not read body: {e}")))?;
+        let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         let s = std::str::from_utf8(&bytes)
             .map_err(|_| Error::BadRequest("body is not UTF-8 text".into()))?;
         Ok(Text(s.trim().to_string()))

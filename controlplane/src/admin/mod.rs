@@ -5,19 +5,22 @@
 
 pub mod actor;
 pub mod api_keys;
+pub mod auth;
 pub mod body;
+pub mod docs;
 pub mod endpoints;
 pub mod entity_configuration;
 pub mod kms;
+pub mod password;
 pub mod trust_anchors;
+pub mod users;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::http::{HeaderValue, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
+use axum::{Extension, Router};
+use pharos_shared::config::AdminSettings;
 use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -29,15 +32,39 @@ pub const PREFIX: &str = "/api/v1/admin";
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Pharos Admin API", description = "Runtime management of a Pharos OpenID Federation entity."),
-    servers((url = "/api/v1/admin"))
+    servers((url = "/api/v1/admin")),
+    modifiers(&BasicAuth)
 )]
 struct ApiDoc;
 
-/// The admin routes (relative to [`PREFIX`]) and their OpenAPI document.
-pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
+/// Declares HTTP Basic as the Admin API's security scheme; optional (`{}`) because the API is
+/// open until the first user exists.
+struct BasicAuth;
+
+impl utoipa::Modify for BasicAuth {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let scheme = SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Basic).build());
+        doc.components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme("basicAuth", scheme);
+        doc.security = Some(vec![
+            SecurityRequirement::new("basicAuth", Vec::<String>::new()),
+            SecurityRequirement::default(),
+        ]);
+    }
+}
+
+/// The admin routes (relative to [`PREFIX`]) and their OpenAPI document. Routes are added only
+/// through `routes!` so that each one is documented; `/users` only while `users_enabled`.
+pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
     use entity_configuration as ec;
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(endpoints::list, endpoints::create))
+    let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi());
+    if settings.users_enabled {
+        api = api
+            .routes(routes!(users::list, users::create))
+            .routes(routes!(users::get, users::update, users::delete));
+    }
+    api.routes(routes!(endpoints::list, endpoints::create))
         .routes(routes!(
             endpoints::get,
             endpoints::update,
@@ -90,25 +117,103 @@ pub fn routes() -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
             kms::patch_kms_rotation
         ))
         .split_for_parts()
+        .map_doc(tidy_document)
 }
 
-/// The Admin API mounted under [`PREFIX`], with its OpenAPI document at `openapi.json`.
-pub fn router(cp: Arc<ControlPlane>) -> Router {
-    let (api, doc) = routes();
-    let json = Arc::new(doc.to_pretty_json().unwrap_or_else(|_| "{}".into()));
-    let api = api.route(
-        "/openapi.json",
-        get(move || {
-            let json = json.clone();
-            async move {
-                let mut r = (*json).clone().into_response();
-                r.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                r
+trait MapDoc {
+    fn map_doc(self, f: fn(&mut utoipa::openapi::OpenApi)) -> Self;
+}
+
+impl<R> MapDoc for (R, utoipa::openapi::OpenApi) {
+    fn map_doc(mut self, f: fn(&mut utoipa::openapi::OpenApi)) -> Self {
+        f(&mut self.1);
+        self
+    }
+}
+
+/// Operation ids come from function names (`list`, `get`, …), which repeat across modules;
+/// OpenAPI requires them unique, so each is prefixed with its first tag (`trust_anchors_list`).
+fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
+    let mut used = std::collections::HashSet::new();
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            let tag = op.tags.as_ref().and_then(|t| t.first()).cloned();
+            if let (Some(tag), Some(id)) = (tag, op.operation_id.as_mut()) {
+                *id = format!("{}_{id}", tag.replace(['-', ' ', '/'], "_"));
             }
-        }),
-    );
-    Router::new().nest(PREFIX, api).with_state(cp)
+            // Handlers in different modules may share a name and a tag (e.g. two `rotate`s
+            // under `keys`): number the later ones so ids stay unique whatever is added.
+            if let Some(id) = op.operation_id.as_mut() {
+                let base = id.clone();
+                let mut n = 2;
+                while !used.insert(id.clone()) {
+                    *id = format!("{base}_{n}");
+                    n += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Makes the generated document valid OpenAPI: unique operation ids, and a description on
+/// every response (handlers often list bare status codes such as `(status = 404)`; those get the
+/// status's reason phrase). Done after all routes are registered, so later routes are covered.
+fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::RefOr;
+    unique_operation_ids(doc);
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ];
+        for op in ops.into_iter().flatten() {
+            for (code, resp) in op.responses.responses.iter_mut() {
+                if let RefOr::T(r) = resp
+                    && r.description.is_empty()
+                {
+                    r.description = code
+                        .parse::<u16>()
+                        .ok()
+                        .and_then(|c| axum::http::StatusCode::from_u16(c).ok())
+                        .and_then(|c| c.canonical_reason())
+                        .unwrap_or("Response")
+                        .to_string();
+                }
+            }
+        }
+    }
+}
+
+/// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
+/// documentation routes (see [`docs`]).
+pub fn router(cp: Arc<ControlPlane>) -> Router {
+    let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
+    let (api, doc) = routes(&cp.settings.api.admin);
+    let auth = auth::AuthState {
+        cp: cp.clone(),
+        passwords: passwords.clone(),
+    };
+    let api = api
+        .layer(axum::middleware::from_fn_with_state(auth, auth::middleware))
+        .layer(Extension(passwords));
+    Router::new()
+        .nest(PREFIX, api)
+        .with_state(cp)
+        .merge(docs::router(&doc))
 }

@@ -10,6 +10,7 @@ pub mod entity_config;
 pub mod keys;
 pub mod settings;
 pub mod trust_anchors;
+pub mod users;
 
 use std::borrow::Cow;
 
@@ -56,15 +57,26 @@ pub struct Db {
 
 /// Migrations embedded per dialect, in version order. A test checks that every file under
 /// `migrations/<dialect>/` is listed here.
-const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[(
-    1,
-    "foundation",
-    [
-        include_str!("../../../migrations/sqlite/0001_foundation.sql"),
-        include_str!("../../../migrations/mysql/0001_foundation.sql"),
-        include_str!("../../../migrations/postgres/0001_foundation.sql"),
-    ],
-)];
+const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
+    (
+        1,
+        "foundation",
+        [
+            include_str!("../../../migrations/sqlite/0001_foundation.sql"),
+            include_str!("../../../migrations/mysql/0001_foundation.sql"),
+            include_str!("../../../migrations/postgres/0001_foundation.sql"),
+        ],
+    ),
+    (
+        3,
+        "users",
+        [
+            include_str!("../../../migrations/sqlite/0003_users.sql"),
+            include_str!("../../../migrations/mysql/0003_users.sql"),
+            include_str!("../../../migrations/postgres/0003_users.sql"),
+        ],
+    ),
+];
 
 impl Db {
     /// Opens a pool for `url` (sqlx URL) with at most `max_connections`.

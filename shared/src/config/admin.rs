@@ -16,7 +16,8 @@ pub struct ApiSettings {
 pub struct AdminSettings {
     /// Mount the Admin API at all.
     pub enabled: bool,
-    /// Mount admin user management (and require Basic auth once users exist).
+    /// Mount admin user management (`/users`). Basic auth is required whenever users exist,
+    /// whatever this says: switching management off must not open a protected API.
     pub users_enabled: bool,
     /// 0 serves the Admin API on the main port; otherwise on this separate port.
     pub port: u16,

@@ -1,0 +1,188 @@
+//! `/users`: Admin API accounts (mounted while `api.admin.users_enabled`).
+//!
+//! Bodies and status codes follow the reference service (§3.6) so operators' scripts keep
+//! working; times are RFC 3339 there, unlike the Unix seconds of other records. The password
+//! hash never leaves this module.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::body::Json;
+use super::password::Passwords;
+use crate::db::users::{self as repo, UserRow};
+use crate::error::{Error, Result};
+use crate::state::ControlPlane;
+
+type Cp = State<std::sync::Arc<ControlPlane>>;
+
+/// An admin user as the API shows it (without the password hash).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct UserRecord {
+    /// Database id.
+    pub id: i64,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+    /// Last update, RFC 3339.
+    pub updated_at: String,
+    /// Login name.
+    pub username: String,
+    /// Free-text name.
+    pub display_name: String,
+    /// Refused at login.
+    pub disabled: bool,
+}
+
+fn rfc3339(secs: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+impl From<UserRow> for UserRecord {
+    fn from(r: UserRow) -> Self {
+        Self {
+            id: r.id,
+            created_at: rfc3339(r.created_at),
+            updated_at: rfc3339(r.updated_at),
+            username: r.username,
+            display_name: r.display_name,
+            disabled: r.disabled,
+        }
+    }
+}
+
+/// Body of `POST /users`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct NewUser {
+    /// Login name (required; no `:`, at most 255 characters).
+    pub username: Option<String>,
+    /// Password (required).
+    pub password: Option<String>,
+    /// Free-text name.
+    #[serde(default)]
+    pub display_name: String,
+}
+
+/// Body of `PUT /users/{username}`; absent fields stay as they are.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UserUpdate {
+    /// New free-text name.
+    pub display_name: Option<String>,
+    /// New password.
+    pub password: Option<String>,
+    /// Refuse or allow logins.
+    pub disabled: Option<bool>,
+}
+
+fn check_password(p: &str) -> Result<()> {
+    if p.is_empty() || p.len() > 1024 {
+        return Err(Error::BadRequest(
+            "password must be 1 to 1024 bytes long".into(),
+        ));
+    }
+    Ok(())
+}
+
+async fn existing(cp: &ControlPlane, username: &str) -> Result<UserRow> {
+    repo::get(&cp.db, username)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("unknown user {username:?}")))
+}
+
+/// Lists the admin users.
+#[utoipa::path(get, path = "/users", tag = "users",
+    responses((status = 200, body = [UserRecord])))]
+pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<UserRecord>>> {
+    let rows = repo::list(&cp.db).await?;
+    Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Creates an admin user; the first one switches on Basic authentication for the Admin API.
+#[utoipa::path(post, path = "/users", tag = "users", request_body = NewUser,
+    responses((status = 201, body = UserRecord), (status = 400), (status = 409)))]
+pub async fn create(
+    State(cp): Cp,
+    Extension(pw): Extension<Passwords>,
+    Json(input): Json<NewUser>,
+) -> Result<impl IntoResponse> {
+    let (Some(username), Some(password)) = (input.username, input.password) else {
+        return Err(Error::BadRequest(
+            "username and password are required".into(),
+        ));
+    };
+    if username.is_empty() || username.contains(':') || username.chars().count() > 255 {
+        return Err(Error::BadRequest(
+            "username must be 1 to 255 characters without ':'".into(),
+        ));
+    }
+    check_password(&password)?;
+    let now = cp.now();
+    let row = UserRow {
+        id: 0,
+        username,
+        password_hash: pw.hash(&password).await?,
+        display_name: input.display_name,
+        disabled: false,
+        created_at: now,
+        updated_at: now,
+    };
+    repo::insert(&cp.db, &row).await?;
+    let created = existing(&cp, &row.username).await?;
+    Ok((StatusCode::CREATED, axum::Json(UserRecord::from(created))))
+}
+
+/// Shows one admin user.
+#[utoipa::path(get, path = "/users/{username}", tag = "users",
+    params(("username" = String, Path, description = "Login name")),
+    responses((status = 200, body = UserRecord), (status = 404)))]
+pub async fn get(State(cp): Cp, Path(username): Path<String>) -> Result<axum::Json<UserRecord>> {
+    Ok(axum::Json(existing(&cp, &username).await?.into()))
+}
+
+/// Changes display name, password or the disabled flag of an admin user.
+#[utoipa::path(put, path = "/users/{username}", tag = "users",
+    params(("username" = String, Path, description = "Login name")),
+    request_body = UserUpdate,
+    responses((status = 200, body = UserRecord), (status = 400), (status = 404)))]
+pub async fn update(
+    State(cp): Cp,
+    Extension(pw): Extension<Passwords>,
+    Path(username): Path<String>,
+    Json(input): Json<UserUpdate>,
+) -> Result<axum::Json<UserRecord>> {
+    let mut row = existing(&cp, &username).await?;
+    if let Some(p) = &input.password {
+        check_password(p)?;
+        row.password_hash = pw.hash(p).await?;
+    }
+    if let Some(d) = input.display_name {
+        row.display_name = d;
+    }
+    if let Some(d) = input.disabled {
+        row.disabled = d;
+    }
+    row.updated_at = cp.now();
+    repo::update(&cp.db, &row).await?;
+    pw.forget_all();
+    Ok(axum::Json(existing(&cp, &username).await?.into()))
+}
+
+/// Deletes an admin user; deleting the last one makes the Admin API open again.
+#[utoipa::path(delete, path = "/users/{username}", tag = "users",
+    params(("username" = String, Path, description = "Login name")),
+    responses((status = 204), (status = 404)))]
+pub async fn delete(
+    State(cp): Cp,
+    Extension(pw): Extension<Passwords>,
+    Path(username): Path<String>,
+) -> Result<StatusCode> {
+    let row = existing(&cp, &username).await?;
+    repo::delete(&cp.db, row.id).await?;
+    pw.forget_all();
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,28 @@
+//! What both listeners share: CORS, the common request layers, plain and TLS serving.
+
+pub mod cors;
+pub mod layers;
+pub mod tls;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Serves `router` over plain HTTP on `listener` until `stop`, then drains in-flight requests
+/// (the caller bounds the drain with `server.shutdown_timeout`).
+pub fn serve(listener: TcpListener, router: Router, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let r = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, "server stopped with an error");
+        }
+    })
+}
