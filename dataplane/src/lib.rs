@@ -15,17 +15,12 @@ pub mod resolver;
 
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
 use pharos_shared::config::FederationSettings;
-use pharos_shared::endpoint::ResolveConfig;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
-
-use crate::outbound::HttpFetcher;
-use crate::resolver::Resolver;
-use crate::resolver::proactive::{self, Proactive};
 
 /// Shared state of the data plane's handlers.
 #[derive(Debug)]
@@ -33,10 +28,8 @@ pub struct DataPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
-    /// The resolver and its caches (statements, resolutions, signed responses).
-    pub resolver: Arc<Resolver<HttpFetcher>>,
-    proactive: ArcSwapOption<Proactive>,
-    proactive_change: tokio::sync::Mutex<()>,
+    /// Resolving: resolver, caches and proactive resolver.
+    pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: historical_keys::HistoricalKeysCache,
 }
 
@@ -47,65 +40,24 @@ impl DataPlane {
         Self::with_federation(snapshot, clock, &FederationSettings::default())
     }
 
-    /// A data plane whose resolver fetches with the `federation.*` limits. When the current
-    /// snapshot enables a proactive resolver, it is started at once (reading its stored
-    /// responses back), so a restarted resolver answers from disk from the first request.
+    /// A data plane whose resolver fetches with the `federation.*` limits (and starts the
+    /// proactive resolver when the snapshot enables one).
     pub fn with_federation(
         snapshot: Arc<ArcSwap<Snapshot>>,
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
     ) -> Arc<Self> {
-        let dp = Arc::new(Self {
+        Arc::new(Self {
+            resolve: resolver::service::ResolveService::start(
+                snapshot.clone(),
+                clock.clone(),
+                federation,
+            ),
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),
-            resolver: Resolver::new(Arc::new(HttpFetcher::new(federation))),
-            proactive: ArcSwapOption::empty(),
-            proactive_change: tokio::sync::Mutex::new(()),
             historical_cache: historical_keys::HistoricalKeysCache::default(),
-        });
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let me = dp.clone();
-            rt.spawn(async move {
-                let snap = me.snapshot();
-                if let Some(cfg) = resolver::resolve_config(&snap) {
-                    me.proactive(cfg).await;
-                }
-            });
-        }
-        dp
-    }
-
-    /// The proactive resolver `cfg` asks for, started (or restarted after a change of its
-    /// settings) on first use; `None` when it is not enabled.
-    pub async fn proactive(&self, cfg: &ResolveConfig) -> Option<Arc<Proactive>> {
-        let wanted = cfg
-            .proactive_resolver
-            .as_ref()
-            .and_then(proactive::Settings::from_config);
-        let current = self.proactive.load_full();
-        match (&wanted, &current) {
-            (None, None) => return None,
-            (Some(w), Some(p)) if p.settings == *w => return current,
-            _ => {}
-        }
-        let _change = self.proactive_change.lock().await;
-        let current = self.proactive.load_full();
-        let Some(wanted) = wanted else {
-            self.proactive.store(None);
-            return None;
-        };
-        if let Some(p) = current.filter(|p| p.settings == wanted) {
-            return Some(p);
-        }
-        let ctx = proactive::Context {
-            resolver: self.resolver.clone(),
-            snapshot: self.snapshot.clone(),
-            clock: self.clock.clone(),
-        };
-        let p = Proactive::start(wanted, ctx).await;
-        self.proactive.store(Some(p.clone()));
-        Some(p)
+        })
     }
 
     /// The current snapshot; load once per request and keep the `Arc` for its duration.

@@ -149,7 +149,7 @@ async fn answer(
         ));
     }
     let now = dp.now();
-    let proactive = dp.proactive(cfg).await;
+    let proactive = dp.resolve.proactive(cfg).await;
     if let Some(pr) = &proactive
         && let Some(body) = stored(pr, snap, &p, &anchors, &caller, now)?
     {
@@ -161,6 +161,7 @@ async fn answer(
         entity_types: p.types.clone(),
     };
     let res = dp
+        .resolve
         .resolver
         .resolve(&q, grace_rule(cfg), now)
         .await
@@ -172,7 +173,8 @@ async fn answer(
             entity_types: p.types.clone(),
         });
     }
-    dp.resolver
+    dp.resolve
+        .resolver
         .signed
         .get_or_sign(snap, &q.key(), &res, caller.aud(), now)
         .await

@@ -11,6 +11,7 @@
 //! The resolver does network and file I/O only; it never touches the database.
 
 pub mod proactive;
+pub mod service;
 pub mod signed;
 pub mod statements;
 pub mod store;
