@@ -16,6 +16,8 @@ const T0: i64 = 1_800_000_000;
 const TA: &str = "https://ta.example";
 const LEAF: &str = "https://leaf.example";
 const FETCH: &str = "https://ta.example/fetch";
+const TMI: &str = "https://tmi.example";
+const MARK: &str = "https://ta.example/marks/certified";
 
 /// A two-level federation whose statements are signed at fetch time (iat = now, one-hour
 /// lifetime), counting fetches per statement; `hold` blocks the upstream while write-locked.
@@ -23,6 +25,9 @@ const FETCH: &str = "https://ta.example/fetch";
 struct Upstream {
     ta: SigningKey,
     leaf: SigningKey,
+    tmi: SigningKey,
+    /// Whether the leaf carries Trust Marks (one valid, one forged, one unadmitted).
+    marks: bool,
     clock: Arc<ManualClock>,
     counts: Mutex<HashMap<String, usize>>,
     hold: RwLock<()>,
@@ -30,10 +35,16 @@ struct Upstream {
 
 impl Upstream {
     fn new(clock: Arc<ManualClock>) -> Arc<Self> {
+        Self::build(clock, false)
+    }
+
+    fn build(clock: Arc<ManualClock>, marks: bool) -> Arc<Self> {
         let key = || SigningKey::generate(Algorithm::ES256, 0).unwrap();
         Arc::new(Self {
             ta: key(),
             leaf: key(),
+            tmi: key(),
+            marks,
             clock,
             counts: Mutex::new(HashMap::new()),
             hold: RwLock::new(()),
@@ -61,6 +72,22 @@ impl Upstream {
         .unwrap()
     }
 
+    /// Trust Marks of the leaf: valid (exp in 10 minutes), signed by the wrong key, and from
+    /// an issuer the anchor does not list.
+    fn trust_marks(&self) -> serde_json::Value {
+        let now = self.clock.now();
+        let mark = |k: &SigningKey, iss: &str| {
+            let c = json!({"iss": iss, "sub": LEAF, "trust_mark_type": MARK, "iat": now, "exp": now + 600});
+            let jwt = sign(k, "trust-mark+jwt", c.as_object().unwrap(), None).unwrap();
+            json!({"trust_mark_type": MARK, "trust_mark": jwt})
+        };
+        json!([
+            mark(&self.tmi, TMI),
+            mark(&self.leaf, TMI),
+            mark(&self.tmi, "https://x.example")
+        ])
+    }
+
     async fn serve(&self, what: &str) -> Result<String> {
         *self.counts.lock().unwrap().entry(what.into()).or_default() += 1;
         let _open = self.hold.read().await;
@@ -71,13 +98,21 @@ impl Upstream {
             "ta" => self.statement(
                 &self.ta,
                 json!({"iss": TA, "sub": TA, "jwks": jwks(&self.ta),
+                       "trust_mark_issuers": {MARK: [TMI]},
                        "metadata": {"federation_entity": {"federation_fetch_endpoint": FETCH}}}),
             ),
-            "leaf" => self.statement(
-                &self.leaf,
-                json!({"iss": LEAF, "sub": LEAF, "jwks": jwks(&self.leaf), "authority_hints": [TA],
-                       "metadata": {"openid_relying_party": {"client_name": "leaf"}}}),
+            "tmi" => self.statement(
+                &self.tmi,
+                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi)}),
             ),
+            "leaf" => {
+                let mut c = json!({"iss": LEAF, "sub": LEAF, "jwks": jwks(&self.leaf), "authority_hints": [TA],
+                       "metadata": {"openid_relying_party": {"client_name": "leaf"}}});
+                if self.marks {
+                    c["trust_marks"] = self.trust_marks();
+                }
+                self.statement(&self.leaf, c)
+            }
             _ => self.statement(
                 &self.ta,
                 json!({"iss": TA, "sub": LEAF, "jwks": jwks(&self.leaf)}),
@@ -88,8 +123,12 @@ impl Upstream {
 
 impl Fetcher for Upstream {
     async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
-        self.serve(if entity_id == TA { "ta" } else { "leaf" })
-            .await
+        let what = match entity_id {
+            TA => "ta",
+            TMI => "tmi",
+            _ => "leaf",
+        };
+        self.serve(what).await
     }
 
     async fn subordinate_statement(&self, _endpoint: &str, _sub: &str) -> Result<String> {
@@ -230,4 +269,19 @@ async fn stored_responses_survive_a_reopen() {
         ..job
     };
     assert!(store.lookup(&other, key.kid(), T0).is_none());
+}
+
+#[tokio::test]
+async fn only_trust_marks_the_anchor_admits_and_that_verify_are_kept() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::build(clock.clone(), true);
+    let resolver = Resolver::new(up.clone());
+    let res = resolver
+        .resolve(&query(), GraceRule::default(), T0)
+        .await
+        .unwrap();
+    assert_eq!(res.marks.len(), 1, "{:?}", res.marks);
+    assert_eq!(res.marks[0].trust_mark_type, MARK);
+    assert_eq!(res.exp(), T0 + 600, "the mark's exp lowers the response's");
+    assert_eq!(up.count("tmi"), 1);
 }
