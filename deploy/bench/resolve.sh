@@ -48,7 +48,8 @@ storage:
   driver: sqlite
   data_dir: $WORK/$name/data
 logging:
-  level: warn
+  internal:
+    level: warn
 EOF
     "$BIN" serve --config "$WORK/$name/config.yaml" >"$WORK/$name/log" 2>&1 &
     LAST_PID=$!
