@@ -68,7 +68,8 @@ impl App {
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;
         let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
-        let data = DataPlane::new(control.snapshot_handle(), clock);
+        let data =
+            DataPlane::with_federation(control.snapshot_handle(), clock, &settings.federation);
 
         let admin = &settings.api.admin;
         let separate_admin = admin.enabled && admin.port != 0;

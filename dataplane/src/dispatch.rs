@@ -36,18 +36,21 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
     }
-    let query = req.uri().query().unwrap_or("");
+    let query = req.uri().query().unwrap_or("").to_owned();
     // Client authentication is not implemented yet: an auth-enabled endpoint must not answer
     // as if the client had been authenticated, so it stays unavailable (501) until it is.
     match entry.kind {
         EndpointType::Fetch if !entry.auth_enabled => {
-            return crate::fetch::handle(&dp, snap.clone(), entry, query).await;
+            return crate::fetch::handle(&dp, snap.clone(), entry, &query).await;
         }
         EndpointType::List if !entry.auth_enabled => {
-            return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+            return crate::list::handle(&dp.list_cache, snap.clone(), &query).await;
         }
         EndpointType::HistoricalKeys if !entry.auth_enabled => {
             return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+        }
+        EndpointType::Resolve => {
+            return crate::resolve::handler(&dp, &snap, entry, req).await;
         }
         _ => {}
     }

@@ -11,12 +11,16 @@ pub mod fetch;
 pub mod historical_keys;
 pub mod jwt_response;
 pub mod list;
+pub mod outbound;
+pub mod resolve;
+pub mod resolver;
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
+use pharos_shared::config::FederationSettings;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
 
@@ -26,6 +30,8 @@ pub struct DataPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
+    /// Resolving: resolver, caches and proactive resolver.
+    pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: historical_keys::HistoricalKeysCache,
     fetch_cache: fetch::FetchCache,
     list_cache: list::ListCache,
@@ -33,8 +39,24 @@ pub struct DataPlane {
 
 impl DataPlane {
     /// A data plane reading snapshots from `snapshot` (the control plane's publication point).
+    /// Outbound fetches use the default `federation.*` limits; see [`Self::with_federation`].
     pub fn new(snapshot: Arc<ArcSwap<Snapshot>>, clock: Arc<dyn Clock>) -> Arc<Self> {
+        Self::with_federation(snapshot, clock, &FederationSettings::default())
+    }
+
+    /// A data plane whose resolver fetches with the `federation.*` limits (and starts the
+    /// proactive resolver when the snapshot enables one).
+    pub fn with_federation(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        clock: Arc<dyn Clock>,
+        federation: &FederationSettings,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            resolve: resolver::service::ResolveService::start(
+                snapshot.clone(),
+                clock.clone(),
+                federation,
+            ),
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),

@@ -15,5 +15,6 @@ pub mod snapshot;
 pub mod subordinate;
 pub mod subordinate_statement;
 pub mod time;
+pub mod trust_mark;
 
 pub use error::{Error, Result};

@@ -16,7 +16,9 @@
 
 mod claims;
 mod collect;
+mod freshness;
 mod resolve;
+mod response;
 mod statement;
 mod validate;
 
@@ -30,7 +32,11 @@ use crate::jose::Jwks;
 
 pub use claims::STANDARD_CLAIMS;
 pub use collect::Fetcher;
+pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;
+pub use response::{
+    RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP, response_claims, response_exp,
+};
 pub use statement::Statement;
 pub use validate::{ValidatedChain, validate_chain};
 
