@@ -4,14 +4,17 @@
 //! [`Snapshot`] and from caches of signed responses. It never opens a database connection: state
 //! changes reach it only as new snapshots published by the control plane.
 
+pub mod client_auth;
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
 pub mod fetch;
 pub mod historical_keys;
+pub mod jwks_update;
 pub mod jwt_response;
 pub mod list;
 pub mod outbound;
+pub mod replay;
 pub mod resolve;
 pub mod resolver;
 
@@ -20,7 +23,8 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::config::FederationSettings;
+use pharos_shared::command::Commands;
+use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
 
@@ -35,6 +39,10 @@ pub struct DataPlane {
     historical_cache: historical_keys::HistoricalKeysCache,
     fetch_cache: fetch::FetchCache,
     list_cache: list::ListCache,
+    /// The control plane's command channel (state changes requested by requests).
+    pub commands: Commands,
+    /// Used client assertion identifiers.
+    pub replay: replay::ReplayStore,
 }
 
 impl DataPlane {
@@ -51,7 +59,23 @@ impl DataPlane {
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
     ) -> Arc<Self> {
+        // No control plane: state-changing requests answer 503, replays are kept in memory.
+        let (commands, _) = Commands::channel();
+        Self::connected(snapshot, clock, federation, commands, &JtiBackend::Cache)
+    }
+
+    /// A data plane wired to the control plane: `commands` carries its state changes, and
+    /// used `jti`s go to the store `jti_backend` names (`db` = through the control plane).
+    pub fn connected(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        clock: Arc<dyn Clock>,
+        federation: &FederationSettings,
+        commands: Commands,
+        jti_backend: &JtiBackend,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            replay: replay::ReplayStore::new(jti_backend, commands.clone()),
+            commands,
             resolve: resolver::service::ResolveService::start(
                 snapshot.clone(),
                 clock.clone(),

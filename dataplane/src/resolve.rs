@@ -7,8 +7,7 @@
 //! 404, `invalid_trust_chain` 400, `invalid_metadata` 400, `not_found` 404 when the subject's
 //! Entity Configuration cannot be fetched.
 
-use axum::extract::Request;
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::chain::{RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP};
@@ -22,12 +21,7 @@ use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
 use crate::resolver::{Query, allowed_anchors, anchor_spec, grace_rule};
 
-/// Largest form body accepted (POST with client authentication).
-const MAX_FORM_BYTES: usize = 64 * 1024;
-
-/// Who is asking. Client authentication (`private_key_jwt`, §8.8) arrives in a later issue;
-/// until then every caller is anonymous, and an endpoint that requires authentication
-/// refuses to answer rather than pretend (see [`authenticate`]).
+/// Who is asking, as the dispatcher's client authentication established it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Caller {
     /// No client authentication: the response has no `aud`.
@@ -46,19 +40,6 @@ impl Caller {
             Self::Authenticated { entity_id } => Some(entity_id),
         }
     }
-}
-
-/// The client authentication hook: anonymous when the endpoint does not require it; an
-/// honest 501 when it does, until `private_key_jwt` verification is implemented.
-fn authenticate(entry: &EndpointEntry, _form: &[(String, String)]) -> Result<Caller, FedError> {
-    if entry.auth_enabled {
-        return Err(FedError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "server_error",
-            "client authentication is not available in this version of Pharos",
-        ));
-    }
-    Ok(Caller::Anonymous)
 }
 
 /// The parsed request.
@@ -96,26 +77,15 @@ fn parse(pairs: &[(String, String)]) -> Result<Params, FedError> {
     })
 }
 
-/// Query string for GET, form body for POST.
-async fn pairs(req: Request) -> Result<Vec<(String, String)>, FedError> {
-    let parse = |b: &[u8]| form_urlencoded::parse(b).into_owned().collect::<Vec<_>>();
-    if req.method() == Method::POST {
-        let body = axum::body::to_bytes(req.into_body(), MAX_FORM_BYTES)
-            .await
-            .map_err(|e| FedError::invalid_request(format!("cannot read the form body: {e}")))?;
-        return Ok(parse(&body));
-    }
-    Ok(parse(req.uri().query().unwrap_or("").as_bytes()))
-}
-
 /// The handler, called by the dispatcher for an endpoint of type `resolve`.
 pub async fn handler(
     dp: &DataPlane,
     snap: &Snapshot,
     entry: &EndpointEntry,
-    req: Request,
+    form: Vec<(String, String)>,
+    caller: Caller,
 ) -> Response {
-    match answer(dp, snap, entry, req).await {
+    match answer(dp, snap, entry, &form, &caller).await {
         Ok(body) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body),
         Err(e) => e.into_response(),
     }
@@ -125,11 +95,10 @@ async fn answer(
     dp: &DataPlane,
     snap: &Snapshot,
     entry: &EndpointEntry,
-    req: Request,
+    form: &[(String, String)],
+    caller: &Caller,
 ) -> Result<Bytes, FedError> {
-    let form = pairs(req).await?;
-    let caller = authenticate(entry, &form)?;
-    let p = parse(&form)?;
+    let p = parse(form)?;
     let default = ResolveConfig::default();
     let cfg = match &entry.config {
         EndpointConfig::Resolve(c) => c,
@@ -151,7 +120,7 @@ async fn answer(
     let now = dp.now();
     let proactive = dp.resolve.proactive(cfg).await;
     if let Some(pr) = &proactive
-        && let Some(body) = stored(pr, snap, &p, &anchors, &caller, now)?
+        && let Some(body) = stored(pr, snap, &p, &anchors, caller, now)?
     {
         return Ok(body);
     }
