@@ -20,6 +20,7 @@ mod cors;
 mod entity_configuration;
 mod fetch_list;
 mod interop;
+mod jwks_refresh;
 mod keys;
 mod keys_admin;
 mod list;
