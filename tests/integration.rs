@@ -16,6 +16,8 @@ mod admin_auth;
 mod admin_input;
 mod admin_tls;
 mod cli;
+mod client_auth;
+mod client_auth_more;
 mod cors;
 mod entity_configuration;
 mod fetch_list;
