@@ -11,5 +11,6 @@ pub mod http;
 pub mod keys;
 pub mod logging;
 pub mod state;
+pub mod subs;
 
 pub use error::{Error, Result};

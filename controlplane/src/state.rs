@@ -14,13 +14,16 @@ use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::{
     AdditionalClaim, EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
 };
+use pharos_shared::subordinate::Subordinates;
 use pharos_shared::time::Clock;
 use serde_json::Value;
 use tokio::sync::{Mutex, MutexGuard};
 
+use crate::db::subordinates::SubKey;
 use crate::db::{self, Db, settings};
 use crate::error::Result;
 use crate::keys;
+use crate::subs;
 
 /// Parts of the snapshot that a change can touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +36,9 @@ pub enum Section {
     TrustAnchors,
     /// Our keys.
     Keys,
+    /// The general subordinate statement settings (per-subordinate changes use
+    /// [`ControlPlane::refresh_subordinate`], which does not reload the other 99,999).
+    SubordinateGeneral,
 }
 
 /// Shared state of the control plane.
@@ -50,6 +56,7 @@ pub struct ControlPlane {
     pub key_events: tokio::sync::Notify,
     snapshot: Arc<ArcSwap<Snapshot>>,
     generation: AtomicU64,
+    versions: AtomicU64,
     write: Mutex<()>,
 }
 
@@ -63,6 +70,7 @@ impl ControlPlane {
         let now = clock.now();
         let kms = keys::kms::Kms::open(&settings)?;
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
+        let versions = AtomicU64::new(1);
         let snapshot = Snapshot {
             generation: 1,
             entity_id: settings.entity_id.as_str().into(),
@@ -70,6 +78,8 @@ impl ControlPlane {
             entity_configuration: Arc::new(load_ec(&db).await?),
             trust_anchors: Arc::new(load_trust_anchors(&db).await?),
             keys: Arc::new(keys::load_keyset(&db, &kms, now).await?),
+            subordinates: Arc::new(subs::load_all(&db, &versions).await?),
+            keys_generation: 1,
         };
         Ok(Arc::new(Self {
             db,
@@ -79,6 +89,7 @@ impl ControlPlane {
             key_events: tokio::sync::Notify::new(),
             snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
             generation: AtomicU64::new(1),
+            versions,
             write: Mutex::new(()),
         }))
     }
@@ -108,6 +119,7 @@ impl ControlPlane {
     pub async fn refresh(&self, sections: &[Section]) -> Result<()> {
         let now = self.now();
         let mut next = Snapshot::clone(&self.snapshot.load());
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         for s in sections {
             match s {
                 Section::Registry => next.registry = Arc::new(load_registry(&self.db, now).await?),
@@ -120,11 +132,38 @@ impl ControlPlane {
                 Section::Keys => {
                     next.keys = Arc::new(keys::load_keyset(&self.db, &self.kms, now).await?)
                 }
+                Section::SubordinateGeneral => {
+                    let mut subs = Subordinates::clone(&next.subordinates);
+                    subs.general = Arc::new(subs::load_general(&self.db).await?);
+                    subs.general_version = self.next_version();
+                    next.subordinates = Arc::new(subs);
+                }
+            }
+            if matches!(s, Section::Keys | Section::Registry) {
+                next.keys_generation = generation;
             }
         }
+        next.generation = generation;
+        self.snapshot.store(Arc::new(next));
+        Ok(())
+    }
+
+    /// Reloads one subordinate (by entity identifier) from the database and publishes a new
+    /// snapshot that shares every other subordinate with the current one: O(log n), not O(n).
+    /// Call after commit, while holding the writer guard.
+    pub async fn refresh_subordinate(&self, entity_id: &str) -> Result<()> {
+        let row = db::subordinates::get(&self.db, SubKey::EntityId(entity_id)).await?;
+        let sub = row.map(|r| Arc::new(subs::to_snapshot(r, self.next_version())));
+        let mut next = Snapshot::clone(&self.snapshot.load());
+        next.subordinates = Arc::new(next.subordinates.with(entity_id, sub));
         next.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.snapshot.store(Arc::new(next));
         Ok(())
+    }
+
+    /// A fresh version number for a subordinate or the general settings (cache keys).
+    pub fn next_version(&self) -> u64 {
+        self.versions.fetch_add(1, Ordering::SeqCst) + 1
     }
 }
 

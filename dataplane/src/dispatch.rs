@@ -36,11 +36,24 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
     }
+    // Resolve answers 501 itself while client authentication is on (see resolve::authenticate).
     if entry.kind == EndpointType::Resolve {
         return crate::resolve::handler(&dp, &snap, entry, req).await;
     }
-    if entry.kind == EndpointType::HistoricalKeys {
-        return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+    let query = req.uri().query().unwrap_or("");
+    // Client authentication is not implemented yet: an auth-enabled endpoint must not answer
+    // as if the client had been authenticated, so it stays unavailable (501) until it is.
+    match entry.kind {
+        EndpointType::Fetch if !entry.auth_enabled => {
+            return crate::fetch::handle(&dp, snap.clone(), entry, query).await;
+        }
+        EndpointType::List if !entry.auth_enabled => {
+            return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+        }
+        EndpointType::HistoricalKeys if !entry.auth_enabled => {
+            return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+        }
+        _ => {}
     }
     // Each endpoint type gets its handler as its issue lands; until then the endpoint can be
     // configured and published but answers that it is not available.

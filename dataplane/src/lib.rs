@@ -7,8 +7,10 @@
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
+pub mod fetch;
 pub mod historical_keys;
 pub mod jwt_response;
+pub mod list;
 pub mod outbound;
 pub mod resolve;
 pub mod resolver;
@@ -31,6 +33,8 @@ pub struct DataPlane {
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: historical_keys::HistoricalKeysCache,
+    fetch_cache: fetch::FetchCache,
+    list_cache: list::ListCache,
 }
 
 impl DataPlane {
@@ -57,6 +61,8 @@ impl DataPlane {
             clock,
             ec_cache: entity_configuration::EcCache::new(),
             historical_cache: historical_keys::HistoricalKeysCache::default(),
+            fetch_cache: fetch::FetchCache::new(),
+            list_cache: list::ListCache::new(),
         })
     }
 

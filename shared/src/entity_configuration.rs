@@ -132,6 +132,8 @@ mod tests {
                 published,
                 historical: Vec::new(),
             }),
+            subordinates: Arc::default(),
+            keys_generation: 1,
         }
     }
 

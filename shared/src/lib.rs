@@ -12,6 +12,8 @@ pub mod error;
 pub mod jose;
 pub mod policy;
 pub mod snapshot;
+pub mod subordinate;
+pub mod subordinate_statement;
 pub mod time;
 pub mod trust_mark;
 

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::jose::{Jwk, Jwks, Signer};
+use crate::subordinate::Subordinates;
 
 /// Everything the data plane needs to answer a request, frozen at one instant.
 #[derive(Debug, Clone)]
@@ -29,6 +30,11 @@ pub struct Snapshot {
     pub trust_anchors: Arc<TrustAnchors>,
     /// Our signing key and published keys.
     pub keys: Arc<KeySet>,
+    /// Every subordinate and the general statement settings.
+    pub subordinates: Arc<Subordinates>,
+    /// Generation of the last change to our keys or the endpoint registry: together with a
+    /// subordinate's version and the general settings' version it keys signed statements.
+    pub keys_generation: u64,
 }
 
 /// One federation endpoint as served.

@@ -12,6 +12,7 @@ pub mod endpoints;
 pub mod entity_configuration;
 pub mod kms;
 pub mod password;
+pub mod subordinates;
 pub mod trust_anchors;
 pub mod users;
 
@@ -58,6 +59,7 @@ impl utoipa::Modify for BasicAuth {
 /// through `routes!` so that each one is documented; `/users` only while `users_enabled`.
 pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::openapi::OpenApi) {
     use entity_configuration as ec;
+    use subordinates as subs;
     let mut api = OpenApiRouter::with_openapi(ApiDoc::openapi());
     if settings.users_enabled {
         api = api
@@ -115,6 +117,151 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
             kms::get_kms_rotation,
             kms::put_kms_rotation,
             kms::patch_kms_rotation
+        ))
+        .routes(routes!(subs::crud::list, subs::crud::create))
+        .routes(routes!(
+            subs::crud::get,
+            subs::crud::put,
+            subs::crud::patch,
+            subs::crud::delete
+        ))
+        .routes(routes!(subs::crud::set_status))
+        .routes(routes!(subs::history::history))
+        .routes(routes!(subs::history::statement))
+        .routes(routes!(subs::jwks::get, subs::jwks::put, subs::jwks::add))
+        .routes(routes!(subs::jwks::remove))
+        .routes(routes!(subs::allowed_types::delete))
+        .routes(routes!(subs::allowed_types::general_delete))
+        .routes(routes!(
+            subs::claims::list,
+            subs::claims::replace,
+            subs::claims::add
+        ))
+        .routes(routes!(
+            subs::claims::get,
+            subs::claims::put,
+            subs::claims::delete
+        ))
+        .routes(routes!(
+            subs::general::get_lifetime,
+            subs::general::put_lifetime
+        ))
+        .routes(routes!(
+            subs::general::get_crit,
+            subs::general::put_crit,
+            subs::general::add_crit
+        ))
+        .routes(routes!(subs::general::delete_crit))
+        .routes(routes!(
+            subs::general::list_claims,
+            subs::general::put_claims,
+            subs::general::add_claim
+        ))
+        .routes(routes!(
+            subs::general::get_claim,
+            subs::general::put_claim,
+            subs::general::delete_claim
+        ))
+        .routes(routes!(
+            subs::constraints::get_constraints,
+            subs::constraints::put_constraints,
+            subs::constraints::post_constraints,
+            subs::constraints::delete_constraints
+        ))
+        .routes(routes!(
+            subs::constraints::get_max_path_length,
+            subs::constraints::put_max_path_length,
+            subs::constraints::delete_max_path_length
+        ))
+        .routes(routes!(
+            subs::constraints::get_naming_constraints,
+            subs::constraints::put_naming_constraints,
+            subs::constraints::delete_naming_constraints
+        ))
+        .routes(routes!(
+            subs::constraints::get_allowed_entity_types,
+            subs::constraints::put_allowed_entity_types,
+            subs::allowed_types::post
+        ))
+        .routes(routes!(
+            subs::constraints::general_get_constraints,
+            subs::constraints::general_put_constraints,
+            subs::constraints::general_delete_constraints
+        ))
+        .routes(routes!(
+            subs::constraints::general_get_max_path_length,
+            subs::constraints::general_put_max_path_length,
+            subs::constraints::general_delete_max_path_length
+        ))
+        .routes(routes!(
+            subs::constraints::general_get_naming_constraints,
+            subs::constraints::general_put_naming_constraints,
+            subs::constraints::general_delete_naming_constraints
+        ))
+        .routes(routes!(
+            subs::constraints::general_get_allowed_entity_types,
+            subs::constraints::general_put_allowed_entity_types,
+            subs::allowed_types::general_post
+        ))
+        .routes(routes!(
+            subs::metadata::get_metadata,
+            subs::metadata::put_metadata
+        ))
+        .routes(routes!(
+            subs::metadata::get_type,
+            subs::metadata::put_type,
+            subs::metadata::post_type,
+            subs::metadata::delete_type
+        ))
+        .routes(routes!(
+            subs::metadata::get_claim,
+            subs::metadata::put_claim,
+            subs::metadata::delete_claim
+        ))
+        .routes(routes!(
+            subs::policies::get_policy,
+            subs::policies::put_policy,
+            subs::policies::post_policy,
+            subs::policies::delete_policy
+        ))
+        .routes(routes!(
+            subs::policies::get_type,
+            subs::policies::put_type,
+            subs::policies::post_type,
+            subs::policies::delete_type
+        ))
+        .routes(routes!(
+            subs::policies::get_claim,
+            subs::policies::put_claim,
+            subs::policies::post_claim,
+            subs::policies::delete_claim
+        ))
+        .routes(routes!(
+            subs::policies::get_operator,
+            subs::policies::put_operator,
+            subs::policies::delete_operator
+        ))
+        .routes(routes!(
+            subs::general_policies::general_get_policy,
+            subs::general_policies::general_put_policy,
+            subs::general_policies::general_delete_policy
+        ))
+        .routes(routes!(
+            subs::general_policies::general_get_type,
+            subs::general_policies::general_put_type,
+            subs::general_policies::general_post_type,
+            subs::general_policies::general_delete_type
+        ))
+        .routes(routes!(
+            subs::general_policies::general_get_claim,
+            subs::general_policies::general_put_claim,
+            subs::general_policies::general_post_claim,
+            subs::general_policies::general_delete_claim
+        ))
+        .routes(routes!(
+            subs::general_policies::general_get_operator,
+            subs::general_policies::general_put_operator,
+            subs::general_policies::general_delete_operator
         ))
         .split_for_parts()
         .map_doc(tidy_document)

@@ -66,7 +66,7 @@ pub struct TrustAnchorInput {
     pub key_poll_interval: i64,
 }
 
-/// Checks a JWK Set given for a trust anchor: every key needs `kty`, and a `kid` unique in the set.
+/// Checks a JWK Set given for a trust anchor or subordinate: every key needs `kty`, and a `kid` unique in the set.
 pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
     let mut kids = std::collections::HashSet::new();
     for k in &jwks.keys {
@@ -83,7 +83,7 @@ pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
         }
         if k.contains_key("d") || k.contains_key("p") || k.contains_key("k") {
             return Err(Error::BadRequest(
-                "a trust anchor JWK Set must contain public keys only".into(),
+                "a JWK Set must contain public keys only".into(),
             ));
         }
     }

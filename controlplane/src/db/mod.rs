@@ -9,6 +9,9 @@ pub mod endpoints;
 pub mod entity_config;
 pub mod keys;
 pub mod settings;
+pub mod subordinate_claims;
+pub mod subordinate_events;
+pub mod subordinates;
 pub mod trust_anchors;
 pub mod users;
 
@@ -65,6 +68,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/sqlite/0001_foundation.sql"),
             include_str!("../../../migrations/mysql/0001_foundation.sql"),
             include_str!("../../../migrations/postgres/0001_foundation.sql"),
+        ],
+    ),
+    (
+        2,
+        "subordinates",
+        [
+            include_str!("../../../migrations/sqlite/0002_subordinates.sql"),
+            include_str!("../../../migrations/mysql/0002_subordinates.sql"),
+            include_str!("../../../migrations/postgres/0002_subordinates.sql"),
         ],
     ),
     (

@@ -9,6 +9,8 @@ use crate::error::Result;
 
 /// Scope of Entity Configuration settings.
 pub const EC: &str = "entity_configuration";
+/// Scope of the general (all-subordinates) statement settings.
+pub const SUBORDINATE: &str = "subordinate_statement";
 /// Scope of signing settings.
 pub const SIGNING: &str = "signing";
 
@@ -26,6 +28,16 @@ pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {
         }
         None => None,
     })
+}
+
+/// Removes one setting (no-op when unset).
+pub async fn unset(db: &Db, c: &mut AnyConnection, scope: &str, name: &str) -> Result<()> {
+    sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))
+        .bind(scope)
+        .bind(name)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
 }
 
 /// Writes one setting (delete + insert: portable across the three dialects, atomic inside the

@@ -1,0 +1,302 @@
+//! `constraints`: the `constraints` of statements, per subordinate (override) and general, as a
+//! whole and per member (`max_path_length`, `naming_constraints`, `allowed_entity_types`).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::docs::Doc;
+use super::{Cp, ops};
+use crate::admin::actor::Actor;
+use crate::admin::body::Json;
+use crate::error::Result;
+
+/// Shows the constraints (whole) in effect.
+#[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn get_constraints(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Value>> {
+    ops::get(&cp, Some(id.as_str()), Doc::Constraints, &[], false).await
+}
+
+/// Replaces the constraints (whole).
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 400), (status = 404)))]
+pub async fn put_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(&cp, Some(id.as_str()), Doc::Constraints, &[], body, &actor).await
+}
+
+/// Starts the subordinate's override as a copy of the general value (201).
+#[utoipa::path(post, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404)))]
+pub async fn post_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> Result<Response> {
+    ops::copy_general(&cp, &id, Doc::Constraints, &actor).await
+}
+
+/// Removes the constraints (the whole override or setting).
+#[utoipa::path(delete, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn delete_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(&cp, Some(id.as_str()), Doc::Constraints, &[], &actor).await
+}
+
+/// Shows `max_path_length` in effect.
+#[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints/max-path-length", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn get_max_path_length(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["max_path_length"],
+        false,
+    )
+    .await
+}
+
+/// Sets `max_path_length`.
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/constraints/max-path-length", tag = "subordinates", params(("subordinateID" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn put_max_path_length(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["max_path_length"],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes `max_path_length`.
+#[utoipa::path(delete, path = "/subordinates/{subordinateID}/constraints/max-path-length", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn delete_max_path_length(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["max_path_length"],
+        &actor,
+    )
+    .await
+}
+
+/// Shows `naming_constraints` in effect.
+#[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints/naming-constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn get_naming_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["naming_constraints"],
+        false,
+    )
+    .await
+}
+
+/// Sets `naming_constraints`.
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/constraints/naming-constraints", tag = "subordinates", params(("subordinateID" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn put_naming_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["naming_constraints"],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes `naming_constraints`.
+#[utoipa::path(delete, path = "/subordinates/{subordinateID}/constraints/naming-constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn delete_naming_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["naming_constraints"],
+        &actor,
+    )
+    .await
+}
+
+/// Shows `allowed_entity_types` in effect.
+#[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints/allowed-entity-types", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn get_allowed_entity_types(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["allowed_entity_types"],
+        false,
+    )
+    .await
+}
+
+/// Sets `allowed_entity_types`.
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/constraints/allowed-entity-types", tag = "subordinates", params(("subordinateID" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn put_allowed_entity_types(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        Some(id.as_str()),
+        Doc::Constraints,
+        &["allowed_entity_types"],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Shows the general constraints (whole) in effect.
+#[utoipa::path(get, path = "/subordinates/constraints", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_constraints(State(cp): Cp) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Constraints, &[], false).await
+}
+
+/// Replaces the general constraints (whole).
+#[utoipa::path(put, path = "/subordinates/constraints", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_constraints(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(&cp, None, Doc::Constraints, &[], body, &actor).await
+}
+
+/// Removes the general constraints (the whole override or setting).
+#[utoipa::path(delete, path = "/subordinates/constraints", tag = "subordinates", responses((status = 204), (status = 404)))]
+pub async fn general_delete_constraints(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Constraints, &[], &actor).await
+}
+
+/// Shows `max_path_length` in effect.
+#[utoipa::path(get, path = "/subordinates/constraints/max-path-length", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_max_path_length(State(cp): Cp) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Constraints, &["max_path_length"], false).await
+}
+
+/// Sets `max_path_length`.
+#[utoipa::path(put, path = "/subordinates/constraints/max-path-length", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_max_path_length(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Constraints,
+        &["max_path_length"],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes `max_path_length`.
+#[utoipa::path(delete, path = "/subordinates/constraints/max-path-length", tag = "subordinates", responses((status = 204), (status = 404)))]
+pub async fn general_delete_max_path_length(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Constraints, &["max_path_length"], &actor).await
+}
+
+/// Shows `naming_constraints` in effect.
+#[utoipa::path(get, path = "/subordinates/constraints/naming-constraints", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_naming_constraints(State(cp): Cp) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Constraints, &["naming_constraints"], false).await
+}
+
+/// Sets `naming_constraints`.
+#[utoipa::path(put, path = "/subordinates/constraints/naming-constraints", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_naming_constraints(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Constraints,
+        &["naming_constraints"],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes `naming_constraints`.
+#[utoipa::path(delete, path = "/subordinates/constraints/naming-constraints", tag = "subordinates", responses((status = 204), (status = 404)))]
+pub async fn general_delete_naming_constraints(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Constraints, &["naming_constraints"], &actor).await
+}
+
+/// Shows `allowed_entity_types` in effect.
+#[utoipa::path(get, path = "/subordinates/constraints/allowed-entity-types", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_allowed_entity_types(State(cp): Cp) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        None,
+        Doc::Constraints,
+        &["allowed_entity_types"],
+        false,
+    )
+    .await
+}
+
+/// Sets `allowed_entity_types`.
+#[utoipa::path(put, path = "/subordinates/constraints/allowed-entity-types", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_allowed_entity_types(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Constraints,
+        &["allowed_entity_types"],
+        body,
+        &actor,
+    )
+    .await
+}

@@ -1,0 +1,313 @@
+//! Create, read, update and delete subordinates; their status, history and statement preview.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use pharos_shared::jose::Jwks;
+use pharos_shared::subordinate::SubordinateStatus;
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{BasicRecord, Cp, FullRecord, event, find, full};
+use crate::admin::actor::Actor;
+use crate::admin::body::{Json, Text, entity_id};
+use crate::admin::trust_anchors::validate_jwks;
+use crate::db::subordinates::{self as repo, BasicWrite, SubKey};
+use crate::error::{Error, Result};
+
+/// Filters of the subordinate list.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// Only subordinates with this status.
+    pub status: Option<String>,
+    /// Only subordinates registered with this entity type.
+    pub entity_type: Option<String>,
+}
+
+/// Lists subordinates, optionally filtered by status and entity type.
+#[utoipa::path(get, path = "/subordinates", tag = "subordinates", params(ListQuery),
+    responses((status = 200, body = [BasicRecord]), (status = 400)))]
+pub async fn list(
+    State(cp): Cp,
+    Query(q): Query<ListQuery>,
+) -> Result<axum::Json<Vec<BasicRecord>>> {
+    let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => Some(parse_status(s)?),
+        None => None,
+    };
+    let rows = repo::list(&cp.db).await?;
+    Ok(axum::Json(
+        rows.iter()
+            .filter(|r| status.is_none_or(|s| r.status == s.as_str()))
+            .filter(|r| {
+                q.entity_type
+                    .as_ref()
+                    .is_none_or(|t| r.registered_entity_types.contains(t))
+            })
+            .map(Into::into)
+            .collect(),
+    ))
+}
+
+fn parse_status(s: &str) -> Result<SubordinateStatus> {
+    SubordinateStatus::parse(s).ok_or_else(|| {
+        Error::BadRequest(format!(
+            "invalid status {s:?}: expected active, pending, blocked or inactive"
+        ))
+    })
+}
+
+/// Body of `POST /subordinates`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateInput {
+    /// Entity identifier (required).
+    pub entity_id: Option<String>,
+    /// Initial status (default `active`; `active` requires keys).
+    pub status: Option<String>,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// Registered entity types.
+    #[serde(default)]
+    pub registered_entity_types: Vec<String>,
+    /// The subordinate's federation keys.
+    #[schema(value_type = Object)]
+    pub jwks: Option<Jwks>,
+    /// Poll the subordinate's keys.
+    #[serde(default)]
+    pub enable_jwks_update: bool,
+    /// Poll interval, seconds (0 = derive).
+    #[serde(default)]
+    pub jwks_poll_interval: i64,
+}
+
+fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> Result<()> {
+    if status == SubordinateStatus::Active && jwks.as_ref().is_none_or(|j| j.keys.is_empty()) {
+        return Err(Error::BadRequest(
+            "status cannot be active without keys".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_types(types: &[String]) -> Result<()> {
+    if types.iter().any(|t| t.trim().is_empty() || t.len() > 255) {
+        return Err(Error::BadRequest(
+            "registered_entity_types must be non-empty strings of at most 255 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Adds a subordinate.
+#[utoipa::path(post, path = "/subordinates", tag = "subordinates", request_body = CreateInput,
+    responses((status = 201, body = FullRecord), (status = 400), (status = 409)))]
+pub async fn create(
+    State(cp): Cp,
+    actor: Actor,
+    Json(input): Json<CreateInput>,
+) -> Result<impl IntoResponse> {
+    let entity = input
+        .entity_id
+        .clone()
+        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+    entity_id("entity_id", &entity)?;
+    if entity == cp.settings.entity_id {
+        return Err(Error::BadRequest(
+            "a subordinate cannot be ourselves".into(),
+        ));
+    }
+    let status = match input.status.as_deref() {
+        Some(s) => parse_status(s)?,
+        None => SubordinateStatus::Active,
+    };
+    if let Some(j) = &input.jwks {
+        validate_jwks(j)?;
+    }
+    require_keys(status, &input.jwks)?;
+    check_types(&input.registered_entity_types)?;
+    if input.jwks_poll_interval < 0 {
+        return Err(Error::BadRequest(
+            "jwks_poll_interval must not be negative".into(),
+        ));
+    }
+    let _w = cp.writer().await;
+    if repo::get(&cp.db, SubKey::EntityId(&entity))
+        .await?
+        .is_some()
+    {
+        return Err(Error::Conflict(format!(
+            "subordinate {entity:?} already exists"
+        )));
+    }
+    let now = cp.now();
+    let basic = BasicWrite {
+        description: input.description,
+        status: status.as_str().into(),
+        enable_jwks_update: input.enable_jwks_update,
+        jwks_poll_interval: input.jwks_poll_interval,
+    };
+    let mut tx = cp.db.pool.begin().await?;
+    let id = repo::insert(&cp.db, &mut tx, &entity, &basic, &input.jwks, now).await?;
+    repo::set_types(&cp.db, &mut tx, id, &input.registered_entity_types).await?;
+    let row = crate::db::subordinates::SubordinateRow {
+        id,
+        entity_id: entity.clone(),
+        description: String::new(),
+        status: basic.status.clone(),
+        enable_jwks_update: false,
+        jwks_poll_interval: 0,
+        jwks: None,
+        metadata: None,
+        metadata_policy: None,
+        constraints: None,
+        created_at: now,
+        updated_at: now,
+        registered_entity_types: vec![],
+        additional_claims: vec![],
+    };
+    event(
+        &cp,
+        &mut tx,
+        &row,
+        &actor,
+        "created",
+        Some("subordinate created".into()),
+    )
+    .await?;
+    tx.commit().await?;
+    cp.refresh_subordinate(&entity).await?;
+    let row = find(&cp, &entity).await?;
+    Ok((StatusCode::CREATED, axum::Json(full(&cp, &row))))
+}
+
+/// Shows one subordinate with the documents in effect.
+#[utoipa::path(get, path = "/subordinates/{subordinateID}", tag = "subordinates",
+    params(("subordinateID" = String, Path, description = "numeric id or URL-encoded entity identifier")),
+    responses((status = 200, body = FullRecord), (status = 404)))]
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<FullRecord>> {
+    Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
+}
+
+/// Body of `PUT`/`PATCH /subordinates/{subordinateID}`: every field optional.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdateInput {
+    /// Free text.
+    pub description: Option<String>,
+    /// Registered entity types (replaced as a whole).
+    pub registered_entity_types: Option<Vec<String>>,
+    /// Poll the subordinate's keys.
+    pub enable_jwks_update: Option<bool>,
+    /// Poll interval, seconds.
+    pub jwks_poll_interval: Option<i64>,
+}
+
+async fn apply_update(
+    cp: &crate::state::ControlPlane,
+    id: &str,
+    actor: &Actor,
+    u: UpdateInput,
+) -> Result<FullRecord> {
+    if let Some(t) = &u.registered_entity_types {
+        check_types(t)?;
+    }
+    if u.jwks_poll_interval.is_some_and(|i| i < 0) {
+        return Err(Error::BadRequest(
+            "jwks_poll_interval must not be negative".into(),
+        ));
+    }
+    let _w = cp.writer().await;
+    let row = find(cp, id).await?;
+    let basic = BasicWrite {
+        description: u.description.unwrap_or_else(|| row.description.clone()),
+        status: row.status.clone(),
+        enable_jwks_update: u.enable_jwks_update.unwrap_or(row.enable_jwks_update),
+        jwks_poll_interval: u.jwks_poll_interval.unwrap_or(row.jwks_poll_interval),
+    };
+    let mut tx = cp.db.pool.begin().await?;
+    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    if let Some(t) = &u.registered_entity_types {
+        repo::set_types(&cp.db, &mut tx, row.id, t).await?;
+    }
+    event(
+        cp,
+        &mut tx,
+        &row,
+        actor,
+        "updated",
+        Some("subordinate updated".into()),
+    )
+    .await?;
+    tx.commit().await?;
+    cp.refresh_subordinate(&row.entity_id).await?;
+    Ok(full(cp, &find(cp, id).await?))
+}
+
+/// Updates basic fields of a subordinate (same as PATCH).
+#[utoipa::path(put, path = "/subordinates/{subordinateID}", tag = "subordinates",
+    params(("subordinateID" = String, Path)), request_body = UpdateInput,
+    responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
+pub async fn put(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(u): Json<UpdateInput>,
+) -> Result<axum::Json<FullRecord>> {
+    Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
+}
+
+/// Partially updates a subordinate.
+#[utoipa::path(patch, path = "/subordinates/{subordinateID}", tag = "subordinates",
+    params(("subordinateID" = String, Path)), request_body = UpdateInput,
+    responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
+pub async fn patch(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(u): Json<UpdateInput>,
+) -> Result<axum::Json<FullRecord>> {
+    Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
+}
+
+/// Deletes a subordinate with its history (hard delete: the entity can be added again).
+#[utoipa::path(delete, path = "/subordinates/{subordinateID}", tag = "subordinates",
+    params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn delete(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
+    let _w = cp.writer().await;
+    let row = find(&cp, &id).await?;
+    let mut tx = cp.db.pool.begin().await?;
+    repo::delete(&cp.db, &mut tx, row.id).await?;
+    tx.commit().await?;
+    cp.refresh_subordinate(&row.entity_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sets the status (plain-text body): how enrollment requests are approved or declined.
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/status", tag = "subordinates",
+    params(("subordinateID" = String, Path)), request_body(content = String, content_type = "text/plain"),
+    responses((status = 200, body = FullRecord), (status = 400), (status = 404)))]
+pub async fn set_status(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Text(body): Text,
+) -> Result<axum::Json<FullRecord>> {
+    let status = parse_status(&body)?;
+    let _w = cp.writer().await;
+    let mut row = find(&cp, &id).await?;
+    require_keys(status, &row.jwks)?;
+    let old = std::mem::replace(&mut row.status, status.as_str().into());
+    let basic = BasicWrite {
+        description: row.description.clone(),
+        status: row.status.clone(),
+        enable_jwks_update: row.enable_jwks_update,
+        jwks_poll_interval: row.jwks_poll_interval,
+    };
+    let mut tx = cp.db.pool.begin().await?;
+    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    let msg = format!("status changed from {old} to {status}");
+    event(&cp, &mut tx, &row, &actor, "status_updated", Some(msg)).await?;
+    tx.commit().await?;
+    cp.refresh_subordinate(&row.entity_id).await?;
+    Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
+}

@@ -1,0 +1,323 @@
+//! The JSON documents of statements (metadata, metadata policy, constraints), edited as a
+//! whole or member by member, for one subordinate (its override) or for all of them (the
+//! general setting).
+//!
+//! Reads show the value in effect (override, else general). Granular writes on a subordinate
+//! start from its own override, or from an empty document when it has none: they never copy
+//! the general value in (reference §13 item 7). `POST` on the whole document is the explicit
+//! way to start an override from a copy of the general value.
+
+use pharos_shared::policy::{Constraints, check_metadata_policy};
+use serde_json::{Map, Value};
+
+use super::{Actor, event, find};
+use crate::db::settings;
+use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};
+use crate::error::{Error, Result};
+use crate::state::{ControlPlane, Section};
+
+/// Which document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doc {
+    /// `metadata`.
+    Metadata,
+    /// `metadata_policy`.
+    Policy,
+    /// `constraints`.
+    Constraints,
+}
+
+impl Doc {
+    fn column(self) -> DocColumn {
+        match self {
+            Self::Metadata => DocColumn::Metadata,
+            Self::Policy => DocColumn::MetadataPolicy,
+            Self::Constraints => DocColumn::Constraints,
+        }
+    }
+
+    fn setting(self) -> &'static str {
+        match self {
+            Self::Metadata => "metadata",
+            Self::Policy => "metadata_policy",
+            Self::Constraints => "constraints",
+        }
+    }
+
+    fn event(self, deleted: bool) -> &'static str {
+        match (self, deleted) {
+            (Self::Metadata, false) => "metadata_updated",
+            (Self::Metadata, true) => "metadata_deleted",
+            (Self::Policy, false) => "policy_updated",
+            (Self::Policy, true) => "policy_deleted",
+            (Self::Constraints, false) => "constraints_updated",
+            (Self::Constraints, true) => "constraints_deleted",
+        }
+    }
+}
+
+/// One subordinate, or all of them.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A subordinate's override.
+    Sub(Box<SubordinateRow>),
+    /// The general setting.
+    General,
+}
+
+/// The target addressed by an optional `{subordinateID}`.
+pub async fn target(cp: &ControlPlane, id: Option<&str>) -> Result<Target> {
+    Ok(match id {
+        Some(id) => Target::Sub(Box::new(find(cp, id).await?)),
+        None => Target::General,
+    })
+}
+
+async fn general(cp: &ControlPlane, doc: Doc) -> Result<Option<Value>> {
+    Ok(settings::get(&cp.db, settings::SUBORDINATE, doc.setting())
+        .await?
+        .filter(|v| !v.is_null()))
+}
+
+/// The stored document of the target itself (no fallback).
+pub async fn own(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option<Value>> {
+    match t {
+        Target::Sub(r) => Ok(match doc {
+            Doc::Metadata => r.metadata.clone(),
+            Doc::Policy => r.metadata_policy.clone(),
+            Doc::Constraints => r.constraints.clone(),
+        }),
+        Target::General => general(cp, doc).await,
+    }
+}
+
+/// The document in effect for the target.
+pub async fn effective(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option<Value>> {
+    match own(cp, t, doc).await? {
+        Some(v) => Ok(Some(v)),
+        None if matches!(t, Target::Sub(_)) => general(cp, doc).await,
+        None => Ok(None),
+    }
+}
+
+/// The general document, for copying into an override (`POST` on the whole document).
+pub async fn general_copy(cp: &ControlPlane, doc: Doc) -> Result<Value> {
+    Ok(general(cp, doc)
+        .await?
+        .unwrap_or_else(|| Value::Object(Map::new())))
+}
+
+/// The non-standard operators declared critical in the general settings.
+async fn crit(cp: &ControlPlane) -> Result<Vec<String>> {
+    Ok(cp
+        .snapshot()
+        .subordinates
+        .general
+        .metadata_policy_crit
+        .clone())
+}
+
+/// Checks a whole document before it is stored.
+pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
+    let Value::Object(m) = v else {
+        return Err(Error::BadRequest(format!(
+            "{} must be a JSON object",
+            doc.setting()
+        )));
+    };
+    match doc {
+        Doc::Metadata => {
+            if let Some((t, _)) = m.iter().find(|(_, v)| !v.is_object()) {
+                return Err(Error::BadRequest(format!(
+                    "metadata for entity type {t:?} must be a JSON object"
+                )));
+            }
+        }
+        Doc::Policy => check_metadata_policy(v, &crit(cp).await?)
+            .map_err(|e| Error::BadRequest(format!("invalid metadata_policy: {e}")))?,
+        Doc::Constraints => {
+            serde_json::from_value::<Constraints>(v.clone())
+                .map_err(|e| Error::BadRequest(format!("invalid constraints: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores (or, with `None`, removes) the target's document, with its event (`*_deleted` when
+/// `deleted`, else `*_updated`), and publishes.
+pub async fn save(
+    cp: &ControlPlane,
+    t: &Target,
+    doc: Doc,
+    value: Option<Value>,
+    actor: &Actor,
+    deleted: bool,
+) -> Result<()> {
+    if let Some(v) = &value {
+        validate(cp, doc, v).await?;
+    }
+    let mut tx = cp.db.pool.begin().await?;
+    match t {
+        Target::Sub(r) => {
+            repo::set_doc(&cp.db, &mut tx, r.id, doc.column(), &value, cp.now()).await?;
+            let kind = doc.event(deleted);
+            event(cp, &mut tx, r, actor, kind, Some(kind.replace('_', " "))).await?;
+        }
+        Target::General => match &value {
+            Some(v) => {
+                settings::set(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting(), v).await?
+            }
+            None => settings::unset(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting()).await?,
+        },
+    }
+    tx.commit().await?;
+    match t {
+        Target::Sub(r) => cp.refresh_subordinate(&r.entity_id).await,
+        Target::General => cp.refresh(&[Section::SubordinateGeneral]).await,
+    }
+}
+
+/// The member at `path` of the document in effect; 404 when absent.
+pub async fn get_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str]) -> Result<Value> {
+    let v = effective(cp, t, doc).await?;
+    let mut cur = v.as_ref();
+    for p in path {
+        cur = cur.and_then(|c| c.get(*p));
+    }
+    cur.cloned()
+        .ok_or_else(|| Error::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))))
+}
+
+/// The target's own document as an object to edit (empty when it has none).
+async fn base(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Map<String, Value>> {
+    Ok(match own(cp, t, doc).await? {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    })
+}
+
+/// Sets the member at `path` (non-empty) to `value`; returns whether it is new.
+pub async fn put_at(
+    cp: &ControlPlane,
+    t: &Target,
+    doc: Doc,
+    path: &[&str],
+    value: Value,
+    actor: &Actor,
+) -> Result<bool> {
+    let mut root = base(cp, t, doc).await?;
+    let created = set_path(&mut root, path, value)?;
+    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    Ok(created)
+}
+
+/// Merges the members of `add` into the object at `path`; returns (was new, merged object).
+pub async fn merge_at(
+    cp: &ControlPlane,
+    t: &Target,
+    doc: Doc,
+    path: &[&str],
+    add: Value,
+    actor: &Actor,
+) -> Result<(bool, Value)> {
+    let Value::Object(add) = add else {
+        return Err(Error::BadRequest("body must be a JSON object".into()));
+    };
+    let mut root = base(cp, t, doc).await?;
+    let existing = path
+        .iter()
+        .try_fold(Value::Object(root.clone()), |acc, p| acc.get(*p).cloned());
+    let created = existing.is_none();
+    let mut merged = match existing {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    merged.extend(add);
+    set_path(&mut root, path, Value::Object(merged.clone()))?;
+    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    Ok((created, Value::Object(merged)))
+}
+
+/// Removes the member at `path` (the whole override when `path` is empty); 404 when absent.
+pub async fn delete_at(
+    cp: &ControlPlane,
+    t: &Target,
+    doc: Doc,
+    path: &[&str],
+    actor: &Actor,
+) -> Result<()> {
+    if path.is_empty() {
+        if own(cp, t, doc).await?.is_none() {
+            return Err(Error::NotFound(format!("no {} is set", doc.setting())));
+        }
+        return save(cp, t, doc, None, actor, true).await;
+    }
+    let mut root = base(cp, t, doc).await?;
+    if !remove_path(&mut root, path) {
+        return Err(Error::NotFound(format!(
+            "no {} at {}",
+            doc.setting(),
+            path.join("/")
+        )));
+    }
+    save(cp, t, doc, Some(Value::Object(root)), actor, true).await
+}
+
+/// Sets `root[path] = value`, creating intermediate objects; returns whether the member is new.
+pub fn set_path(root: &mut Map<String, Value>, path: &[&str], value: Value) -> Result<bool> {
+    let Some((last, parents)) = path.split_last() else {
+        return Err(Error::BadRequest("empty path".into()));
+    };
+    let mut cur = root;
+    for p in parents {
+        let next = cur
+            .entry(p.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !next.is_object() {
+            *next = Value::Object(Map::new());
+        }
+        cur = match next {
+            Value::Object(m) => m,
+            _ => return Err(Error::Internal("unreachable: not an object".into())),
+        };
+    }
+    Ok(cur.insert(last.to_string(), value).is_none())
+}
+
+/// Removes `root[path]` and any parents left empty; returns whether it existed.
+pub fn remove_path(root: &mut Map<String, Value>, path: &[&str]) -> bool {
+    match path {
+        [] => false,
+        [last] => root.remove(*last).is_some(),
+        [first, rest @ ..] => {
+            let Some(Value::Object(child)) = root.get_mut(*first) else {
+                return false;
+            };
+            let removed = remove_path(child, rest);
+            if removed && child.is_empty() {
+                root.remove(*first);
+            }
+            removed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn path_edits() {
+        let mut m = Map::new();
+        assert!(set_path(&mut m, &["rp", "contacts", "add"], json!(["a"])).unwrap());
+        assert!(!set_path(&mut m, &["rp", "contacts", "add"], json!(["b"])).unwrap());
+        assert_eq!(
+            Value::Object(m.clone()),
+            json!({"rp": {"contacts": {"add": ["b"]}}})
+        );
+        assert!(!remove_path(&mut m, &["rp", "scope"]));
+        assert!(remove_path(&mut m, &["rp", "contacts", "add"]));
+        assert!(m.is_empty(), "empty parents are pruned");
+    }
+}

@@ -1,0 +1,182 @@
+//! `/subordinates/metadata-policies`: the general `metadata_policy`, applied to every subordinate
+//! without its own, as a whole, per entity type, claim and operator.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::docs::Doc;
+use super::{Cp, ops};
+use crate::admin::actor::Actor;
+use crate::admin::body::Json;
+use crate::error::Result;
+
+/// Shows the general metadata policy (whole) in effect.
+#[utoipa::path(get, path = "/subordinates/metadata-policies", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_policy(State(cp): Cp) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Policy, &[], true).await
+}
+
+/// Replaces the general metadata policy (whole).
+#[utoipa::path(put, path = "/subordinates/metadata-policies", tag = "subordinates", request_body = Object, responses((status = 200, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_policy(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(&cp, None, Doc::Policy, &[], body, &actor).await
+}
+
+/// Removes the general metadata policy (the whole override or setting).
+#[utoipa::path(delete, path = "/subordinates/metadata-policies", tag = "subordinates", responses((status = 204), (status = 404)))]
+pub async fn general_delete_policy(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Policy, &[], &actor).await
+}
+
+/// Shows the general metadata policy type in effect.
+#[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_type(State(cp): Cp, Path(t): Path<String>) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Policy, &[t.as_str()], false).await
+}
+
+/// Replaces the general metadata policy type.
+#[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
+}
+
+/// Merges members into the general metadata policy type (201 when it is new).
+#[utoipa::path(post, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_post_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::merge(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
+}
+
+/// Removes the general metadata policy type.
+#[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn general_delete_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Policy, &[t.as_str()], &actor).await
+}
+
+/// Shows the general metadata policy claim in effect.
+#[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+) -> Result<axum::Json<Value>> {
+    ops::get(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], false).await
+}
+
+/// Replaces the general metadata policy claim.
+#[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Merges members into the general metadata policy claim (201 when it is new).
+#[utoipa::path(post, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_post_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::merge(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str()],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes the general metadata policy claim.
+#[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}/{claim}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn general_delete_claim(
+    State(cp): Cp,
+    Path((t, c)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], &actor).await
+}
+
+/// Shows the general metadata policy operator in effect.
+#[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn general_get_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+) -> Result<axum::Json<Value>> {
+    ops::get(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        false,
+    )
+    .await
+}
+
+/// Replaces the general metadata policy operator.
+#[utoipa::path(put, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), request_body = Object, responses((status = 200, body = Object), (status = 201, body = Object), (status = 400), (status = 404)))]
+pub async fn general_put_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> Result<Response> {
+    ops::put(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        body,
+        &actor,
+    )
+    .await
+}
+
+/// Removes the general metadata policy operator.
+#[utoipa::path(delete, path = "/subordinates/metadata-policies/{entityType}/{claim}/{operator}", tag = "subordinates", params(("entityType" = String, Path), ("claim" = String, Path), ("operator" = String, Path)), responses((status = 204), (status = 404)))]
+pub async fn general_delete_operator(
+    State(cp): Cp,
+    Path((t, c, o)): Path<(String, String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    ops::delete(
+        &cp,
+        None,
+        Doc::Policy,
+        &[t.as_str(), c.as_str(), o.as_str()],
+        &actor,
+    )
+    .await
+}

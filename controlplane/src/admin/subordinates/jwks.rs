@@ -1,0 +1,130 @@
+//! `/subordinates/{subordinateID}/jwks`: the subordinate's stored federation keys.
+//!
+//! The stored set keeps every key, expired ones included; filtering happens when a statement
+//! is issued.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use pharos_shared::jose::{Jwk, Jwks};
+use serde_json::Value;
+
+use super::{Cp, event, find};
+use crate::admin::actor::Actor;
+use crate::admin::body::Json;
+use crate::admin::trust_anchors::validate_jwks;
+use crate::db::subordinates::{self as repo, SubordinateRow};
+use crate::error::{Error, Result};
+use crate::state::ControlPlane;
+
+async fn store(
+    cp: &ControlPlane,
+    row: &SubordinateRow,
+    jwks: &Jwks,
+    actor: &Actor,
+    kind: &str,
+    msg: String,
+) -> Result<()> {
+    let mut tx = cp.db.pool.begin().await?;
+    repo::set_jwks(&cp.db, &mut tx, row.id, jwks, cp.now()).await?;
+    event(cp, &mut tx, row, actor, kind, Some(msg)).await?;
+    tx.commit().await?;
+    cp.refresh_subordinate(&row.entity_id).await
+}
+
+/// Shows the stored keys (`{"keys":[]}` when none).
+#[utoipa::path(get, path = "/subordinates/{subordinateID}/jwks", tag = "subordinates",
+    params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Jwks>> {
+    Ok(axum::Json(find(&cp, &id).await?.jwks.unwrap_or_default()))
+}
+
+/// Replaces the stored keys.
+#[utoipa::path(put, path = "/subordinates/{subordinateID}/jwks", tag = "subordinates",
+    params(("subordinateID" = String, Path)), request_body = Object,
+    responses((status = 200, body = Object), (status = 400), (status = 404)))]
+pub async fn put(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(jwks): Json<Jwks>,
+) -> Result<axum::Json<Jwks>> {
+    validate_jwks(&jwks)?;
+    let _w = cp.writer().await;
+    let row = find(&cp, &id).await?;
+    let msg = format!("JWKS replaced ({} keys)", jwks.keys.len());
+    store(&cp, &row, &jwks, &actor, "jwks_replaced", msg).await?;
+    Ok(axum::Json(jwks))
+}
+
+/// Adds one key; a `kid` already present is a conflict.
+#[utoipa::path(post, path = "/subordinates/{subordinateID}/jwks", tag = "subordinates",
+    params(("subordinateID" = String, Path)), request_body = Object,
+    responses((status = 201, body = Object), (status = 400), (status = 404), (status = 409)))]
+pub async fn add(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+    Json(jwk): Json<Jwk>,
+) -> Result<impl IntoResponse> {
+    validate_jwks(&Jwks {
+        keys: vec![jwk.clone()],
+    })?;
+    let kid = jwk
+        .get("kid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let _w = cp.writer().await;
+    let row = find(&cp, &id).await?;
+    let mut jwks = row.jwks.clone().unwrap_or_default();
+    if jwks
+        .keys
+        .iter()
+        .any(|k| k.get("kid").and_then(Value::as_str) == Some(&kid))
+    {
+        return Err(Error::Conflict(format!(
+            "a key with kid {kid:?} already exists"
+        )));
+    }
+    jwks.keys.push(jwk);
+    store(
+        &cp,
+        &row,
+        &jwks,
+        &actor,
+        "jwk_added",
+        format!("key {kid} added"),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, axum::Json(jwks)))
+}
+
+/// Removes the key with this `kid`; answers 204 whether or not it existed.
+#[utoipa::path(delete, path = "/subordinates/{subordinateID}/jwks/{kid}", tag = "subordinates",
+    params(("subordinateID" = String, Path), ("kid" = String, Path)),
+    responses((status = 204), (status = 404)))]
+pub async fn remove(
+    State(cp): Cp,
+    Path((id, kid)): Path<(String, String)>,
+    actor: Actor,
+) -> Result<StatusCode> {
+    let _w = cp.writer().await;
+    let row = find(&cp, &id).await?;
+    let mut jwks = row.jwks.clone().unwrap_or_default();
+    let before = jwks.keys.len();
+    jwks.keys
+        .retain(|k| k.get("kid").and_then(Value::as_str) != Some(kid.as_str()));
+    if jwks.keys.len() != before {
+        store(
+            &cp,
+            &row,
+            &jwks,
+            &actor,
+            "jwk_removed",
+            format!("key {kid} removed"),
+        )
+        .await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,92 @@
+//! Request-level operations on statement documents shared by the per-subordinate and the
+//! general routes, so that each route handler is one call.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{Map, Value};
+
+use super::created_or_ok;
+use super::docs::{self, Doc, target};
+use crate::admin::actor::Actor;
+use crate::error::Result;
+use crate::state::ControlPlane;
+
+/// GET: the member at `path` in effect; the whole document when `path` is empty, or
+/// `empty_default` (`{}`) when nothing is set and the route answers so.
+pub async fn get(
+    cp: &ControlPlane,
+    id: Option<&str>,
+    doc: Doc,
+    path: &[&str],
+    empty_default: bool,
+) -> Result<axum::Json<Value>> {
+    let t = target(cp, id).await?;
+    if path.is_empty() && empty_default {
+        let v = docs::effective(cp, &t, doc).await?;
+        return Ok(axum::Json(v.unwrap_or_else(|| Value::Object(Map::new()))));
+    }
+    docs::get_at(cp, &t, doc, path).await.map(axum::Json)
+}
+
+/// PUT: replaces the whole document (200) or sets one member (201 when new, else 200).
+pub async fn put(
+    cp: &ControlPlane,
+    id: Option<&str>,
+    doc: Doc,
+    path: &[&str],
+    body: Value,
+    actor: &Actor,
+) -> Result<Response> {
+    let _w = cp.writer().await;
+    let t = target(cp, id).await?;
+    if path.is_empty() {
+        docs::save(cp, &t, doc, Some(body.clone()), actor, false).await?;
+        return Ok(created_or_ok(false, body));
+    }
+    let created = docs::put_at(cp, &t, doc, path, body.clone(), actor).await?;
+    Ok(created_or_ok(created, body))
+}
+
+/// POST on a member: merges the body's members into it (201 when new, else 200).
+pub async fn merge(
+    cp: &ControlPlane,
+    id: Option<&str>,
+    doc: Doc,
+    path: &[&str],
+    body: Value,
+    actor: &Actor,
+) -> Result<Response> {
+    let _w = cp.writer().await;
+    let t = target(cp, id).await?;
+    let (created, merged) = docs::merge_at(cp, &t, doc, path, body, actor).await?;
+    Ok(created_or_ok(created, merged))
+}
+
+/// POST on a subordinate's whole document: starts its override as a copy of the general
+/// value (the one explicit way to copy general values into a subordinate).
+pub async fn copy_general(
+    cp: &ControlPlane,
+    id: &str,
+    doc: Doc,
+    actor: &Actor,
+) -> Result<Response> {
+    let _w = cp.writer().await;
+    let t = target(cp, Some(id)).await?;
+    let copy = docs::general_copy(cp, doc).await?;
+    docs::save(cp, &t, doc, Some(copy.clone()), actor, false).await?;
+    Ok(created_or_ok(true, copy))
+}
+
+/// DELETE: removes the member at `path`, or the whole override/setting (204; 404 when absent).
+pub async fn delete(
+    cp: &ControlPlane,
+    id: Option<&str>,
+    doc: Doc,
+    path: &[&str],
+    actor: &Actor,
+) -> Result<StatusCode> {
+    let _w = cp.writer().await;
+    let t = target(cp, id).await?;
+    docs::delete_at(cp, &t, doc, path, actor).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,346 @@
+//! `subordinates` and its child tables (registered entity types, additional claims): the
+//! persistent side of the subordinate registry.
+//!
+//! `metadata`, `metadata_policy` and `constraints_json` are NULL when the subordinate has no
+//! override; the general values are applied at statement time, never copied into a row.
+
+use std::collections::HashMap;
+
+use pharos_shared::jose::Jwks;
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use super::entity_config::ClaimRow;
+use super::{Db, flag};
+use crate::error::{Error, Result};
+
+/// A subordinate with its child rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubordinateRow {
+    /// Database id.
+    pub id: i64,
+    /// Entity identifier.
+    pub entity_id: String,
+    /// Free text.
+    pub description: String,
+    /// Status word.
+    pub status: String,
+    /// Poll its keys.
+    pub enable_jwks_update: bool,
+    /// Poll interval, seconds (0 = derive).
+    pub jwks_poll_interval: i64,
+    /// Stored keys (all of them, expired ones included).
+    pub jwks: Option<Jwks>,
+    /// Metadata override.
+    pub metadata: Option<Value>,
+    /// Metadata policy override.
+    pub metadata_policy: Option<Value>,
+    /// Constraints override.
+    pub constraints: Option<Value>,
+    /// Creation time.
+    pub created_at: i64,
+    /// Last update.
+    pub updated_at: i64,
+    /// Registered entity types, sorted.
+    pub registered_entity_types: Vec<String>,
+    /// Additional claims, by id.
+    pub additional_claims: Vec<ClaimRow>,
+}
+
+/// Which JSON document column of a subordinate to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocColumn {
+    /// `metadata`.
+    Metadata,
+    /// `metadata_policy`.
+    MetadataPolicy,
+    /// `constraints_json`.
+    Constraints,
+}
+
+fn json_col(r: &AnyRow, name: &str) -> Result<Option<Value>> {
+    let text: Option<String> = r.try_get(name)?;
+    Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
+    Ok(SubordinateRow {
+        id: r.try_get("id")?,
+        entity_id: r.try_get("entity_id")?,
+        description: r.try_get("description")?,
+        status: r.try_get("status")?,
+        enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
+        jwks_poll_interval: r.try_get("jwks_poll_interval")?,
+        jwks: json_col(r, "jwks")?.and_then(|v| serde_json::from_value(v).ok()),
+        metadata: json_col(r, "metadata")?,
+        metadata_policy: json_col(r, "metadata_policy")?,
+        constraints: json_col(r, "constraints_json")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+        registered_entity_types: Vec::new(),
+        additional_claims: Vec::new(),
+    })
+}
+
+fn claim_from_row(r: &AnyRow) -> Result<(i64, ClaimRow)> {
+    let value: String = r.try_get("value")?;
+    Ok((
+        r.try_get("subordinate_id")?,
+        ClaimRow {
+            id: r.try_get("id")?,
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
+            claim: r.try_get("claim")?,
+            value: serde_json::from_str(&value).unwrap_or(Value::Null),
+            crit: r.try_get::<i64, _>("crit")? != 0,
+        },
+    ))
+}
+
+/// Every subordinate with its child rows, ordered by entity identifier (three queries, not
+/// 3n: this loads 100,000 subordinates at startup).
+pub async fn list(db: &Db) -> Result<Vec<SubordinateRow>> {
+    let sql = db.sql(concat!(
+        "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
+        "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates ORDER BY entity_id"
+    ));
+    let mut subs: Vec<SubordinateRow> = sqlx::query(sql)
+        .fetch_all(&db.pool)
+        .await?
+        .iter()
+        .map(from_row)
+        .collect::<Result<_>>()?;
+    let mut types: HashMap<i64, Vec<String>> = HashMap::new();
+    let rows = sqlx::query(db.sql(
+        "SELECT subordinate_id, entity_type FROM subordinate_entity_types ORDER BY entity_type",
+    ))
+    .fetch_all(&db.pool)
+    .await?;
+    for r in &rows {
+        types
+            .entry(r.try_get("subordinate_id")?)
+            .or_default()
+            .push(r.try_get("entity_type")?);
+    }
+    let mut claims: HashMap<i64, Vec<ClaimRow>> = HashMap::new();
+    let rows = sqlx::query(db.sql(
+        "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at \
+         FROM subordinate_additional_claims ORDER BY id",
+    ))
+    .fetch_all(&db.pool)
+    .await?;
+    for r in &rows {
+        let (sid, c) = claim_from_row(r)?;
+        claims.entry(sid).or_default().push(c);
+    }
+    for s in &mut subs {
+        s.registered_entity_types = types.remove(&s.id).unwrap_or_default();
+        s.additional_claims = claims.remove(&s.id).unwrap_or_default();
+    }
+    Ok(subs)
+}
+
+/// One subordinate by database id or entity identifier.
+pub async fn get(db: &Db, key: SubKey<'_>) -> Result<Option<SubordinateRow>> {
+    let row = match key {
+        SubKey::Id(id) => {
+            sqlx::query(db.sql(concat!(
+                "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
+                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE id = ?"
+            )))
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await?
+        }
+        SubKey::EntityId(e) => {
+            sqlx::query(db.sql(concat!(
+                "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
+                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE entity_id = ?"
+            )))
+            .bind(e)
+            .fetch_optional(&db.pool)
+            .await?
+        }
+    };
+    let Some(row) = row else { return Ok(None) };
+    let mut s = from_row(&row)?;
+    s.registered_entity_types = sqlx::query(db.sql(
+        "SELECT entity_type FROM subordinate_entity_types WHERE subordinate_id = ? ORDER BY entity_type",
+    ))
+    .bind(s.id)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| r.try_get("entity_type"))
+    .collect::<std::result::Result<_, _>>()?;
+    s.additional_claims = sqlx::query(db.sql(
+        "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at \
+         FROM subordinate_additional_claims WHERE subordinate_id = ? ORDER BY id",
+    ))
+    .bind(s.id)
+    .fetch_all(&db.pool)
+    .await?
+    .iter()
+    .map(|r| claim_from_row(r).map(|(_, c)| c))
+    .collect::<Result<_>>()?;
+    Ok(Some(s))
+}
+
+/// How a subordinate is addressed.
+#[derive(Debug, Clone, Copy)]
+pub enum SubKey<'a> {
+    /// Database id.
+    Id(i64),
+    /// Entity identifier.
+    EntityId(&'a str),
+}
+
+/// The basic, directly writable fields of a subordinate.
+#[derive(Debug, Clone)]
+pub struct BasicWrite {
+    /// Free text.
+    pub description: String,
+    /// Status word.
+    pub status: String,
+    /// Poll its keys.
+    pub enable_jwks_update: bool,
+    /// Poll interval.
+    pub jwks_poll_interval: i64,
+}
+
+fn to_text<T: serde::Serialize>(v: &Option<T>) -> Result<Option<String>> {
+    v.as_ref()
+        .map(|v| serde_json::to_string(v).map_err(|e| Error::Internal(e.to_string())))
+        .transpose()
+}
+
+/// Inserts a subordinate and returns its id.
+pub async fn insert(
+    db: &Db,
+    c: &mut AnyConnection,
+    entity_id: &str,
+    w: &BasicWrite,
+    jwks: &Option<Jwks>,
+    now: i64,
+) -> Result<i64> {
+    sqlx::query(db.sql(
+        "INSERT INTO subordinates (entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    ))
+    .bind(entity_id)
+    .bind(&w.description)
+    .bind(&w.status)
+    .bind(flag(w.enable_jwks_update))
+    .bind(w.jwks_poll_interval)
+    .bind(to_text(jwks)?)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *c)
+    .await
+    .map_err(|e| Error::from_db(e, "subordinate"))?;
+    let row = sqlx::query(db.sql("SELECT id FROM subordinates WHERE entity_id = ?"))
+        .bind(entity_id)
+        .fetch_one(&mut *c)
+        .await?;
+    Ok(row.try_get("id")?)
+}
+
+/// Updates the basic fields of subordinate `id`.
+pub async fn update_basic(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    w: &BasicWrite,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(db.sql(
+        "UPDATE subordinates SET description = ?, status = ?, enable_jwks_update = ?, jwks_poll_interval = ?, updated_at = ? \
+         WHERE id = ?",
+    ))
+    .bind(&w.description)
+    .bind(&w.status)
+    .bind(flag(w.enable_jwks_update))
+    .bind(w.jwks_poll_interval)
+    .bind(now)
+    .bind(id)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
+/// Replaces the stored JWKS of subordinate `id`.
+pub async fn set_jwks(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    jwks: &Jwks,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(db.sql("UPDATE subordinates SET jwks = ?, updated_at = ? WHERE id = ?"))
+        .bind(to_text(&Some(jwks))?)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// Sets (or clears, with `None`) one JSON document override of subordinate `id`.
+pub async fn set_doc(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    col: DocColumn,
+    value: &Option<Value>,
+    now: i64,
+) -> Result<()> {
+    let sql = match col {
+        DocColumn::Metadata => "UPDATE subordinates SET metadata = ?, updated_at = ? WHERE id = ?",
+        DocColumn::MetadataPolicy => {
+            "UPDATE subordinates SET metadata_policy = ?, updated_at = ? WHERE id = ?"
+        }
+        DocColumn::Constraints => {
+            "UPDATE subordinates SET constraints_json = ?, updated_at = ? WHERE id = ?"
+        }
+    };
+    sqlx::query(db.sql(sql))
+        .bind(to_text(value)?)
+        .bind(now)
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
+/// Replaces the registered entity types of subordinate `id`.
+pub async fn set_types(db: &Db, c: &mut AnyConnection, id: i64, types: &[String]) -> Result<()> {
+    sqlx::query(db.sql("DELETE FROM subordinate_entity_types WHERE subordinate_id = ?"))
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
+    let mut seen = std::collections::BTreeSet::new();
+    for t in types.iter().filter(|t| seen.insert(t.as_str())) {
+        sqlx::query(db.sql(
+            "INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES (?, ?)",
+        ))
+        .bind(id)
+        .bind(t)
+        .execute(&mut *c)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Deletes subordinate `id` with its types, claims and events (hard delete).
+pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
+    for sql in [
+        "DELETE FROM subordinate_events WHERE subordinate_id = ?",
+        "DELETE FROM subordinate_additional_claims WHERE subordinate_id = ?",
+        "DELETE FROM subordinate_entity_types WHERE subordinate_id = ?",
+        "DELETE FROM subordinates WHERE id = ?",
+    ] {
+        sqlx::query(db.sql(sql)).bind(id).execute(&mut *c).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! The fetch endpoint (spec §8.1): signed Subordinate Statements about our active subordinates.
+//!
+//! Signing is the expensive part, so signed statements are cached per subject under a key made
+//! of the subject, its version, the general settings' version and the generation of our keys
+//! and endpoint registry: any change to one of those yields a new key, so a stale statement is
+//! never served (old entries simply age out of the bounded cache).
+
+use std::sync::Arc;
+
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use moka::future::Cache;
+use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
+use pharos_shared::jose;
+use pharos_shared::snapshot::{EndpointEntry, Snapshot};
+use pharos_shared::subordinate::{Subordinate, SubordinateStatus};
+use pharos_shared::subordinate_statement::{next_key_change, payload};
+
+use crate::DataPlane;
+use crate::entity_configuration::CONTENT_TYPE;
+use crate::error::FedError;
+use crate::jwt_response::jwt;
+
+/// Re-sign this long before the statement expires, and at the latest after `MAX_CACHE_AGE`.
+const REFRESH_BEFORE_EXP: i64 = 60;
+const MAX_CACHE_AGE: i64 = 8 * 3600;
+/// Upper bound of the cache, in bytes of signed statements.
+const CACHE_BYTES: u64 = 256 * 1024 * 1024;
+
+type Key = (Arc<str>, u64, u64, u64);
+
+#[derive(Debug)]
+struct Signed {
+    body: Bytes,
+    refresh_at: i64,
+}
+
+/// Signed statements by (subject, subject version, general version, keys generation).
+#[derive(Debug)]
+pub struct FetchCache(Cache<Key, Arc<Signed>>);
+
+impl FetchCache {
+    pub(crate) fn new() -> Self {
+        Self(
+            Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .weigher(|k: &Key, v: &Arc<Signed>| {
+                    u32::try_from(v.body.len() + k.0.len() + 64).unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
+    }
+}
+
+/// The one query parameter that matters, or the error to answer with.
+fn subject(query: &str) -> Result<String, FedError> {
+    let mut sub = None;
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        if k == "sub" {
+            if sub.is_some() {
+                return Err(FedError::invalid_request(
+                    "parameter 'sub' given more than once",
+                ));
+            }
+            sub = Some(v.into_owned());
+        }
+    }
+    sub.filter(|s| !s.is_empty())
+        .ok_or_else(|| FedError::invalid_request("required parameter 'sub' not given"))
+}
+
+/// Answers a fetch request whose query string is `query`.
+pub async fn handle(
+    dp: &DataPlane,
+    snap: Arc<Snapshot>,
+    entry: &EndpointEntry,
+    query: &str,
+) -> Response {
+    match signed(dp, snap, entry, query).await {
+        Ok(body) => jwt(CONTENT_TYPE, body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn signed(
+    dp: &DataPlane,
+    snap: Arc<Snapshot>,
+    entry: &EndpointEntry,
+    query: &str,
+) -> Result<Bytes, FedError> {
+    let sub_id = subject(query)?;
+    if sub_id == *snap.entity_id {
+        return Err(FedError::invalid_request(
+            "'sub' is our own entity identifier; are you looking for the entity configuration?",
+        ));
+    }
+    let sub = match snap.subordinates.get(&sub_id) {
+        Some(s) if s.status == SubordinateStatus::Active => s.clone(),
+        _ => {
+            return Err(FedError::not_found(
+                "the requested entity identifier is not found",
+            ));
+        }
+    };
+    let now = dp.now();
+    let key: Key = (
+        sub.entity_id.clone(),
+        sub.version,
+        snap.subordinates.general_version,
+        snap.keys_generation,
+    );
+    let cache = &dp.fetch_cache.0;
+    if let Some(hit) = cache.get(&key).await {
+        if now < hit.refresh_at {
+            return Ok(hit.body.clone());
+        }
+        cache.invalidate(&key).await;
+    }
+    let source = entry.published_url(&snap.entity_id);
+    cache
+        .try_get_with(key, async move {
+            sign(&snap, &sub, now, source.as_deref()).map(Arc::new)
+        })
+        .await
+        .map(|s| s.body.clone())
+        .map_err(FedError::server_error)
+}
+
+fn sign(
+    snap: &Snapshot,
+    sub: &Subordinate,
+    now: i64,
+    source: Option<&str>,
+) -> Result<Signed, pharos_shared::Error> {
+    let claims = payload(snap, sub, now, source);
+    let exp = claims
+        .get("exp")
+        .and_then(serde_json::Value::as_i64)
+        .unwrap_or(now);
+    let token = jose::sign(
+        snap.keys.signer.as_ref(),
+        ENTITY_STATEMENT_TYP,
+        &claims,
+        None,
+    )?;
+    let mut refresh_at = (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE);
+    if let Some(change) = next_key_change(sub, now) {
+        refresh_at = refresh_at.min(change);
+    }
+    Ok(Signed {
+        body: Bytes::from(token),
+        refresh_at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subject_parameter_rules() {
+        assert_eq!(subject("sub=https%3A%2F%2Fa").unwrap(), "https://a");
+        assert_eq!(subject("iss=x&sub=https://a").unwrap(), "https://a");
+        assert_eq!(subject("").unwrap_err().code, "invalid_request");
+        assert_eq!(subject("sub=").unwrap_err().code, "invalid_request");
+        assert_eq!(subject("sub=a&sub=b").unwrap_err().code, "invalid_request");
+    }
+}

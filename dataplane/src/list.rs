@@ -1,0 +1,125 @@
+//! The subordinate listing endpoint (spec §8.2): entity identifiers of active subordinates.
+//!
+//! Filters: `entity_type` (repeatable, any-of, as the reference service and the resolve
+//! endpoint read it), `intermediate=true` (subordinates that are federation authorities
+//! themselves, see [`Subordinate::is_intermediate`]). `trust_marked` and `trust_mark_type`
+//! answer `unsupported_parameter` until Pharos tracks issued trust marks. Parameters the
+//! specification does not define are ignored, as OAuth endpoints ignore unknown parameters.
+//!
+//! The unfiltered list of 100,000 identifiers is serialised once per snapshot generation.
+
+use std::sync::Arc;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use moka::future::Cache;
+use pharos_shared::snapshot::Snapshot;
+use pharos_shared::subordinate::Subordinate;
+
+use crate::error::FedError;
+
+/// The serialised unfiltered list, by snapshot generation.
+#[derive(Debug)]
+pub struct ListCache(Cache<u64, Bytes>);
+
+impl ListCache {
+    pub(crate) fn new() -> Self {
+        Self(Cache::builder().max_capacity(2).build())
+    }
+}
+
+/// Parsed filters of a list request.
+#[derive(Debug, Default, PartialEq)]
+struct Filters {
+    entity_types: Vec<String>,
+    intermediate: bool,
+}
+
+fn unsupported(p: &str) -> FedError {
+    FedError::new(
+        StatusCode::BAD_REQUEST,
+        "unsupported_parameter",
+        format!("parameter '{p}' is not supported"),
+    )
+}
+
+fn filters(query: &str) -> Result<Filters, FedError> {
+    let mut f = Filters::default();
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        match &*k {
+            "entity_type" if !v.is_empty() => f.entity_types.push(v.into_owned()),
+            "trust_marked" | "trust_mark_type" => return Err(unsupported(&k)),
+            "intermediate" => match &*v {
+                "true" => f.intermediate = true,
+                "false" => {}
+                _ => {
+                    return Err(FedError::invalid_request(
+                        "parameter 'intermediate' must be true or false",
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    Ok(f)
+}
+
+fn json(body: Bytes) -> Response {
+    let mut r = (StatusCode::OK, body).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn serialise<'a>(ids: impl Iterator<Item = &'a Arc<Subordinate>>) -> Bytes {
+    let ids: Vec<&str> = ids.map(|s| &*s.entity_id).collect();
+    Bytes::from(serde_json::to_vec(&ids).unwrap_or_else(|_| b"[]".to_vec()))
+}
+
+/// Answers a list request whose query string is `query`.
+pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Response {
+    let f = match filters(query) {
+        Ok(f) => f,
+        Err(e) => return e.into_response(),
+    };
+    let subs = &snap.subordinates;
+    if f == Filters::default() {
+        let body = cache
+            .0
+            .get_with(snap.generation, async { serialise(subs.active()) })
+            .await;
+        return json(body);
+    }
+    let general = &subs.general;
+    json(serialise(subs.active().filter(|s| {
+        s.has_any_type(&f.entity_types) && (!f.intermediate || s.is_intermediate(general))
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_parsing() {
+        let f = filters("entity_type=a&entity_type=b&iss=x&intermediate=true").unwrap();
+        assert_eq!(f.entity_types, ["a", "b"]);
+        assert!(f.intermediate);
+        assert_eq!(
+            filters("trust_marked=true").unwrap_err().code,
+            "unsupported_parameter"
+        );
+        assert_eq!(
+            filters("trust_mark_type=x").unwrap_err().code,
+            "unsupported_parameter"
+        );
+        assert_eq!(
+            filters("intermediate=yes").unwrap_err().code,
+            "invalid_request"
+        );
+        assert_eq!(filters("intermediate=false").unwrap(), Filters::default());
+    }
+}

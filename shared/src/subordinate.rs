@@ -1,0 +1,241 @@
+//! Subordinates as the data plane sees them: one immutable record per subordinate, held in a
+//! persistent ordered map so that a change to one of 100,000 subordinates costs O(log n) and
+//! shares everything else with the previous snapshot.
+//!
+//! The general (all-subordinates) statement settings travel next to the map; per-subordinate
+//! values override them at statement time and are never merged into them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::jose::Jwks;
+use crate::snapshot::AdditionalClaim;
+
+/// Lifetime of subordinate statements when nothing else is configured, seconds.
+pub const DEFAULT_STATEMENT_LIFETIME: i64 = 600_000;
+
+/// Where a subordinate stands; only `active` subordinates are served by fetch and list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubordinateStatus {
+    /// Statements are issued and the entity is listed.
+    Active,
+    /// Waiting for an administrator (enrollment request).
+    Pending,
+    /// Refused by an administrator.
+    Blocked,
+    /// Temporarily switched off.
+    Inactive,
+}
+
+impl SubordinateStatus {
+    /// Every status, in the reference service's numeric order.
+    pub const ALL: [Self; 4] = [Self::Active, Self::Blocked, Self::Pending, Self::Inactive];
+
+    /// The word used in the Admin API and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Pending => "pending",
+            Self::Blocked => "blocked",
+            Self::Inactive => "inactive",
+        }
+    }
+
+    /// Parses a status word, case-insensitively; the reference service's legacy numeric codes
+    /// (0 active, 1 blocked, 2 pending, 3 inactive) are accepted too so old scripts keep working.
+    pub fn parse(s: &str) -> Option<Self> {
+        let s = s.trim().trim_matches('"');
+        if let Ok(n) = s.parse::<usize>() {
+            return Self::ALL.get(n).copied();
+        }
+        Self::ALL
+            .into_iter()
+            .find(|st| st.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+impl std::fmt::Display for SubordinateStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One subordinate, frozen at one version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subordinate {
+    /// Database id.
+    pub id: i64,
+    /// Its entity identifier (the map key).
+    pub entity_id: Arc<str>,
+    /// Whether it is served.
+    pub status: SubordinateStatus,
+    /// Entity types it was registered with (the list endpoint's `entity_type` filter).
+    pub registered_entity_types: Vec<String>,
+    /// Every stored key, expired ones included (filtering happens at issuance).
+    pub jwks: Jwks,
+    /// Metadata override; `None` = use the general value.
+    pub metadata: Option<Value>,
+    /// Metadata policy override; `None` = use the general value.
+    pub metadata_policy: Option<Value>,
+    /// Constraints override; `None` = use the general value.
+    pub constraints: Option<Value>,
+    /// Additional claims; empty = use the general ones.
+    pub additional_claims: Vec<AdditionalClaim>,
+    /// Changes with every write to this subordinate; part of the signed-statement cache key.
+    pub version: u64,
+}
+
+impl Subordinate {
+    /// Whether the subordinate is itself a federation authority (has subordinates of its own):
+    /// registered with `federation_entity` and its effective metadata publishes a
+    /// `federation_list_endpoint` or `federation_fetch_endpoint`. Used by `intermediate=true`.
+    pub fn is_intermediate(&self, general: &GeneralSettings) -> bool {
+        if !self
+            .registered_entity_types
+            .iter()
+            .any(|t| t == "federation_entity")
+        {
+            return false;
+        }
+        let metadata = self.metadata.as_ref().or(general.metadata.as_ref());
+        let fe = metadata.and_then(|m| m.get("federation_entity"));
+        ["federation_list_endpoint", "federation_fetch_endpoint"]
+            .iter()
+            .any(|k| fe.and_then(|f| f.get(*k)).is_some())
+    }
+
+    /// Whether it has any of `types` registered (an empty filter matches everything).
+    pub fn has_any_type(&self, types: &[String]) -> bool {
+        types.is_empty()
+            || types
+                .iter()
+                .any(|t| self.registered_entity_types.contains(t))
+    }
+}
+
+/// The general statement settings (`subordinate_statement` scope), applied to every subordinate
+/// that has no override of its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GeneralSettings {
+    /// Statement lifetime set through the Admin API, seconds; `None` = endpoint config decides.
+    pub lifetime: Option<i64>,
+    /// General metadata (no admin route writes it; kept for data migrated from lighthouse).
+    pub metadata: Option<Value>,
+    /// General metadata policy.
+    pub metadata_policy: Option<Value>,
+    /// Non-standard operators that are critical when used.
+    pub metadata_policy_crit: Vec<String>,
+    /// General constraints.
+    pub constraints: Option<Value>,
+    /// General additional claims.
+    pub additional_claims: Vec<AdditionalClaim>,
+}
+
+/// Every subordinate by entity identifier, plus the general settings.
+///
+/// Cloning is O(1): the map is an `imbl::OrdMap` (a persistent B-tree) of `Arc`s.
+#[derive(Debug, Clone, Default)]
+pub struct Subordinates {
+    /// Subordinates sorted by entity identifier.
+    pub by_entity_id: imbl::OrdMap<Arc<str>, Arc<Subordinate>>,
+    /// General settings.
+    pub general: Arc<GeneralSettings>,
+    /// Changes with every change to the general settings; part of the statement cache key.
+    pub general_version: u64,
+}
+
+impl Subordinates {
+    /// The subordinate with this entity identifier, if any.
+    pub fn get(&self, entity_id: &str) -> Option<&Arc<Subordinate>> {
+        self.by_entity_id.get(entity_id)
+    }
+
+    /// Active subordinates in entity-identifier order.
+    pub fn active(&self) -> impl Iterator<Item = &Arc<Subordinate>> {
+        self.by_entity_id
+            .values()
+            .filter(|s| s.status == SubordinateStatus::Active)
+    }
+
+    /// A copy with `entity_id` set to `sub` (or removed when `None`); O(log n).
+    pub fn with(&self, entity_id: &str, sub: Option<Arc<Subordinate>>) -> Self {
+        let mut next = self.clone();
+        match sub {
+            Some(s) => {
+                next.by_entity_id.insert(s.entity_id.clone(), s);
+            }
+            None => {
+                next.by_entity_id.remove(entity_id);
+            }
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sub(id: &str, types: &[&str], metadata: Option<Value>) -> Arc<Subordinate> {
+        Arc::new(Subordinate {
+            id: 1,
+            entity_id: id.into(),
+            status: SubordinateStatus::Active,
+            registered_entity_types: types.iter().map(|t| t.to_string()).collect(),
+            jwks: Jwks::default(),
+            metadata,
+            metadata_policy: None,
+            constraints: None,
+            additional_claims: vec![],
+            version: 1,
+        })
+    }
+
+    #[test]
+    fn status_words_and_legacy_numbers() {
+        assert_eq!(
+            SubordinateStatus::parse("Active"),
+            Some(SubordinateStatus::Active)
+        );
+        assert_eq!(
+            SubordinateStatus::parse("1"),
+            Some(SubordinateStatus::Blocked)
+        );
+        assert_eq!(
+            SubordinateStatus::parse("2"),
+            Some(SubordinateStatus::Pending)
+        );
+        assert_eq!(SubordinateStatus::parse("deleted"), None);
+        assert_eq!(SubordinateStatus::parse("4"), None);
+    }
+
+    #[test]
+    fn updates_share_structure_and_leave_the_old_map_alone() {
+        let a = Subordinates::default().with("https://a", Some(sub("https://a", &[], None)));
+        let b = a.with("https://b", Some(sub("https://b", &[], None)));
+        let c = b.with("https://a", None);
+        assert_eq!(a.by_entity_id.len(), 1);
+        assert_eq!(b.by_entity_id.len(), 2);
+        assert_eq!(
+            c.by_entity_id.keys().map(|k| &**k).collect::<Vec<_>>(),
+            ["https://b"]
+        );
+        assert!(Arc::ptr_eq(
+            b.get("https://b").unwrap(),
+            c.get("https://b").unwrap()
+        ));
+    }
+
+    #[test]
+    fn intermediate_needs_federation_entity_type_and_an_authority_endpoint() {
+        let general = GeneralSettings::default();
+        let fe = json!({"federation_entity": {"federation_list_endpoint": "https://i/list"}});
+        assert!(
+            sub("https://i", &["federation_entity"], Some(fe.clone())).is_intermediate(&general)
+        );
+        assert!(!sub("https://i", &["openid_provider"], Some(fe)).is_intermediate(&general));
+        assert!(!sub("https://i", &["federation_entity"], None).is_intermediate(&general));
+    }
+}
