@@ -18,6 +18,7 @@ mod admin_tls;
 mod cli;
 mod cors;
 mod entity_configuration;
+mod federation;
 mod fetch_list;
 mod interop;
 mod keys;
