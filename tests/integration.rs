@@ -20,6 +20,7 @@ mod client_auth;
 mod client_auth_more;
 mod cors;
 mod entity_configuration;
+mod federation;
 mod fetch_list;
 mod interop;
 mod jwks_refresh;

@@ -182,3 +182,34 @@ async fn a_restarted_proactive_resolver_answers_from_disk_with_the_upstream_stop
         r.stop().await;
     }
 }
+
+#[tokio::test]
+async fn anchors_can_come_from_the_entity_collection_endpoint() {
+    for b in backends() {
+        let (db_t, db_r) = (TestDb::new(b).await, TestDb::new(b).await);
+        let t = Pharos::start(&db_t).await;
+        let r = Pharos::start(&db_r).await;
+        let ta = t.entity_id().to_owned();
+        enable_resolve(
+            &r,
+            json!({"use_entity_collection_allowed_trust_anchors": true}),
+        )
+        .await;
+        // No entity collection endpoint yet: no anchor is allowed.
+        let (s, body) = resolve(&r, &ta, &[&ta], &[]).await;
+        assert_eq!(
+            (s, error_code(&body).as_str()),
+            (404, "invalid_trust_anchor")
+        );
+        let body = json!({"type": "entity_collection", "path": "/collection",
+                          "config": {"allowed_trust_anchors": [ta]}});
+        let (s, v) = r
+            .admin(Method::POST, "/federation-endpoints", Some(body))
+            .await;
+        assert_eq!(s, 201, "{v}");
+        let (s, body) = resolve(&r, &ta, &["https://other.example", &ta], &[]).await;
+        assert_eq!(s, 200, "{b:?} {body}");
+        r.stop().await;
+        t.stop().await;
+    }
+}

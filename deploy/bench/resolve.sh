@@ -106,6 +106,7 @@ EOF
 )
 
 echo "== warm: wrk on one resolver vs nginx with the same bytes"
+rm -rf "$WORK/r"
 start r $R
 admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
 mkdir -p "$WORK/www"

@@ -29,6 +29,6 @@ try {
     metadata: chains[0]?.resolvedLeafMetadata ?? null,
   }));
 } catch (e) {
-  console.log(JSON.stringify({ error: String(e?.stack ?? e) }));
+  console.log(JSON.stringify({ error: String(e?.stack ?? e), cause: e?.cause?.issues ?? String(e?.cause ?? '') }));
   process.exit(1);
 }
