@@ -131,3 +131,71 @@ async fn a_trust_anchor_key_change_applies_to_the_very_next_request() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_authenticated_trigger_targets_the_client_itself() {
+    each(async |f, s| {
+        let client = f.client.entity_id();
+        let jwks = f.client.entity_configuration().await.claims["jwks"].clone();
+        let body = json!({"entity_id": client, "status": "active", "jwks": jwks});
+        assert_eq!(
+            s.admin(Method::POST, "/subordinates", Some(body)).await.0,
+            201
+        );
+        let body = json!({"type": "jwks_update_trigger", "path": "/jwks-trigger",
+            "auth_enabled": true, "auth_trust_anchors": [f.ta.entity_id()]});
+        let (st, v) = s
+            .admin(Method::POST, "/federation-endpoints", Some(body))
+            .await;
+        assert_eq!(st, 201, "{v}");
+        // A `sub` in the body is ignored: the target is the authenticated client.
+        let c = claims(client, s.entity_id(), |_| {});
+        let a = assertion(signer(&f.client).as_ref(), &c);
+        let (st, body) = call(s, "/jwks-trigger", &a, &[("sub", "https://x.example")]).await;
+        assert_eq!(st, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v, json!({"sub": client, "changed": false}));
+        let path = format!("/subordinates/{}/history", enc(client));
+        let (_, h) = s.admin(Method::GET, &path, None).await;
+        assert_eq!(h["events"][0]["type"], "jwks_update_triggered");
+        assert_eq!(h["events"][0]["actor"], client);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_anchor_added_through_the_admin_api_is_seeded_and_trusted_without_restart() {
+    for b in backends() {
+        let (db_t, db_c, db_s) = (
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+        );
+        let f = Federation::start(&db_t, &db_c).await;
+        let s = Pharos::start(&db_s).await;
+        let ta = f.ta.entity_id();
+        let body = json!({"entity_id": ta, "enable_jwks_update": true, "key_poll_interval": 3600});
+        let (st, v) = s.admin(Method::POST, "/trust-anchors", Some(body)).await;
+        assert_eq!(st, 201, "{v}");
+        let body = json!({"type": "list", "path": "/list", "auth_enabled": true,
+            "auth_trust_anchors": [ta]});
+        assert_eq!(
+            s.admin(Method::POST, "/federation-endpoints", Some(body))
+                .await
+                .0,
+            201
+        );
+        // The running refresher seeds the keys (driven here instead of awaited).
+        let app = s.app.as_ref().unwrap();
+        app.refreshers.tick(app.control.now()).await;
+        let snap = app.control.snapshot();
+        let seeded = snap.trust_anchors.by_id[ta].jwks.clone().unwrap();
+        let published = f.ta.entity_configuration().await.claims["jwks"].clone();
+        assert_eq!(serde_json::to_value(&seeded).unwrap(), published);
+        let c = claims(f.client.entity_id(), s.entity_id(), |_| {});
+        let (st, body) = call(&s, "/list", &assertion(signer(&f.client).as_ref(), &c), &[]).await;
+        assert_eq!(st, 200, "{body}");
+        s.stop().await;
+        f.stop().await;
+    }
+}
