@@ -268,29 +268,6 @@ async fn a_future_iat_is_rejected() {
 }
 
 #[tokio::test]
-async fn missing_exp_or_jti_is_a_bad_request() {
-    each(async |f, s| {
-        rejected(
-            f,
-            s,
-            |c| drop(c.as_object_mut().unwrap().remove("exp")),
-            400,
-            "invalid_request",
-        )
-        .await;
-        rejected(
-            f,
-            s,
-            |c| drop(c.as_object_mut().unwrap().remove("jti")),
-            400,
-            "invalid_request",
-        )
-        .await;
-    })
-    .await;
-}
-
-#[tokio::test]
 async fn a_replayed_jti_is_rejected() {
     each(async |f, s| {
         let a = assertion(

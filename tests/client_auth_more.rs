@@ -6,7 +6,9 @@ use pharos_shared::jose::{Algorithm, Signer, SigningKey};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::client_auth::{Federation, assertion, call, claims, each, error, server, signer};
+use crate::client_auth::{
+    Federation, assertion, call, claims, each, error, rejected, server, signer,
+};
 use crate::support::{Pharos, TestDb, backends, enc};
 
 #[tokio::test]
@@ -198,4 +200,27 @@ async fn an_anchor_added_through_the_admin_api_is_seeded_and_trusted_without_res
         s.stop().await;
         f.stop().await;
     }
+}
+
+#[tokio::test]
+async fn missing_exp_or_jti_is_a_bad_request() {
+    each(async |f, s| {
+        rejected(
+            f,
+            s,
+            |c| drop(c.as_object_mut().unwrap().remove("exp")),
+            400,
+            "invalid_request",
+        )
+        .await;
+        rejected(
+            f,
+            s,
+            |c| drop(c.as_object_mut().unwrap().remove("jti")),
+            400,
+            "invalid_request",
+        )
+        .await;
+    })
+    .await;
 }

@@ -15,6 +15,9 @@ mod subordinates;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests_subordinates;
 
 use std::sync::Arc;
 use std::time::Duration;
