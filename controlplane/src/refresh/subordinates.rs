@@ -18,6 +18,10 @@ use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::db::{self};
 use crate::error::Result;
 
+/// At most this many subordinates are fetched at once (all polled subordinates are due
+/// together at boot).
+const CONCURRENT_POLLS: usize = 16;
+
 /// The settings a subordinate is polled with; a change restarts its schedule entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubordinatePoll {
@@ -63,9 +67,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     pub(super) async fn poll_due_subordinates(self: &Arc<Self>, now: i64) {
         let due = self.subordinates.lock().await.due(now);
         let mut set = tokio::task::JoinSet::new();
+        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_POLLS));
         for (id, settings) in due {
             let me = self.clone();
+            let permits = permits.clone();
             set.spawn(async move {
+                let _permit = permits.acquire_owned().await;
                 let r = me.refresh_subordinate_keys(&id, now, None).await;
                 let mut s = me.subordinates.lock().await;
                 match r.and_then(|p| p.exp.map(|e| (p, e)).ok_or(no_exp())) {
