@@ -107,3 +107,56 @@ fn runs_on_the_embedded_default_without_a_config_file() {
         "embedded SQLite under ./data"
     );
 }
+
+/// Runs `pharos policy resolve` with `input` on stdin; returns exit code and parsed stdout.
+fn policy_resolve(input: &str) -> (Option<i32>, serde_json::Value) {
+    use std::io::Write as _;
+    let mut child = pharos()
+        .args(["policy", "resolve"])
+        .env("SVC_CONFIG_FILE", "/nonexistent/pharos.yaml")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap();
+    (out.status.code(), v)
+}
+
+#[test]
+fn policy_resolve_previews_merged_policy_and_metadata() {
+    let (code, v) = policy_resolve(
+        r#"{"policies": [{"openid_relying_party": {"scope": {"subset_of": ["openid", "email", "profile"]}}},
+                         {"openid_relying_party": {"scope": {"default": ["openid"]}}}],
+            "metadata": {"openid_relying_party": {"scope": "openid phone email"}}}"#,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    // `scope` is a space-separated string; subset_of keeps the order of the metadata.
+    assert_eq!(
+        v["metadata"]["openid_relying_party"]["scope"],
+        "openid email"
+    );
+    assert!(v["merged_policy"]["openid_relying_party"]["scope"]["subset_of"].is_array());
+
+    let (code, v) =
+        policy_resolve(r#"{"policies": [{"client_name": {"essential": true}}], "metadata": {}}"#);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["error"], "invalid_metadata", "{v}");
+
+    let (code, v) = policy_resolve(
+        r#"{"policies": [{"x": {"value": "a"}}, {"x": {"value": "b"}}], "metadata": {}}"#,
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["error"], "invalid_policy", "{v}");
+    let (code, v) = policy_resolve("not json");
+    assert_eq!(
+        (code, v["error"].as_str()),
+        (Some(1), Some("invalid_policy"))
+    );
+}

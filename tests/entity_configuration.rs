@@ -88,3 +88,32 @@ async fn admin_changes_show_in_the_next_entity_configuration() {
         p.stop().await;
     }
 }
+
+/// Every algorithm an operator can configure signs a verifiable Entity Configuration.
+#[tokio::test]
+async fn each_configured_algorithm_signs_a_verifiable_entity_configuration() {
+    for alg in ["ES256", "ES384", "ES512", "PS256", "RS256", "EdDSA"] {
+        let db = TestDb::new(crate::support::Backend::Sqlite).await;
+        let p = Pharos::start_with(
+            &db,
+            |s| s.signing.alg = alg.to_string(),
+            std::sync::Arc::new(pharos_shared::time::SystemClock),
+        )
+        .await;
+        let ec = p.entity_configuration().await;
+        assert_eq!(ec.header["alg"], alg);
+        let kid = ec.header["kid"].as_str().unwrap().to_string();
+        let jwk = ec.claims["jwks"]["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["kid"] == kid.as_str())
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .clone();
+        // kid is the RFC 7638 thumbprint of the published key.
+        assert_eq!(pharos_shared::jose::thumbprint(&jwk).unwrap(), kid, "{alg}");
+        p.stop().await;
+    }
+}

@@ -12,6 +12,9 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use pharos_dataplane::DataPlane;
+use pharos_dataplane::outbound::HttpFetcher;
+use pharos_shared::command::Commands;
+use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
 use tokio::net::TcpListener;
@@ -19,9 +22,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin;
+use crate::commands;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
+use crate::refresh::Refreshers;
 use crate::state::ControlPlane;
 
 /// A running Pharos.
@@ -33,6 +38,8 @@ pub struct App {
     pub admin_addr: Option<SocketAddr>,
     /// The control plane (tests inspect it).
     pub control: Arc<ControlPlane>,
+    /// The key refreshers (tests drive `tick` directly instead of waiting).
+    pub refreshers: Arc<Refreshers<HttpFetcher>>,
     shutdown: CancellationToken,
     drain: std::time::Duration,
     tasks: Vec<JoinHandle<()>>,
@@ -68,7 +75,19 @@ impl App {
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;
         let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
-        let data = DataPlane::new(control.snapshot_handle(), clock);
+        let (commands, command_rx) = Commands::channel();
+        let auth = &settings.storage.endpoint_auth;
+        let data = DataPlane::connected(
+            control.snapshot_handle(),
+            clock,
+            &settings.federation,
+            commands,
+            &auth.jti_backend,
+        );
+        let refreshers = Refreshers::new(
+            control.clone(),
+            Arc::new(HttpFetcher::new(&settings.federation)),
+        );
 
         let admin = &settings.api.admin;
         let separate_admin = admin.enabled && admin.port != 0;
@@ -92,7 +111,19 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
-        let mut tasks = vec![control.spawn_key_task(shutdown.clone())];
+        let mut tasks = vec![
+            control.spawn_key_task(shutdown.clone()),
+            commands::spawn(refreshers.clone(), command_rx, shutdown.clone()),
+        ];
+        tasks.push(refreshers.spawn(shutdown.clone()));
+        if auth.jti_backend == JtiBackend::Db {
+            let every = auth.jti_cleanup_interval.into();
+            tasks.push(commands::spawn_jti_cleanup(
+                control.clone(),
+                every,
+                shutdown.clone(),
+            ));
+        }
         let main_listener = match listeners.main {
             Some(l) => l,
             None => bind(&settings.server.ip_listen, settings.server.port).await?,
@@ -136,6 +167,7 @@ impl App {
             addr,
             admin_addr,
             control,
+            refreshers,
             shutdown,
             drain,
             tasks,

@@ -5,11 +5,13 @@
 
 pub mod admin;
 pub mod app;
+pub mod commands;
 pub mod db;
 pub mod error;
 pub mod http;
 pub mod keys;
 pub mod logging;
+pub mod refresh;
 pub mod state;
 pub mod subs;
 

@@ -28,6 +28,18 @@ enum Command {
     Serve,
     /// Print the effective configuration with secrets redacted, or the problems found.
     CheckConfig,
+    /// Metadata policy tools for operators.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Read `{"policies":[superior,…,immediate],"metadata":{…}}` on stdin; print the merged
+    /// policy and the resolved metadata, or exit 1 with `{"error","error_description"}`.
+    Resolve,
 }
 
 fn load(path: Option<&PathBuf>) -> Result<(Settings, Vec<String>), ExitCode> {
@@ -43,6 +55,12 @@ fn load(path: Option<&PathBuf>) -> Result<(Settings, Vec<String>), ExitCode> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Offline tools need no configuration: a broken config file must not stop a preview.
+    if let Some(Command::Policy { action }) = &cli.command {
+        return match action {
+            PolicyCommand::Resolve => policy_resolve(),
+        };
+    }
     let (settings, warnings) = match load(cli.config.as_ref()) {
         Ok(s) => s,
         Err(code) => return code,
@@ -64,7 +82,39 @@ fn main() -> ExitCode {
             }
         }
         Command::Serve => serve(settings, warnings),
+        Command::Policy { .. } => ExitCode::SUCCESS,
     }
+}
+
+/// `pharos policy resolve`: the output of [`pharos_shared::policy::preview`] as JSON on
+/// stdout; on failure the federation error object on stdout and exit status 1.
+fn policy_resolve() -> ExitCode {
+    use pharos_shared::Error;
+    let mut input = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+        eprintln!("cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let result = serde_json::from_str::<serde_json::Value>(&input)
+        .map_err(|e| Error::InvalidPolicy(format!("input is not JSON: {e}")))
+        .and_then(|v| pharos_shared::policy::preview(&v));
+    let (out, code) = match result {
+        Ok(v) => (v, ExitCode::SUCCESS),
+        Err(e) => {
+            let (code, msg) = match e {
+                Error::InvalidMetadata(m) => ("invalid_metadata", m),
+                Error::InvalidPolicy(m) => ("invalid_policy", m),
+                other => ("invalid_policy", other.to_string()),
+            };
+            let v = serde_json::json!({"error": code, "error_description": msg});
+            (v, ExitCode::FAILURE)
+        }
+    };
+    match serde_json::to_string_pretty(&out) {
+        Ok(s) => println!("{s}"),
+        Err(e) => eprintln!("cannot render the result: {e}"),
+    }
+    code
 }
 
 fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {

@@ -54,6 +54,10 @@ pub struct ControlPlane {
     pub kms: keys::kms::Kms,
     /// Wakes the key task when an admin change may have moved the next key transition.
     pub key_events: tokio::sync::Notify,
+    /// Wakes the key refreshers after a change of trust anchors or subordinates.
+    pub refresh_events: tokio::sync::Notify,
+    /// Subordinates changed since the refresher last looked (it restarts or stops their polls).
+    changed_subordinates: std::sync::Mutex<Vec<String>>,
     snapshot: Arc<ArcSwap<Snapshot>>,
     generation: AtomicU64,
     versions: AtomicU64,
@@ -87,6 +91,8 @@ impl ControlPlane {
             clock,
             kms,
             key_events: tokio::sync::Notify::new(),
+            refresh_events: tokio::sync::Notify::new(),
+            changed_subordinates: std::sync::Mutex::new(Vec::new()),
             snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
             generation: AtomicU64::new(1),
             versions,
@@ -145,6 +151,9 @@ impl ControlPlane {
         }
         next.generation = generation;
         self.snapshot.store(Arc::new(next));
+        if sections.contains(&Section::TrustAnchors) {
+            self.refresh_events.notify_one();
+        }
         Ok(())
     }
 
@@ -158,7 +167,25 @@ impl ControlPlane {
         next.subordinates = Arc::new(next.subordinates.with(entity_id, sub));
         next.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         self.snapshot.store(Arc::new(next));
+        if let Ok(mut changed) = self.changed_subordinates.lock() {
+            changed.push(entity_id.to_owned());
+        }
+        self.refresh_events.notify_one();
         Ok(())
+    }
+
+    /// The subordinates published since the last call (the key refresher re-reads their
+    /// polling settings).
+    pub fn take_changed_subordinates(&self) -> Vec<String> {
+        match self.changed_subordinates.lock() {
+            Ok(mut c) => {
+                let mut ids = std::mem::take(&mut *c);
+                ids.sort();
+                ids.dedup();
+                ids
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     /// A fresh version number for a subordinate or the general settings (cache keys).

@@ -7,9 +7,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pharos_shared::endpoint::{EndpointType, http_method};
+use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 
 use crate::DataPlane;
 use crate::error::FedError;
+use crate::resolve::Caller;
+
+/// Largest form body accepted (POST, e.g. with client authentication).
+const MAX_FORM_BYTES: usize = 64 * 1024;
 
 /// The fallback handler of the public router.
 pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response {
@@ -36,18 +41,39 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
     }
-    let query = req.uri().query().unwrap_or("");
-    // Client authentication is not implemented yet: an auth-enabled endpoint must not answer
-    // as if the client had been authenticated, so it stays unavailable (501) until it is.
     match entry.kind {
-        EndpointType::Fetch if !entry.auth_enabled => {
-            return crate::fetch::handle(&dp, snap.clone(), entry, query).await;
+        // Authenticity comes from the JWK Set's signature; auth_enabled is ignored.
+        EndpointType::JwksUpdate => return crate::jwks_update::push(&dp, req).await,
+        EndpointType::JwksUpdateTrigger if !entry.auth_enabled => {
+            return crate::jwks_update::trigger_unauthenticated(&dp, req).await;
         }
-        EndpointType::List if !entry.auth_enabled => {
-            return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+        _ => {}
+    }
+    let (params, caller) = match authenticated(&dp, &snap, entry, req).await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params.iter())
+        .finish();
+    match entry.kind {
+        EndpointType::Fetch => {
+            return crate::fetch::handle(&dp, snap.clone(), entry, &query).await;
         }
-        EndpointType::HistoricalKeys if !entry.auth_enabled => {
+        EndpointType::List => {
+            return crate::list::handle(&dp.list_cache, snap.clone(), &query).await;
+        }
+        EndpointType::HistoricalKeys => {
             return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+        }
+        EndpointType::Resolve => {
+            return crate::resolve::handler(&dp, &snap, entry, params, caller).await;
+        }
+        EndpointType::JwksUpdateTrigger => {
+            if let Caller::Authenticated { entity_id } = caller {
+                let actor = Some(entity_id.clone());
+                return crate::jwks_update::trigger(&dp, entity_id, actor).await;
+            }
         }
         _ => {}
     }
@@ -62,4 +88,34 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         ),
     )
     .into_response()
+}
+
+/// The request's parameters (query for GET, form body for POST) and who sent it: with
+/// `auth_enabled` the client is authenticated first (`private_key_jwt`) and the
+/// authentication parameters are taken out of what the handler sees.
+async fn authenticated(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    req: Request,
+) -> Result<(Vec<(String, String)>, Caller), FedError> {
+    let mut params = params(req).await?;
+    if !entry.auth_enabled {
+        return Ok((params, Caller::Anonymous));
+    }
+    let entity_id = crate::client_auth::authenticate(dp, snap, entry, &params).await?;
+    params.retain(|(k, _)| !crate::client_auth::AUTH_PARAMS.contains(&k.as_str()));
+    Ok((params, Caller::Authenticated { entity_id }))
+}
+
+/// Query string for GET, form body for POST.
+async fn params(req: Request) -> Result<Vec<(String, String)>, FedError> {
+    let parse = |b: &[u8]| form_urlencoded::parse(b).into_owned().collect::<Vec<_>>();
+    if req.method() == Method::POST {
+        let body = axum::body::to_bytes(req.into_body(), MAX_FORM_BYTES)
+            .await
+            .map_err(|e| FedError::invalid_request(format!("cannot read the form body: {e}")))?;
+        return Ok(parse(&body));
+    }
+    Ok(parse(req.uri().query().unwrap_or("").as_bytes()))
 }

@@ -4,19 +4,27 @@
 //! [`Snapshot`] and from caches of signed responses. It never opens a database connection: state
 //! changes reach it only as new snapshots published by the control plane.
 
+pub mod client_auth;
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
 pub mod fetch;
 pub mod historical_keys;
+pub mod jwks_update;
 pub mod jwt_response;
 pub mod list;
+pub mod outbound;
+pub mod replay;
+pub mod resolve;
+pub mod resolver;
 
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
+use pharos_shared::command::Commands;
+use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
 
@@ -26,15 +34,53 @@ pub struct DataPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
+    /// Resolving: resolver, caches and proactive resolver.
+    pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: historical_keys::HistoricalKeysCache,
     fetch_cache: fetch::FetchCache,
     list_cache: list::ListCache,
+    /// The control plane's command channel (state changes requested by requests).
+    pub commands: Commands,
+    /// Used client assertion identifiers.
+    pub replay: replay::ReplayStore,
 }
 
 impl DataPlane {
     /// A data plane reading snapshots from `snapshot` (the control plane's publication point).
+    /// Outbound fetches use the default `federation.*` limits; see [`Self::with_federation`].
     pub fn new(snapshot: Arc<ArcSwap<Snapshot>>, clock: Arc<dyn Clock>) -> Arc<Self> {
+        Self::with_federation(snapshot, clock, &FederationSettings::default())
+    }
+
+    /// A data plane whose resolver fetches with the `federation.*` limits (and starts the
+    /// proactive resolver when the snapshot enables one).
+    pub fn with_federation(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        clock: Arc<dyn Clock>,
+        federation: &FederationSettings,
+    ) -> Arc<Self> {
+        // No control plane: state-changing requests answer 503, replays are kept in memory.
+        let (commands, _) = Commands::channel();
+        Self::connected(snapshot, clock, federation, commands, &JtiBackend::Cache)
+    }
+
+    /// A data plane wired to the control plane: `commands` carries its state changes, and
+    /// used `jti`s go to the store `jti_backend` names (`db` = through the control plane).
+    pub fn connected(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        clock: Arc<dyn Clock>,
+        federation: &FederationSettings,
+        commands: Commands,
+        jti_backend: &JtiBackend,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            replay: replay::ReplayStore::new(jti_backend, commands.clone()),
+            commands,
+            resolve: resolver::service::ResolveService::start(
+                snapshot.clone(),
+                clock.clone(),
+                federation,
+            ),
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),

@@ -5,15 +5,19 @@
 //! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
 
 pub mod chain;
+pub mod command;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
 pub mod error;
 pub mod jose;
+pub mod key_update;
 pub mod policy;
+pub mod refresh;
 pub mod snapshot;
 pub mod subordinate;
 pub mod subordinate_statement;
 pub mod time;
+pub mod trust_mark;
 
 pub use error::{Error, Result};

@@ -7,6 +7,8 @@
 
 pub mod endpoints;
 pub mod entity_config;
+pub mod jti;
+pub mod jwks_polling;
 pub mod keys;
 pub mod settings;
 pub mod subordinate_claims;
@@ -86,6 +88,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/sqlite/0003_users.sql"),
             include_str!("../../../migrations/mysql/0003_users.sql"),
             include_str!("../../../migrations/postgres/0003_users.sql"),
+        ],
+    ),
+    (
+        4,
+        "jti",
+        [
+            include_str!("../../../migrations/sqlite/0004_jti.sql"),
+            include_str!("../../../migrations/mysql/0004_jti.sql"),
+            include_str!("../../../migrations/postgres/0004_jti.sql"),
         ],
     ),
 ];

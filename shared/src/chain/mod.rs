@@ -10,13 +10,20 @@
 //!   last): per-statement checks (§3.2), linkage and signatures (§10.2), constraints (§6.2) and
 //!   metadata resolution (§6.1.4).
 //!
+//! - [`GraceRule`] is the resolver cache rule (serve within `grace_period`, refresh once
+//!   `time_elapsed_grace_factor` of the lifetime has elapsed), shared by the data plane caches.
+//! - [`response_claims`] shapes a resolve response (§8.3.2) from a [`ResolvedChain`] and the
+//!   Trust Marks that passed [`crate::trust_mark::verify`].
+//!
 //! Structural, temporal, cryptographic and constraint failures are
 //! [`crate::Error::InvalidTrustChain`]; metadata policy failures stay
 //! [`crate::Error::InvalidPolicy`] / [`crate::Error::InvalidMetadata`].
 
 mod claims;
 mod collect;
+mod freshness;
 mod resolve;
+mod response;
 mod statement;
 mod validate;
 
@@ -30,7 +37,11 @@ use crate::jose::Jwks;
 
 pub use claims::STANDARD_CLAIMS;
 pub use collect::Fetcher;
+pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;
+pub use response::{
+    RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP, response_claims, response_exp,
+};
 pub use statement::Statement;
 pub use validate::{ValidatedChain, validate_chain};
 

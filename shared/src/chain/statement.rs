@@ -152,18 +152,21 @@ pub(crate) fn parse(jws: &str, now: i64) -> Result<Statement> {
 }
 
 /// A claim holding an Entity Identifier: an `https` URL with a host and without query or
-/// fragment (§1.2).
+/// fragment (§1.2). Plain `http` is accepted for loopback hosts only (see
+/// [`is_loopback_host`]), so that federations of instances on one machine (development,
+/// the whole-process tests) can be resolved; no remote Entity can use it.
 fn entity_id(claims: &Map<String, Value>, name: &str) -> Result<String> {
     let s = claims
         .get(name)
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(format!("{name} is missing or not a string")))?;
     let url = url::Url::parse(s).map_err(|e| invalid(format!("{name} {s:?}: {e}")))?;
-    if url.scheme() != "https"
-        || url.host_str().is_none()
-        || url.query().is_some()
-        || url.fragment().is_some()
-    {
+    let scheme_ok = match url.scheme() {
+        "https" => true,
+        "http" => url.host().is_some_and(is_loopback_host),
+        _ => false,
+    };
+    if !scheme_ok || url.host_str().is_none() || url.query().is_some() || url.fragment().is_some() {
         return Err(invalid(format!(
             "{name} {s:?} is not a valid Entity Identifier"
         )));
@@ -179,4 +182,14 @@ fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<i64> {
     v.as_i64()
         .or_else(|| v.as_f64().filter(|f| f.is_finite()).map(|f| f as i64))
         .ok_or_else(|| invalid(format!("{name} is not a NumericDate")))
+}
+
+/// Whether `host` is a loopback address or `localhost`, the only hosts for which an `http`
+/// Entity Identifier is accepted.
+pub(crate) fn is_loopback_host(host: url::Host<&str>) -> bool {
+    match host {
+        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+    }
 }

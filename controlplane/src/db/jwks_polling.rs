@@ -1,0 +1,37 @@
+//! The one query the subordinate key refresher needs at boot: which subordinates poll their
+//! keys, without loading the other columns and child rows of 100,000 subordinates.
+
+use sqlx::Row;
+
+use super::Db;
+use crate::error::Result;
+
+/// A subordinate with `enable_jwks_update`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Polled {
+    /// Entity identifier.
+    pub entity_id: String,
+    /// Status word.
+    pub status: String,
+    /// Poll interval, seconds (0 = derive).
+    pub jwks_poll_interval: i64,
+}
+
+/// Every subordinate with `enable_jwks_update`.
+pub async fn polled(db: &Db) -> Result<Vec<Polled>> {
+    let rows = sqlx::query(db.sql(
+        "SELECT entity_id, status, jwks_poll_interval FROM subordinates \
+         WHERE enable_jwks_update <> 0",
+    ))
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Polled {
+                entity_id: r.try_get("entity_id")?,
+                status: r.try_get("status")?,
+                jwks_poll_interval: r.try_get("jwks_poll_interval")?,
+            })
+        })
+        .collect()
+}

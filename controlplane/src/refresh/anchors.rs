@@ -1,0 +1,95 @@
+//! The trust anchor key refresher: polls the Entity Configuration of every anchor with
+//! `enable_jwks_update`, verifies it with the stored keys (or seeds them on the first poll)
+//! and stores a changed key set, database first, then the snapshot's repository.
+//!
+//! The set of polled anchors is read from the snapshot on every tick, so anchors added,
+//! changed or deleted through the Admin API are picked up without a restart.
+
+use std::sync::Arc;
+
+use pharos_shared::chain::Fetcher;
+use pharos_shared::key_update::check_configuration;
+use pharos_shared::refresh::{anchor_interval, kids};
+
+use super::{PollError, Polled, Refreshers};
+use crate::db::trust_anchors::{self, TrustAnchorWrite};
+use crate::state::Section;
+
+/// The settings an anchor is polled with; a change restarts its schedule entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnchorPoll {
+    /// `key_poll_interval` (0 = derive from `exp`).
+    pub key_poll_interval: i64,
+}
+
+impl<F: Fetcher + 'static> Refreshers<F> {
+    pub(super) async fn sync_anchors(&self, now: i64) {
+        let snap = self.cp.snapshot();
+        let mut s = self.anchors.lock().await;
+        s.retain(|id| snap.trust_anchors.by_id.contains_key(id));
+        for (id, ta) in &snap.trust_anchors.by_id {
+            let wanted = ta.enable_jwks_update.then_some(AnchorPoll {
+                key_poll_interval: ta.key_poll_interval,
+            });
+            s.sync(id, wanted, now);
+        }
+    }
+
+    pub(super) async fn poll_due_anchors(self: &Arc<Self>, now: i64) {
+        let due = self.anchors.lock().await.due(now);
+        for (id, settings) in due {
+            let result = self.poll_anchor(&id, now).await;
+            let mut s = self.anchors.lock().await;
+            match result {
+                Ok(p) => {
+                    let interval = anchor_interval(settings.key_poll_interval, p.exp, now);
+                    s.succeeded(&id, &settings, now, interval);
+                }
+                Err(e) => {
+                    let delay = s.failed(&id, &settings, now);
+                    tracing::warn!(anchor = %id, error = %e, retry_in = ?delay, "trust anchor key refresh failed");
+                }
+            }
+        }
+    }
+
+    /// Fetches anchor `id`'s configuration and stores its keys if their `kid`s changed.
+    pub async fn poll_anchor(&self, id: &str, now: i64) -> Result<Polled, PollError> {
+        let jws = self
+            .fetcher
+            .entity_configuration(id)
+            .await
+            .map_err(|e| PollError::Fetch(e.to_string()))?;
+        let stored = trust_anchors::get(&self.cp.db, id)
+            .await?
+            .ok_or(PollError::Gone)?;
+        let fetched = check_configuration(&jws, id, stored.jwks.as_ref())?;
+        let _w = self.cp.writer().await;
+        // Re-read under the writer lock: an admin change may have landed since the fetch.
+        let row = trust_anchors::get(&self.cp.db, id)
+            .await?
+            .ok_or(PollError::Gone)?;
+        if row.jwks != stored.jwks {
+            return Err(PollError::Invalid("keys changed during the poll".into()));
+        }
+        let old = row.jwks.clone().unwrap_or_default();
+        let changed = row.jwks.is_none() || kids(&old) != kids(&fetched.jwks);
+        if changed {
+            let mut tx = self.cp.db.pool.begin().await?;
+            let w = TrustAnchorWrite {
+                entity_id: row.entity_id.clone(),
+                jwks: Some(fetched.jwks.clone()),
+                enable_jwks_update: row.enable_jwks_update,
+                key_poll_interval: row.key_poll_interval,
+            };
+            trust_anchors::update(&self.cp.db, &mut tx, row.id, &w, now).await?;
+            tx.commit().await?;
+            self.cp.refresh(&[Section::TrustAnchors]).await?;
+            tracing::info!(anchor = %id, kids = ?kids(&fetched.jwks), "trust anchor keys updated");
+        }
+        Ok(Polled {
+            changed,
+            exp: fetched.exp,
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! Keeping other entities' keys fresh: the trust anchor and subordinate key refreshers, the
+//! on-demand refresh of the jwks_update_trigger endpoint and the signed push of the
+//! jwks_update endpoint.
+//!
+//! One background task drives both refreshers: it calls [`Refreshers::tick`] whenever the
+//! earliest entry of either [`schedule::Schedule`] is due, or when the control plane reports
+//! a change of trust anchors or subordinates. Tests call `tick(now)` directly with a manual
+//! clock and an in-memory fetcher, so the schedule is tested without sleeping.
+
+mod anchors;
+pub mod push;
+pub mod schedule;
+mod subordinates;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests_subordinates;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pharos_shared::chain::Fetcher;
+use pharos_shared::key_update::KeyCheckError;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::ControlPlane;
+use schedule::Schedule;
+
+pub use anchors::AnchorPoll;
+pub use subordinates::SubordinatePoll;
+
+/// Longest sleep of the refresher task; it re-checks at least this often.
+const MAX_SLEEP: i64 = 3_600;
+
+/// Why a poll did not update keys.
+#[derive(Debug, thiserror::Error)]
+pub enum PollError {
+    /// The Entity Configuration could not be fetched (or had no `exp`, for subordinates).
+    #[error("fetch failed: {0}")]
+    Fetch(String),
+    /// It did not verify with the stored keys.
+    #[error("{0}")]
+    Signature(String),
+    /// It is not a valid Entity Configuration of the entity.
+    #[error("invalid entity configuration: {0}")]
+    Invalid(String),
+    /// The entity is no longer stored.
+    #[error("no longer stored")]
+    Gone,
+    /// Database or snapshot failure.
+    #[error(transparent)]
+    Internal(#[from] crate::error::Error),
+}
+
+impl From<sqlx::Error> for PollError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Internal(e.into())
+    }
+}
+
+impl From<KeyCheckError> for PollError {
+    fn from(e: KeyCheckError) -> Self {
+        match e {
+            KeyCheckError::Invalid(m) => Self::Invalid(m),
+            e @ KeyCheckError::Signature(_) => Self::Signature(e.to_string()),
+        }
+    }
+}
+
+/// What a successful poll found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Polled {
+    /// Whether the stored keys changed.
+    pub changed: bool,
+    /// The configuration's `exp`, when it had one.
+    pub exp: Option<i64>,
+}
+
+/// Both refreshers and the fetcher they share.
+#[derive(Debug)]
+pub struct Refreshers<F> {
+    cp: Arc<ControlPlane>,
+    fetcher: Arc<F>,
+    /// Trust anchors polled, by entity identifier.
+    pub anchors: Mutex<Schedule<AnchorPoll>>,
+    /// Subordinates polled, by entity identifier.
+    pub subordinates: Mutex<Schedule<SubordinatePoll>>,
+    booted: std::sync::atomic::AtomicBool,
+}
+
+impl<F: Fetcher + 'static> Refreshers<F> {
+    /// Refreshers over `cp`, fetching with `fetcher`. Nothing is polled before the first tick.
+    pub fn new(cp: Arc<ControlPlane>, fetcher: Arc<F>) -> Arc<Self> {
+        Arc::new(Self {
+            cp,
+            fetcher,
+            anchors: Mutex::new(Schedule::default()),
+            subordinates: Mutex::new(Schedule::default()),
+            booted: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The control plane refreshed.
+    pub fn control(&self) -> &Arc<ControlPlane> {
+        &self.cp
+    }
+
+    /// Syncs both schedules with the stored state and polls everything due at `now`.
+    pub async fn tick(self: &Arc<Self>, now: i64) {
+        if let Err(e) = self.sync(now).await {
+            tracing::error!(error = %e, "cannot read what to poll; retrying later");
+        }
+        self.poll_due_anchors(now).await;
+        self.poll_due_subordinates(now).await;
+    }
+
+    async fn sync(&self, now: i64) -> crate::error::Result<()> {
+        self.sync_anchors(now).await;
+        // At boot every polled subordinate is read once; later only the changed ones.
+        if !self.booted.load(std::sync::atomic::Ordering::SeqCst) {
+            self.sync_all_subordinates(now).await?;
+            self.booted.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.sync_changed_subordinates(now).await
+    }
+
+    /// The earliest due time of either schedule.
+    pub async fn next_wake(&self) -> Option<i64> {
+        let a = self.anchors.lock().await.next_wake();
+        let s = self.subordinates.lock().await.next_wake();
+        [a, s].into_iter().flatten().min()
+    }
+
+    /// Runs the refreshers until `stop` is cancelled.
+    pub fn spawn(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = me.cp.now();
+                me.tick(now).await;
+                let now = me.cp.now();
+                let wait = me
+                    .next_wake()
+                    .await
+                    .map_or(MAX_SLEEP, |t| (t - now).clamp(0, MAX_SLEEP));
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(wait as u64)) => {}
+                    _ = me.cp.refresh_events.notified() => {}
+                    _ = stop.cancelled() => break,
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,149 @@
+//! The subordinate key refresher: one schedule entry per subordinate with
+//! `enable_jwks_update` (and status active or pending). Entries start on create, restart when
+//! `enable_jwks_update`, `jwks_poll_interval` or the status change, and stop on delete: every
+//! subordinate change reaches the control plane's `refresh_subordinate`, which queues the
+//! entity for [`Refreshers::sync_changed_subordinates`].
+//!
+//! The same poll serves the jwks_update_trigger endpoint ([`Refreshers::refresh_subordinate_keys`]).
+
+use std::sync::Arc;
+
+use pharos_shared::chain::Fetcher;
+use pharos_shared::key_update::check_configuration;
+use pharos_shared::refresh::{describe_change, subordinate_interval};
+
+use super::{PollError, Polled, Refreshers};
+use crate::db::subordinate_events::{self, NewEvent};
+use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
+use crate::db::{self};
+use crate::error::Result;
+
+/// At most this many subordinates are fetched at once (all polled subordinates are due
+/// together at boot).
+const CONCURRENT_POLLS: usize = 16;
+
+/// The settings a subordinate is polled with; a change restarts its schedule entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubordinatePoll {
+    /// `jwks_poll_interval` (0 = derive from `exp`).
+    pub jwks_poll_interval: i64,
+    /// Its status when the entry (re)started.
+    pub status: String,
+}
+
+/// Whether a subordinate is polled, and with what.
+pub(super) fn wanted(enabled: bool, status: &str, interval: i64) -> Option<SubordinatePoll> {
+    (enabled && matches!(status, "active" | "pending")).then(|| SubordinatePoll {
+        jwks_poll_interval: interval,
+        status: status.to_owned(),
+    })
+}
+
+impl<F: Fetcher + 'static> Refreshers<F> {
+    pub(super) async fn sync_all_subordinates(&self, now: i64) -> Result<()> {
+        let rows = db::jwks_polling::polled(&self.cp.db).await?;
+        let mut s = self.subordinates.lock().await;
+        for r in rows {
+            s.sync(
+                &r.entity_id,
+                wanted(true, &r.status, r.jwks_poll_interval),
+                now,
+            );
+        }
+        Ok(())
+    }
+
+    /// Applies the subordinate changes the control plane reported since the last call.
+    pub async fn sync_changed_subordinates(&self, now: i64) -> Result<()> {
+        for id in self.cp.take_changed_subordinates() {
+            let row = repo::get(&self.cp.db, SubKey::EntityId(&id)).await?;
+            let w = row.and_then(|r| wanted(r.enable_jwks_update, &r.status, r.jwks_poll_interval));
+            let outcome = self.subordinates.lock().await.sync(&id, w, now);
+            tracing::debug!(subordinate = %id, ?outcome, "subordinate key polling synced");
+        }
+        Ok(())
+    }
+
+    pub(super) async fn poll_due_subordinates(self: &Arc<Self>, now: i64) {
+        let due = self.subordinates.lock().await.due(now);
+        let mut set = tokio::task::JoinSet::new();
+        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_POLLS));
+        for (id, settings) in due {
+            let me = self.clone();
+            let permits = permits.clone();
+            set.spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let r = me.refresh_subordinate_keys(&id, now, None).await;
+                let mut s = me.subordinates.lock().await;
+                match r.and_then(|p| p.exp.map(|e| (p, e)).ok_or(no_exp())) {
+                    Ok((_, exp)) => {
+                        let i = subordinate_interval(settings.jwks_poll_interval, exp, now);
+                        s.succeeded(&id, &settings, now, i);
+                    }
+                    Err(e) => {
+                        let delay = s.failed(&id, &settings, now);
+                        tracing::warn!(subordinate = %id, error = %e, retry_in = ?delay, "subordinate key refresh failed");
+                    }
+                }
+            });
+        }
+        while set.join_next().await.is_some() {}
+    }
+
+    /// Fetches subordinate `id`'s configuration, verifies it with the stored keys (or seeds
+    /// them when none are stored) and stores the new keys if their `kid`s changed, recording
+    /// `jwks_refreshed`. A configuration without `exp` is refused before anything is stored.
+    pub async fn refresh_subordinate_keys(
+        &self,
+        id: &str,
+        now: i64,
+        actor: Option<&str>,
+    ) -> std::result::Result<Polled, PollError> {
+        let jws = self
+            .fetcher
+            .entity_configuration(id)
+            .await
+            .map_err(|e| PollError::Fetch(e.to_string()))?;
+        let row = self.row(id).await?;
+        let fetched = check_configuration(&jws, id, row.jwks.as_ref())?;
+        if fetched.exp.is_none() {
+            return Err(no_exp());
+        }
+        let _w = self.cp.writer().await;
+        let row = self.row(id).await?;
+        let old = row.jwks.clone().unwrap_or_default();
+        let Some(message) = describe_change(&old, &fetched.jwks) else {
+            return Ok(Polled {
+                changed: false,
+                exp: fetched.exp,
+            });
+        };
+        // The keys may have been replaced since the check: verify again against what is stored.
+        check_configuration(&jws, id, row.jwks.as_ref())?;
+        let mut tx = self.cp.db.pool.begin().await?;
+        repo::set_jwks(&self.cp.db, &mut tx, row.id, &fetched.jwks, now).await?;
+        let e = NewEvent {
+            kind: "jwks_refreshed",
+            status: Some(&row.status),
+            message: Some(message),
+            actor,
+        };
+        subordinate_events::record(&self.cp.db, &mut tx, row.id, now, &e).await?;
+        tx.commit().await?;
+        self.cp.refresh_subordinate(id).await?;
+        Ok(Polled {
+            changed: true,
+            exp: fetched.exp,
+        })
+    }
+
+    async fn row(&self, id: &str) -> std::result::Result<SubordinateRow, PollError> {
+        repo::get(&self.cp.db, SubKey::EntityId(id))
+            .await?
+            .ok_or(PollError::Gone)
+    }
+}
+
+fn no_exp() -> PollError {
+    PollError::Fetch("the entity configuration has no exp".into())
+}

@@ -1,0 +1,234 @@
+//! Outbound HTTP: the reqwest implementation of [`pharos_shared::chain::Fetcher`].
+//!
+//! Every fetch of another Entity's statement is bounded: `federation.http_timeout` per
+//! request, `federation.max_response_bytes` (the body is streamed and cut off, never buffered
+//! whole first), only `http`/`https`, at most [`MAX_REDIRECTS`] redirects, and the response
+//! must be `application/entity-statement+jwt`. With `federation.block_private_addresses` the
+//! host is resolved and refused when *any* of its addresses is loopback, private, link-local
+//! or otherwise non-public (SSRF protection: a resolver fetches URLs chosen by whoever
+//! publishes `authority_hints`). That switch defaults to off so that federations on one
+//! machine work; production resolvers reachable from the Internet should turn it on.
+//!
+//! Coalescing (one in-flight fetch per URL) happens one layer up, in the statement cache,
+//! through moka's `try_get_with`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use pharos_shared::chain::Fetcher;
+use pharos_shared::config::FederationSettings;
+use pharos_shared::{Error, Result};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::redirect;
+
+use crate::entity_configuration::CONTENT_TYPE;
+
+/// Redirects followed per fetch; more is a misconfigured (or hostile) server.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Fetches statements over HTTP(S) with the limits of `federation.*`.
+#[derive(Debug, Clone)]
+pub struct HttpFetcher {
+    /// The client, or why it could not be built (reported by every fetch, so that building
+    /// the data plane stays infallible).
+    client: std::result::Result<reqwest::Client, String>,
+    max_bytes: u64,
+    block_private: bool,
+}
+
+impl HttpFetcher {
+    /// A client configured from `federation.*`; rustls, no proxy from the environment.
+    pub fn new(settings: &FederationSettings) -> Self {
+        let block = settings.block_private_addresses;
+        let policy = redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+            }
+            match check_url(attempt.url(), block) {
+                Ok(()) => attempt.follow(),
+                Err(e) => attempt.error(e.to_string()),
+            }
+        });
+        let mut builder = reqwest::Client::builder()
+            .timeout(settings.http_timeout.get())
+            .connect_timeout(settings.http_timeout.get())
+            .redirect(policy)
+            .no_proxy()
+            .user_agent(concat!("pharos/", env!("CARGO_PKG_VERSION")));
+        if block {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"));
+        Self {
+            client,
+            max_bytes: settings.max_response_bytes,
+            block_private: block,
+        }
+    }
+
+    /// GET `url` and return the body as text, enforcing status, content type and size.
+    pub async fn get(&self, url: &str) -> Result<String> {
+        let parsed =
+            url::Url::parse(url).map_err(|e| Error::Fetch(format!("{url}: bad URL: {e}")))?;
+        check_url(&parsed, self.block_private)?;
+        let fail = |e: reqwest::Error| Error::Fetch(format!("{url}: {}", with_sources(&e)));
+        let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
+        let mut resp = client
+            .get(parsed)
+            .header(reqwest::header::ACCEPT, CONTENT_TYPE)
+            .send()
+            .await
+            .map_err(fail)?;
+        if resp.status() != reqwest::StatusCode::OK {
+            return Err(Error::Fetch(format!("{url}: HTTP {}", resp.status())));
+        }
+        let ct = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if !media.eq_ignore_ascii_case(CONTENT_TYPE) {
+            return Err(Error::Fetch(format!(
+                "{url}: content type {ct:?}, expected {CONTENT_TYPE}"
+            )));
+        }
+        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(self.too_large(url));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(fail)? {
+            if (body.len() + chunk.len()) as u64 > self.max_bytes {
+                return Err(self.too_large(url));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(body)
+            .map_err(|_| Error::Fetch(format!("{url}: body is not UTF-8")))?;
+        Ok(text.trim().to_owned())
+    }
+
+    fn too_large(&self, url: &str) -> Error {
+        Error::Fetch(format!(
+            "{url}: response larger than {} bytes",
+            self.max_bytes
+        ))
+    }
+}
+
+impl Fetcher for HttpFetcher {
+    async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
+        self.get(&configuration_url(entity_id)).await
+    }
+
+    async fn subordinate_statement(&self, fetch_endpoint: &str, sub: &str) -> Result<String> {
+        self.get(&fetch_url(fetch_endpoint, sub)?).await
+    }
+}
+
+/// An error and its causes on one line: reqwest's own message omits them ("error sending
+/// request"), and the cause is what an operator needs (DNS, refused address, TLS, timeout).
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        cur = s.source();
+    }
+    msg
+}
+
+/// `<entity_id without trailing "/">/.well-known/openid-federation` (§9).
+pub fn configuration_url(entity_id: &str) -> String {
+    format!(
+        "{}/.well-known/openid-federation",
+        entity_id.trim_end_matches('/')
+    )
+}
+
+/// `<fetch_endpoint>?sub=<sub>`, keeping any query the endpoint URL already has.
+pub fn fetch_url(fetch_endpoint: &str, sub: &str) -> Result<String> {
+    let mut u = url::Url::parse(fetch_endpoint)
+        .map_err(|e| Error::Fetch(format!("bad fetch endpoint {fetch_endpoint}: {e}")))?;
+    u.query_pairs_mut().append_pair("sub", sub);
+    Ok(u.into())
+}
+
+/// Only `http`/`https`; with blocking on, an IP-literal host must be public (names are
+/// checked by [`PublicOnly`] when they are resolved).
+fn check_url(url: &url::Url, block_private: bool) -> Result<()> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Error::Fetch(format!(
+            "{url}: only http(s) URLs are fetched"
+        )));
+    }
+    let ip = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        Some(url::Host::Domain(_)) => None,
+        None => return Err(Error::Fetch(format!("{url}: no host"))),
+    };
+    if block_private && ip.is_some_and(is_non_public) {
+        return Err(Error::Fetch(format!("{url}: non-public address refused")));
+    }
+    Ok(())
+}
+
+/// A DNS resolver that fails when any address of a name is non-public, so that a name with
+/// one public and one private record cannot be used to reach the private one.
+#[derive(Debug)]
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(bad) = addrs.iter().find(|a| is_non_public(a.ip())) {
+                let msg = format!("{host} resolves to the non-public address {}", bad.ip());
+                return Err(msg.into());
+            }
+            let addrs: Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// Loopback, private, link-local, CGNAT, unspecified, multicast, broadcast, documentation and
+/// unique-local addresses; IPv4-mapped IPv6 addresses are judged as IPv4.
+pub fn is_non_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_non_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
+#[path = "outbound_tests.rs"]
+mod tests;

@@ -1,0 +1,115 @@
+//! Replay protection for client assertions: each `jti` is accepted once per issuer.
+//!
+//! `storage.endpoint_auth.jti_backend` picks the store: `cache` keeps used identifiers in this
+//! process (moka, each entry living until its assertion's `exp` plus a minute); `db` records
+//! them in the database through the control plane's command channel (the data plane never
+//! touches the database), so a replay is refused after a restart and across instances.
+//! Check and record are one atomic step in both stores.
+
+use std::time::{Duration, Instant};
+
+use moka::Expiry;
+use moka::future::Cache;
+use pharos_shared::command::{Command, Commands};
+use pharos_shared::config::JtiBackend;
+use sha2::{Digest, Sha256};
+
+use crate::error::FedError;
+
+/// Most identifiers the in-process store holds (an attacker cannot grow it past this).
+const MAX_CACHED: u64 = 1_000_000;
+/// Kept this long after the assertion's `exp` (clock skew between client and us).
+const EXTRA_TTL: i64 = 60;
+
+/// Per-entry lifetime: the value is the entry's time to live in seconds.
+struct UntilExp;
+
+impl Expiry<String, i64> for UntilExp {
+    fn expire_after_create(&self, _: &String, ttl: &i64, _: Instant) -> Option<Duration> {
+        Some(Duration::from_secs(u64::try_from(*ttl).unwrap_or(0)))
+    }
+}
+
+/// Where used `jti`s are remembered.
+#[derive(Clone)]
+pub enum ReplayStore {
+    /// In this process.
+    Cache(Cache<String, i64>),
+    /// In the database, through the control plane.
+    Db(Commands),
+}
+
+impl std::fmt::Debug for ReplayStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Cache(_) => "ReplayStore::Cache",
+            Self::Db(_) => "ReplayStore::Db",
+        })
+    }
+}
+
+impl ReplayStore {
+    /// The store `backend` names.
+    pub fn new(backend: &JtiBackend, commands: Commands) -> Self {
+        match backend {
+            JtiBackend::Db => Self::Db(commands),
+            JtiBackend::Cache => Self::Cache(
+                Cache::builder()
+                    .max_capacity(MAX_CACHED)
+                    .expire_after(UntilExp)
+                    .build(),
+            ),
+        }
+    }
+
+    /// Records `jti` of `iss`, valid until `exp`; `Ok(false)` when it was used before.
+    pub async fn first_use(
+        &self,
+        iss: &str,
+        jti: &str,
+        exp: i64,
+        now: i64,
+    ) -> Result<bool, FedError> {
+        let key = key(iss, jti);
+        match self {
+            Self::Cache(c) => {
+                let ttl = (exp - now + EXTRA_TTL).max(1);
+                Ok(c.entry(key).or_insert(ttl).await.is_fresh())
+            }
+            Self::Db(commands) => commands
+                .call(|reply| Command::RecordJti {
+                    jti: key,
+                    expires_at: exp,
+                    reply,
+                })
+                .await
+                .map_err(crate::jwks_update::fed_error),
+        }
+    }
+}
+
+/// Fixed-length key: the hex SHA-256 of issuer and `jti` (a `jti` is unique per issuer).
+fn key(iss: &str, jti: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(iss.as_bytes());
+    h.update([0]);
+    h.update(jti.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cache_store_accepts_each_jti_once_per_issuer() {
+        let (c, _rx) = Commands::channel();
+        let s = ReplayStore::new(&JtiBackend::Cache, c);
+        assert!(s.first_use("a", "1", 100, 0).await.unwrap());
+        assert!(!s.first_use("a", "1", 100, 0).await.unwrap());
+        assert!(s.first_use("b", "1", 100, 0).await.unwrap());
+        assert_eq!(key("a", "1").len(), 64);
+        assert_ne!(key("a", "1"), key("a1", ""));
+    }
+}

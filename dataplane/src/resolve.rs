@@ -1,0 +1,210 @@
+//! The `resolve` endpoint (§8.3): `sub` + `trust_anchor` (repeatable) + `entity_type`
+//! (repeatable) → a signed `resolve-response+jwt`.
+//!
+//! Order of sources: the proactive resolver's stored responses (so a restarted resolver
+//! answers with every upstream down), then the resolver caches, then live resolution. Errors
+//! follow the specification (design decision 1): `invalid_request` 400, `invalid_trust_anchor`
+//! 404, `invalid_trust_chain` 400, `invalid_metadata` 400, `not_found` 404 when the subject's
+//! Entity Configuration cannot be fetched.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use pharos_shared::chain::{RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP};
+use pharos_shared::endpoint::{EndpointConfig, ResolveConfig};
+use pharos_shared::snapshot::{EndpointEntry, Snapshot};
+use pharos_shared::{Error, jose};
+
+use crate::DataPlane;
+use crate::error::FedError;
+use crate::jwt_response::jwt;
+use crate::resolver::store::{Hit, Job};
+use crate::resolver::{Query, allowed_anchors, anchor_spec, grace_rule};
+
+/// Who is asking, as the dispatcher's client authentication established it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// No client authentication: the response has no `aud`.
+    Anonymous,
+    /// Authenticated as this Entity: the response's `aud` is exactly its Entity ID.
+    Authenticated {
+        /// The client's Entity ID.
+        entity_id: String,
+    },
+}
+
+impl Caller {
+    fn aud(&self) -> Option<&str> {
+        match self {
+            Self::Anonymous => None,
+            Self::Authenticated { entity_id } => Some(entity_id),
+        }
+    }
+}
+
+/// The parsed request.
+struct Params {
+    sub: String,
+    anchors: Vec<String>,
+    types: Vec<String>,
+}
+
+fn parse(pairs: &[(String, String)]) -> Result<Params, FedError> {
+    let all = |name: &str| -> Vec<String> {
+        pairs
+            .iter()
+            .filter(|(k, v)| k == name && !v.is_empty())
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let sub = all("sub")
+        .into_iter()
+        .next()
+        .ok_or_else(|| FedError::invalid_request("required parameter 'sub' not given"))?;
+    let anchors = all("trust_anchor");
+    if anchors.is_empty() {
+        return Err(FedError::invalid_request(
+            "required parameter 'trust_anchor' not given",
+        ));
+    }
+    let mut types = all("entity_type");
+    types.sort();
+    types.dedup();
+    Ok(Params {
+        sub,
+        anchors,
+        types,
+    })
+}
+
+/// The handler, called by the dispatcher for an endpoint of type `resolve`.
+pub async fn handler(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    form: Vec<(String, String)>,
+    caller: Caller,
+) -> Response {
+    match answer(dp, snap, entry, &form, &caller).await {
+        Ok(body) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    form: &[(String, String)],
+    caller: &Caller,
+) -> Result<Bytes, FedError> {
+    let p = parse(form)?;
+    let default = ResolveConfig::default();
+    let cfg = match &entry.config {
+        EndpointConfig::Resolve(c) => c,
+        _ => &default,
+    };
+    let mut anchors = p.anchors.clone();
+    if let Some(allowed) = allowed_anchors(snap, cfg) {
+        anchors.retain(|a| allowed.contains(a));
+    }
+    let mut seen = std::collections::HashSet::new();
+    anchors.retain(|a| seen.insert(a.clone()));
+    if anchors.is_empty() {
+        return Err(FedError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_trust_anchor",
+            "all provided trust anchors are not allowed for this endpoint",
+        ));
+    }
+    let now = dp.now();
+    let proactive = dp.resolve.proactive(cfg).await;
+    if let Some(pr) = &proactive
+        && let Some(body) = stored(pr, snap, &p, &anchors, caller, now)?
+    {
+        return Ok(body);
+    }
+    let q = Query {
+        subject: p.sub.clone(),
+        anchors: anchors.iter().map(|a| anchor_spec(snap, a)).collect(),
+        entity_types: p.types.clone(),
+    };
+    let res = dp
+        .resolve
+        .resolver
+        .resolve(&q, grace_rule(cfg), now)
+        .await
+        .map_err(fed_error)?;
+    if let Some(pr) = &proactive {
+        pr.submit(Job {
+            sub: p.sub.clone(),
+            trust_anchor: res.chain.trust_anchor.clone(),
+            entity_types: p.types.clone(),
+        });
+    }
+    dp.resolve
+        .resolver
+        .signed
+        .get_or_sign(snap, &q.key(), &res, caller.aud(), now)
+        .await
+        .map_err(FedError::server_error)
+}
+
+/// A stored response for the first requested anchor that has one. A pre-signed JWT is served
+/// only to anonymous callers (it has no `aud`); stored claims are signed for anyone.
+fn stored(
+    pr: &crate::resolver::proactive::Proactive,
+    snap: &Snapshot,
+    p: &Params,
+    anchors: &[String],
+    caller: &Caller,
+    now: i64,
+) -> Result<Option<Bytes>, FedError> {
+    for ta in anchors {
+        let job = Job {
+            sub: p.sub.clone(),
+            trust_anchor: ta.clone(),
+            entity_types: p.types.clone(),
+        };
+        match pr.store.lookup(&job, snap.keys.signer.kid(), now) {
+            Some(Hit::Jwt(b)) if *caller == Caller::Anonymous => return Ok(Some(b)),
+            Some(Hit::Jwt(_)) | None => {}
+            Some(Hit::Json(mut claims)) => {
+                claims.remove("trust_anchor");
+                claims.insert("iss".into(), snap.entity_id.as_ref().into());
+                claims.insert("iat".into(), now.into());
+                if let Some(aud) = caller.aud() {
+                    claims.insert("aud".into(), aud.into());
+                }
+                let token = jose::sign(
+                    snap.keys.signer.as_ref(),
+                    RESOLVE_RESPONSE_TYP,
+                    &claims,
+                    None,
+                )
+                .map_err(FedError::server_error)?;
+                return Ok(Some(Bytes::from(token)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Resolution errors as federation error responses.
+fn fed_error(e: Error) -> FedError {
+    match e {
+        Error::InvalidTrustAnchor(m) => {
+            FedError::new(StatusCode::NOT_FOUND, "invalid_trust_anchor", m)
+        }
+        Error::InvalidTrustChain(m) => {
+            FedError::new(StatusCode::BAD_REQUEST, "invalid_trust_chain", m)
+        }
+        Error::InvalidMetadata(m) | Error::InvalidPolicy(m) => {
+            FedError::new(StatusCode::BAD_REQUEST, "invalid_metadata", m)
+        }
+        Error::Fetch(m) => FedError::not_found(format!(
+            "the subject's Entity Configuration cannot be fetched: {m}"
+        )),
+        other => FedError::server_error(other),
+    }
+}

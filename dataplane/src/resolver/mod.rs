@@ -1,0 +1,262 @@
+//! The resolver: trust chains resolved through two cache layers that are never cold for long.
+//!
+//! - [`statements`]: fetched statements, coalesced per URL, served within the grace period
+//!   while one background refresh runs.
+//! - Resolutions (this module): a validated chain plus its verified Trust Marks, keyed by
+//!   subject, anchors (with their pinned keys) and Entity Types; same grace rule, same
+//!   coalescing, so concurrent cold requests for one subject resolve it once.
+//! - [`signed`]: signed resolve responses, per resolution, signing key and audience.
+//! - [`proactive`] and [`store`]: the proactive resolver and its response files.
+//!
+//! The resolver does network and file I/O only; it never touches the database.
+
+pub mod proactive;
+pub mod service;
+pub mod signed;
+pub mod statements;
+pub mod store;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use moka::future::Cache;
+use pharos_shared::chain::{
+    self, AnchorSpec, DEFAULT_MAX_DEPTH, Fetcher, Freshness, GraceRule, ResolveRequest,
+    ResolvedChain,
+};
+use pharos_shared::endpoint::{EndpointConfig, EndpointType, ResolveConfig};
+use pharos_shared::snapshot::Snapshot;
+use pharos_shared::trust_mark::{self, VerifiedTrustMark};
+use pharos_shared::{Error, Result};
+
+use statements::{CachedFetcher, StatementCache};
+
+/// Most resolutions kept in memory.
+const MAX_RESOLUTIONS: u64 = 100_000;
+
+/// What one resolve request asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// `sub`.
+    pub subject: String,
+    /// The acceptable anchors, in request order, with pinned keys when the repository has them.
+    pub anchors: Vec<AnchorSpec>,
+    /// `entity_type`, sorted and deduplicated (the filter is a set).
+    pub entity_types: Vec<String>,
+}
+
+impl Query {
+    /// The cache key: every input that changes the answer. Pinned keys enter as a hash, so a
+    /// key rollover at an anchor starts a new entry instead of reusing a chain checked with
+    /// the old keys.
+    pub fn key(&self) -> String {
+        let mut k = self.subject.clone();
+        for a in &self.anchors {
+            let mut h = DefaultHasher::new();
+            serde_json::to_string(&a.jwks)
+                .unwrap_or_default()
+                .hash(&mut h);
+            k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
+        }
+        k.push('\n');
+        k.push_str(&self.entity_types.join(" "));
+        k
+    }
+}
+
+/// A resolved chain and the Trust Marks verified against its anchor.
+#[derive(Debug)]
+pub struct Resolution {
+    /// The chain, resolved metadata and both ends' claims.
+    pub chain: ResolvedChain,
+    /// Trust Marks of the subject that the anchor admits and that verified.
+    pub marks: Vec<VerifiedTrustMark>,
+    /// When this resolution was computed.
+    pub computed_at: i64,
+    refreshing: AtomicBool,
+}
+
+impl Resolution {
+    /// The response's `exp` (chain and Trust Marks).
+    pub fn exp(&self) -> i64 {
+        chain::response_exp(&self.chain, &self.marks)
+    }
+}
+
+/// Resolutions and the statement cache beneath them.
+#[derive(Debug)]
+pub struct Resolver<F> {
+    statements: StatementCache<F>,
+    resolutions: Cache<String, Arc<Resolution>>,
+    /// Signed responses (see [`signed`]).
+    pub signed: signed::SignedCache,
+}
+
+impl<F: Fetcher + 'static> Resolver<F> {
+    /// A resolver fetching through `upstream`.
+    pub fn new(upstream: Arc<F>) -> Arc<Self> {
+        Arc::new(Self {
+            statements: StatementCache::new(upstream),
+            resolutions: Cache::builder().max_capacity(MAX_RESOLUTIONS).build(),
+            signed: signed::SignedCache::new(),
+        })
+    }
+
+    /// The resolution of `q` at `now`: cached, refreshed in the background within grace, or
+    /// computed (once for all concurrent callers) when absent or expired.
+    pub async fn resolve(
+        self: &Arc<Self>,
+        q: &Query,
+        rule: GraceRule,
+        now: i64,
+    ) -> Result<Arc<Resolution>> {
+        let key = q.key();
+        if let Some(hit) = self.resolutions.get(&key).await {
+            match rule.judge(hit.computed_at, hit.exp(), now) {
+                Freshness::Fresh => return Ok(hit),
+                Freshness::Refresh => {
+                    if !hit.refreshing.swap(true, Ordering::SeqCst) {
+                        self.refresh_in_background(key, q.clone(), rule, now, hit.clone());
+                    }
+                    return Ok(hit);
+                }
+                Freshness::Expired => self.resolutions.invalidate(&key).await,
+            }
+        }
+        self.resolutions
+            .try_get_with(key, self.compute(q, rule, now))
+            .await
+            .map_err(|e| clone_error(&e))
+    }
+
+    fn refresh_in_background(
+        self: &Arc<Self>,
+        key: String,
+        q: Query,
+        rule: GraceRule,
+        now: i64,
+        old: Arc<Resolution>,
+    ) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            match me.compute(&q, rule, now).await {
+                Ok(r) => me.resolutions.insert(key, r).await,
+                Err(e) => {
+                    tracing::debug!(error = %e, subject = %q.subject, "background re-resolution failed");
+                    old.refreshing.store(false, Ordering::SeqCst);
+                }
+            }
+        });
+    }
+
+    async fn compute(&self, q: &Query, rule: GraceRule, now: i64) -> Result<Arc<Resolution>> {
+        let fetcher = self.statements.at(rule, now);
+        let req = ResolveRequest {
+            subject: &q.subject,
+            anchors: &q.anchors,
+            entity_types: &q.entity_types,
+            now,
+            max_depth: DEFAULT_MAX_DEPTH,
+        };
+        let chain = chain::resolve(&fetcher, &req).await?;
+        let marks = verified_marks(&fetcher, &chain, now).await;
+        Ok(Arc::new(Resolution {
+            chain,
+            marks,
+            computed_at: now,
+            refreshing: AtomicBool::new(false),
+        }))
+    }
+}
+
+/// The subject's Trust Marks that the chosen anchor admits (`trust_mark_issuers`) and that
+/// verify with their issuer's keys (taken from the issuer's own, cached, Entity
+/// Configuration), including delegation when the anchor names an owner. Others are dropped.
+async fn verified_marks<F: Fetcher + 'static>(
+    fetcher: &CachedFetcher<'_, F>,
+    chain: &ResolvedChain,
+    now: i64,
+) -> Vec<VerifiedTrustMark> {
+    let subject = chain.subject_claims.get("sub").and_then(|s| s.as_str());
+    let Some(subject) = subject else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (entry, issuer) in trust_mark::candidates(&chain.subject_claims, &chain.anchor_claims) {
+        let checked = async {
+            let ec = fetcher.entity_configuration(&issuer).await?;
+            let keys = trust_mark::self_signed_keys(&ec, &issuer, now)?;
+            trust_mark::verify(entry, subject, &chain.anchor_claims, &keys, now)
+        };
+        match checked.await {
+            Ok(m) => out.push(m),
+            Err(e) => tracing::debug!(error = %e, %issuer, "trust mark left out"),
+        }
+    }
+    out
+}
+
+/// The `resolve` endpoint's configuration in `snap`, if the endpoint exists.
+pub fn resolve_config(snap: &Snapshot) -> Option<&ResolveConfig> {
+    match &snap.registry.by_type.get(&EndpointType::Resolve)?.config {
+        EndpointConfig::Resolve(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// The cache rule of a `resolve` endpoint configuration.
+pub fn grace_rule(cfg: &ResolveConfig) -> GraceRule {
+    GraceRule {
+        grace_period: i64::try_from(cfg.grace_period).unwrap_or(i64::MAX),
+        elapsed_factor: cfg.time_elapsed_grace_factor,
+    }
+}
+
+/// The anchors this endpoint accepts, `None` meaning any: its own `allowed_trust_anchors`,
+/// or the `entity_collection` endpoint's when `use_entity_collection_allowed_trust_anchors`
+/// is set (read from the same snapshot, so a change applies with the next registry swap; no
+/// such endpoint means no anchor is allowed).
+pub fn allowed_anchors(snap: &Snapshot, cfg: &ResolveConfig) -> Option<Vec<String>> {
+    if cfg.use_entity_collection_allowed_trust_anchors {
+        let ec = snap.registry.by_type.get(&EndpointType::EntityCollection);
+        return Some(match ec.map(|e| &e.config) {
+            Some(EndpointConfig::EntityCollection(c)) => c.allowed_trust_anchors.clone(),
+            _ => Vec::new(),
+        });
+    }
+    (!cfg.allowed_trust_anchors.is_empty()).then(|| cfg.allowed_trust_anchors.clone())
+}
+
+/// An anchor with its keys pinned when our trust anchor repository holds them; otherwise its
+/// keys will come from its own Entity Configuration.
+pub fn anchor_spec(snap: &Snapshot, entity_id: &str) -> AnchorSpec {
+    AnchorSpec {
+        entity_id: entity_id.to_owned(),
+        jwks: snap
+            .trust_anchors
+            .by_id
+            .get(entity_id)
+            .and_then(|a| a.jwks.clone()),
+    }
+}
+
+/// moka shares an initialiser's error between waiters as `Arc<Error>`; the shared error type
+/// is not `Clone`, so rebuild it variant by variant.
+pub(crate) fn clone_error(e: &Error) -> Error {
+    match e {
+        Error::Config(v) => Error::Config(v.clone()),
+        Error::Key(m) => Error::Key(m.clone()),
+        Error::Jws(m) => Error::Jws(m.clone()),
+        Error::InvalidPolicy(m) => Error::InvalidPolicy(m.clone()),
+        Error::InvalidMetadata(m) => Error::InvalidMetadata(m.clone()),
+        Error::InvalidTrustChain(m) => Error::InvalidTrustChain(m.clone()),
+        Error::InvalidTrustAnchor(m) => Error::InvalidTrustAnchor(m.clone()),
+        Error::Fetch(m) => Error::Fetch(m.clone()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)] // a failing unwrap is a failing test
+#[path = "tests.rs"]
+mod tests;

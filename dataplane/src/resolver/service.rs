@@ -1,0 +1,89 @@
+//! The resolver as the data plane holds it: the shared [`Resolver`] over HTTP plus the
+//! proactive resolver that the current `resolve` endpoint configuration asks for.
+//!
+//! Kept out of `lib.rs` so that the data plane's state gains one field for all of resolving.
+
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use pharos_shared::config::FederationSettings;
+use pharos_shared::endpoint::ResolveConfig;
+use pharos_shared::snapshot::Snapshot;
+use pharos_shared::time::Clock;
+
+use super::proactive::{self, Proactive};
+use super::{Resolver, resolve_config};
+use crate::outbound::HttpFetcher;
+
+/// Resolver, caches and proactive resolver of one data plane.
+#[derive(Debug)]
+pub struct ResolveService {
+    /// The resolver and its caches (statements, resolutions, signed responses).
+    pub resolver: Arc<Resolver<HttpFetcher>>,
+    snapshot: Arc<ArcSwap<Snapshot>>,
+    clock: Arc<dyn Clock>,
+    proactive: ArcSwapOption<Proactive>,
+    change: tokio::sync::Mutex<()>,
+}
+
+impl ResolveService {
+    /// A service fetching with the `federation.*` limits. When called inside a runtime and
+    /// the current snapshot enables a proactive resolver, that resolver is started at once
+    /// (reading its stored responses back), so a restarted resolver answers from disk from
+    /// the first request on.
+    pub fn start(
+        snapshot: Arc<ArcSwap<Snapshot>>,
+        clock: Arc<dyn Clock>,
+        federation: &FederationSettings,
+    ) -> Arc<Self> {
+        let me = Arc::new(Self {
+            resolver: Resolver::new(Arc::new(HttpFetcher::new(federation))),
+            snapshot,
+            clock,
+            proactive: ArcSwapOption::empty(),
+            change: tokio::sync::Mutex::new(()),
+        });
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let service = me.clone();
+            rt.spawn(async move {
+                let snap = service.snapshot.load_full();
+                if let Some(cfg) = resolve_config(&snap) {
+                    service.proactive(cfg).await;
+                }
+            });
+        }
+        me
+    }
+
+    /// The proactive resolver `cfg` asks for, started (or restarted after a change of its
+    /// settings) on first use; `None` when it is not enabled. The common case is one atomic
+    /// load; only a change takes the lock.
+    pub async fn proactive(&self, cfg: &ResolveConfig) -> Option<Arc<Proactive>> {
+        let wanted = cfg
+            .proactive_resolver
+            .as_ref()
+            .and_then(proactive::Settings::from_config);
+        let current = self.proactive.load_full();
+        match (&wanted, &current) {
+            (None, None) => return None,
+            (Some(w), Some(p)) if p.settings == *w => return current,
+            _ => {}
+        }
+        let _change = self.change.lock().await;
+        let Some(wanted) = wanted else {
+            self.proactive.store(None);
+            return None;
+        };
+        if let Some(p) = self.proactive.load_full().filter(|p| p.settings == wanted) {
+            return Some(p);
+        }
+        let ctx = proactive::Context {
+            resolver: self.resolver.clone(),
+            snapshot: self.snapshot.clone(),
+            clock: self.clock.clone(),
+        };
+        let p = Proactive::start(wanted, ctx).await;
+        self.proactive.store(Some(p.clone()));
+        Some(p)
+    }
+}

@@ -1,0 +1,171 @@
+//! The cache of fetched statements (Entity Configurations and Subordinate Statements), in
+//! front of any [`Fetcher`].
+//!
+//! - A cold key is fetched once however many requests want it at the same moment: moka's
+//!   `try_get_with` runs one initialiser per key and hands its result to every waiter.
+//! - A cached statement is served until its `exp`. Inside the grace period, once enough of
+//!   its lifetime has elapsed ([`GraceRule`]), the first request that sees it starts exactly
+//!   one background refresh and every request keeps getting the cached copy meanwhile.
+//! - Failures are not cached: the next request tries again.
+//!
+//! Time comes from the caller (`now`), so tests drive it with a manual clock.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use moka::future::Cache;
+use pharos_shared::chain::{Fetcher, Freshness, GraceRule};
+use pharos_shared::{Result, jose};
+
+use super::clone_error;
+
+/// Upper bound of the cache, in bytes of statement text.
+const MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// One cached statement.
+#[derive(Debug)]
+struct Cached {
+    jws: String,
+    issued: i64,
+    exp: i64,
+    refreshing: AtomicBool,
+}
+
+impl Cached {
+    /// `issued`/`exp` from the statement's own `iat`/`exp`; an undecodable statement is kept
+    /// as already expired, so it is handed to validation (which reports it) but never reused.
+    fn new(jws: String, now: i64) -> Self {
+        let claims = jose::decode_unverified(&jws).ok().map(|d| d.claims);
+        let num = |n: &str| claims.as_ref().and_then(|c| c.get(n)?.as_i64());
+        Self {
+            issued: num("iat").unwrap_or(now).min(now),
+            exp: num("exp").unwrap_or(now),
+            jws,
+            refreshing: AtomicBool::new(false),
+        }
+    }
+}
+
+/// Which statement: the key of the cache and the call that fetches it.
+#[derive(Clone, Debug)]
+enum Wanted {
+    Configuration(String),
+    Subordinate { endpoint: String, sub: String },
+}
+
+impl Wanted {
+    fn key(&self) -> String {
+        match self {
+            Self::Configuration(id) => format!("ec\n{id}"),
+            Self::Subordinate { endpoint, sub } => format!("ss\n{endpoint}\n{sub}"),
+        }
+    }
+
+    async fn fetch<F: Fetcher>(&self, f: &F) -> Result<String> {
+        match self {
+            Self::Configuration(id) => f.entity_configuration(id).await,
+            Self::Subordinate { endpoint, sub } => f.subordinate_statement(endpoint, sub).await,
+        }
+    }
+}
+
+/// Fetched statements by URL-like key, shared by every resolution of the process.
+#[derive(Debug)]
+pub struct StatementCache<F> {
+    upstream: Arc<F>,
+    cache: Cache<String, Arc<Cached>>,
+}
+
+impl<F: Fetcher + 'static> StatementCache<F> {
+    /// A cache in front of `upstream`.
+    pub fn new(upstream: Arc<F>) -> Self {
+        let cache = Cache::builder()
+            .max_capacity(MAX_BYTES)
+            .weigher(|k: &String, v: &Arc<Cached>| {
+                u32::try_from(k.len() + v.jws.len()).unwrap_or(u32::MAX)
+            })
+            .build();
+        Self { upstream, cache }
+    }
+
+    /// A [`Fetcher`] view of this cache for one resolution at `now` under `rule`.
+    pub fn at(&self, rule: GraceRule, now: i64) -> CachedFetcher<'_, F> {
+        CachedFetcher {
+            cache: self,
+            rule,
+            now,
+        }
+    }
+
+    /// The cached text of an Entity Configuration, without side effects (for tests).
+    #[cfg(test)]
+    pub(crate) fn peek_configuration(&self, entity_id: &str) -> Option<String> {
+        let key = Wanted::Configuration(entity_id.to_owned()).key();
+        self.cache
+            .iter()
+            .find(|(k, _)| **k == key)
+            .map(|(_, v)| v.jws.clone())
+    }
+
+    async fn get(&self, wanted: Wanted, rule: GraceRule, now: i64) -> Result<String> {
+        let key = wanted.key();
+        if let Some(hit) = self.cache.get(&key).await {
+            match rule.judge(hit.issued, hit.exp, now) {
+                Freshness::Fresh => return Ok(hit.jws.clone()),
+                Freshness::Refresh => {
+                    if !hit.refreshing.swap(true, Ordering::SeqCst) {
+                        self.refresh_in_background(key, wanted, hit.clone(), now);
+                    }
+                    return Ok(hit.jws.clone());
+                }
+                Freshness::Expired => self.cache.invalidate(&key).await,
+            }
+        }
+        let upstream = &self.upstream;
+        self.cache
+            .try_get_with(key, async move {
+                let jws = wanted.fetch(upstream.as_ref()).await?;
+                Ok::<_, pharos_shared::Error>(Arc::new(Cached::new(jws, now)))
+            })
+            .await
+            .map(|c| c.jws.clone())
+            .map_err(|e| clone_error(&e))
+    }
+
+    fn refresh_in_background(&self, key: String, wanted: Wanted, old: Arc<Cached>, now: i64) {
+        let (upstream, cache) = (self.upstream.clone(), self.cache.clone());
+        tokio::spawn(async move {
+            match wanted.fetch(upstream.as_ref()).await {
+                Ok(jws) => cache.insert(key, Arc::new(Cached::new(jws, now))).await,
+                Err(e) => {
+                    tracing::debug!(error = %e, "background refresh failed; serving the cached copy");
+                    old.refreshing.store(false, Ordering::SeqCst);
+                }
+            }
+        });
+    }
+}
+
+/// The cache seen as a [`Fetcher`] by chain collection: one value per resolution, carrying
+/// the grace rule of the endpoint and the request's `now`.
+#[derive(Debug)]
+pub struct CachedFetcher<'a, F> {
+    cache: &'a StatementCache<F>,
+    rule: GraceRule,
+    now: i64,
+}
+
+impl<F: Fetcher + 'static> Fetcher for CachedFetcher<'_, F> {
+    async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
+        let wanted = Wanted::Configuration(entity_id.to_owned());
+        self.cache.get(wanted, self.rule, self.now).await
+    }
+
+    async fn subordinate_statement(&self, fetch_endpoint: &str, sub: &str) -> Result<String> {
+        let wanted = Wanted::Subordinate {
+            endpoint: fetch_endpoint.to_owned(),
+            sub: sub.to_owned(),
+        };
+        self.cache.get(wanted, self.rule, self.now).await
+    }
+}

@@ -1,0 +1,287 @@
+//! Cache behaviour with an injected clock: the grace rule, one background refresh at a time,
+//! and one upstream fetch per statement for concurrent cold requests.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use pharos_shared::jose::{Algorithm, Jwks, Signer, SigningKey, sign};
+use pharos_shared::time::{Clock, ManualClock};
+use serde_json::json;
+use tokio::sync::RwLock;
+
+use super::store::{Hit, Job, Store};
+use super::*;
+
+const T0: i64 = 1_800_000_000;
+const TA: &str = "https://ta.example";
+const LEAF: &str = "https://leaf.example";
+const FETCH: &str = "https://ta.example/fetch";
+const TMI: &str = "https://tmi.example";
+const MARK: &str = "https://ta.example/marks/certified";
+
+/// A two-level federation whose statements are signed at fetch time (iat = now, one-hour
+/// lifetime), counting fetches per statement; `hold` blocks the upstream while write-locked.
+#[derive(Debug)]
+struct Upstream {
+    ta: SigningKey,
+    leaf: SigningKey,
+    tmi: SigningKey,
+    /// Whether the leaf carries Trust Marks (one valid, one forged, one unadmitted).
+    marks: bool,
+    clock: Arc<ManualClock>,
+    counts: Mutex<HashMap<String, usize>>,
+    hold: RwLock<()>,
+}
+
+impl Upstream {
+    fn new(clock: Arc<ManualClock>) -> Arc<Self> {
+        Self::build(clock, false)
+    }
+
+    fn build(clock: Arc<ManualClock>, marks: bool) -> Arc<Self> {
+        let key = || SigningKey::generate(Algorithm::ES256, 0).unwrap();
+        Arc::new(Self {
+            ta: key(),
+            leaf: key(),
+            tmi: key(),
+            marks,
+            clock,
+            counts: Mutex::new(HashMap::new()),
+            hold: RwLock::new(()),
+        })
+    }
+
+    fn count(&self, what: &str) -> usize {
+        self.counts.lock().unwrap().get(what).copied().unwrap_or(0)
+    }
+
+    fn total(&self) -> usize {
+        self.counts.lock().unwrap().values().sum()
+    }
+
+    fn statement(&self, signer: &SigningKey, mut claims: serde_json::Value) -> String {
+        let now = self.clock.now();
+        claims["iat"] = now.into();
+        claims["exp"] = (now + 3600).into();
+        sign(
+            signer,
+            "entity-statement+jwt",
+            claims.as_object().unwrap(),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Trust Marks of the leaf: valid (exp in 10 minutes), signed by the wrong key, and from
+    /// an issuer the anchor does not list.
+    fn trust_marks(&self) -> serde_json::Value {
+        let now = self.clock.now();
+        let mark = |k: &SigningKey, iss: &str| {
+            let c = json!({"iss": iss, "sub": LEAF, "trust_mark_type": MARK, "iat": now, "exp": now + 600});
+            let jwt = sign(k, "trust-mark+jwt", c.as_object().unwrap(), None).unwrap();
+            json!({"trust_mark_type": MARK, "trust_mark": jwt})
+        };
+        json!([
+            mark(&self.tmi, TMI),
+            mark(&self.leaf, TMI),
+            mark(&self.tmi, "https://x.example")
+        ])
+    }
+
+    async fn serve(&self, what: &str) -> Result<String> {
+        *self.counts.lock().unwrap().entry(what.into()).or_default() += 1;
+        let _open = self.hold.read().await;
+        let jwks = |k: &SigningKey| Jwks {
+            keys: vec![k.public_jwk().clone()],
+        };
+        Ok(match what {
+            "ta" => self.statement(
+                &self.ta,
+                json!({"iss": TA, "sub": TA, "jwks": jwks(&self.ta),
+                       "trust_mark_issuers": {MARK: [TMI]},
+                       "metadata": {"federation_entity": {"federation_fetch_endpoint": FETCH}}}),
+            ),
+            "tmi" => self.statement(
+                &self.tmi,
+                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi)}),
+            ),
+            "leaf" => {
+                let mut c = json!({"iss": LEAF, "sub": LEAF, "jwks": jwks(&self.leaf), "authority_hints": [TA],
+                       "metadata": {"openid_relying_party": {"client_name": "leaf"}}});
+                if self.marks {
+                    c["trust_marks"] = self.trust_marks();
+                }
+                self.statement(&self.leaf, c)
+            }
+            _ => self.statement(
+                &self.ta,
+                json!({"iss": TA, "sub": LEAF, "jwks": jwks(&self.leaf)}),
+            ),
+        })
+    }
+}
+
+impl Fetcher for Upstream {
+    async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
+        let what = match entity_id {
+            TA => "ta",
+            TMI => "tmi",
+            _ => "leaf",
+        };
+        self.serve(what).await
+    }
+
+    async fn subordinate_statement(&self, _endpoint: &str, _sub: &str) -> Result<String> {
+        self.serve("ss").await
+    }
+}
+
+fn query() -> Query {
+    Query {
+        subject: LEAF.into(),
+        anchors: vec![AnchorSpec {
+            entity_id: TA.into(),
+            jwks: None,
+        }],
+        entity_types: Vec::new(),
+    }
+}
+
+/// Let spawned background tasks run until `done` holds (bounded; no sleeping).
+async fn settle(done: impl Fn() -> bool) {
+    for _ in 0..10_000 {
+        if done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("background work did not finish");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_cold_requests_fetch_each_statement_once() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::new(clock.clone());
+    let resolver = Resolver::new(up.clone());
+    let gate = up.hold.write().await;
+    let mut tasks = Vec::new();
+    for _ in 0..16 {
+        let r = resolver.clone();
+        tasks.push(tokio::spawn(async move {
+            r.resolve(&query(), GraceRule::default(), T0).await
+        }));
+    }
+    settle(|| up.total() >= 1).await;
+    drop(gate);
+    let first = tasks.pop().unwrap().await.unwrap().unwrap();
+    for t in tasks {
+        assert!(Arc::ptr_eq(&t.await.unwrap().unwrap(), &first));
+    }
+    assert_eq!(first.chain.chain.len(), 3);
+    assert_eq!(
+        first.chain.metadata["openid_relying_party"]["client_name"],
+        "leaf"
+    );
+    assert_eq!(
+        (up.count("leaf"), up.count("ta"), up.count("ss")),
+        (1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_statement_is_refreshed_only_after_the_elapsed_fraction_and_only_once() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::new(clock.clone());
+    let cache = StatementCache::new(up.clone());
+    let rule = GraceRule {
+        grace_period: 3600,
+        elapsed_factor: 0.75,
+    };
+    let get = |now: i64| {
+        let view = cache.at(rule, now);
+        async move { view.entity_configuration(TA).await.unwrap() }
+    };
+    let original = get(T0).await;
+    assert_eq!(get(T0 + 2699).await, original);
+    assert_eq!(up.count("ta"), 1, "no refresh before 45 minutes");
+
+    clock.set(T0 + 2700);
+    let gate = up.hold.write().await;
+    for _ in 0..5 {
+        assert_eq!(
+            get(T0 + 2700).await,
+            original,
+            "served from cache meanwhile"
+        );
+    }
+    settle(|| up.count("ta") == 2).await;
+    assert_eq!(up.count("ta"), 2, "one background refresh");
+    drop(gate);
+    settle(|| cache.peek_configuration(TA).is_some_and(|c| c != original)).await;
+    assert_eq!(up.count("ta"), 2);
+
+    // Past exp the cached copy is never served: the next request fetches before answering.
+    clock.set(T0 + 2700 + 3600);
+    let fresh = get(T0 + 2700 + 3600).await;
+    assert_ne!(fresh, original);
+    assert_eq!(up.count("ta"), 3);
+}
+
+#[tokio::test]
+async fn resolutions_are_reused_until_their_grace_period() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::new(clock.clone());
+    let resolver = Resolver::new(up.clone());
+    let rule = GraceRule::default();
+    let a = resolver.resolve(&query(), rule, T0).await.unwrap();
+    let b = resolver.resolve(&query(), rule, T0 + 1000).await.unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    assert_eq!(up.total(), 3);
+    assert_eq!(a.exp(), T0 + 3600);
+}
+
+#[tokio::test]
+async fn stored_responses_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    let claims =
+        json!({"iss": "https://r", "sub": LEAF, "iat": T0, "exp": T0 + 60, "metadata": {}});
+    let claims = claims.as_object().unwrap().clone();
+    let jwt = sign(&key, "resolve-response+jwt", &claims, None).unwrap();
+    let job = Job {
+        sub: LEAF.into(),
+        trust_anchor: TA.into(),
+        entity_types: vec![],
+    };
+    Store::open(dir.path(), true, true)
+        .await
+        .put(&job, &jwt, &claims, T0 + 60)
+        .await;
+    let store = Store::open(dir.path(), true, true).await;
+    assert!(matches!(store.lookup(&job, key.kid(), T0), Some(Hit::Jwt(b)) if b == jwt.as_bytes()));
+    let Some(Hit::Json(c)) = store.lookup(&job, "another-kid", T0) else {
+        panic!("the JSON form serves a key change");
+    };
+    assert!(!c.contains_key("iss") && c["trust_anchor"] == TA);
+    assert!(store.lookup(&job, key.kid(), T0 + 60).is_none(), "expired");
+    let other = Job {
+        entity_types: vec!["openid_provider".into()],
+        ..job
+    };
+    assert!(store.lookup(&other, key.kid(), T0).is_none());
+}
+
+#[tokio::test]
+async fn only_trust_marks_the_anchor_admits_and_that_verify_are_kept() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::build(clock.clone(), true);
+    let resolver = Resolver::new(up.clone());
+    let res = resolver
+        .resolve(&query(), GraceRule::default(), T0)
+        .await
+        .unwrap();
+    assert_eq!(res.marks.len(), 1, "{:?}", res.marks);
+    assert_eq!(res.marks[0].trust_mark_type, MARK);
+    assert_eq!(res.exp(), T0 + 600, "the mark's exp lowers the response's");
+    assert_eq!(up.count("tmi"), 1);
+}

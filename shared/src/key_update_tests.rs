@@ -1,0 +1,88 @@
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::jose::{Algorithm, Signer, SigningKey, sign};
+
+const SUB: &str = "https://leaf.example";
+
+fn key() -> SigningKey {
+    SigningKey::generate(Algorithm::ES256, 2048).unwrap()
+}
+
+fn jwks_of(keys: &[&SigningKey]) -> Jwks {
+    Jwks {
+        keys: keys.iter().map(|k| k.public_jwk().clone()).collect(),
+    }
+}
+
+fn claims(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+fn configuration(signer: &SigningKey, published: &Jwks) -> String {
+    let c = claims(json!({"iss": SUB, "sub": SUB, "iat": 1, "exp": 5_000, "jwks": published}));
+    sign(signer, ENTITY_STATEMENT_TYP, &c, None).unwrap()
+}
+
+#[test]
+fn configuration_verifies_with_stored_keys_or_seeds_from_its_own() {
+    let (old, new) = (key(), key());
+    let published = jwks_of(&[&old, &new]);
+    let jws = configuration(&old, &published);
+    let got = check_configuration(&jws, SUB, Some(&jwks_of(&[&old]))).unwrap();
+    assert_eq!(got.jwks, published);
+    assert_eq!(got.exp, Some(5_000));
+    // Nothing stored: the first poll seeds from the configuration's own keys.
+    assert!(check_configuration(&jws, SUB, None).is_ok());
+    assert!(check_configuration(&jws, SUB, Some(&Jwks::default())).is_ok());
+}
+
+#[test]
+fn configuration_signed_by_an_unknown_key_is_a_signature_failure() {
+    let (stored, stranger) = (key(), key());
+    let jws = configuration(&stranger, &jwks_of(&[&stranger]));
+    let e = check_configuration(&jws, SUB, Some(&jwks_of(&[&stored]))).unwrap_err();
+    assert!(matches!(e, KeyCheckError::Signature(_)), "{e}");
+    let e = check_configuration(&jws, "https://other.example", None).unwrap_err();
+    assert!(matches!(e, KeyCheckError::Invalid(_)), "{e}");
+}
+
+fn signed_jwks(signer: &SigningKey, c: Value) -> String {
+    sign(signer, JWK_SET_TYP, &claims(c), None).unwrap()
+}
+
+#[test]
+fn signed_jwk_set_form_is_checked() {
+    let k = key();
+    let keys = jwks_of(&[&k]).keys;
+    let ok = signed_jwks(
+        &k,
+        json!({"iss": SUB, "sub": SUB, "keys": keys, "exp": 200}),
+    );
+    let got = parse_signed_jwks(&ok, 100).unwrap();
+    assert_eq!(got.sub, SUB);
+    assert_eq!(got.keys.keys, keys);
+
+    let cases = [
+        json!({"iss": SUB, "sub": SUB, "keys": keys, "exp": 99}),
+        json!({"iss": SUB, "sub": "https://x.example", "keys": keys}),
+        json!({"sub": SUB, "keys": keys}),
+        json!({"iss": SUB, "sub": SUB, "keys": []}),
+        json!({"iss": SUB, "sub": SUB, "keys": [{"kty": "EC"}]}),
+        json!({"iss": SUB, "sub": SUB, "keys": [{"kid": "a"}, {"kid": "a"}]}),
+        json!({"iss": SUB, "sub": SUB, "keys": keys, "iat": "yesterday"}),
+    ];
+    for c in cases {
+        let t = signed_jwks(&k, c.clone());
+        assert!(parse_signed_jwks(&t, 100).is_err(), "{c}");
+    }
+    let wrong_typ = sign(
+        &k,
+        "entity-statement+jwt",
+        &claims(json!({"iss": SUB, "sub": SUB, "keys": keys})),
+        None,
+    )
+    .unwrap();
+    assert!(parse_signed_jwks(&wrong_typ, 100).is_err());
+    assert!(parse_signed_jwks("not.a.jwt", 100).is_err());
+}

@@ -1,0 +1,158 @@
+//! Pure rules of the key refreshers (trust anchors and subordinates): backoff, the choice of
+//! the next poll interval, and how a change of a key set is described.
+//!
+//! Kept free of I/O and clocks so that the schedule is tested exactly, without sleeping.
+
+use std::collections::BTreeSet;
+
+use crate::jose::Jwks;
+
+/// First retry delay after a failure, seconds.
+pub const BACKOFF_START: i64 = 1;
+/// Longest retry delay, seconds (5 minutes).
+pub const BACKOFF_CAP: i64 = 300;
+/// Interval when neither a configured interval nor an `exp` is available (trust anchors).
+pub const DEFAULT_INTERVAL: i64 = 3_600;
+/// Poll this long before the fetched configuration expires, so the next one is fetched while
+/// the current one is still valid.
+pub const EXP_BUFFER: i64 = 60;
+/// Shortest interval derived from `exp` for subordinates: a subordinate publishing very short
+/// lived configurations must not make us poll it in a loop.
+pub const SUBORDINATE_FLOOR: i64 = 60;
+
+/// Exponential backoff: 1, 2, 4, … seconds capped at 5 minutes, back to 1 after a success.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Records a failure and returns how long to wait before the next attempt.
+    pub fn fail(&mut self) -> i64 {
+        let delay = BACKOFF_START
+            .checked_shl(self.failures)
+            .unwrap_or(BACKOFF_CAP)
+            .min(BACKOFF_CAP);
+        self.failures = self.failures.saturating_add(1);
+        delay
+    }
+
+    /// Records a success: the next failure waits [`BACKOFF_START`] again.
+    pub fn reset(&mut self) {
+        self.failures = 0;
+    }
+
+    /// Consecutive failures so far.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+}
+
+/// Trust anchors: `key_poll_interval` if > 0, else the configuration's `exp` minus a buffer
+/// (at least 1 s), else one hour.
+pub fn anchor_interval(key_poll_interval: i64, exp: Option<i64>, now: i64) -> i64 {
+    if key_poll_interval > 0 {
+        return key_poll_interval;
+    }
+    match exp {
+        Some(exp) if exp > 0 => (exp - now - EXP_BUFFER).max(1),
+        _ => DEFAULT_INTERVAL,
+    }
+}
+
+/// Subordinates: `jwks_poll_interval` if > 0, else the configuration's `exp` minus a buffer,
+/// never less than one minute. (A configuration without `exp` is a failure, see the refresher.)
+pub fn subordinate_interval(jwks_poll_interval: i64, exp: i64, now: i64) -> i64 {
+    if jwks_poll_interval > 0 {
+        return jwks_poll_interval;
+    }
+    (exp - now - EXP_BUFFER).max(SUBORDINATE_FLOOR)
+}
+
+/// The `kid`s of a key set (keys without one count by their JSON text, so a change is seen).
+pub fn kids(jwks: &Jwks) -> BTreeSet<String> {
+    jwks.keys
+        .iter()
+        .map(|k| match k.get("kid").and_then(|v| v.as_str()) {
+            Some(kid) => kid.to_owned(),
+            None => serde_json::Value::Object(k.clone()).to_string(),
+        })
+        .collect()
+}
+
+/// The event message of a key set change, `None` when the `kid` sets are equal:
+/// `"added: a, b; removed: c"`.
+pub fn describe_change(old: &Jwks, new: &Jwks) -> Option<String> {
+    let (old, new) = (kids(old), kids(new));
+    if old == new {
+        return None;
+    }
+    let join = |s: Vec<&String>| {
+        s.into_iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let added = join(new.difference(&old).collect());
+    let removed = join(old.difference(&new).collect());
+    Some(format!("added: {added}; removed: {removed}"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn jwks(kids: &[&str]) -> Jwks {
+        let keys: Vec<_> = kids.iter().map(|k| json!({"kid": k})).collect();
+        serde_json::from_value(json!({ "keys": keys })).unwrap()
+    }
+
+    #[test]
+    fn backoff_doubles_from_one_second_to_five_minutes_and_resets() {
+        let mut b = Backoff::default();
+        let seq: Vec<i64> = (0..12).map(|_| b.fail()).collect();
+        assert_eq!(seq, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        for _ in 0..100 {
+            b.fail();
+        }
+        assert_eq!(b.fail(), 300);
+        b.reset();
+        assert_eq!(b.failures(), 0);
+        assert_eq!(b.fail(), 1);
+    }
+
+    #[test]
+    fn anchor_interval_prefers_configuration_then_exp_then_an_hour() {
+        assert_eq!(anchor_interval(120, Some(10_000), 0), 120);
+        assert_eq!(anchor_interval(0, Some(10_000), 0), 10_000 - EXP_BUFFER);
+        assert_eq!(anchor_interval(0, Some(10), 0), 1);
+        assert_eq!(anchor_interval(0, None, 0), 3_600);
+        assert_eq!(anchor_interval(0, Some(0), 0), 3_600);
+    }
+
+    #[test]
+    fn subordinate_interval_has_a_one_minute_floor_on_exp() {
+        assert_eq!(subordinate_interval(30, 10_000, 0), 30);
+        assert_eq!(subordinate_interval(0, 10_000, 0), 10_000 - EXP_BUFFER);
+        assert_eq!(subordinate_interval(0, 70, 0), 60);
+        assert_eq!(subordinate_interval(0, 5, 0), 60);
+    }
+
+    #[test]
+    fn change_is_described_by_kids() {
+        assert_eq!(
+            describe_change(&jwks(&["a", "b"]), &jwks(&["b", "a"])),
+            None
+        );
+        assert_eq!(
+            describe_change(&jwks(&["a", "b"]), &jwks(&["b", "c", "d"])).unwrap(),
+            "added: c, d; removed: a"
+        );
+        assert_eq!(
+            describe_change(&jwks(&[]), &jwks(&["a"])).unwrap(),
+            "added: a; removed: "
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Trust Mark validation (§7.3) against a Trust Anchor's `trust_mark_issuers` and
+//! `trust_mark_owners` (§7.2 delegation), as a resolver must do before putting a mark into a
+//! resolve response (§8.3.2).
+//!
+//! Pure: the Trust Mark Issuer's keys are a parameter. The data plane fetches the issuer's
+//! Entity Configuration and hands it to [`self_signed_keys`] first.
+
+use serde_json::{Map, Value};
+
+use crate::chain::CLOCK_SKEW;
+use crate::entity_configuration::ENTITY_STATEMENT_TYP;
+use crate::jose::{self, Jwks};
+use crate::{Error, Result};
+
+/// JWT `typ` of a Trust Mark.
+pub const TRUST_MARK_TYP: &str = "trust-mark+jwt";
+/// JWT `typ` of a Trust Mark delegation.
+pub const DELEGATION_TYP: &str = "trust-mark-delegation+jwt";
+
+/// A Trust Mark that passed [`verify`]: what a resolve response carries, plus its expiry
+/// (which lowers the response's `exp`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifiedTrustMark {
+    /// `trust_mark_type`.
+    pub trust_mark_type: String,
+    /// The compact JWT as found in the subject's Entity Configuration.
+    pub trust_mark: String,
+    /// `exp`, when the mark has one.
+    pub exp: Option<i64>,
+}
+
+impl VerifiedTrustMark {
+    /// The `{"trust_mark_type", "trust_mark"}` object of an EC or resolve response.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"trust_mark_type": self.trust_mark_type, "trust_mark": self.trust_mark})
+    }
+}
+
+fn bad(msg: impl std::fmt::Display) -> Error {
+    Error::Jws(format!("trust mark rejected: {msg}"))
+}
+
+/// The Trust Marks of a subject's EC claims that the anchor's `trust_mark_issuers` admits,
+/// as `(entry, issuer)` pairs, so the caller knows whose keys to obtain. Entries that are
+/// malformed or whose issuer the anchor does not recognise for the type are left out: the
+/// response may contain only marks the anchor trusts (§8.3.2, §17.5).
+pub fn candidates<'a>(
+    subject_claims: &'a Map<String, Value>,
+    anchor_claims: &Map<String, Value>,
+) -> Vec<(&'a Value, String)> {
+    let Some(marks) = subject_claims.get("trust_marks").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let issuers = anchor_claims.get("trust_mark_issuers");
+    marks
+        .iter()
+        .filter_map(|entry| {
+            let tm_type = entry.get("trust_mark_type")?.as_str()?;
+            let jwt = entry.get("trust_mark")?.as_str()?;
+            let iss = jose::decode_unverified(jwt)
+                .ok()?
+                .claims
+                .get("iss")?
+                .as_str()?
+                .to_owned();
+            let allowed = issuers?.get(tm_type)?.as_array()?;
+            let admitted = allowed.is_empty() || allowed.iter().any(|a| a.as_str() == Some(&iss));
+            admitted.then_some((entry, iss))
+        })
+        .collect()
+}
+
+/// Validate one Trust Mark entry of `subject`'s EC (§7.3) with the issuer's keys, relative to
+/// the Trust Anchor whose EC claims are `anchor_claims`: `typ`, `sub`, `trust_mark_type`,
+/// `iat`, `exp` (when present), the signature, and delegation when the anchor names an owner
+/// for the type (§7.2.2). The caller has already applied the `trust_mark_issuers` policy
+/// ([`candidates`]).
+pub fn verify(
+    entry: &Value,
+    subject: &str,
+    anchor_claims: &Map<String, Value>,
+    issuer_keys: &Jwks,
+    now: i64,
+) -> Result<VerifiedTrustMark> {
+    let tm_type = entry
+        .get("trust_mark_type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("entry has no trust_mark_type"))?;
+    let jwt = entry
+        .get("trust_mark")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("entry has no trust_mark"))?;
+    let decoded = jose::verify(jwt, issuer_keys)?;
+    jose::check_typ(&decoded, TRUST_MARK_TYP)?;
+    let c = &decoded.claims;
+    let iss = str_claim(c, "iss")?;
+    if str_claim(c, "sub")? != subject {
+        return Err(bad(format!("sub is not {subject}")));
+    }
+    if str_claim(c, "trust_mark_type")? != tm_type {
+        return Err(bad("trust_mark_type differs from the entry's"));
+    }
+    let exp = check_times(c, now)?;
+    let owner = anchor_claims
+        .get("trust_mark_owners")
+        .and_then(|o| o.get(tm_type));
+    match (owner, c.get("delegation")) {
+        (Some(owner), Some(Value::String(d))) => check_delegation(d, owner, iss, tm_type, now)?,
+        (Some(_), _) => return Err(bad("the type has an owner but no delegation is present")),
+        (None, Some(_)) => return Err(bad("delegation present but the anchor names no owner")),
+        (None, None) => {}
+    }
+    Ok(VerifiedTrustMark {
+        trust_mark_type: tm_type.to_owned(),
+        trust_mark: jwt.to_owned(),
+        exp,
+    })
+}
+
+/// §7.2.2: the delegation JWT is signed by the owner the anchor names (keys from
+/// `trust_mark_owners[type].jwks`), delegates this type to this issuer, and is current.
+fn check_delegation(jwt: &str, owner: &Value, issuer: &str, tm_type: &str, now: i64) -> Result<()> {
+    let owner_id = owner
+        .get("sub")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("trust_mark_owners entry has no sub"))?;
+    let keys: Jwks = owner
+        .get("jwks")
+        .cloned()
+        .and_then(|j| serde_json::from_value(j).ok())
+        .ok_or_else(|| bad("trust_mark_owners entry has no usable jwks"))?;
+    let d = jose::verify(jwt, &keys).map_err(|e| bad(format!("delegation: {e}")))?;
+    jose::check_typ(&d, DELEGATION_TYP)?;
+    let c = &d.claims;
+    if str_claim(c, "iss")? != owner_id {
+        return Err(bad("delegation is not issued by the owner"));
+    }
+    if str_claim(c, "sub")? != issuer {
+        return Err(bad("delegation is for another issuer"));
+    }
+    if str_claim(c, "trust_mark_type")? != tm_type {
+        return Err(bad("delegation is for another trust_mark_type"));
+    }
+    check_times(c, now).map(|_| ())
+}
+
+/// `iat` required and not in the future (with [`CLOCK_SKEW`]); `exp` optional and, when
+/// present, in the future. Returns `exp`.
+fn check_times(c: &Map<String, Value>, now: i64) -> Result<Option<i64>> {
+    let iat = c
+        .get("iat")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| bad("iat missing"))?;
+    if iat > now + CLOCK_SKEW {
+        return Err(bad("iat is in the future"));
+    }
+    let exp = match c.get("exp") {
+        None => None,
+        Some(v) => Some(v.as_i64().ok_or_else(|| bad("exp is not a number"))?),
+    };
+    if exp.is_some_and(|e| e <= now) {
+        return Err(bad("expired"));
+    }
+    Ok(exp)
+}
+
+fn str_claim<'a>(c: &'a Map<String, Value>, name: &str) -> Result<&'a str> {
+    c.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad(format!("{name} missing")))
+}
+
+/// The keys of `entity_id` from its Entity Configuration `jws`, after checking that the EC is
+/// self-issued, self-signed, typed and current. Used to obtain a Trust Mark Issuer's keys.
+pub fn self_signed_keys(jws: &str, entity_id: &str, now: i64) -> Result<Jwks> {
+    let unverified = jose::decode_unverified(jws)?;
+    let keys: Jwks = unverified
+        .claims
+        .get("jwks")
+        .cloned()
+        .and_then(|j| serde_json::from_value(j).ok())
+        .ok_or_else(|| bad(format!("{entity_id}: Entity Configuration has no jwks")))?;
+    let d = jose::verify(jws, &keys)?;
+    jose::check_typ(&d, ENTITY_STATEMENT_TYP)?;
+    let (iss, sub) = (str_claim(&d.claims, "iss")?, str_claim(&d.claims, "sub")?);
+    if iss != entity_id || sub != entity_id {
+        return Err(bad(format!("{entity_id}: EC is not self-issued")));
+    }
+    if check_times(&d.claims, now)?.is_none() {
+        return Err(bad(format!("{entity_id}: EC has no exp")));
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
+#[path = "trust_mark_tests.rs"]
+mod tests;

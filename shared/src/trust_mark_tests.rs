@@ -1,0 +1,153 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::jose::{Algorithm, Signer, SigningKey, sign};
+
+const NOW: i64 = 1_800_000_000;
+const TYPE: &str = "https://tm.example/certified";
+const LEAF: &str = "https://leaf.example";
+const TMI: &str = "https://tmi.example";
+const OWNER: &str = "https://owner.example";
+
+fn key() -> SigningKey {
+    SigningKey::generate(Algorithm::ES256, 0).unwrap()
+}
+
+fn jwks(k: &SigningKey) -> Jwks {
+    Jwks {
+        keys: vec![k.public_jwk().clone()],
+    }
+}
+
+fn mark(k: &SigningKey, typ: &str, claims: Value) -> Value {
+    let jwt = sign(k, typ, claims.as_object().unwrap(), None).unwrap();
+    json!({"trust_mark_type": TYPE, "trust_mark": jwt})
+}
+
+fn claims() -> Value {
+    json!({"iss": TMI, "sub": LEAF, "trust_mark_type": TYPE, "iat": NOW - 10, "exp": NOW + 600})
+}
+
+fn anchor(issuers: Value) -> Map<String, Value> {
+    json!({"trust_mark_issuers": issuers})
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_valid_mark_from_an_admitted_issuer_is_kept() {
+    let k = key();
+    let entry = mark(&k, TRUST_MARK_TYP, claims());
+    let ta = anchor(json!({TYPE: [TMI]}));
+    let subject = json!({"trust_marks": [entry.clone()]});
+    let c = candidates(subject.as_object().unwrap(), &ta);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].1, TMI);
+    let v = verify(&entry, LEAF, &ta, &jwks(&k), NOW).unwrap();
+    assert_eq!(v.exp, Some(NOW + 600));
+    assert_eq!(v.to_json(), entry);
+}
+
+#[test]
+fn issuers_the_anchor_does_not_list_are_not_candidates() {
+    let k = key();
+    let entry = mark(&k, TRUST_MARK_TYP, claims());
+    let subject = json!({"trust_marks": [entry]});
+    let s = subject.as_object().unwrap();
+    assert!(candidates(s, &anchor(json!({TYPE: ["https://other.example"]}))).is_empty());
+    assert!(candidates(s, &anchor(json!({"https://other/type": []}))).is_empty());
+    assert!(candidates(s, &Map::new()).is_empty());
+    assert_eq!(candidates(s, &anchor(json!({TYPE: []}))).len(), 1);
+}
+
+#[test]
+fn wrong_typ_subject_type_expiry_or_key_is_rejected() {
+    let k = key();
+    let ta = anchor(json!({TYPE: []}));
+    let cases = [
+        mark(&k, "jwt", claims()),
+        mark(
+            &k,
+            TRUST_MARK_TYP,
+            json!({"iss": TMI, "sub": "https://x.example", "trust_mark_type": TYPE, "iat": NOW}),
+        ),
+        mark(
+            &k,
+            TRUST_MARK_TYP,
+            json!({"iss": TMI, "sub": LEAF, "trust_mark_type": "https://t2", "iat": NOW}),
+        ),
+        mark(
+            &k,
+            TRUST_MARK_TYP,
+            json!({"iss": TMI, "sub": LEAF, "trust_mark_type": TYPE, "iat": NOW - 99, "exp": NOW}),
+        ),
+        mark(
+            &k,
+            TRUST_MARK_TYP,
+            json!({"iss": TMI, "sub": LEAF, "trust_mark_type": TYPE, "iat": NOW + 600}),
+        ),
+    ];
+    for (i, entry) in cases.iter().enumerate() {
+        assert!(
+            verify(entry, LEAF, &ta, &jwks(&k), NOW).is_err(),
+            "case {i}"
+        );
+    }
+    let entry = mark(&k, TRUST_MARK_TYP, claims());
+    assert!(verify(&entry, LEAF, &ta, &jwks(&key()), NOW).is_err());
+}
+
+#[test]
+fn a_mark_without_exp_never_expires() {
+    let k = key();
+    let entry = mark(
+        &k,
+        TRUST_MARK_TYP,
+        json!({"iss": TMI, "sub": LEAF, "trust_mark_type": TYPE, "iat": NOW}),
+    );
+    let v = verify(&entry, LEAF, &anchor(json!({TYPE: []})), &jwks(&k), NOW).unwrap();
+    assert_eq!(v.exp, None);
+}
+
+#[test]
+fn an_owned_type_needs_a_valid_delegation_from_the_owner() {
+    let (tmi, owner) = (key(), key());
+    let delegation = |signer: &SigningKey, sub: &str| {
+        let c = json!({"iss": OWNER, "sub": sub, "trust_mark_type": TYPE, "iat": NOW - 5});
+        sign(signer, DELEGATION_TYP, c.as_object().unwrap(), None).unwrap()
+    };
+    let mut ta = anchor(json!({TYPE: []}));
+    ta.insert(
+        "trust_mark_owners".into(),
+        json!({TYPE: {"sub": OWNER, "jwks": jwks(&owner)}}),
+    );
+    let with = |d: String| {
+        let mut c = claims();
+        c["delegation"] = d.into();
+        mark(&tmi, TRUST_MARK_TYP, c)
+    };
+    let ok = with(delegation(&owner, TMI));
+    assert!(verify(&ok, LEAF, &ta, &jwks(&tmi), NOW).is_ok());
+    let missing = mark(&tmi, TRUST_MARK_TYP, claims());
+    assert!(verify(&missing, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+    let forged = with(delegation(&tmi, TMI));
+    assert!(verify(&forged, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+    let other_issuer = with(delegation(&owner, "https://else.example"));
+    assert!(verify(&other_issuer, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+}
+
+#[test]
+fn self_signed_keys_come_from_a_current_self_issued_configuration() {
+    let k = key();
+    let ec = |iss: &str, exp: i64| {
+        let c = json!({"iss": iss, "sub": TMI, "iat": NOW - 5, "exp": exp, "jwks": jwks(&k)});
+        sign(&k, ENTITY_STATEMENT_TYP, c.as_object().unwrap(), None).unwrap()
+    };
+    assert_eq!(
+        self_signed_keys(&ec(TMI, NOW + 60), TMI, NOW).unwrap(),
+        jwks(&k)
+    );
+    assert!(self_signed_keys(&ec(TMI, NOW - 1), TMI, NOW).is_err());
+    assert!(self_signed_keys(&ec(LEAF, NOW + 60), TMI, NOW).is_err());
+}

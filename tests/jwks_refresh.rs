@@ -1,0 +1,274 @@
+//! A leaf Pharos rotates its keys; its superior (a Pharos with the leaf as subordinate)
+//! notices by polling, by trigger and by signed push, and its next fetched statement carries
+//! the new keys, with the matching history events.
+
+use std::sync::Arc;
+
+use crate::fetch_list::{enable, fetch};
+use crate::support::{Pharos, TestDb, backends, enc};
+use pharos_shared::jose::{self, Jwks, Signer};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// The leaf's published keys as its Entity Configuration shows them.
+async fn published(p: &Pharos) -> Jwks {
+    serde_json::from_value(p.entity_configuration().await.claims["jwks"].clone()).unwrap()
+}
+
+fn kids(j: &Value) -> Vec<String> {
+    let mut k: Vec<String> = j["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect();
+    k.sort();
+    k
+}
+
+/// Superior and leaf; the superior serves fetch, the trigger and the push endpoints and has
+/// the leaf as an active subordinate with the leaf's current keys.
+pub async fn federation(db_s: &TestDb, db_l: &TestDb, poll: bool) -> (Pharos, Pharos) {
+    let leaf = Pharos::start(db_l).await;
+    let sup = Pharos::start(db_s).await;
+    enable(&sup, "fetch", "/fetch", json!({})).await;
+    enable(&sup, "jwks_update_trigger", "/jwks-trigger", json!({})).await;
+    enable(&sup, "jwks_update", "/jwks-update", json!({})).await;
+    let body = json!({"entity_id": leaf.entity_id(), "status": "active",
+        "jwks": published(&leaf).await, "enable_jwks_update": poll, "jwks_poll_interval": 3600});
+    let (s, v) = sup.admin(Method::POST, "/subordinates", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    (sup, leaf)
+}
+
+/// Rotates the leaf's keys; returns the key that signed before the rotation.
+async fn rotate(leaf: &Pharos) -> Arc<dyn Signer> {
+    let old = leaf
+        .app
+        .as_ref()
+        .unwrap()
+        .control
+        .snapshot()
+        .keys
+        .signer
+        .clone();
+    let (s, v) = leaf.admin(Method::POST, "/kms/rotate", None).await;
+    assert_eq!(s, 202, "{v}");
+    old
+}
+
+/// Announces the leaf's next key the way scheduled rotation does: published now, signing
+/// later, so that the current key still signs the configuration that announces it. Returns
+/// the published keys (both).
+async fn announce(leaf: &Pharos) -> Jwks {
+    let signing = leaf.entity_configuration().await.header["kid"].clone();
+    let policy = json!({"enabled": true, "interval": 7200, "overlap": 3600});
+    let (s, v) = leaf.admin(Method::PUT, "/kms/rotation", Some(policy)).await;
+    assert_eq!(s, 200, "{v}");
+    let cp = &leaf.app.as_ref().unwrap().control;
+    cp.rotate_keys(cp.now()).await.unwrap();
+    let ec = leaf.entity_configuration().await;
+    assert_eq!(
+        ec.header["kid"], signing,
+        "the announced key does not sign yet"
+    );
+    let keys = published(leaf).await;
+    assert_eq!(keys.keys.len(), 2);
+    keys
+}
+
+/// History event types of the leaf at the superior, newest first.
+async fn history(sup: &Pharos, leaf: &Pharos) -> Vec<(String, String)> {
+    let path = format!("/subordinates/{}/history", enc(leaf.entity_id()));
+    let (s, h) = sup.admin(Method::GET, &path, None).await;
+    assert_eq!(s, 200, "{h}");
+    h["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let m = e["message"].as_str().unwrap_or_default().to_owned();
+            (e["type"].as_str().unwrap().to_owned(), m)
+        })
+        .collect()
+}
+
+async fn assert_statement_has(sup: &Pharos, leaf: &Pharos, keys: &Jwks) {
+    let st = fetch(sup, leaf.entity_id()).await;
+    assert_eq!(kids(&st["jwks"]), kids(&json!(keys)));
+}
+
+#[tokio::test]
+async fn polling_picks_up_a_rotation() {
+    for b in backends() {
+        let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+        let (sup, leaf) = federation(&db_s, &db_l, true).await;
+        let after = announce(&leaf).await;
+        // Drive the refresher past the poll interval instead of waiting an hour.
+        let now = sup.clock.now();
+        sup.app.as_ref().unwrap().refreshers.tick(now + 3_601).await;
+        assert_statement_has(&sup, &leaf, &after).await;
+        let h = history(&sup, &leaf).await;
+        assert_eq!(h[0].0, "jwks_refreshed", "{b:?} {h:?}");
+        assert!(h[0].1.starts_with("added: "), "{h:?}");
+        sup.stop().await;
+        leaf.stop().await;
+    }
+}
+
+async fn trigger(sup: &Pharos, body: Value) -> (u16, Value) {
+    let r = sup
+        .client
+        .post(sup.main_url("/jwks-trigger"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_trigger_picks_up_a_rotation() {
+    for b in backends() {
+        let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+        let (sup, leaf) = federation(&db_s, &db_l, false).await;
+        let before = published(&leaf).await;
+        let sub = leaf.entity_id();
+        let after = announce(&leaf).await;
+        assert_eq!(
+            trigger(&sup, json!({"sub": sub})).await,
+            (200, json!({"sub": sub, "changed": true}))
+        );
+        assert_statement_has(&sup, &leaf, &after).await;
+        // A form body works as well; nothing changed this time.
+        let r = sup
+            .client
+            .post(sup.main_url("/jwks-trigger"))
+            .form(&[("sub", sub)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.json::<Value>().await.unwrap()["changed"], false);
+        let h = history(&sup, &leaf).await;
+        let types: Vec<&str> = h.iter().map(|e| e.0.as_str()).take(3).collect();
+        assert_eq!(
+            types,
+            [
+                "jwks_update_triggered",
+                "jwks_update_triggered",
+                "jwks_refreshed"
+            ]
+        );
+        assert_eq!(h[1].1, "jwks changed");
+        // An immediate rotation is signed by a key the superior does not know: refused,
+        // nothing changes (only a signed push, or an announcement, can carry it).
+        rotate(&leaf).await;
+        let (s, e) = trigger(&sup, json!({"sub": sub})).await;
+        assert_eq!((s, e["error"].as_str()), (401, Some("invalid_client")));
+        assert_statement_has(&sup, &leaf, &after).await;
+        assert_ne!(kids(&json!(before)), kids(&json!(after)));
+        // Unknown, and blocked, subordinates are not refreshed; a missing sub is a bad request.
+        let (s, e) = trigger(&sup, json!({"sub": "https://unknown.example"})).await;
+        assert_eq!((s, e["error"].as_str()), (404, Some("not_found")));
+        let (s, _) = trigger(&sup, json!({})).await;
+        assert_eq!(s, 400);
+        let path = format!("/subordinates/{}/status", enc(sub));
+        let (s, v) = sup.admin_raw(Method::PUT, &path, Some("blocked")).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(trigger(&sup, json!({"sub": sub})).await.0, 404);
+        sup.stop().await;
+        leaf.stop().await;
+    }
+}
+
+fn signed_jwks(signer: &dyn Signer, claims: Value) -> String {
+    jose::sign(signer, "jwk-set+jwt", claims.as_object().unwrap(), None).unwrap()
+}
+
+async fn push(sup: &Pharos, content_type: &str, body: String) -> u16 {
+    let r = sup
+        .client
+        .post(sup.main_url("/jwks-update"))
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    r.status().as_u16()
+}
+
+#[tokio::test]
+async fn a_signed_push_replaces_the_keys_and_every_rejection_changes_nothing() {
+    for b in backends() {
+        let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+        let (sup, leaf) = federation(&db_s, &db_l, false).await;
+        let before = published(&leaf).await;
+        let old = rotate(&leaf).await;
+        let after = published(&leaf).await;
+        let new_signer = leaf
+            .app
+            .as_ref()
+            .unwrap()
+            .control
+            .snapshot()
+            .keys
+            .signer
+            .clone();
+        let sub = leaf.entity_id();
+        let now = sup.clock.now();
+        let claims =
+            json!({"iss": sub, "sub": sub, "iat": now, "exp": now + 60, "keys": after.keys});
+        let ct = "application/jwk-set+jwt";
+        let rejected = [
+            (
+                415,
+                "application/jwt",
+                signed_jwks(old.as_ref(), claims.clone()),
+            ),
+            (
+                415,
+                "application/jwk-set+jwt; charset=utf-8",
+                signed_jwks(old.as_ref(), claims.clone()),
+            ),
+            (400, ct, String::new()),
+            // Signed by the new key, which the superior does not know yet.
+            (401, ct, signed_jwks(new_signer.as_ref(), claims.clone())),
+            (
+                400,
+                ct,
+                signed_jwks(
+                    old.as_ref(),
+                    json!({"iss": sub, "sub": sub, "exp": now - 1, "keys": after.keys}),
+                ),
+            ),
+            (
+                400,
+                ct,
+                signed_jwks(
+                    old.as_ref(),
+                    json!({"iss": sub, "sub": sub, "keys": [after.keys[0], after.keys[0]]}),
+                ),
+            ),
+            (
+                404,
+                ct,
+                signed_jwks(
+                    old.as_ref(),
+                    json!({"iss": "https://x.example", "sub": "https://x.example", "keys": after.keys}),
+                ),
+            ),
+        ];
+        for (status, ctype, body) in rejected {
+            assert_eq!(push(&sup, ctype, body).await, status, "{b:?} {ctype}");
+            assert_statement_has(&sup, &leaf, &before).await;
+        }
+        assert_eq!(push(&sup, ct, signed_jwks(old.as_ref(), claims)).await, 204);
+        assert_statement_has(&sup, &leaf, &after).await;
+        let h = history(&sup, &leaf).await;
+        assert_eq!(h[0].0, "jwks_updated", "{h:?}");
+        sup.stop().await;
+        leaf.stop().await;
+    }
+}
