@@ -18,7 +18,7 @@ const MAX_FORM_BYTES: usize = 64 * 1024;
 
 /// The fallback handler of the public router.
 pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response {
-    let snap = dp.snapshot();
+    let snap = dp.snapshot_ref();
     let now = dp.now();
     let path = req.uri().path();
     let Some(entry) = snap.registry.lookup(path, now) else {
@@ -49,6 +49,18 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         }
         _ => {}
     }
+    // Fast path of the cached public endpoints: an unauthenticated GET reads the raw query
+    // string directly (no parameter vector, no re-encoding).
+    if !entry.auth_enabled && req.method() == Method::GET {
+        let query = req.uri().query().unwrap_or("");
+        match entry.kind {
+            EndpointType::Fetch => return crate::fetch::handle(&dp, &snap, entry, query).await,
+            EndpointType::List => {
+                return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+            }
+            _ => {}
+        }
+    }
     let (params, caller) = match authenticated(&dp, &snap, entry, req).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -58,7 +70,7 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         .finish();
     match entry.kind {
         EndpointType::Fetch => {
-            return crate::fetch::handle(&dp, snap.clone(), entry, &query).await;
+            return crate::fetch::handle(&dp, &snap, entry, &query).await;
         }
         EndpointType::List => {
             return crate::list::handle(&dp.list_cache, snap.clone(), &query).await;

@@ -1,15 +1,17 @@
 //! `GET /.well-known/openid-federation`: our signed Entity Configuration.
 //!
-//! Signing is the expensive part, so the signed bytes are cached per snapshot generation and
-//! re-signed only when the snapshot changes or the cached token has used up its freshness
-//! window. Concurrent misses for one generation are coalesced into one signing.
+//! Signing is the expensive part, so the signed bytes are cached for the current snapshot
+//! generation and re-signed only when the snapshot changes or the cached token has used up its
+//! freshness window. The cache is one atomically swapped slot: a hit is a lock-free load, a
+//! comparison and a `Bytes` clone. Concurrent misses are coalesced into one signing by a mutex
+//! that only the miss path takes.
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwapOption;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use moka::future::Cache;
 use pharos_shared::entity_configuration::{ENTITY_STATEMENT_TYP, payload};
 use pharos_shared::jose;
 use pharos_shared::snapshot::Snapshot;
@@ -21,30 +23,36 @@ use crate::jwt_response::jwt;
 /// Media type of entity statements.
 pub const CONTENT_TYPE: &str = "application/entity-statement+jwt";
 
-/// A cached cached token is re-signed this long before it expires, and at the latest after
-/// this long, so that `iat` stays recent.
+/// A cached token is re-signed this long before it expires, and at the latest after this long,
+/// so that `iat` stays recent.
 const REFRESH_BEFORE_EXP: i64 = 60;
 const MAX_CACHE_AGE: i64 = 8 * 3600;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Signed {
+    generation: u64,
     body: Bytes,
     refresh_at: i64,
 }
 
-/// Signed Entity Configurations by snapshot generation.
-#[derive(Debug)]
-pub struct EcCache(Cache<u64, Arc<Signed>>);
+/// The signed Entity Configuration of one snapshot generation.
+#[derive(Debug, Default)]
+pub struct EcCache {
+    slot: ArcSwapOption<Signed>,
+    /// Held while signing, so that concurrent misses sign once.
+    signing: tokio::sync::Mutex<()>,
+}
 
 impl EcCache {
     pub(crate) fn new() -> Self {
-        Self(Cache::builder().max_capacity(4).build())
+        Self::default()
     }
-}
 
-impl Default for EcCache {
-    fn default() -> Self {
-        Self::new()
+    fn fresh(&self, generation: u64, now: i64) -> Option<Bytes> {
+        let slot = self.slot.load();
+        slot.as_ref()
+            .filter(|s| s.generation == generation && now < s.refresh_at)
+            .map(|s| s.body.clone())
     }
 }
 
@@ -58,21 +66,29 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>) -> Response {
 
 /// The current signed Entity Configuration (cached).
 pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
-    let snap = dp.snapshot();
+    let snap = dp.snapshot_ref();
     let now = dp.now();
-    let cache = &dp.ec_cache.0;
-    if let Some(hit) = cache.get(&snap.generation).await {
-        if now < hit.refresh_at {
-            return Ok(hit.body.clone());
-        }
-        cache.invalidate(&snap.generation).await;
+    let cache = &dp.ec_cache;
+    if let Some(body) = cache.fresh(snap.generation, now) {
+        return Ok(body);
     }
-    let gen_ = snap.generation;
-    cache
-        .try_get_with(gen_, async move { sign(&snap, now).map(Arc::new) })
-        .await
-        .map(|s| s.body.clone())
-        .map_err(FedError::server_error)
+    let _signing = cache.signing.lock().await;
+    // Another request may have signed while this one waited.
+    if let Some(body) = cache.fresh(snap.generation, now) {
+        return Ok(body);
+    }
+    let signed = sign(&snap, now).map_err(FedError::server_error)?;
+    let body = signed.body.clone();
+    // A request holding an older snapshot must not replace a newer generation's token.
+    if cache
+        .slot
+        .load()
+        .as_ref()
+        .is_none_or(|s| s.generation <= signed.generation)
+    {
+        cache.slot.store(Some(Arc::new(signed)));
+    }
+    Ok(body)
 }
 
 fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
@@ -88,6 +104,7 @@ fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
         None,
     )?;
     Ok(Signed {
+        generation: snap.generation,
         body: Bytes::from(token),
         refresh_at: (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE),
     })

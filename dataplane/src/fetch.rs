@@ -5,11 +5,12 @@
 //! and endpoint registry: any change to one of those yields a new key, so a stale statement is
 //! never served (old entries simply age out of the bounded cache).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use moka::future::Cache;
+use moka::sync::Cache;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::jose;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
@@ -52,17 +53,45 @@ impl FetchCache {
     }
 }
 
+/// `application/x-www-form-urlencoded` decoding of one key or value (`+` is a space), with no
+/// allocation when there is nothing to decode and exactly one otherwise.
+fn form_decode(raw: &str) -> Cow<'_, str> {
+    if !raw.bytes().any(|b| b == b'%' || b == b'+') {
+        return Cow::Borrowed(raw);
+    }
+    let raw = raw.as_bytes();
+    let hex = |i: usize| raw.get(i).and_then(|c| char::from(*c).to_digit(16));
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while let Some(&b) = raw.get(i) {
+        i += 1;
+        match (b, hex(i), hex(i + 1)) {
+            (b'+', _, _) => out.push(b' '),
+            (b'%', Some(h), Some(l)) => {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 2;
+            }
+            _ => out.push(b),
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(s) => Cow::Owned(s),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
+}
+
 /// The one query parameter that matters, or the error to answer with.
-fn subject(query: &str) -> Result<String, FedError> {
+fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
     let mut sub = None;
-    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
-        if k == "sub" {
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if form_decode(k) == "sub" {
             if sub.is_some() {
                 return Err(FedError::invalid_request(
                     "parameter 'sub' given more than once",
                 ));
             }
-            sub = Some(v.into_owned());
+            sub = Some(form_decode(v));
         }
     }
     sub.filter(|s| !s.is_empty())
@@ -72,7 +101,7 @@ fn subject(query: &str) -> Result<String, FedError> {
 /// Answers a fetch request whose query string is `query`.
 pub async fn handle(
     dp: &DataPlane,
-    snap: Arc<Snapshot>,
+    snap: &Arc<Snapshot>,
     entry: &EndpointEntry,
     query: &str,
 ) -> Response {
@@ -84,12 +113,12 @@ pub async fn handle(
 
 async fn signed(
     dp: &DataPlane,
-    snap: Arc<Snapshot>,
+    snap: &Arc<Snapshot>,
     entry: &EndpointEntry,
     query: &str,
 ) -> Result<Bytes, FedError> {
     let sub_id = subject(query)?;
-    if sub_id == *snap.entity_id {
+    if *sub_id == *snap.entity_id {
         return Err(FedError::invalid_request(
             "'sub' is our own entity identifier; are you looking for the entity configuration?",
         ));
@@ -110,18 +139,18 @@ async fn signed(
         snap.keys_generation,
     );
     let cache = &dp.fetch_cache.0;
-    if let Some(hit) = cache.get(&key).await {
+    if let Some(hit) = cache.get(&key) {
         if now < hit.refresh_at {
             return Ok(hit.body.clone());
         }
-        cache.invalidate(&key).await;
+        cache.invalidate(&key);
     }
     let source = entry.published_url(&snap.entity_id);
+    let snap = Arc::clone(snap);
     cache
-        .try_get_with(key, async move {
+        .try_get_with(key, || {
             sign(&snap, &sub, now, source.as_deref()).map(Arc::new)
         })
-        .await
         .map(|s| s.body.clone())
         .map_err(FedError::server_error)
 }
@@ -158,11 +187,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn form_decoding() {
+        assert_eq!(form_decode("a+b%20c%3A%2f"), "a b c:/");
+        assert_eq!(form_decode("100%"), "100%");
+        assert_eq!(form_decode("%zz%4"), "%zz%4");
+        assert_eq!(form_decode("%C3%A9"), "\u{e9}");
+        assert_eq!(form_decode("%FF"), "\u{fffd}");
+        assert!(matches!(form_decode("plain"), Cow::Borrowed("plain")));
+    }
+
+    #[test]
     fn subject_parameter_rules() {
         assert_eq!(subject("sub=https%3A%2F%2Fa").unwrap(), "https://a");
         assert_eq!(subject("iss=x&sub=https://a").unwrap(), "https://a");
         assert_eq!(subject("").unwrap_err().code, "invalid_request");
         assert_eq!(subject("sub=").unwrap_err().code, "invalid_request");
         assert_eq!(subject("sub=a&sub=b").unwrap_err().code, "invalid_request");
+        assert_eq!(subject("s%75b=a&&x").unwrap(), "a");
+        assert_eq!(subject("sub").unwrap_err().code, "invalid_request");
     }
 }

@@ -90,9 +90,15 @@ impl DataPlane {
         })
     }
 
-    /// The current snapshot; load once per request and keep the `Arc` for its duration.
+    /// The current snapshot as an owned `Arc` (for work that outlives the request).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()
+    }
+
+    /// The current snapshot without touching its shared reference count (the request path:
+    /// load once per request and hold the guard for the request's duration only).
+    pub fn snapshot_ref(&self) -> arc_swap::Guard<Arc<Snapshot>> {
+        self.snapshot.load()
     }
 
     /// Current time in Unix seconds.

@@ -6,19 +6,28 @@
 //! client data), status, duration, peer and request id, never headers or bodies, so credentials
 //! cannot end up in it.
 
+use std::collections::hash_map::RandomState;
+use std::convert::Infallible;
+use std::future::Future;
+use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
-use axum::http::{HeaderName, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::http::{self, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use pharos_shared::config::ServerSettings;
-use tower::ServiceBuilder;
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+use tower::{Layer, Service, ServiceBuilder};
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 
 /// Tracing target of access-log lines.
 pub const ACCESS_TARGET: &str = "pharos::access";
@@ -26,68 +35,259 @@ pub const ACCESS_TARGET: &str = "pharos::access";
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Wraps `router` in the common layers configured by `server.*`.
+///
+/// These run for every request of the public port, so they are kept cheap: request id, time
+/// limit, access log and the JSON rewriting of limit errors are one hand-written service
+/// ([`Common`]) with an unboxed future; the request id is a counter rendered in UUID form (no
+/// random-number syscall per request); the time limit arms a timer only when the handler does
+/// not answer on its first poll (cached answers never touch the timer wheel); nothing is
+/// captured for the access log when it is off.
 pub fn common(router: Router, server: &ServerSettings) -> Router {
     let limit = usize::try_from(server.body_limit).unwrap_or(usize::MAX);
     let timeout: Duration = server.request_timeout.into();
     router.layer(
         ServiceBuilder::new()
-            .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-            .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-            .layer(middleware::from_fn(access_log))
-            .layer(middleware::from_fn(json_limit_errors))
-            .layer(TimeoutLayer::with_status_code(
-                StatusCode::REQUEST_TIMEOUT,
+            .layer(CommonLayer {
+                ids: CounterRequestId::new(),
                 timeout,
-            ))
+            })
             .layer(RequestBodyLimitLayer::new(limit))
             .layer(DefaultBodyLimit::max(limit)),
     )
 }
 
-async fn access_log(req: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.to_string())
-        .unwrap_or_default();
-    let id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let response = next.run(req).await;
-    tracing::info!(
-        target: ACCESS_TARGET,
-        %method,
-        path,
-        status = response.status().as_u16(),
-        duration_ms = start.elapsed().as_secs_f64() * 1000.0,
-        peer,
-        request_id = id,
-        "request"
-    );
-    response
+/// Layer of [`Common`].
+#[derive(Clone, Debug)]
+pub struct CommonLayer {
+    ids: CounterRequestId,
+    timeout: Duration,
+}
+
+impl<S> Layer<S> for CommonLayer {
+    type Service = Common<S>;
+
+    fn layer(&self, inner: S) -> Common<S> {
+        Common {
+            inner,
+            ids: self.ids.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// Per request: sets `x-request-id` when the client sent none and echoes it in the response,
+/// answers `408` when the inner service takes longer than the time limit, turns the limit
+/// layers' plain errors into JSON, and writes the access-log line when that log is on.
+#[derive(Clone, Debug)]
+pub struct Common<S> {
+    inner: S,
+    ids: CounterRequestId,
+    timeout: Duration,
+}
+
+/// What the access log needs, captured only when it is on.
+#[derive(Debug)]
+struct AccessLine {
+    start: Instant,
+    method: Method,
+    path: String,
+    peer: String,
+}
+
+impl<S, B> Service<Request> for Common<S>
+where
+    S: Service<Request, Response = http::Response<B>, Error = Infallible>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = CommonFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> Self::Future {
+        let id = match req.headers().get(&REQUEST_ID) {
+            Some(v) => v.clone(),
+            None => {
+                let v = self.ids.header_value();
+                req.headers_mut().insert(REQUEST_ID, v.clone());
+                v
+            }
+        };
+        let access = tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO).then(|| {
+            Box::new(AccessLine {
+                start: Instant::now(),
+                method: req.method().clone(),
+                path: req.uri().path().to_string(),
+                peer: req
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|c| c.0.to_string())
+                    .unwrap_or_default(),
+            })
+        });
+        CommonFuture {
+            inner: self.inner.call(req),
+            sleep: None,
+            timeout: self.timeout,
+            id: Some(id),
+            access,
+        }
+    }
+}
+
+pin_project! {
+    /// Future of [`Common`].
+    #[derive(Debug)]
+    pub struct CommonFuture<F> {
+        #[pin]
+        inner: F,
+        sleep: Option<Pin<Box<Sleep>>>,
+        timeout: Duration,
+        id: Option<HeaderValue>,
+        access: Option<Box<AccessLine>>,
+    }
+}
+
+impl<F, B> Future for CommonFuture<F>
+where
+    F: Future<Output = Result<http::Response<B>, Infallible>>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = match this.inner.poll(cx) {
+            Poll::Ready(Ok(r)) => r.map(Body::new),
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => {
+                let timeout = *this.timeout;
+                let sleep = this
+                    .sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                StatusCode::REQUEST_TIMEOUT.into_response()
+            }
+        };
+        let mut response = json_limit_errors(response);
+        if let Some(id) = this.id.take() {
+            response.headers_mut().entry(REQUEST_ID).or_insert(id);
+        }
+        if let Some(a) = this.access.take() {
+            tracing::info!(
+                target: ACCESS_TARGET,
+                method = %a.method,
+                path = a.path,
+                status = response.status().as_u16(),
+                duration_ms = a.start.elapsed().as_secs_f64() * 1000.0,
+                peer = a.peer,
+                request_id = response
+                    .headers()
+                    .get(&REQUEST_ID)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default(),
+                "request"
+            );
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// Request ids in UUID form (8-4-4-4-12 hex digits, version 4 and RFC 4122 variant bits),
+/// unique within the process: the first half is random per process, the second a counter
+/// masked with a random per-process value. Unlike `MakeRequestUuid` it needs no call into the
+/// operating system's random source per request.
+#[derive(Clone, Debug)]
+pub struct CounterRequestId {
+    state: Arc<IdState>,
+}
+
+#[derive(Debug)]
+struct IdState {
+    high: u64,
+    mask: u64,
+    counter: AtomicU64,
+}
+
+/// The low 62 bits of the second half; the top two carry the variant.
+const LOW_BITS: u64 = (1 << 62) - 1;
+
+impl CounterRequestId {
+    /// A generator seeded from the standard library's randomly keyed hasher.
+    pub fn new() -> Self {
+        let random = |salt: u64| {
+            let mut h = RandomState::new().build_hasher();
+            h.write_u64(salt);
+            h.write_u128(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or_default(),
+            );
+            h.write_u32(std::process::id());
+            h.finish()
+        };
+        // Version 4 in bits 12..16 of the third group.
+        let high = (random(1) & !0xF000) | 0x4000;
+        Self {
+            state: Arc::new(IdState {
+                high,
+                mask: random(2) & LOW_BITS,
+                counter: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    fn header_value(&self) -> HeaderValue {
+        HeaderValue::from_bytes(&self.next_id()).unwrap_or(HeaderValue::from_static("-"))
+    }
+
+    /// The next id, 36 characters.
+    pub fn next_id(&self) -> [u8; 36] {
+        let n = self.state.counter.fetch_add(1, Ordering::Relaxed);
+        let low = (1 << 63) | ((n ^ self.state.mask) & LOW_BITS);
+        let id = (u128::from(self.state.high) << 64) | u128::from(low);
+        let mut out = [b'-'; 36];
+        let mut nibble = 0;
+        for (i, b) in out.iter_mut().enumerate() {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                continue;
+            }
+            let v = (id >> (124 - 4 * nibble)) & 0xF;
+            *b = b"0123456789abcdef"[v as usize];
+            nibble += 1;
+        }
+        out
+    }
+}
+
+impl Default for CounterRequestId {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The limit layers answer with empty or plain-text bodies; clients get the same
 /// `{"error","error_description"}` shape as from every other error.
-async fn json_limit_errors(req: Request, next: Next) -> Response {
-    let response = next.run(req).await;
+fn json_limit_errors(response: Response) -> Response {
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("json"));
     let description = match status {
         StatusCode::PAYLOAD_TOO_LARGE => "request body too large",
         StatusCode::REQUEST_TIMEOUT => "request took too long",
         _ => return response,
     };
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"));
     if is_json {
         return response;
     }
@@ -138,6 +338,24 @@ mod tests {
         let r = app().oneshot(req).await.unwrap();
         assert_eq!(r.status(), StatusCode::REQUEST_TIMEOUT);
         assert_eq!(json_error(r).await["error"], "invalid_request");
+    }
+
+    #[test]
+    fn request_ids_are_uuid_shaped_and_unique() {
+        let g = CounterRequestId::new();
+        let ids: std::collections::HashSet<String> = (0..1000)
+            .map(|_| String::from_utf8(g.next_id().to_vec()).unwrap())
+            .collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            let parts: Vec<&str> = id.split('-').collect();
+            assert_eq!(
+                parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                [8, 4, 4, 4, 12]
+            );
+            assert!(parts[2].starts_with('4'), "{id}");
+            assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"), "{id}");
+        }
     }
 
     #[tokio::test]
