@@ -36,7 +36,7 @@ RSAMPLES=${BENCH_RESOLVE_SAMPLES:-50}
 log "resolve cold: $RSAMPLES fresh resolver processes"
 : >"$WORK/cold.txt"
 for _ in $(seq 1 "$RSAMPLES"); do
-    rm -rf "$WORK/r/data"
+    rm -rf "$WORK/r"
     pharos_start r $R
     admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
     curl -fsS -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$R$QUERY" >>"$WORK/cold.txt"
@@ -44,7 +44,7 @@ for _ in $(seq 1 "$RSAMPLES"); do
 done
 row "| cold 3-level resolve on loopback (n=$RSAMPLES fresh resolvers) | median $(pct 50 "$WORK/cold.txt" 1000) ms, p99 $(pct 99 "$WORK/cold.txt" 1000) ms | | | | |"
 
-rm -rf "$WORK/r/data"
+rm -rf "$WORK/r"
 pharos_start r $R
 admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
 curl -fsS -D "$WORK/resolve.headers" "http://127.0.0.1:$R$QUERY" >"$WORK/resolve.jwt"
