@@ -217,28 +217,38 @@ print(f'{m(p):.0f}|{m(p):.0f} ({min(p):.0f}–{max(p):.0f}) | {m(n):.0f} | {m(a)
     row "| $label | ${line#*|} |"
 }
 
-# p99_at_half LABEL URL [RPS]: p99 latency at a constant offered load of half of RPS (default
-# MAX_RPS from the last `compare`). Debian's wrk has no -R, so every connection waits a fixed
-# delay (wrk's `delay()` hook, 4 ms) before each request and the connection count sets the
-# rate. Latency is wrk's (send → full response), the achieved rate is reported beside it.
+# p99_at_half LABEL URL [REF [RPS]]: p99 latency at a constant offered load of half of RPS
+# (default MAX_RPS, Pharos's median from the last `compare`), for Pharos and, with REF, for
+# nginx and the responder at the same offered load. Debian's wrk has no -R (wrk2), so every
+# connection waits a fixed delay (wrk's `delay()` hook, 4 ms) before each request and the
+# connection count sets the rate. Latency is wrk's (request sent → full response); the
+# achieved rate is reported beside it.
 p99_at_half() {
-    local label=$1 url=$2 rps=${3:-$MAX_RPS} target conns out p99 got
+    local label=$1 url=$2 ref=${3:-} rps=${4:-$MAX_RPS} target conns p n="" a="" offered
     target=$(py "print(int($rps / 2))")
     conns=$(py "print(max(2, min(2000, round($target * 4 / 1000))))")
-    cat >"$WORK/delay.lua" <<'EOF'
-function delay() return 4 end
-EOF
+    echo 'function delay() return 4 end' >"$WORK/delay.lua"
     log "$label: p99 at $target req/s ($conns connections × 1 request / 4 ms)"
-    out=$(CONNS=$conns wrk_run "$url" "$WORK/delay.lua" --latency)
-    p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-    got=$(rps_of <<<"$out")
-    p99=$(py "
-v='$p99'
+    p=$(p99_run "$url" "$conns")
+    offered=${p#* }
+    if [ -n "$ref" ]; then
+        n="$(p99_run "$NGINX_URL/$ref" "$conns" | cut -d' ' -f1) ms"
+        a="$(p99_run "$RESPONDER_URL/$ref" "$conns" | cut -d' ' -f1) ms"
+    fi
+    row "| $label: p99 latency at 50 % of max ($offered req/s offered, $conns connections) | ${p%% *} ms | $n | $a | | |"
+}
+
+# p99_run URL CONNS: "P99_MS ACHIEVED_RPS" of one constant-rate run (see p99_at_half).
+p99_run() {
+    local out v
+    out=$(CONNS=$2 wrk_run "$1" "$WORK/delay.lua" --latency)
+    v=$(awk '$1 == "99%" {print $2}' <<<"$out")
+    py "
+v='$v'
 u={'us':0.001,'ms':1.0,'s':1000.0}
 for k in ('us','ms','s'):
-    if v.endswith(k): print(f'{float(v[:-len(k)])*u[k]:.2f}'); break
-")
-    row "| $label: p99 latency at 50 % of max ($got req/s offered) | $p99 ms | | | | |"
+    if v.endswith(k): print(f'{float(v[:-len(k)])*u[k]:.2f}', '$(rps_of <<<"$out")'); break
+"
 }
 
 # latency_ms LABEL URL N: N sequential requests with curl; median and p99 of time_total.

@@ -10,4 +10,4 @@ grep -qi '^content-type: application/entity-statement+jwt' "$WORK/ec.headers" ||
 ref_add ec "$WORK/ec.jwt" application/entity-statement+jwt
 compare "Entity Configuration, req/s ($(wc -c <"$WORK/ec.jwt") bytes)" \
     "$MAIN_URL/.well-known/openid-federation" ec
-p99_at_half "Entity Configuration" "$MAIN_URL/.well-known/openid-federation"
+p99_at_half "Entity Configuration" "$MAIN_URL/.well-known/openid-federation" ec

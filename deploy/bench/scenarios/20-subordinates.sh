@@ -48,23 +48,31 @@ row "| RSS with $N subordinates (after start and one list) | $(rss_mb main) MB |
 ref_add fetch "$WORK/fetch.jwt" application/entity-statement+jwt
 ref_add list "$WORK/list.json" application/json
 
-# Every subject once, in order: each request signs (cache miss). Measures signing throughput;
-# the thread stops after N answers, so no cached answer inflates the rate.
+# Subjects in order, each for the first time: every request signs (cache miss). A short run
+# (3 s) stays within the N distinct subjects, so no cached answer inflates the rate.
 cat >"$WORK/seq_sub.lua" <<LUA
-local i, done = 0, 0
+local i = 0
+request = function()
+    i = i + 1
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%06d.example.org", i))
+end
+LUA
+log "fetch: first request per subject (cache miss path, signs)"
+OUT=$(THREADS=1 DURATION=3s wrk_run "$MAIN_URL" "$WORK/seq_sub.lua")
+FIRST=$(rps_of <<<"$OUT")
+SENT=$(awk '/requests in/ {print $1}' <<<"$OUT")
+[ "$SENT" -lt "$N" ] || die "the signing pass reached $SENT requests: use more subordinates"
+row "| fetch, first request per subject (signs ES256), req/s | $FIRST | | | | |"
+# Sign the rest too, so that the random-subject run below measures cached answers only.
+cat >"$WORK/rest_sub.lua" <<LUA
+local i = $SENT
 request = function()
     i = i + 1
     if i > $N then i = 1 end
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%06d.example.org", i))
 end
-response = function()
-    done = done + 1
-    if done >= $N then wrk.thread:stop() end
-end
 LUA
-log "fetch: signing every subject once (cache miss path)"
-FIRST=$(THREADS=1 DURATION=300s wrk_run "$MAIN_URL" "$WORK/seq_sub.lua" | rps_of)
-row "| fetch, first request per subject (signs ES256), req/s | $FIRST | | | | |"
+THREADS=1 DURATION=$(( (N - SENT) / 10000 + 2 ))s wrk_run "$MAIN_URL" "$WORK/rest_sub.lua" >/dev/null
 row "| RSS with $N subordinates and $N signed statements cached | $(rss_mb main) MB | | | | |"
 
 cat >"$WORK/random_sub.lua" <<LUA
@@ -75,7 +83,7 @@ request = function()
 end
 LUA
 compare "fetch, random subject of $N (cached), req/s" "$MAIN_URL" fetch "$WORK/random_sub.lua"
-p99_at_half "fetch (cached)" "$MAIN_URL/fetch?sub=$SUB"
+p99_at_half "fetch (cached)" "$MAIN_URL/fetch?sub=$SUB" fetch
 compare "list, $N entries ($(wc -c <"$WORK/list.json") bytes), req/s" "$MAIN_URL/list" list
 latency_ms "list of $N, latency" "$MAIN_URL/list" 50
 latency_ms "list filtered by entity_type ($((N / 2)) matches), latency" \

@@ -51,5 +51,5 @@ curl -fsS -D "$WORK/resolve.headers" "http://127.0.0.1:$R$QUERY" >"$WORK/resolve
 grep -qi '^content-type: application/resolve-response+jwt' "$WORK/resolve.headers" || die "resolve type"
 ref_add resolve "$WORK/resolve.jwt" application/resolve-response+jwt
 compare "warm resolve, req/s ($(wc -c <"$WORK/resolve.jwt") bytes)" "http://127.0.0.1:$R$QUERY" resolve
-p99_at_half "warm resolve" "http://127.0.0.1:$R$QUERY"
+p99_at_half "warm resolve" "http://127.0.0.1:$R$QUERY" resolve
 for n in ta im leaf r; do pharos_stop $n; done
