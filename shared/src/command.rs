@@ -117,23 +117,13 @@ impl Commands {
     }
 }
 
-/// Checks a pushed JWK Set's own keys: non-empty, every `kid` a unique non-empty string.
+/// Checks a pushed JWK Set's own keys: non-empty, and a valid public key set
+/// ([`crate::jose::check_public_key_set`], the same rule as the Admin API's).
 pub fn check_new_keys(jwks: &Jwks) -> Result<(), String> {
     if jwks.keys.is_empty() {
         return Err("keys must not be empty".into());
     }
-    let mut seen = std::collections::HashSet::new();
-    for k in &jwks.keys {
-        match k.get("kid").and_then(|v| v.as_str()) {
-            Some(kid) if !kid.is_empty() => {
-                if !seen.insert(kid) {
-                    return Err(format!("duplicate kid {kid:?}"));
-                }
-            }
-            _ => return Err("every key needs a non-empty kid".into()),
-        }
-    }
-    Ok(())
+    crate::jose::check_public_key_set(jwks)
 }
 
 #[cfg(test)]
@@ -148,10 +138,20 @@ mod tests {
 
     #[test]
     fn new_keys_need_unique_non_empty_kids() {
-        assert!(check_new_keys(&jwks(json!([{"kid": "a"}, {"kid": "b"}]))).is_ok());
+        assert!(
+            check_new_keys(&jwks(
+                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "b"}])
+            ))
+            .is_ok()
+        );
         assert!(check_new_keys(&jwks(json!([]))).is_err());
-        assert!(check_new_keys(&jwks(json!([{"kid": "a"}, {"kid": "a"}]))).is_err());
-        assert!(check_new_keys(&jwks(json!([{"kid": ""}]))).is_err());
+        assert!(
+            check_new_keys(&jwks(
+                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "a"}])
+            ))
+            .is_err()
+        );
+        assert!(check_new_keys(&jwks(json!([{"kty": "EC", "kid": ""}]))).is_err());
         assert!(check_new_keys(&jwks(json!([{"kty": "EC"}]))).is_err());
     }
 

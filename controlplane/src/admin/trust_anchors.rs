@@ -66,28 +66,10 @@ pub struct TrustAnchorInput {
     pub key_poll_interval: i64,
 }
 
-/// Checks a JWK Set given for a trust anchor or subordinate: every key needs `kty`, and a `kid` unique in the set.
+/// Checks a JWK Set given for a trust anchor or subordinate (the shared rule:
+/// [`pharos_shared::jose::check_public_key_set`]).
 pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
-    let mut kids = std::collections::HashSet::new();
-    for k in &jwks.keys {
-        if k.get("kty").and_then(|v| v.as_str()).is_none() {
-            return Err(Error::BadRequest("every JWK needs a kty".into()));
-        }
-        match k.get("kid").and_then(|v| v.as_str()) {
-            Some(kid) if !kid.is_empty() => {
-                if !kids.insert(kid.to_string()) {
-                    return Err(Error::BadRequest(format!("duplicate kid {kid:?}")));
-                }
-            }
-            _ => return Err(Error::BadRequest("every JWK needs a non-empty kid".into())),
-        }
-        if k.contains_key("d") || k.contains_key("p") || k.contains_key("k") {
-            return Err(Error::BadRequest(
-                "a JWK Set must contain public keys only".into(),
-            ));
-        }
-    }
-    Ok(())
+    pharos_shared::jose::check_public_key_set(jwks).map_err(Error::BadRequest)
 }
 
 fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {

@@ -25,6 +25,37 @@ pub use verify::verify;
 
 use crate::{Error, Result};
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod key_set_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(v: serde_json::Value) -> Jwks {
+        serde_json::from_value(json!({ "keys": v })).unwrap()
+    }
+
+    #[test]
+    fn public_key_sets_need_kty_unique_kids_and_no_private_members() {
+        assert!(
+            check_public_key_set(&set(
+                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "b"}])
+            ))
+            .is_ok()
+        );
+        assert!(check_public_key_set(&set(json!([{"kid": "a"}]))).is_err());
+        assert!(
+            check_public_key_set(&set(
+                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "a"}])
+            ))
+            .is_err()
+        );
+        assert!(check_public_key_set(&set(json!([{"kty": "EC", "kid": ""}]))).is_err());
+        assert!(check_public_key_set(&set(json!([{"kty": "EC", "kid": "a", "d": "x"}]))).is_err());
+        assert!(check_public_key_set(&set(json!([{"kty": "oct", "kid": "a", "k": "x"}]))).is_err());
+    }
+}
+
 /// A JSON Web Key (RFC 7517) as a plain JSON object.
 ///
 /// Kept as a JSON map rather than a typed struct so that members Pharos does not know (e.g.
@@ -38,6 +69,34 @@ pub type Jwk = serde_json::Map<String, serde_json::Value>;
 pub struct Jwks {
     /// The keys, in publication order.
     pub keys: Vec<Jwk>,
+}
+
+/// Checks a JWK Set that someone hands us to publish or to trust (Admin API input, a signed
+/// JWK Set push): every key names its `kty`, carries a non-empty `kid` unique in the set, and
+/// holds no private members. One rule for every entry point, so a key set accepted by one
+/// path cannot be refused by another. The message is shown to the sender as-is.
+pub fn check_public_key_set(jwks: &Jwks) -> std::result::Result<(), String> {
+    let mut kids = std::collections::HashSet::new();
+    for k in &jwks.keys {
+        if str_member(k, "kty").is_none() {
+            return Err("every JWK needs a kty".into());
+        }
+        match str_member(k, "kid") {
+            Some(kid) if !kid.is_empty() => {
+                if !kids.insert(kid) {
+                    return Err(format!("duplicate kid {kid:?}"));
+                }
+            }
+            _ => return Err("every JWK needs a non-empty kid".into()),
+        }
+        if ["d", "p", "q", "dp", "dq", "qi", "k"]
+            .iter()
+            .any(|m| k.contains_key(*m))
+        {
+            return Err("a JWK Set must contain public keys only".into());
+        }
+    }
+    Ok(())
 }
 
 /// base64url without padding, the encoding of every JWS part and JWK member.
