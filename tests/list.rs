@@ -66,6 +66,22 @@ async fn list_filters_and_unsupported_parameters() {
         assert_eq!(v, json!(["https://op.example", "https://rp.example"]));
         let (_, v) = status_of(&p, "/list?intermediate=true").await;
         assert_eq!(v, json!(["https://ia.example"]));
+        // Filtered answers are kept per snapshot: a change shows on the next request, in
+        // every spelling of the same filter.
+        add(
+            &p,
+            "https://op2.example",
+            json!({"registered_entity_types": ["openid_provider"]}),
+        )
+        .await;
+        let (_, v) = status_of(&p, "/list?entity_type=openid_provider").await;
+        assert_eq!(v, json!(["https://op.example", "https://op2.example"]));
+        let (_, v) = status_of(
+            &p,
+            "/list?entity_type=openid_provider&entity_type=openid_provider",
+        )
+        .await;
+        assert_eq!(v, json!(["https://op.example", "https://op2.example"]));
         for q in ["trust_marked=true", "trust_mark_type=https%3A%2F%2Ftm"] {
             let (s, e) = status_of(&p, &format!("/list?{q}")).await;
             assert_eq!(

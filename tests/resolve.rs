@@ -213,3 +213,36 @@ async fn anchors_can_come_from_the_entity_collection_endpoint() {
         t.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_warm_answer_never_outlives_the_configuration_it_was_made_under() {
+    for b in backends() {
+        let (db_t, db_r) = (TestDb::new(b).await, TestDb::new(b).await);
+        let t = Pharos::start(&db_t).await;
+        let r = Pharos::start(&db_r).await;
+        let ta = t.entity_id().to_owned();
+        enable_resolve(&r, json!({"allowed_trust_anchors": [ta]})).await;
+        let (s, first) = resolve(&r, &ta, &[&ta], &[]).await;
+        assert_eq!(s, 200, "{b:?} {first}");
+        // Warm: the same bytes again (no new signature per request).
+        let (s, again) = resolve(&r, &ta, &[&ta], &[]).await;
+        assert_eq!((s, &again), (200, &first));
+        // The anchor is no longer allowed: the warm answer must not be served any more.
+        let (s, rec) = r
+            .admin(
+                Method::PUT,
+                "/federation-endpoints/resolve",
+                Some(json!({"type": "resolve", "path": "/resolve",
+                            "config": {"allowed_trust_anchors": ["https://other.example"]}})),
+            )
+            .await;
+        assert_eq!(s, 200, "{rec}");
+        let (s, body) = resolve(&r, &ta, &[&ta], &[]).await;
+        assert_eq!(
+            (s, error_code(&body).as_str()),
+            (404, "invalid_trust_anchor")
+        );
+        r.stop().await;
+        t.stop().await;
+    }
+}

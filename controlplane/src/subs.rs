@@ -41,12 +41,13 @@ pub fn to_snapshot(r: SubordinateRow, version: u64) -> Subordinate {
         entity_id: r.entity_id.into(),
         status,
         registered_entity_types: r.registered_entity_types,
-        jwks: r.jwks.unwrap_or_default(),
+        jwks: r.jwks.unwrap_or_default().compacted(),
         metadata: r.metadata,
         metadata_policy: r.metadata_policy,
         constraints: r.constraints,
         additional_claims: r.additional_claims.into_iter().map(claim).collect(),
         version,
+        statement: Default::default(),
     }
 }
 

@@ -58,6 +58,9 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
             EndpointType::List => {
                 return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
             }
+            EndpointType::Resolve => {
+                return crate::resolve::anonymous_get(&dp, &snap, entry, query).await;
+            }
             _ => {}
         }
     }

@@ -1,20 +1,21 @@
 //! The fetch endpoint (spec §8.1): signed Subordinate Statements about our active subordinates.
 //!
-//! Signing is the expensive part, so signed statements are cached per subject under a key made
-//! of the subject, its version, the general settings' version and the generation of our keys
-//! and endpoint registry: any change to one of those yields a new key, so a stale statement is
-//! never served (old entries simply age out of the bounded cache).
+//! Signing is the expensive part, so the signed statement is kept in the subordinate's own
+//! snapshot record ([`pharos_shared::subordinate::StatementSlot`]), tagged with the general
+//! settings' version and the generation of our keys and endpoint registry: a cached fetch is
+//! the one map lookup that finds the subordinate. A write to the subordinate replaces its
+//! record (and so the statement); a change of the general settings, keys or registry changes
+//! the tag, so a stale statement is never served.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use moka::sync::Cache;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::jose;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
-use pharos_shared::subordinate::{Subordinate, SubordinateStatus};
+use pharos_shared::subordinate::{SignedStatement, Subordinate, SubordinateStatus};
 use pharos_shared::subordinate_statement::{next_key_change, payload};
 
 use crate::DataPlane;
@@ -25,33 +26,6 @@ use crate::jwt_response::jwt;
 /// Re-sign this long before the statement expires, and at the latest after `MAX_CACHE_AGE`.
 const REFRESH_BEFORE_EXP: i64 = 60;
 const MAX_CACHE_AGE: i64 = 8 * 3600;
-/// Upper bound of the cache, in bytes of signed statements.
-const CACHE_BYTES: u64 = 256 * 1024 * 1024;
-
-type Key = (Arc<str>, u64, u64, u64);
-
-#[derive(Debug)]
-struct Signed {
-    body: Bytes,
-    refresh_at: i64,
-}
-
-/// Signed statements by (subject, subject version, general version, keys generation).
-#[derive(Debug)]
-pub struct FetchCache(Cache<Key, Arc<Signed>>);
-
-impl FetchCache {
-    pub(crate) fn new() -> Self {
-        Self(
-            Cache::builder()
-                .max_capacity(CACHE_BYTES)
-                .weigher(|k: &Key, v: &Arc<Signed>| {
-                    u32::try_from(v.body.len() + k.0.len() + 64).unwrap_or(u32::MAX)
-                })
-                .build(),
-        )
-    }
-}
 
 /// `application/x-www-form-urlencoded` decoding of one key or value (`+` is a space), with no
 /// allocation when there is nothing to decode and exactly one otherwise.
@@ -124,7 +98,7 @@ async fn signed(
         ));
     }
     let sub = match snap.subordinates.get(&sub_id) {
-        Some(s) if s.status == SubordinateStatus::Active => s.clone(),
+        Some(s) if s.status == SubordinateStatus::Active => s,
         _ => {
             return Err(FedError::not_found(
                 "the requested entity identifier is not found",
@@ -132,35 +106,32 @@ async fn signed(
         }
     };
     let now = dp.now();
-    let key: Key = (
-        sub.entity_id.clone(),
-        sub.version,
-        snap.subordinates.general_version,
-        snap.keys_generation,
-    );
-    let cache = &dp.fetch_cache.0;
-    if let Some(hit) = cache.get(&key) {
-        if now < hit.refresh_at {
-            return Ok(hit.body.clone());
-        }
-        cache.invalidate(&key);
+    let (general_version, keys_generation) =
+        (snap.subordinates.general_version, snap.keys_generation);
+    if let Some(body) = sub.statement.get(general_version, keys_generation, now) {
+        return Ok(body);
     }
+    // Concurrent first requests for one subject may each sign; the last one stays. Both
+    // answers are valid, and this is rarer and cheaper than coordinating.
     let source = entry.published_url(&snap.entity_id);
-    let snap = Arc::clone(snap);
-    cache
-        .try_get_with(key, || {
-            sign(&snap, &sub, now, source.as_deref()).map(Arc::new)
-        })
-        .map(|s| s.body.clone())
-        .map_err(FedError::server_error)
+    let (body, refresh_at) =
+        sign(snap, sub, now, source.as_deref()).map_err(FedError::server_error)?;
+    sub.statement.put(SignedStatement {
+        general_version,
+        keys_generation,
+        refresh_at,
+        body: body.clone(),
+    });
+    Ok(body)
 }
 
+/// The signed statement about `sub` and when to sign a new one.
 fn sign(
     snap: &Snapshot,
     sub: &Subordinate,
     now: i64,
     source: Option<&str>,
-) -> Result<Signed, pharos_shared::Error> {
+) -> Result<(Bytes, i64), pharos_shared::Error> {
     let claims = payload(snap, sub, now, source);
     let exp = claims
         .get("exp")
@@ -176,10 +147,7 @@ fn sign(
     if let Some(change) = next_key_change(sub, now) {
         refresh_at = refresh_at.min(change);
     }
-    Ok(Signed {
-        body: Bytes::from(token),
-        refresh_at,
-    })
+    Ok((Bytes::from(token), refresh_at))
 }
 
 #[cfg(test)]

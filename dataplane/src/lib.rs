@@ -37,7 +37,6 @@ pub struct DataPlane {
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: historical_keys::HistoricalKeysCache,
-    fetch_cache: fetch::FetchCache,
     list_cache: list::ListCache,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
@@ -85,7 +84,6 @@ impl DataPlane {
             clock,
             ec_cache: entity_configuration::EcCache::new(),
             historical_cache: historical_keys::HistoricalKeysCache::default(),
-            fetch_cache: fetch::FetchCache::new(),
             list_cache: list::ListCache::new(),
         })
     }

@@ -6,7 +6,9 @@
 //! answer `unsupported_parameter` until Pharos tracks issued trust marks. Parameters the
 //! specification does not define are ignored, as OAuth endpoints ignore unknown parameters.
 //!
-//! The unfiltered list of 100,000 identifiers is serialised once per snapshot generation.
+//! Every answer is serialised once per snapshot generation and filter set (the unfiltered list
+//! of 100,000 identifiers, and each filtered list asked for), so a repeated request copies a
+//! `Bytes` handle; concurrent first requests for one key compute it once.
 
 use std::sync::Arc;
 
@@ -19,18 +21,32 @@ use pharos_shared::subordinate::Subordinate;
 
 use crate::error::FedError;
 
-/// The serialised unfiltered list, by snapshot generation.
+/// Upper bound of the cache, in bytes of serialised lists (a list of 100,000 identifiers is
+/// about 3 MB, so this keeps the unfiltered list and a dozen filtered ones).
+const CACHE_BYTES: u64 = 48 * 1024 * 1024;
+
+/// Serialised lists by (snapshot generation, filters). Entries of older generations are never
+/// asked for again and age out under the byte bound.
 #[derive(Debug)]
-pub struct ListCache(Cache<u64, Bytes>);
+pub struct ListCache(Cache<(u64, Filters), Bytes>);
 
 impl ListCache {
     pub(crate) fn new() -> Self {
-        Self(Cache::builder().max_capacity(2).build())
+        Self(
+            Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .weigher(|k: &(u64, Filters), v: &Bytes| {
+                    let key: usize = k.1.entity_types.iter().map(String::len).sum();
+                    u32::try_from(v.len() + key + 64).unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
     }
 }
 
-/// Parsed filters of a list request.
-#[derive(Debug, Default, PartialEq)]
+/// Parsed filters of a list request, normalised (entity types sorted, without duplicates) so
+/// that equivalent requests share one cache entry.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Hash)]
 struct Filters {
     entity_types: Vec<String>,
     intermediate: bool,
@@ -62,6 +78,8 @@ fn filters(query: &str) -> Result<Filters, FedError> {
             _ => {}
         }
     }
+    f.entity_types.sort_unstable();
+    f.entity_types.dedup();
     Ok(f)
 }
 
@@ -85,18 +103,21 @@ pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Resp
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    let subs = &snap.subordinates;
-    if f == Filters::default() {
-        let body = cache
-            .0
-            .get_with(snap.generation, async { serialise(subs.active()) })
-            .await;
-        return json(body);
-    }
-    let general = &subs.general;
-    json(serialise(subs.active().filter(|s| {
-        s.has_any_type(&f.entity_types) && (!f.intermediate || s.is_intermediate(general))
-    })))
+    let key = (snap.generation, f);
+    let body = cache
+        .0
+        .get_with_by_ref(&key, async {
+            let (subs, f) = (&snap.subordinates, &key.1);
+            if *f == Filters::default() {
+                return serialise(subs.active());
+            }
+            serialise(subs.active().filter(|s| {
+                s.has_any_type(&f.entity_types)
+                    && (!f.intermediate || s.is_intermediate(&subs.general))
+            }))
+        })
+        .await;
+    json(body)
 }
 
 #[cfg(test)]
@@ -105,8 +126,9 @@ mod tests {
 
     #[test]
     fn filter_parsing() {
-        let f = filters("entity_type=a&entity_type=b&iss=x&intermediate=true").unwrap();
-        assert_eq!(f.entity_types, ["a", "b"]);
+        let f =
+            filters("entity_type=b&entity_type=a&entity_type=b&iss=x&intermediate=true").unwrap();
+        assert_eq!(f.entity_types, ["a", "b"], "sorted, without duplicates");
         assert!(f.intermediate);
         assert_eq!(
             filters("trust_marked=true").unwrap_err().code,

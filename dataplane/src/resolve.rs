@@ -77,6 +77,12 @@ fn parse(pairs: &[(String, String)]) -> Result<Params, FedError> {
     })
 }
 
+/// A response and the first instant at which the caches beneath would answer differently.
+struct Answer {
+    body: Bytes,
+    valid_until: i64,
+}
+
 /// The handler, called by the dispatcher for an endpoint of type `resolve`.
 pub async fn handler(
     dp: &DataPlane,
@@ -86,8 +92,52 @@ pub async fn handler(
     caller: Caller,
 ) -> Response {
     match answer(dp, snap, entry, &form, &caller).await {
-        Ok(body) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body),
+        Ok(a) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, a.body),
         Err(e) => e.into_response(),
+    }
+}
+
+/// An unauthenticated GET with raw query string `query`: answered from the front cache
+/// (see [`crate::resolver::front`]) when it holds this query, else by the full path, whose
+/// answer is then kept there.
+pub async fn anonymous_get(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    query: &str,
+) -> Response {
+    let now = dp.now();
+    // The proactive resolver's stored responses take precedence; leave it the whole path.
+    let front = !config(entry)
+        .proactive_resolver
+        .as_ref()
+        .is_some_and(|p| p.enabled);
+    if front && let Some(body) = dp.resolve.front.get(query, snap.generation, now) {
+        return jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body);
+    }
+    let form: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    match answer(dp, snap, entry, &form, &Caller::Anonymous).await {
+        Ok(a) => {
+            if front && a.valid_until > now {
+                let body = a.body.clone();
+                dp.resolve
+                    .front
+                    .insert(query, snap.generation, a.valid_until, body);
+            }
+            jwt(RESOLVE_RESPONSE_CONTENT_TYPE, a.body)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+fn config(entry: &EndpointEntry) -> &ResolveConfig {
+    static DEFAULT: std::sync::LazyLock<ResolveConfig> =
+        std::sync::LazyLock::new(ResolveConfig::default);
+    match &entry.config {
+        EndpointConfig::Resolve(c) => c,
+        _ => &DEFAULT,
     }
 }
 
@@ -97,13 +147,9 @@ async fn answer(
     entry: &EndpointEntry,
     form: &[(String, String)],
     caller: &Caller,
-) -> Result<Bytes, FedError> {
+) -> Result<Answer, FedError> {
     let p = parse(form)?;
-    let default = ResolveConfig::default();
-    let cfg = match &entry.config {
-        EndpointConfig::Resolve(c) => c,
-        _ => &default,
-    };
+    let cfg = config(entry);
     let mut anchors = p.anchors.clone();
     if let Some(allowed) = allowed_anchors(snap, cfg) {
         anchors.retain(|a| allowed.contains(a));
@@ -122,17 +168,21 @@ async fn answer(
     if let Some(pr) = &proactive
         && let Some(body) = stored(pr, snap, &p, &anchors, caller, now)?
     {
-        return Ok(body);
+        return Ok(Answer {
+            body,
+            valid_until: now,
+        });
     }
     let q = Query {
         subject: p.sub.clone(),
         anchors: anchors.iter().map(|a| anchor_spec(snap, a)).collect(),
         entity_types: p.types.clone(),
     };
+    let rule = grace_rule(cfg);
     let res = dp
         .resolve
         .resolver
-        .resolve(&q, grace_rule(cfg), now)
+        .resolve(&q, rule, now)
         .await
         .map_err(fed_error)?;
     if let Some(pr) = &proactive {
@@ -142,12 +192,17 @@ async fn answer(
             entity_types: p.types.clone(),
         });
     }
-    dp.resolve
+    let (body, resign_at) = dp
+        .resolve
         .resolver
         .signed
         .get_or_sign(snap, &q.key(), &res, caller.aud(), now)
         .await
-        .map_err(FedError::server_error)
+        .map_err(FedError::server_error)?;
+    Ok(Answer {
+        body,
+        valid_until: resign_at.min(rule.refresh_at(res.computed_at, res.exp())),
+    })
 }
 
 /// A stored response for the first requested anchor that has one. A pre-signed JWT is served

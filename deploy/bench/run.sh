@@ -23,8 +23,9 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "== installing from Debian: ${need[*]}" >&2
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+    # apt's progress goes to stderr: stdout carries only the report.
+    $SUDO apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
 fi
 command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
 

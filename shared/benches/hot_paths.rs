@@ -47,6 +47,7 @@ fn subordinate(i: usize, keys: Vec<Jwk>) -> Subordinate {
         constraints: None,
         additional_claims: vec![],
         version: 1,
+        statement: Default::default(),
     }
 }
 

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
 use serde_json::Value;
 
 use crate::jose::Jwks;
@@ -82,8 +84,73 @@ pub struct Subordinate {
     pub constraints: Option<Value>,
     /// Additional claims; empty = use the general ones.
     pub additional_claims: Vec<AdditionalClaim>,
-    /// Changes with every write to this subordinate; part of the signed-statement cache key.
+    /// Changes with every write to this subordinate.
     pub version: u64,
+    /// The signed statement about this version, once the fetch endpoint has made one.
+    pub statement: StatementSlot,
+}
+
+/// A signed Subordinate Statement and what it was made from besides the subordinate itself.
+#[derive(Debug)]
+pub struct SignedStatement {
+    /// The general settings' version it applied.
+    pub general_version: u64,
+    /// The generation of our keys and endpoint registry it was signed under.
+    pub keys_generation: u64,
+    /// When to sign a new one (before `exp`, or at the subordinate's next key change).
+    pub refresh_at: i64,
+    /// The compact JWS.
+    pub body: Bytes,
+}
+
+/// Where the data plane keeps the signed statement about one subordinate version, beside the
+/// record it was made from: a cached fetch is then the one map lookup that finds the
+/// subordinate, and the statement goes away with the version it describes (a write replaces
+/// the record, so a fresh slot comes with it). Lock-free to read; a statement made under other
+/// general settings or keys is simply replaced.
+///
+/// It is a cache, not part of the record's value: clones start empty and it never makes two
+/// records unequal.
+#[derive(Default)]
+pub struct StatementSlot(ArcSwapOption<SignedStatement>);
+
+impl StatementSlot {
+    /// The statement if it was made under `general_version` and `keys_generation` and is not
+    /// due for refreshing at `now`.
+    pub fn get(&self, general_version: u64, keys_generation: u64, now: i64) -> Option<Bytes> {
+        let guard = self.0.load();
+        let s = guard.as_ref()?;
+        (s.general_version == general_version
+            && s.keys_generation == keys_generation
+            && now < s.refresh_at)
+            .then(|| s.body.clone())
+    }
+
+    /// Keeps `statement`, replacing whatever was there.
+    pub fn put(&self, statement: SignedStatement) {
+        self.0.store(Some(Arc::new(statement)));
+    }
+}
+
+impl Clone for StatementSlot {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for StatementSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for StatementSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cached = self.0.load().is_some();
+        f.debug_struct("StatementSlot")
+            .field("cached", &cached)
+            .finish()
+    }
 }
 
 impl Subordinate {
@@ -190,7 +257,25 @@ mod tests {
             constraints: None,
             additional_claims: vec![],
             version: 1,
+            statement: StatementSlot::default(),
         })
+    }
+
+    #[test]
+    fn statement_slot_serves_only_what_matches() {
+        let slot = StatementSlot::default();
+        assert_eq!(slot.get(1, 1, 0), None);
+        slot.put(SignedStatement {
+            general_version: 1,
+            keys_generation: 2,
+            refresh_at: 100,
+            body: Bytes::from_static(b"jws"),
+        });
+        assert_eq!(slot.get(1, 2, 99).as_deref(), Some(&b"jws"[..]));
+        assert_eq!(slot.get(1, 2, 100), None, "due for refreshing");
+        assert_eq!(slot.get(2, 2, 0), None, "other general settings");
+        assert_eq!(slot.get(1, 3, 0), None, "other keys");
+        assert_eq!(slot.clone().get(1, 2, 0), None, "a clone starts empty");
     }
 
     #[test]

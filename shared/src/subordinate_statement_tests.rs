@@ -33,6 +33,7 @@ fn sub(keys: Vec<Jwk>) -> Subordinate {
         constraints: None,
         additional_claims: vec![],
         version: 1,
+        statement: Default::default(),
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use futures_util::TryStreamExt;
 use pharos_shared::jose::Jwks;
 use serde_json::Value;
 use sqlx::any::AnyRow;
@@ -72,7 +73,9 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
         status: r.try_get("status")?,
         enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
         jwks_poll_interval: r.try_get("jwks_poll_interval")?,
-        jwks: json_col(r, "jwks")?.and_then(|v| serde_json::from_value(v).ok()),
+        jwks: r
+            .try_get::<Option<String>, _>("jwks")?
+            .and_then(|t| serde_json::from_str(&t).ok()),
         metadata: json_col(r, "metadata")?,
         metadata_policy: json_col(r, "metadata_policy")?,
         constraints: json_col(r, "constraints_json")?,
@@ -99,18 +102,19 @@ fn claim_from_row(r: &AnyRow) -> Result<(i64, ClaimRow)> {
 }
 
 /// Every subordinate with its child rows, ordered by entity identifier (three queries, not
-/// 3n: this loads 100,000 subordinates at startup).
+/// 3n: this loads 100,000 subordinates at startup). Rows are converted as they stream in, so
+/// the driver's row buffers never exist for all of them at once.
 pub async fn list(db: &Db) -> Result<Vec<SubordinateRow>> {
     let sql = db.sql(concat!(
         "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
         "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates ORDER BY entity_id"
     ));
-    let mut subs: Vec<SubordinateRow> = sqlx::query(sql)
-        .fetch_all(&db.pool)
-        .await?
-        .iter()
-        .map(from_row)
-        .collect::<Result<_>>()?;
+    let mut subs = Vec::new();
+    let mut rows = sqlx::query(sql).fetch(&db.pool);
+    while let Some(r) = rows.try_next().await? {
+        subs.push(from_row(&r)?);
+    }
+    drop(rows);
     let mut types: HashMap<i64, Vec<String>> = HashMap::new();
     let rows = sqlx::query(db.sql(
         "SELECT subordinate_id, entity_type FROM subordinate_entity_types ORDER BY entity_type",

@@ -6,10 +6,12 @@
 //!   subject, anchors (with their pinned keys) and Entity Types; same grace rule, same
 //!   coalescing, so concurrent cold requests for one subject resolve it once.
 //! - [`signed`]: signed resolve responses, per resolution, signing key and audience.
+//! - [`front`]: finished anonymous responses by raw query, in front of all of the above.
 //! - [`proactive`] and [`store`]: the proactive resolver and its response files.
 //!
 //! The resolver does network and file I/O only; it never touches the database.
 
+pub mod front;
 pub mod proactive;
 pub mod service;
 pub mod signed;

@@ -20,6 +20,8 @@ use crate::outbound::HttpFetcher;
 pub struct ResolveService {
     /// The resolver and its caches (statements, resolutions, signed responses).
     pub resolver: Arc<Resolver<HttpFetcher>>,
+    /// Finished anonymous responses by raw query (see [`super::front`]).
+    pub front: super::front::FrontCache,
     snapshot: Arc<ArcSwap<Snapshot>>,
     clock: Arc<dyn Clock>,
     proactive: ArcSwapOption<Proactive>,
@@ -38,6 +40,7 @@ impl ResolveService {
     ) -> Arc<Self> {
         let me = Arc::new(Self {
             resolver: Resolver::new(Arc::new(HttpFetcher::new(federation))),
+            front: super::front::FrontCache::new(),
             snapshot,
             clock,
             proactive: ArcSwapOption::empty(),

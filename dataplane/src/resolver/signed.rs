@@ -42,7 +42,8 @@ impl SignedCache {
     }
 
     /// The signed response for `res` (the resolution of the query whose key is `query_key`),
-    /// from the cache when it still fits, else signed now with the snapshot's key.
+    /// from the cache when it still fits, else signed now with the snapshot's key; with the
+    /// instant from which this cache would re-sign it.
     pub async fn get_or_sign(
         &self,
         snap: &Snapshot,
@@ -50,7 +51,7 @@ impl SignedCache {
         res: &Arc<Resolution>,
         aud: Option<&str>,
         now: i64,
-    ) -> Result<Bytes> {
+    ) -> Result<(Bytes, i64)> {
         let key = format!(
             "{}\n{}\n{query_key}",
             snap.keys.signer.kid(),
@@ -60,7 +61,7 @@ impl SignedCache {
             && Arc::ptr_eq(&hit.resolution, res)
             && now < hit.refresh_at
         {
-            return Ok(hit.body.clone());
+            return Ok((hit.body.clone(), hit.refresh_at));
         }
         let body = Bytes::from(sign(snap, res, aud, now)?);
         let refresh_at = (res.exp() - REFRESH_BEFORE_EXP).min(now + MAX_AGE);
@@ -72,7 +73,7 @@ impl SignedCache {
             };
             self.0.insert(key, Arc::new(entry)).await;
         }
-        Ok(body)
+        Ok((body, refresh_at))
     }
 }
 

@@ -1,17 +1,9 @@
 # shellcheck shell=bash
-# Resolve (needs the resolve endpoint, branch wip-resolve): a 3-level federation on loopback,
-# trust anchor -> intermediate -> leaf, three Pharos processes. Warm: one resolver answering
-# from its caches, throughput vs the references. Cold: a freshly started resolver (empty caches,
-# every statement fetched and verified) per sample; median and p99 of the first request.
+# Resolve: a 3-level federation on loopback, trust anchor -> intermediate -> leaf, three Pharos
+# processes. Warm: one resolver answering from its caches, throughput vs the references. Cold: a
+# freshly started resolver (empty caches, every statement fetched and verified) per sample;
+# median and p99 of the first request.
 TA=17721 IM=17722 LEAF=17723 R=17724
-pharos_start probe 17720
-if ! curl -fs -o /dev/null -X POST "http://127.0.0.1:17720/api/v1/admin/federation-endpoints" \
-    -H 'content-type: application/json' -d '{"type":"resolve","path":"/resolve"}'; then
-    pharos_stop probe
-    note "- resolve (warm, cold 3-level): not measured, this build has no resolve endpoint (it lands with branch wip-resolve; the scenario is deploy/bench/scenarios/40-resolve.sh)."
-    return 0
-fi
-pharos_stop probe
 
 jwks_of() { # PORT -> the jwks of its Entity Configuration
     curl -fsS "http://127.0.0.1:$1/.well-known/openid-federation" | py '

@@ -1,0 +1,76 @@
+//! The first stop of a warm anonymous resolve: the finished response bytes, looked up by the
+//! request's raw query string.
+//!
+//! The full path parses the parameters, checks the anchors against the allow-list, builds the
+//! resolution key (which hashes the pinned anchor keys) and does two cache lookups; for the
+//! same query in the same snapshot all of that gives the same answer until either cached layer
+//! would change it. So an entry remembers the snapshot generation it was computed in and the
+//! first instant at which one of the layers beneath would stop serving it unchanged: the
+//! grace rule's refresh point of its resolution, or the signed response's re-signing time.
+//! Within those bounds a hit is exactly what the full path would answer; outside them the
+//! request takes the full path, which refreshes and re-signs as usual.
+//!
+//! Only anonymous GET requests without a proactive resolver use it: an authenticated caller's
+//! response carries its `aud`, and the proactive resolver's stored responses come first.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use moka::sync::Cache;
+
+/// Most responses kept (each a few kB).
+const MAX_ENTRIES: u64 = 100_000;
+
+#[derive(Debug)]
+struct Entry {
+    generation: u64,
+    valid_until: i64,
+    body: Bytes,
+}
+
+/// Signed resolve responses by raw query string.
+#[derive(Debug)]
+pub struct FrontCache(Cache<Arc<str>, Arc<Entry>>);
+
+impl FrontCache {
+    pub(crate) fn new() -> Self {
+        Self(Cache::builder().max_capacity(MAX_ENTRIES).build())
+    }
+
+    /// The response to `query` if one was stored in snapshot `generation` and is still valid
+    /// at `now`.
+    pub fn get(&self, query: &str, generation: u64, now: i64) -> Option<Bytes> {
+        self.0
+            .get(query)
+            .filter(|e| e.generation == generation && now < e.valid_until)
+            .map(|e| e.body.clone())
+    }
+
+    /// Remembers `body` as the answer to `query` in snapshot `generation` until `valid_until`.
+    pub fn insert(&self, query: &str, generation: u64, valid_until: i64, body: Bytes) {
+        let entry = Entry {
+            generation,
+            valid_until,
+            body,
+        };
+        self.0.insert(Arc::from(query), Arc::new(entry));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hits_only_within_generation_and_validity() {
+        let c = FrontCache::new();
+        c.insert("sub=a&trust_anchor=b", 7, 100, Bytes::from_static(b"jwt"));
+        assert_eq!(
+            c.get("sub=a&trust_anchor=b", 7, 99).as_deref(),
+            Some(&b"jwt"[..])
+        );
+        assert_eq!(c.get("sub=a&trust_anchor=b", 7, 100), None, "expired");
+        assert_eq!(c.get("sub=a&trust_anchor=b", 8, 50), None, "newer snapshot");
+        assert_eq!(c.get("trust_anchor=b&sub=a", 7, 50), None, "another query");
+    }
+}
