@@ -16,17 +16,13 @@ use crate::error::Result;
 /// Every subordinate and the general settings, each stamped with a fresh version.
 pub async fn load_all(db: &Db, versions: &AtomicU64) -> Result<Subordinates> {
     let rows = db::subordinates::list(db).await?;
-    let mut map = imbl::OrdMap::new();
-    for r in rows {
+    let general = Arc::new(load_general(db).await?);
+    let general_version = versions.fetch_add(1, Ordering::SeqCst) + 1;
+    let records = rows.into_iter().map(|r| {
         let v = versions.fetch_add(1, Ordering::SeqCst) + 1;
-        let s = to_snapshot(r, v);
-        map.insert(s.entity_id.clone(), Arc::new(s));
-    }
-    Ok(Subordinates {
-        by_entity_id: map,
-        general: Arc::new(load_general(db).await?),
-        general_version: versions.fetch_add(1, Ordering::SeqCst) + 1,
-    })
+        Arc::new(to_snapshot(r, v))
+    });
+    Ok(Subordinates::new(records, general, general_version))
 }
 
 /// The snapshot form of a subordinate row.
@@ -42,9 +38,9 @@ pub fn to_snapshot(r: SubordinateRow, version: u64) -> Subordinate {
         status,
         registered_entity_types: r.registered_entity_types,
         jwks: r.jwks.unwrap_or_default().compacted(),
-        metadata: r.metadata,
-        metadata_policy: r.metadata_policy,
-        constraints: r.constraints,
+        metadata: r.metadata.map(Box::new),
+        metadata_policy: r.metadata_policy.map(Box::new),
+        constraints: r.constraints.map(Box::new),
         additional_claims: r.additional_claims.into_iter().map(claim).collect(),
         version,
         statement: Default::default(),

@@ -14,7 +14,7 @@ use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::jose::{self, Algorithm, Jwk, Jwks, Signer as _, SigningKey};
 use pharos_shared::policy::{apply_metadata_policy, merge_metadata_policy};
 use pharos_shared::snapshot::{EndpointEntry, KeySet, Registry, Snapshot};
-use pharos_shared::subordinate::{GeneralSettings, Subordinate, SubordinateStatus, Subordinates};
+use pharos_shared::subordinate::{Subordinate, SubordinateStatus, Subordinates};
 use pharos_shared::subordinate_statement::{payload, published_keys};
 use serde_json::{Map, Value, json};
 
@@ -41,9 +41,9 @@ fn subordinate(i: usize, keys: Vec<Jwk>) -> Subordinate {
         registered_entity_types: vec!["openid_relying_party".into()],
         jwks: Jwks { keys },
         metadata: None,
-        metadata_policy: Some(
+        metadata_policy: Some(Box::new(
             json!({"openid_relying_party": {"contacts": {"add": ["ops@ta.example"]}}}),
-        ),
+        )),
         constraints: None,
         additional_claims: vec![],
         version: 1,
@@ -142,10 +142,7 @@ fn jwks_filtering(c: &mut Criterion) {
         ec_key("next", Some(NOW + 3600)),
     ];
     let sub = subordinate(42, keys);
-    let snap = snapshot_with(Subordinates {
-        general: Arc::new(GeneralSettings::default()),
-        ..Default::default()
-    });
+    let snap = snapshot_with(Subordinates::new([], Arc::default(), 0));
     c.bench_function("jwks_filter_published_keys", |b| {
         b.iter(|| published_keys(black_box(&sub), NOW));
     });
@@ -163,11 +160,11 @@ fn jwks_filtering(c: &mut Criterion) {
 
 fn snapshot_update(c: &mut Criterion) {
     const N: usize = 100_000;
-    let mut subs = Subordinates::default();
-    for i in 1..=N {
-        let s = Arc::new(subordinate(i, vec![ec_key(&format!("k{i}"), None)]));
-        subs.by_entity_id.insert(s.entity_id.clone(), s);
-    }
+    let subs = Subordinates::new(
+        (1..=N).map(|i| Arc::new(subordinate(i, vec![ec_key(&format!("k{i}"), None)]))),
+        Arc::default(),
+        1,
+    );
     let changed = Arc::new(Subordinate {
         version: 2,
         ..subordinate(4242, vec![])

@@ -67,8 +67,8 @@ pub fn published_keys(sub: &Subordinate, now: i64) -> Vec<Jwk> {
 }
 
 /// Effective values: the subordinate's own when set, else the general ones (never merged).
-fn effective<'a>(own: &'a Option<Value>, general: &'a Option<Value>) -> Option<&'a Value> {
-    own.as_ref().or(general.as_ref()).filter(|v| !v.is_null())
+fn effective<'a>(own: &'a Option<Box<Value>>, general: &'a Option<Value>) -> Option<&'a Value> {
+    own.as_deref().or(general.as_ref()).filter(|v| !v.is_null())
 }
 
 /// The claims of the statement about `sub` at `now`. `source_endpoint` is our fetch URL (fetch

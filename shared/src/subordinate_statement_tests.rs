@@ -64,10 +64,7 @@ fn snap(general: GeneralSettings, fetch_lifetime: Option<u64>) -> Snapshot {
             published,
             historical: vec![],
         }),
-        subordinates: Arc::new(Subordinates {
-            general: Arc::new(general),
-            ..Default::default()
-        }),
+        subordinates: Arc::new(Subordinates::new([], Arc::new(general), 0)),
         keys_generation: 1,
     }
 }
@@ -165,8 +162,10 @@ fn per_subordinate_values_replace_general_ones() {
     assert_eq!(p["crit"], json!(["x_general"]));
     assert_eq!(p["source_endpoint"], "https://ta.example/fetch");
 
-    leaf.metadata_policy = Some(json!({"openid_relying_party": {"scope": {"value": "openid"}}}));
-    leaf.constraints = Some(json!({"max_path_length": 0}));
+    leaf.metadata_policy = Some(Box::new(
+        json!({"openid_relying_party": {"scope": {"value": "openid"}}}),
+    ));
+    leaf.constraints = Some(Box::new(json!({"max_path_length": 0})));
     leaf.additional_claims = vec![
         AdditionalClaim {
             claim: "x_own".into(),
@@ -209,7 +208,9 @@ fn metadata_policy_crit_lists_only_used_operators() {
     let p = payload(&s, &sub(vec![]), NOW, None);
     assert_eq!(p["metadata_policy_crit"], json!(["x_regex"]));
     let mut leaf = sub(vec![]);
-    leaf.metadata_policy = Some(json!({"openid_relying_party": {"contacts": {"add": ["a"]}}}));
+    leaf.metadata_policy = Some(Box::new(
+        json!({"openid_relying_party": {"contacts": {"add": ["a"]}}}),
+    ));
     let p = payload(&s, &leaf, NOW, None);
     assert!(p.get("metadata_policy_crit").is_none());
 }
