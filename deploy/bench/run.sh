@@ -31,7 +31,7 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup
 
 # shellcheck source=deploy/bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-CMD="$({ env | grep -E '^BENCH_' || true; } | sort | tr '\n' ' ')deploy/bench/run.sh $*"
+CMD="$({ env | grep -E '^BENCH_' || true; } | sort | tr '\n' ' ')deploy/bench/run.sh${*:+ $*}"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 build_all
 
