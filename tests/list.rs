@@ -78,10 +78,12 @@ async fn list_filters_and_unsupported_parameters() {
         assert_eq!(v, json!(["https://op.example", "https://op2.example"]));
         let (_, v) = status_of(
             &p,
-            "/list?entity_type=openid_provider&entity_type=openid_provider",
+            "/list?entity_type=openid_provider&entity_type=openid_provider&entity_type=nope",
         )
         .await;
         assert_eq!(v, json!(["https://op.example", "https://op2.example"]));
+        let (s, v) = status_of(&p, "/list?entity_type=nope").await;
+        assert_eq!((s, v), (200, json!([])));
         for q in ["trust_marked=true", "trust_mark_type=https%3A%2F%2Ftm"] {
             let (s, e) = status_of(&p, &format!("/list?{q}")).await;
             assert_eq!(

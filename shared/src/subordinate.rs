@@ -211,6 +211,8 @@ pub struct GeneralSettings {
 pub struct Subordinates {
     sorted: imbl::OrdMap<Arc<str>, Arc<Subordinate>>,
     index: imbl::HashMap<Arc<str>, Arc<Subordinate>>,
+    /// How many records name each registered entity type, whatever their status.
+    types: imbl::HashMap<String, usize>,
     /// General settings.
     pub general: Arc<GeneralSettings>,
     /// Changes with every change to the general settings; part of the statement cache key.
@@ -225,18 +227,52 @@ impl Subordinates {
         general: Arc<GeneralSettings>,
         general_version: u64,
     ) -> Self {
-        let mut sorted = imbl::OrdMap::new();
-        let mut index = imbl::HashMap::new();
-        for s in records {
-            index.insert(s.entity_id.clone(), s.clone());
-            sorted.insert(s.entity_id.clone(), s);
-        }
-        Self {
-            sorted,
-            index,
+        let mut next = Self {
             general,
             general_version,
+            ..Self::default()
+        };
+        for s in records {
+            next.put(s);
         }
+        next
+    }
+
+    fn put(&mut self, s: Arc<Subordinate>) {
+        if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
+            self.count_types(&old, false);
+        }
+        self.count_types(&s, true);
+        self.sorted.insert(s.entity_id.clone(), s);
+    }
+
+    fn remove(&mut self, entity_id: &str) {
+        if let Some(old) = self.index.remove(entity_id) {
+            self.count_types(&old, false);
+        }
+        self.sorted.remove(entity_id);
+    }
+
+    fn count_types(&mut self, s: &Subordinate, add: bool) {
+        for t in &s.registered_entity_types {
+            match self.types.get_mut(t.as_str()) {
+                Some(n) if add => *n += 1,
+                Some(n) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    self.types.remove(t.as_str());
+                }
+                None if add => {
+                    self.types.insert(t.clone(), 1);
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Whether any subordinate, of any status, is registered with entity type `t`. Filters
+    /// naming only types nobody has match nothing, whatever else they ask.
+    pub fn has_entity_type(&self, t: &str) -> bool {
+        self.types.contains_key(t)
     }
 
     /// The subordinate with this entity identifier, if any.
@@ -268,14 +304,8 @@ impl Subordinates {
     pub fn with(&self, entity_id: &str, sub: Option<Arc<Subordinate>>) -> Self {
         let mut next = self.clone();
         match sub {
-            Some(s) => {
-                next.index.insert(s.entity_id.clone(), s.clone());
-                next.sorted.insert(s.entity_id.clone(), s);
-            }
-            None => {
-                next.index.remove(entity_id);
-                next.sorted.remove(entity_id);
-            }
+            Some(s) => next.put(s),
+            None => next.remove(entity_id),
         }
         next
     }
@@ -353,6 +383,34 @@ mod tests {
             b.get("https://b").unwrap(),
             c.get("https://b").unwrap()
         ));
+    }
+
+    #[test]
+    fn entity_types_are_counted_through_updates() {
+        let op = Subordinates::new(
+            [sub("https://a", &["openid_provider"], None)],
+            Arc::default(),
+            1,
+        );
+        let both = op.with(
+            "https://b",
+            Some(sub("https://b", &["openid_provider"], None)),
+        );
+        assert!(both.has_entity_type("openid_provider"));
+        // Replacing one record keeps the other's type; removing the last one forgets it.
+        let one = both.with(
+            "https://a",
+            Some(sub("https://a", &["openid_relying_party"], None)),
+        );
+        assert!(
+            one.has_entity_type("openid_provider") && one.has_entity_type("openid_relying_party")
+        );
+        let none = one.with("https://b", None);
+        assert!(!none.has_entity_type("openid_provider"));
+        assert!(
+            op.has_entity_type("openid_provider"),
+            "the old map is unchanged"
+        );
     }
 
     #[test]

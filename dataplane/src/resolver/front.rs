@@ -18,8 +18,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use moka::sync::Cache;
 
-/// Most responses kept (each a few kB).
-const MAX_ENTRIES: u64 = 100_000;
+/// Upper bound of the cache in bytes of keys and responses. Keys are raw query strings that a
+/// client chooses freely (parameter order, unknown parameters), so the bound is on bytes, not
+/// entries: a flood of long, distinct queries evicts older entries instead of growing memory.
+/// Responses are shared with the signed-response cache, so this overcounts.
+const MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 struct Entry {
@@ -34,7 +37,14 @@ pub struct FrontCache(Cache<Arc<str>, Arc<Entry>>);
 
 impl FrontCache {
     pub(crate) fn new() -> Self {
-        Self(Cache::builder().max_capacity(MAX_ENTRIES).build())
+        Self(
+            Cache::builder()
+                .max_capacity(MAX_BYTES)
+                .weigher(|k: &Arc<str>, v: &Arc<Entry>| {
+                    u32::try_from(k.len() + v.body.len() + 64).unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
     }
 
     /// The response to `query` if one was stored in snapshot `generation` and is still valid
