@@ -14,7 +14,6 @@ mod support;
 
 mod admin_auth;
 mod admin_input;
-mod admin_tls;
 mod cli;
 mod client_auth;
 mod client_auth_more;
@@ -36,3 +35,4 @@ mod restart;
 mod subordinate_docs;
 mod subordinate_settings;
 mod subordinates;
+mod tls;

@@ -53,6 +53,9 @@ pub struct Listeners {
     pub main: Option<TcpListener>,
     /// Admin port; bound from `server.ip_listen:api.admin.port` when absent and configured.
     pub admin: Option<TcpListener>,
+    /// Plain-HTTP redirect port of `server.tls.redirect_http`; bound from
+    /// `server.ip_listen:80` when absent and configured.
+    pub redirect: Option<TcpListener>,
 }
 
 impl App {
@@ -129,7 +132,36 @@ impl App {
             None => bind(&settings.server.ip_listen, settings.server.port).await?,
         };
         let addr = main_listener.local_addr().map_err(io)?;
-        tasks.push(http::serve(main_listener, main, shutdown.clone()));
+        let server_tls = &settings.server.tls;
+        if server_tls.enabled {
+            let (cert, key) = (server_tls.cert.clone(), server_tls.key.clone());
+            let config = tls::load("server.tls", &cert, &key).await?;
+            tasks.push(tls::reload_on_sighup(
+                "server.tls",
+                config.clone(),
+                cert,
+                key,
+                shutdown.clone(),
+            )?);
+            tasks.push(tls::serve(
+                main_listener,
+                config,
+                main,
+                shutdown.clone(),
+                drain,
+            )?);
+            if server_tls.redirect_http {
+                let l = match listeners.redirect {
+                    Some(l) => l,
+                    None => bind(&settings.server.ip_listen, 80).await?,
+                };
+                let router =
+                    layers::common(tls::redirect_router(settings.server.port), &settings.server);
+                tasks.push(http::serve(l, router, shutdown.clone()));
+            }
+        } else {
+            tasks.push(http::serve(main_listener, main, shutdown.clone()));
+        }
 
         let mut admin_addr = None;
         if separate_admin {
@@ -144,8 +176,9 @@ impl App {
             let router = layers::common(router, &settings.server);
             if admin.tls.enabled {
                 let (cert, key) = (admin.tls.cert.clone(), admin.tls.key.clone());
-                let config = tls::load(&cert, &key).await?;
+                let config = tls::load("api.admin.tls", &cert, &key).await?;
                 tasks.push(tls::reload_on_sighup(
+                    "api.admin.tls",
                     config.clone(),
                     cert,
                     key,

@@ -199,6 +199,7 @@ impl Pharos {
             Listeners {
                 main: Some(listener),
                 admin,
+                redirect: None,
             },
         )
         .await

@@ -1,5 +1,5 @@
-//! HTTPS for the separate admin port: rustls through axum-server, with the certificate reloaded
-//! on SIGHUP.
+//! HTTPS for the main port (`server.tls`) and the separate admin port (`api.admin.tls`):
+//! rustls through axum-server, with the certificate reloaded on SIGHUP.
 //!
 //! A reload reads both PEM files and swaps the server configuration atomically; connections in
 //! flight keep the old one, the listener is never closed. If the new files are missing or
@@ -24,23 +24,24 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
-/// Loads the certificate chain and key; a clear error names the files.
-pub async fn load(cert: &str, key: &str) -> Result<RustlsConfig> {
+/// Loads the certificate chain and key; a clear error names the setting (`scope`, e.g.
+/// `server.tls`) and the files.
+pub async fn load(scope: &str, cert: &str, key: &str) -> Result<RustlsConfig> {
     install_crypto_provider();
     RustlsConfig::from_pem_file(cert, key)
         .await
-        .map_err(|e| Error::Internal(format!("api.admin.tls: cannot load {cert} / {key}: {e}")))
+        .map_err(|e| Error::Internal(format!("{scope}: cannot load {cert} / {key}: {e}")))
 }
 
 /// Reloads `config` from the files; keeps the current certificate when they are invalid.
-pub async fn reload(config: &RustlsConfig, cert: &str, key: &str) -> bool {
+pub async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -> bool {
     match config.reload_from_pem_file(cert, key).await {
         Ok(()) => {
-            tracing::info!(cert, "admin TLS certificate reloaded");
+            tracing::info!(scope, cert, "TLS certificate reloaded");
             true
         }
         Err(e) => {
-            tracing::error!(cert, key, error = %e, "admin TLS reload failed; keeping the current certificate");
+            tracing::error!(scope, cert, key, error = %e, "TLS reload failed; keeping the current certificate");
             false
         }
     }
@@ -48,6 +49,7 @@ pub async fn reload(config: &RustlsConfig, cert: &str, key: &str) -> bool {
 
 /// Reloads `config` on every SIGHUP until `stop` is cancelled.
 pub fn reload_on_sighup(
+    scope: &'static str,
     config: RustlsConfig,
     cert: String,
     key: String,
@@ -64,7 +66,7 @@ pub fn reload_on_sighup(
                     _ = stop.cancelled() => break,
                     got = hup.recv() => {
                         if got.is_none() { break; }
-                        reload(&config, &cert, &key).await;
+                        reload(scope, &config, &cert, &key).await;
                     }
                 }
             }
@@ -72,7 +74,7 @@ pub fn reload_on_sighup(
     }
     #[cfg(not(unix))]
     {
-        let _ = (config, cert, key);
+        let _ = (scope, config, cert, key);
         Ok(tokio::spawn(async move { stop.cancelled().await }))
     }
 }
@@ -87,10 +89,10 @@ pub fn serve(
 ) -> Result<JoinHandle<()>> {
     let std = listener
         .into_std()
-        .map_err(|e| Error::Internal(format!("admin listener: {e}")))?;
+        .map_err(|e| Error::Internal(format!("TLS listener: {e}")))?;
     let handle = Handle::new();
     let server = axum_server::from_tcp_rustls(std, config)
-        .map_err(|e| Error::Internal(format!("admin listener: {e}")))?
+        .map_err(|e| Error::Internal(format!("TLS listener: {e}")))?
         .handle(handle.clone());
     tokio::spawn(async move {
         stop.cancelled().await;
@@ -101,7 +103,83 @@ pub fn serve(
             .serve(router.into_make_service_with_connect_info::<SocketAddr>())
             .await;
         if let Err(e) = r {
-            tracing::error!(error = %e, "admin TLS server stopped with an error");
+            tracing::error!(error = %e, "TLS server stopped with an error");
         }
     }))
+}
+
+/// The plain-HTTP side of `server.tls.redirect_http`: every request is answered `308 Permanent
+/// Redirect` to the same host, path and query over HTTPS on `https_port` (the port is left out
+/// of the URL when it is 443). A request without a usable `Host` gets a JSON 400.
+pub fn redirect_router(https_port: u16) -> Router {
+    Router::new()
+        .fallback(move |req: axum::extract::Request| async move { redirect(&req, https_port) })
+}
+
+fn redirect(req: &axum::extract::Request, https_port: u16) -> axum::response::Response {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse;
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.parse::<axum::http::uri::Authority>().ok());
+    let Some(host) = host else {
+        return pharos_dataplane::error::json_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "a Host header is required",
+        );
+    };
+    let port = if https_port == 443 {
+        String::new()
+    } else {
+        format!(":{https_port}")
+    };
+    let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let location = format!("https://{}{port}{path}", host.host());
+    match HeaderValue::from_str(&location) {
+        Ok(v) => (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, v)]).into_response(),
+        Err(_) => pharos_dataplane::error::json_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the request cannot be redirected",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use tower::ServiceExt as _;
+
+    use super::redirect_router;
+
+    async fn redirect(port: u16, host: Option<&str>, uri: &str) -> (StatusCode, Option<String>) {
+        let mut req = Request::get(uri);
+        if let Some(h) = host {
+            req = req.header(header::HOST, h);
+        }
+        let r = redirect_router(port)
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let location = r
+            .headers()
+            .get(header::LOCATION)
+            .map(|v| v.to_str().unwrap().to_owned());
+        (r.status(), location)
+    }
+
+    #[tokio::test]
+    async fn redirects_keep_host_path_and_query_and_drop_port_443() {
+        let (s, l) = redirect(443, Some("ta.example:80"), "/list?entity_type=x").await;
+        assert_eq!(s, StatusCode::PERMANENT_REDIRECT);
+        assert_eq!(l.as_deref(), Some("https://ta.example/list?entity_type=x"));
+        let (_, l) = redirect(8443, Some("ta.example"), "/").await;
+        assert_eq!(l.as_deref(), Some("https://ta.example:8443/"));
+        let (s, l) = redirect(443, None, "/").await;
+        assert_eq!((s, l), (StatusCode::BAD_REQUEST, None));
+    }
 }

@@ -50,9 +50,10 @@ impl Default for ServerSettings {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerTls {
-    /// Serve HTTPS on `server.port`.
+    /// Serve HTTPS on `server.port`. (The reference service ignores `server.port` with TLS and
+    /// listens on 443; Pharos listens where the operator says, so set `port: 443` for that.)
     pub enabled: bool,
-    /// Also answer plain HTTP with a redirect to HTTPS.
+    /// Also answer plain HTTP on port 80 with `308` redirects to the HTTPS URL.
     pub redirect_http: bool,
     /// PEM certificate chain path; required when enabled.
     pub cert: String,

@@ -1,4 +1,5 @@
-//! Separate admin port over TLS, certificate reload on SIGHUP (issue 3, acceptance 3).
+//! TLS listeners: the separate admin port with certificate reload on SIGHUP (issue 3,
+//! acceptance 3), and the main port (`server.tls`) with its plain-HTTP redirect.
 
 use std::path::Path;
 use std::time::Duration;
@@ -120,4 +121,76 @@ async fn tls_admin_port_serves_admin_only_and_reloads_its_certificate_on_sighup(
         "old CA still accepted"
     );
     p.stop().await;
+}
+
+#[tokio::test]
+async fn main_port_serves_https_and_plain_http_is_redirected() {
+    use pharos_controlplane::app::{App, Listeners};
+    use pharos_shared::config::Settings;
+    use pharos_shared::time::SystemClock;
+    use std::sync::Arc;
+
+    let db = TestDb::new(Backend::Sqlite).await;
+    let certs = tempfile::tempdir().unwrap();
+    let ca1 = ca("Pharos test CA main");
+    write_leaf(&ca1, certs.path());
+    let main = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let redirect = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (port, rport) = (
+        main.local_addr().unwrap().port(),
+        redirect.local_addr().unwrap().port(),
+    );
+    let mut s = Settings::default();
+    s.entity_id = format!("https://localhost:{port}");
+    s.server.ip_listen = "127.0.0.1".into();
+    s.server.port = port;
+    s.server.tls.enabled = true;
+    s.server.tls.redirect_http = true;
+    s.server.tls.cert = certs.path().join("cert.pem").display().to_string();
+    s.server.tls.key = certs.path().join("key.pem").display().to_string();
+    db.configure(&mut s);
+    let listeners = Listeners {
+        main: Some(main),
+        admin: None,
+        redirect: Some(redirect),
+    };
+    let app = App::start(s, Arc::new(SystemClock), listeners)
+        .await
+        .unwrap();
+
+    let r = client(&ca1)
+        .get(format!(
+            "https://localhost:{port}/.well-known/openid-federation"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/entity-statement+jwt"
+    );
+    let plain = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let http_main = format!("http://localhost:{port}/.well-known/openid-federation");
+    assert!(
+        plain.get(&http_main).send().await.is_err(),
+        "plain HTTP on the TLS port"
+    );
+    let r = plain
+        .get(format!(
+            "http://localhost:{rport}/fetch?sub=https%3A%2F%2Fa"
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 308);
+    assert_eq!(
+        r.headers()["location"],
+        format!("https://localhost:{port}/fetch?sub=https%3A%2F%2Fa").as_str()
+    );
+    app.shutdown().await;
 }
