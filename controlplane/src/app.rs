@@ -97,7 +97,7 @@ impl App {
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
         let admin_router = || {
-            let r = admin::router(control.clone());
+            let r = layers::extractor_limit(admin::router(control.clone()), &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),
                 None => r,
