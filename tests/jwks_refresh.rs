@@ -272,3 +272,60 @@ async fn a_signed_push_replaces_the_keys_and_every_rejection_changes_nothing() {
         leaf.stop().await;
     }
 }
+
+/// The real HTTP fetcher, except that its first Entity Configuration fetch hands over its
+/// answer only when released: a poll held in flight while another one completes.
+struct HeldFirstFetch {
+    inner: pharos_dataplane::outbound::HttpFetcher,
+    first: std::sync::atomic::AtomicBool,
+    fetched: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+}
+
+impl pharos_shared::chain::Fetcher for HeldFirstFetch {
+    async fn entity_configuration(&self, entity_id: &str) -> pharos_shared::Result<String> {
+        let r = self.inner.entity_configuration(entity_id).await;
+        if self.first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            self.fetched.notify_one();
+            self.release.notified().await;
+        }
+        r
+    }
+
+    async fn subordinate_statement(
+        &self,
+        fetch_endpoint: &str,
+        sub: &str,
+    ) -> pharos_shared::Result<String> {
+        self.inner.subordinate_statement(fetch_endpoint, sub).await
+    }
+}
+
+#[tokio::test]
+async fn a_poll_that_fetched_before_a_rotation_cannot_put_the_old_keys_back() {
+    for b in backends() {
+        let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+        let (sup, leaf) = federation(&db_s, &db_l, true).await;
+        let held = Arc::new(HeldFirstFetch {
+            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
+            first: true.into(),
+            fetched: tokio::sync::Notify::new(),
+            release: tokio::sync::Notify::new(),
+        });
+        let control = sup.app.as_ref().unwrap().control.clone();
+        let slow = pharos_controlplane::refresh::Refreshers::new(control, held.clone());
+        let (id, now) = (leaf.entity_id().to_owned(), sup.clock.now());
+        let in_flight =
+            tokio::spawn(async move { slow.refresh_subordinate_keys(&id, now, None).await });
+        held.fetched.notified().await; // it holds the configuration from before the rotation
+        let after = announce(&leaf).await;
+        sup.app.as_ref().unwrap().refreshers.tick(now + 3_601).await;
+        assert_statement_has(&sup, &leaf, &after).await;
+        held.release.notify_one();
+        let polled = in_flight.await.unwrap().unwrap();
+        assert!(!polled.changed, "{b:?}: the older poll stored its keys");
+        assert_statement_has(&sup, &leaf, &after).await;
+        sup.stop().await;
+        leaf.stop().await;
+    }
+}

@@ -99,18 +99,28 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         now: i64,
         actor: Option<&str>,
     ) -> std::result::Result<Polled, PollError> {
+        let before = self.row(id).await?.jwks;
         let jws = self
             .fetcher
             .entity_configuration(id)
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
-        let row = self.row(id).await?;
-        let fetched = check_configuration(&jws, id, row.jwks.as_ref())?;
+        let fetched = check_configuration(&jws, id, before.as_ref())?;
         if fetched.exp.is_none() {
             return Err(no_exp());
         }
         let _w = self.cp.writer().await;
         let row = self.row(id).await?;
+        if row.jwks != before {
+            // The keys changed while this fetch was in flight (another poll, a trigger, a push
+            // or an administrator): what is stored is at least as new as what was fetched, and
+            // an older configuration (it still verifies with a set that kept its key) must not
+            // put back the keys it announced.
+            return Ok(Polled {
+                changed: false,
+                exp: fetched.exp,
+            });
+        }
         let old = row.jwks.clone().unwrap_or_default();
         let Some(message) = describe_change(&old, &fetched.jwks) else {
             return Ok(Polled {
@@ -118,8 +128,6 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 exp: fetched.exp,
             });
         };
-        // The keys may have been replaced since the check: verify again against what is stored.
-        check_configuration(&jws, id, row.jwks.as_ref())?;
         let mut tx = self.cp.db.pool.begin().await?;
         repo::set_jwks(&self.cp.db, &mut tx, row.id, &fetched.jwks, now).await?;
         let e = NewEvent {
