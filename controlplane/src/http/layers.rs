@@ -13,7 +13,7 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -24,11 +24,11 @@ use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::http::{self, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use http_body_util::Limited;
 use pharos_shared::config::ServerSettings;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
-use tower::{Layer, Service, ServiceBuilder};
-use tower_http::limit::RequestBodyLimitLayer;
+use tower::Service;
 
 /// Tracing target of access-log lines.
 pub const ACCESS_TARGET: &str = "pharos::access";
@@ -42,19 +42,24 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// ([`Common`]) with an unboxed future; the request id is a counter rendered in UUID form (no
 /// random-number syscall per request); the time limit arms a timer only when the handler does
 /// not answer on its first poll (cached answers never touch the timer wheel); nothing is
-/// captured for the access log when it is off.
-pub fn common(router: Router, server: &ServerSettings) -> Router {
-    let limit = usize::try_from(server.body_limit).unwrap_or(usize::MAX);
-    let timeout: Duration = server.request_timeout.into();
-    router.layer(
-        ServiceBuilder::new()
-            .layer(CommonLayer {
-                ids: CounterRequestId::new(),
-                timeout,
-            })
-            .layer(RequestBodyLimitLayer::new(limit)),
-    )
+/// captured for the access log when it is off; the body limit refuses a declared oversize
+/// body at once and wraps only bodies of unknown length (a bodiless GET is not touched, and
+/// no response body is re-wrapped and boxed, as a separate limit layer would do).
+///
+/// The result wraps the router once, around its routing: `Router::layer` would wrap every
+/// route instead, so each request would pass through two boxed route services (a clone of
+/// each, and a future of each) instead of one.
+pub fn common(router: Router, server: &ServerSettings) -> Served {
+    Common {
+        inner: router,
+        ids: CounterRequestId::new(),
+        timeout: server.request_timeout.into(),
+        limit: server.body_limit,
+    }
 }
+
+/// A router inside the common layers: what a listener serves.
+pub type Served = Common<Router>;
 
 /// The body limit for axum's body extractors (`Json`, `Bytes`, …), which otherwise stop at
 /// 2 MB whatever `server.body_limit` says. Only routers that use such extractors need it (the
@@ -65,33 +70,16 @@ pub fn extractor_limit(router: Router, server: &ServerSettings) -> Router {
     router.layer(DefaultBodyLimit::max(limit))
 }
 
-/// Layer of [`Common`].
-#[derive(Clone, Debug)]
-pub struct CommonLayer {
-    ids: CounterRequestId,
-    timeout: Duration,
-}
-
-impl<S> Layer<S> for CommonLayer {
-    type Service = Common<S>;
-
-    fn layer(&self, inner: S) -> Common<S> {
-        Common {
-            inner,
-            ids: self.ids.clone(),
-            timeout: self.timeout,
-        }
-    }
-}
-
 /// Per request: answers with the client's `x-request-id`, or a new one when it sent none,
-/// answers `408` when the inner service takes longer than the time limit, turns the limit
-/// layers' plain errors into JSON, and writes the access-log line when that log is on.
+/// enforces `server.body_limit` (`413`), answers `408` when the inner service takes longer
+/// than the time limit, turns plain limit errors into JSON, and writes the access-log line
+/// when that log is on.
 #[derive(Clone, Debug)]
 pub struct Common<S> {
     inner: S,
     ids: CounterRequestId,
     timeout: Duration,
+    limit: u64,
 }
 
 /// What the access log needs, captured only when it is on.
@@ -103,11 +91,13 @@ struct AccessLine {
     peer: String,
 }
 
-impl<S, B> Service<Request> for Common<S>
+impl<S, B, ReqBody> Service<http::Request<ReqBody>> for Common<S>
 where
     S: Service<Request, Response = http::Response<B>, Error = Infallible>,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
+    ReqBody: http_body::Body<Data = Bytes> + Send + 'static,
+    ReqBody::Error: Into<axum::BoxError>,
 {
     type Response = Response;
     type Error = Infallible;
@@ -117,7 +107,9 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request) -> Self::Future {
+    fn call(&mut self, req: http::Request<ReqBody>) -> Self::Future {
+        // A no-op for axum's own body type (plain listener); the TLS listener hands hyper's.
+        let req = req.map(Body::new);
         // Only the response carries it (no handler reads it from the request), which saves a
         // header insertion and a copy per request.
         let id = match req.headers().get(&REQUEST_ID) {
@@ -136,8 +128,24 @@ where
                     .unwrap_or_default(),
             })
         });
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let (inner, early) = if declared.is_some_and(|n| n > self.limit) {
+            (None, Some(StatusCode::PAYLOAD_TOO_LARGE.into_response()))
+        } else if declared.is_some() || http_body::Body::is_end_stream(req.body()) {
+            // hyper holds a declared length to its word: nothing to wrap.
+            (Some(self.inner.call(req)), None)
+        } else {
+            let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
+            let req = req.map(|b| Body::new(Limited::new(b, limit)));
+            (Some(self.inner.call(req)), None)
+        };
         CommonFuture {
-            inner: self.inner.call(req),
+            inner,
+            early,
             sleep: None,
             timeout: self.timeout,
             id: Some(id),
@@ -150,8 +158,10 @@ pin_project! {
     /// Future of [`Common`].
     #[derive(Debug)]
     pub struct CommonFuture<F> {
+        // `None` when the request was answered without calling the inner service (`early`).
         #[pin]
-        inner: F,
+        inner: Option<F>,
+        early: Option<Response>,
         sleep: Option<Pin<Box<Sleep>>>,
         timeout: Duration,
         id: Option<HeaderValue>,
@@ -169,10 +179,14 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let response = match this.inner.poll(cx) {
-            Poll::Ready(Ok(r)) => r.map(Body::new),
-            Poll::Ready(Err(never)) => match never {},
-            Poll::Pending => {
+        let response = match this.inner.as_pin_mut().map(|inner| inner.poll(cx)) {
+            None => this
+                .early
+                .take()
+                .unwrap_or_else(|| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+            Some(Poll::Ready(Ok(r))) => r.map(Body::new),
+            Some(Poll::Ready(Err(never))) => match never {},
+            Some(Poll::Pending) => {
                 let timeout = *this.timeout;
                 let sleep = this
                     .sleep
@@ -210,10 +224,11 @@ where
 /// Request ids in UUID form (8-4-4-4-12 hex digits, version 4 and RFC 4122 variant bits),
 /// unique within the process: the first half is random per process, the second a counter
 /// masked with a random per-process value. Unlike `MakeRequestUuid` it needs no call into the
-/// operating system's random source per request.
-#[derive(Clone, Debug)]
+/// operating system's random source per request, and it is a zero-sized handle on process-wide
+/// state, so the per-request clone of the service that holds it costs nothing.
+#[derive(Clone, Copy, Debug)]
 pub struct CounterRequestId {
-    state: Arc<IdState>,
+    state: &'static IdState,
 }
 
 #[derive(Debug)]
@@ -221,6 +236,8 @@ struct IdState {
     high: u64,
     mask: u64,
 }
+
+static ID_STATE: OnceLock<IdState> = OnceLock::new();
 
 /// Counter values are handed to each thread in blocks, so that numbering requests costs one
 /// atomic addition on a shared cache line per `ID_BLOCK` requests instead of one per request
@@ -251,28 +268,29 @@ fn next_counter() -> u64 {
 const LOW_BITS: u64 = (1 << 62) - 1;
 
 impl CounterRequestId {
-    /// A generator seeded from the standard library's randomly keyed hasher.
+    /// The process's generator, seeded on first use from the standard library's randomly keyed
+    /// hasher.
     pub fn new() -> Self {
-        let random = |salt: u64| {
-            let mut h = RandomState::new().build_hasher();
-            h.write_u64(salt);
-            h.write_u128(
-                SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default(),
-            );
-            h.write_u32(std::process::id());
-            h.finish()
-        };
-        // Version 4 in bits 12..16 of the third group.
-        let high = (random(1) & !0xF000) | 0x4000;
-        Self {
-            state: Arc::new(IdState {
-                high,
+        let state = ID_STATE.get_or_init(|| {
+            let random = |salt: u64| {
+                let mut h = RandomState::new().build_hasher();
+                h.write_u64(salt);
+                h.write_u128(
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map(|d| d.as_nanos())
+                        .unwrap_or_default(),
+                );
+                h.write_u32(std::process::id());
+                h.finish()
+            };
+            IdState {
+                // Version 4 in bits 12..16 of the third group.
+                high: (random(1) & !0xF000) | 0x4000,
                 mask: random(2) & LOW_BITS,
-            }),
-        }
+            }
+        });
+        Self { state }
     }
 
     fn header_value(&self) -> HeaderValue {
@@ -283,19 +301,27 @@ impl CounterRequestId {
     pub fn next_id(&self) -> [u8; 36] {
         let n = next_counter();
         let low = (1 << 63) | ((n ^ self.state.mask) & LOW_BITS);
-        let id = (u128::from(self.state.high) << 64) | u128::from(low);
+        let (h, l) = (hex16(self.state.high), hex16(low));
         let mut out = [b'-'; 36];
-        let mut nibble = 0;
-        for (i, b) in out.iter_mut().enumerate() {
-            if matches!(i, 8 | 13 | 18 | 23) {
-                continue;
-            }
-            let v = (id >> (124 - 4 * nibble)) & 0xF;
-            *b = b"0123456789abcdef"[v as usize];
-            nibble += 1;
-        }
+        out[0..8].copy_from_slice(&h[0..8]);
+        out[9..13].copy_from_slice(&h[8..12]);
+        out[14..18].copy_from_slice(&h[12..16]);
+        out[19..23].copy_from_slice(&l[0..4]);
+        out[24..36].copy_from_slice(&l[4..16]);
         out
     }
+}
+
+/// The 16 lower-case hex digits of `x`, most significant first (a byte at a time: this runs
+/// for every request).
+fn hex16(x: u64) -> [u8; 16] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0; 16];
+    for (i, byte) in x.to_be_bytes().into_iter().enumerate() {
+        out[2 * i] = HEX[usize::from(byte >> 4)];
+        out[2 * i + 1] = HEX[usize::from(byte & 0xF)];
+    }
+    out
 }
 
 impl Default for CounterRequestId {
@@ -336,7 +362,7 @@ mod tests {
 
     use super::*;
 
-    fn app() -> Router {
+    fn app() -> Served {
         let mut server = ServerSettings {
             body_limit: 16,
             ..ServerSettings::default()
@@ -382,8 +408,18 @@ mod tests {
                 [8, 4, 4, 4, 12]
             );
             assert!(parts[2].starts_with('4'), "{id}");
+            assert!(
+                id.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit()),
+                "{id}"
+            );
             assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"), "{id}");
         }
+    }
+
+    #[test]
+    fn hex_digits_most_significant_first() {
+        assert_eq!(&hex16(0x0123_4567_89ab_cdef), b"0123456789abcdef");
+        assert_eq!(&hex16(u64::MAX), b"ffffffffffffffff");
     }
 
     #[tokio::test]
@@ -398,6 +434,19 @@ mod tests {
             "request body too large"
         );
         let req = Request::post("/echo").body(Body::from("small")).unwrap();
+        assert_eq!(app().oneshot(req).await.unwrap().status(), StatusCode::OK);
+        // A declared oversize body is refused before the handler runs.
+        let req = Request::post("/echo")
+            .header(header::CONTENT_LENGTH, "17")
+            .body(Body::from("x".repeat(17)))
+            .unwrap();
+        let r = app().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(json_error(r).await["error"], "invalid_request");
+        let req = Request::post("/echo")
+            .header(header::CONTENT_LENGTH, "5")
+            .body(Body::from("small"))
+            .unwrap();
         assert_eq!(app().oneshot(req).await.unwrap().status(), StatusCode::OK);
     }
 }

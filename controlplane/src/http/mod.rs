@@ -6,18 +6,23 @@ pub mod tls;
 
 use std::net::SocketAddr;
 
-use axum::Router;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Serves `router` over plain HTTP on `listener` until `stop`, then drains in-flight requests
+/// Serves `app` over plain HTTP on `listener` until `stop`, then drains in-flight requests
 /// (the caller bounds the drain with `server.shutdown_timeout`).
-pub fn serve(listener: TcpListener, router: Router, stop: CancellationToken) -> JoinHandle<()> {
+pub fn serve(
+    listener: TcpListener,
+    app: layers::Served,
+    stop: CancellationToken,
+) -> JoinHandle<()> {
     tokio::spawn(async move {
         let r = axum::serve(
             listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
+            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+                SocketAddr,
+            >(app),
         )
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await;

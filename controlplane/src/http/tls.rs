@@ -79,11 +79,11 @@ pub fn reload_on_sighup(
     }
 }
 
-/// Serves `router` over HTTPS on `listener`; on `stop`, drains for at most `drain`.
+/// Serves `app` over HTTPS on `listener`; on `stop`, drains for at most `drain`.
 pub fn serve(
     listener: TcpListener,
     config: RustlsConfig,
-    router: Router,
+    app: super::layers::Served,
     stop: CancellationToken,
     drain: Duration,
 ) -> Result<JoinHandle<()>> {
@@ -100,7 +100,11 @@ pub fn serve(
     });
     Ok(tokio::spawn(async move {
         let r = server
-            .serve(router.into_make_service_with_connect_info::<SocketAddr>())
+            .serve(
+                axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+                    SocketAddr,
+                >(app),
+            )
             .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "TLS server stopped with an error");
