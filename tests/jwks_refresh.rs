@@ -329,3 +329,44 @@ async fn a_poll_that_fetched_before_a_rotation_cannot_put_the_old_keys_back() {
         leaf.stop().await;
     }
 }
+
+#[tokio::test]
+async fn an_anchor_poll_that_fetched_before_a_rotation_cannot_put_the_old_keys_back() {
+    for b in backends() {
+        let (db_t, db_r) = (TestDb::new(b).await, TestDb::new(b).await);
+        let (t, r) = (Pharos::start(&db_t).await, Pharos::start(&db_r).await);
+        let ta = t.entity_id().to_owned();
+        let body = json!({"entity_id": ta, "jwks": published(&t).await,
+                          "enable_jwks_update": true, "key_poll_interval": 3600});
+        let (s, v) = r.admin(Method::POST, "/trust-anchors", Some(body)).await;
+        assert_eq!(s, 201, "{v}");
+        let held = Arc::new(HeldFirstFetch {
+            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
+            first: true.into(),
+            fetched: tokio::sync::Notify::new(),
+            release: tokio::sync::Notify::new(),
+        });
+        let app = r.app.as_ref().unwrap();
+        let slow = pharos_controlplane::refresh::Refreshers::new(app.control.clone(), held.clone());
+        let (id, now) = (ta.clone(), r.clock.now());
+        let in_flight = tokio::spawn(async move { slow.poll_anchor(&id, now).await.ok() });
+        held.fetched.notified().await; // it holds the configuration from before the rotation
+        let after = announce(&t).await;
+        app.refreshers.tick(now + 3_601).await;
+        let stored = || {
+            let jwks = app.control.snapshot().trust_anchors.by_id[&ta].jwks.clone();
+            kids(&serde_json::to_value(jwks).unwrap())
+        };
+        let want = kids(&serde_json::to_value(&after).unwrap());
+        assert_eq!(stored(), want, "{b:?}: the rotation was not picked up");
+        held.release.notify_one();
+        let polled = in_flight.await.unwrap();
+        assert!(
+            !polled.is_some_and(|p| p.changed),
+            "{b:?}: the older poll stored its keys"
+        );
+        assert_eq!(stored(), want, "{b:?}");
+        r.stop().await;
+        t.stop().await;
+    }
+}

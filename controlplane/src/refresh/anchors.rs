@@ -55,17 +55,19 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 
     /// Fetches anchor `id`'s configuration and stores its keys if their `kid`s changed.
     pub async fn poll_anchor(&self, id: &str, now: i64) -> Result<Polled, PollError> {
+        // Read before fetching: a configuration fetched before a change of the stored keys
+        // (another poll, an administrator) must be judged against what was stored then.
+        let stored = trust_anchors::get(&self.cp.db, id)
+            .await?
+            .ok_or(PollError::Gone)?;
         let jws = self
             .fetcher
             .entity_configuration(id)
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
-        let stored = trust_anchors::get(&self.cp.db, id)
-            .await?
-            .ok_or(PollError::Gone)?;
         let fetched = check_configuration(&jws, id, stored.jwks.as_ref())?;
         let _w = self.cp.writer().await;
-        // Re-read under the writer lock: an admin change may have landed since the fetch.
+        // Re-read under the writer lock: a change may have landed during the fetch.
         let row = trust_anchors::get(&self.cp.db, id)
             .await?
             .ok_or(PollError::Gone)?;
