@@ -84,6 +84,17 @@ async fn list_filters_and_unsupported_parameters() {
         assert_eq!(v, json!(["https://op.example", "https://op2.example"]));
         let (s, v) = status_of(&p, "/list?entity_type=nope").await;
         assert_eq!((s, v), (200, json!([])));
+        // Blocking a subordinate takes it out of the filtered list at once.
+        let (s, _) = p
+            .admin_raw(
+                Method::PUT,
+                "/subordinates/https%3A%2F%2Fop2.example/status",
+                Some("blocked"),
+            )
+            .await;
+        assert_eq!(s, 200);
+        let (_, v) = status_of(&p, "/list?entity_type=openid_provider").await;
+        assert_eq!(v, json!(["https://op.example"]));
         for q in ["trust_marked=true", "trust_mark_type=https%3A%2F%2Ftm"] {
             let (s, e) = status_of(&p, &format!("/list?{q}")).await;
             assert_eq!(

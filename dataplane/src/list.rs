@@ -6,9 +6,10 @@
 //! answer `unsupported_parameter` until Pharos tracks issued trust marks. Parameters the
 //! specification does not define are ignored, as OAuth endpoints ignore unknown parameters.
 //!
-//! Entity types that no subordinate is registered with are dropped from the filter before
-//! anything else (they match nothing), so the distinct filters a client can make are few.
-//! Every answer is serialised once per snapshot generation and filter set (the unfiltered list
+//! Entity types that no active subordinate is registered with are dropped from the filter
+//! before anything else (they match nothing), so the distinct filters a client can make are
+//! few; an `entity_type` filter reads the snapshot's per-type identifier sets instead of
+//! walking every record (`intermediate=true` still walks, it needs each record). Every answer is serialised once per snapshot generation and filter set (the unfiltered list
 //! of 100,000 identifiers, and each filtered list asked for), so a repeated request copies a
 //! `Bytes` handle; concurrent first requests for one key compute it once.
 
@@ -94,8 +95,12 @@ fn json(body: Bytes) -> Response {
     r
 }
 
-fn serialise<'a>(ids: impl Iterator<Item = &'a Arc<Subordinate>>) -> Bytes {
-    let ids: Vec<&str> = ids.map(|s| &*s.entity_id).collect();
+fn serialise<'a>(subs: impl Iterator<Item = &'a Arc<Subordinate>>) -> Bytes {
+    serialise_ids(subs.map(|s| &*s.entity_id))
+}
+
+fn serialise_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Bytes {
+    let ids: Vec<&str> = ids.collect();
     Bytes::from(serde_json::to_vec(&ids).unwrap_or_else(|_| b"[]".to_vec()))
 }
 
@@ -105,7 +110,7 @@ pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Resp
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
-    // Types no subordinate has cannot match (the filter is any-of): dropped, so that the
+    // Types no active subordinate has cannot match (the filter is any-of): dropped, so that the
     // cache keys stay few whatever clients send, and a filter of only such types is `[]`.
     if !f.entity_types.is_empty() {
         f.entity_types
@@ -121,6 +126,10 @@ pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Resp
             let (subs, f) = (&snap.subordinates, &key.1);
             if *f == Filters::default() {
                 return serialise(subs.active());
+            }
+            if !f.intermediate {
+                let ids = subs.active_ids_with_any_type(&f.entity_types);
+                return serialise_ids(ids.iter().map(|id| &***id));
             }
             serialise(subs.active().filter(|s| {
                 s.has_any_type(&f.entity_types)

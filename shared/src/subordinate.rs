@@ -211,8 +211,9 @@ pub struct GeneralSettings {
 pub struct Subordinates {
     sorted: imbl::OrdMap<Arc<str>, Arc<Subordinate>>,
     index: imbl::HashMap<Arc<str>, Arc<Subordinate>>,
-    /// How many records name each registered entity type, whatever their status.
-    types: imbl::HashMap<String, usize>,
+    /// Active subordinates by registered entity type, in identifier order: the list
+    /// endpoint's `entity_type` filter reads these instead of walking every record.
+    by_type: imbl::HashMap<String, imbl::OrdSet<Arc<str>>>,
     /// General settings.
     pub general: Arc<GeneralSettings>,
     /// Changes with every change to the general settings; part of the statement cache key.
@@ -240,39 +241,71 @@ impl Subordinates {
 
     fn put(&mut self, s: Arc<Subordinate>) {
         if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
-            self.count_types(&old, false);
+            self.index_types(&old, false);
         }
-        self.count_types(&s, true);
+        self.index_types(&s, true);
         self.sorted.insert(s.entity_id.clone(), s);
     }
 
     fn remove(&mut self, entity_id: &str) {
         if let Some(old) = self.index.remove(entity_id) {
-            self.count_types(&old, false);
+            self.index_types(&old, false);
         }
         self.sorted.remove(entity_id);
     }
 
-    fn count_types(&mut self, s: &Subordinate, add: bool) {
+    /// Adds `s` to (or takes it out of) the per-type sets; only active records are in them.
+    fn index_types(&mut self, s: &Subordinate, add: bool) {
+        if s.status != SubordinateStatus::Active {
+            return;
+        }
         for t in &s.registered_entity_types {
-            match self.types.get_mut(t.as_str()) {
-                Some(n) if add => *n += 1,
-                Some(n) if *n > 1 => *n -= 1,
-                Some(_) => {
-                    self.types.remove(t.as_str());
+            match self.by_type.get_mut(t.as_str()) {
+                Some(ids) if add => {
+                    ids.insert(s.entity_id.clone());
+                }
+                Some(ids) => {
+                    ids.remove(&s.entity_id);
+                    if ids.is_empty() {
+                        self.by_type.remove(t.as_str());
+                    }
                 }
                 None if add => {
-                    self.types.insert(t.clone(), 1);
+                    self.by_type
+                        .insert(t.clone(), imbl::OrdSet::unit(s.entity_id.clone()));
                 }
                 None => {}
             }
         }
     }
 
-    /// Whether any subordinate, of any status, is registered with entity type `t`. Filters
-    /// naming only types nobody has match nothing, whatever else they ask.
+    /// Whether any active subordinate is registered with entity type `t`. Filters naming only
+    /// types nobody active has match nothing, whatever else they ask.
     pub fn has_entity_type(&self, t: &str) -> bool {
-        self.types.contains_key(t)
+        self.by_type.contains_key(t)
+    }
+
+    /// Identifiers of the active subordinates registered with any of `types`, in identifier
+    /// order, without walking the records: a merge of the per-type sets.
+    pub fn active_ids_with_any_type(&self, types: &[String]) -> Vec<&Arc<str>> {
+        let mut sets: Vec<_> = types
+            .iter()
+            .filter_map(|t| self.by_type.get(t.as_str()))
+            .map(|ids| ids.iter().peekable())
+            .collect();
+        let mut out = Vec::new();
+        loop {
+            let next = sets.iter_mut().filter_map(|it| it.peek().copied()).min();
+            let Some(id) = next else {
+                return out;
+            };
+            for it in &mut sets {
+                if it.peek().copied() == Some(id) {
+                    it.next();
+                }
+            }
+            out.push(id);
+        }
     }
 
     /// The subordinate with this entity identifier, if any.
@@ -410,6 +443,36 @@ mod tests {
         assert!(
             op.has_entity_type("openid_provider"),
             "the old map is unchanged"
+        );
+        let ids = |s: &Subordinates, t: &[&str]| {
+            let t: Vec<String> = t.iter().map(|t| t.to_string()).collect();
+            s.active_ids_with_any_type(&t)
+                .into_iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&both, &["openid_provider"]), ["https://a", "https://b"]);
+        assert_eq!(
+            ids(&one, &["openid_relying_party", "openid_provider", "nope"]),
+            ["https://a", "https://b"],
+            "any of the types, in identifier order, once each"
+        );
+        assert_eq!(ids(&one, &["openid_relying_party"]), ["https://a"]);
+        // Only active subordinates are indexed.
+        let mut inactive = (*sub("https://c", &["openid_provider"], None)).clone();
+        inactive.status = SubordinateStatus::Inactive;
+        let with_inactive = both.with("https://c", Some(Arc::new(inactive)));
+        assert_eq!(
+            ids(&with_inactive, &["openid_provider"]),
+            ["https://a", "https://b"]
+        );
+        let reactivated = with_inactive.with(
+            "https://c",
+            Some(sub("https://c", &["openid_provider"], None)),
+        );
+        assert_eq!(
+            ids(&reactivated, &["openid_provider"]),
+            ["https://a", "https://b", "https://c"]
         );
     }
 
