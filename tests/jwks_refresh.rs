@@ -282,6 +282,17 @@ struct HeldFirstFetch {
     release: tokio::sync::Notify,
 }
 
+impl HeldFirstFetch {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
+            first: true.into(),
+            fetched: tokio::sync::Notify::new(),
+            release: tokio::sync::Notify::new(),
+        })
+    }
+}
+
 impl pharos_shared::chain::Fetcher for HeldFirstFetch {
     async fn entity_configuration(&self, entity_id: &str) -> pharos_shared::Result<String> {
         let r = self.inner.entity_configuration(entity_id).await;
@@ -306,12 +317,7 @@ async fn a_poll_that_fetched_before_a_rotation_cannot_put_the_old_keys_back() {
     for b in backends() {
         let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
         let (sup, leaf) = federation(&db_s, &db_l, true).await;
-        let held = Arc::new(HeldFirstFetch {
-            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
-            first: true.into(),
-            fetched: tokio::sync::Notify::new(),
-            release: tokio::sync::Notify::new(),
-        });
+        let held = HeldFirstFetch::new();
         let control = sup.app.as_ref().unwrap().control.clone();
         let slow = pharos_controlplane::refresh::Refreshers::new(control, held.clone());
         let (id, now) = (leaf.entity_id().to_owned(), sup.clock.now());
@@ -340,12 +346,7 @@ async fn an_anchor_poll_that_fetched_before_a_rotation_cannot_put_the_old_keys_b
                           "enable_jwks_update": true, "key_poll_interval": 3600});
         let (s, v) = r.admin(Method::POST, "/trust-anchors", Some(body)).await;
         assert_eq!(s, 201, "{v}");
-        let held = Arc::new(HeldFirstFetch {
-            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
-            first: true.into(),
-            fetched: tokio::sync::Notify::new(),
-            release: tokio::sync::Notify::new(),
-        });
+        let held = HeldFirstFetch::new();
         let app = r.app.as_ref().unwrap();
         let slow = pharos_controlplane::refresh::Refreshers::new(app.control.clone(), held.clone());
         let (id, now) = (ta.clone(), r.clock.now());
