@@ -134,22 +134,10 @@ impl App {
         let addr = main_listener.local_addr().map_err(io)?;
         let server_tls = &settings.server.tls;
         if server_tls.enabled {
-            let (cert, key) = (server_tls.cert.clone(), server_tls.key.clone());
-            let config = tls::load("server.tls", &cert, &key).await?;
-            tasks.push(tls::reload_on_sighup(
-                "server.tls",
-                config.clone(),
-                cert,
-                key,
-                shutdown.clone(),
-            )?);
-            tasks.push(tls::serve(
-                main_listener,
-                config,
-                main,
-                shutdown.clone(),
-                drain,
-            )?);
+            let files = (server_tls.cert.as_str(), server_tls.key.as_str());
+            let served =
+                tls::serve_reloading("server.tls", files, main_listener, main, &shutdown, drain);
+            tasks.extend(served.await?);
             if server_tls.redirect_http {
                 let l = match listeners.redirect {
                     Some(l) => l,
@@ -175,16 +163,10 @@ impl App {
             });
             let router = layers::common(router, &settings.server);
             if admin.tls.enabled {
-                let (cert, key) = (admin.tls.cert.clone(), admin.tls.key.clone());
-                let config = tls::load("api.admin.tls", &cert, &key).await?;
-                tasks.push(tls::reload_on_sighup(
-                    "api.admin.tls",
-                    config.clone(),
-                    cert,
-                    key,
-                    shutdown.clone(),
-                )?);
-                tasks.push(tls::serve(l, config, router, shutdown.clone(), drain)?);
+                let files = (admin.tls.cert.as_str(), admin.tls.key.as_str());
+                let served =
+                    tls::serve_reloading("api.admin.tls", files, l, router, &shutdown, drain);
+                tasks.extend(served.await?);
             } else {
                 tasks.push(http::serve(l, router, shutdown.clone()));
             }

@@ -26,7 +26,7 @@ pub fn install_crypto_provider() {
 
 /// Loads the certificate chain and key; a clear error names the setting (`scope`, e.g.
 /// `server.tls`) and the files.
-pub async fn load(scope: &str, cert: &str, key: &str) -> Result<RustlsConfig> {
+async fn load(scope: &str, cert: &str, key: &str) -> Result<RustlsConfig> {
     install_crypto_provider();
     RustlsConfig::from_pem_file(cert, key)
         .await
@@ -34,7 +34,7 @@ pub async fn load(scope: &str, cert: &str, key: &str) -> Result<RustlsConfig> {
 }
 
 /// Reloads `config` from the files; keeps the current certificate when they are invalid.
-pub async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -> bool {
+async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -> bool {
     match config.reload_from_pem_file(cert, key).await {
         Ok(()) => {
             tracing::info!(scope, cert, "TLS certificate reloaded");
@@ -48,7 +48,7 @@ pub async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -
 }
 
 /// Reloads `config` on every SIGHUP until `stop` is cancelled.
-pub fn reload_on_sighup(
+fn reload_on_sighup(
     scope: &'static str,
     config: RustlsConfig,
     cert: String,
@@ -79,8 +79,27 @@ pub fn reload_on_sighup(
     }
 }
 
+/// Serves `app` over HTTPS on `listener` with the certificate and key `files` (`scope` names
+/// the setting in messages), reloading them on SIGHUP: the server task and the reload task.
+pub async fn serve_reloading(
+    scope: &'static str,
+    files: (&str, &str),
+    listener: TcpListener,
+    app: super::layers::Served,
+    stop: &CancellationToken,
+    drain: Duration,
+) -> Result<Vec<JoinHandle<()>>> {
+    let (cert, key) = files;
+    let config = load(scope, cert, key).await?;
+    let reload = reload_on_sighup(scope, config.clone(), cert.into(), key.into(), stop.clone())?;
+    Ok(vec![
+        reload,
+        serve(listener, config, app, stop.clone(), drain)?,
+    ])
+}
+
 /// Serves `app` over HTTPS on `listener`; on `stop`, drains for at most `drain`.
-pub fn serve(
+fn serve(
     listener: TcpListener,
     config: RustlsConfig,
     app: super::layers::Served,
