@@ -38,6 +38,21 @@ pub async fn federation(db_s: &TestDb, db_l: &TestDb, poll: bool) -> (Pharos, Ph
         "jwks": published(&leaf).await, "enable_jwks_update": poll, "jwks_poll_interval": 3600});
     let (s, v) = sup.admin(Method::POST, "/subordinates", Some(body)).await;
     assert_eq!(s, 201, "{v}");
+    if poll {
+        // The running refresher learns about the new subordinate in the background; a tick
+        // driven by the test before that would find nothing to poll. Wait until it knows.
+        let refreshers = &sup.app.as_ref().unwrap().refreshers;
+        for _ in 0..250 {
+            if refreshers.next_wake().await.is_some() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            refreshers.next_wake().await.is_some(),
+            "the subordinate is never scheduled"
+        );
+    }
     (sup, leaf)
 }
 
