@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pharos_shared::snapshot::AdditionalClaim;
-use pharos_shared::subordinate::{GeneralSettings, Subordinate, SubordinateStatus, Subordinates};
+use pharos_shared::subordinate::{
+    GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
+};
 use serde_json::Value;
 
 use crate::db::entity_config::ClaimRow;
@@ -37,7 +39,7 @@ pub fn to_snapshot(r: SubordinateRow, version: u64) -> Subordinate {
         entity_id: r.entity_id.into(),
         status,
         registered_entity_types: r.registered_entity_types,
-        jwks: r.jwks.unwrap_or_default().compacted(),
+        jwks: StoredJwks::new(&r.jwks.unwrap_or_default()),
         metadata: r.metadata.map(Box::new),
         metadata_policy: r.metadata_policy.map(Box::new),
         constraints: r.constraints.map(Box::new),

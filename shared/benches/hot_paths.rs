@@ -39,7 +39,7 @@ fn subordinate(i: usize, keys: Vec<Jwk>) -> Subordinate {
         entity_id: format!("https://sub{i:06}.example.org").into(),
         status: SubordinateStatus::Active,
         registered_entity_types: vec!["openid_relying_party".into()],
-        jwks: Jwks { keys },
+        jwks: Jwks { keys }.into(),
         metadata: None,
         metadata_policy: Some(Box::new(
             json!({"openid_relying_party": {"contacts": {"add": ["ops@ta.example"]}}}),

@@ -75,7 +75,7 @@ pub struct Subordinate {
     /// Entity types it was registered with (the list endpoint's `entity_type` filter).
     pub registered_entity_types: Vec<String>,
     /// Every stored key, expired ones included (filtering happens at issuance).
-    pub jwks: Jwks,
+    pub jwks: StoredJwks,
     /// Metadata override; `None` = use the general value. (Boxed, as the other overrides:
     /// most subordinates have none, and an inline `Value` costs 80 bytes in each of 100,000
     /// records.)
@@ -90,6 +90,31 @@ pub struct Subordinate {
     pub version: u64,
     /// The signed statement about this version, once the fetch endpoint has made one.
     pub statement: StatementSlot,
+}
+
+/// A subordinate's key set as the snapshot holds it: its JSON text. Parsed, one EC key is
+/// about a kilobyte of maps and strings, as text about 150 bytes; the set is read only when a
+/// statement is signed (rare next to serving the signed one), so 100,000 subordinates keep the
+/// compact form and pay a parse of a few microseconds at signing time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredJwks(Box<str>);
+
+impl StoredJwks {
+    /// The compact form of `jwks`.
+    pub fn new(jwks: &Jwks) -> Self {
+        Self(serde_json::to_string(jwks).unwrap_or_default().into())
+    }
+
+    /// The key set (empty if the text were ever unreadable, which `new` never produces).
+    pub fn jwks(&self) -> Jwks {
+        serde_json::from_str(&self.0).unwrap_or_default()
+    }
+}
+
+impl From<Jwks> for StoredJwks {
+    fn from(jwks: Jwks) -> Self {
+        Self::new(&jwks)
+    }
 }
 
 /// A signed Subordinate Statement and what it was made from besides the subordinate itself.
@@ -355,7 +380,7 @@ mod tests {
             entity_id: id.into(),
             status: SubordinateStatus::Active,
             registered_entity_types: types.iter().map(|t| t.to_string()).collect(),
-            jwks: Jwks::default(),
+            jwks: StoredJwks::default(),
             metadata: metadata.map(Box::new),
             metadata_policy: None,
             constraints: None,
@@ -363,6 +388,22 @@ mod tests {
             version: 1,
             statement: StatementSlot::default(),
         })
+    }
+
+    #[test]
+    fn stored_key_sets_give_back_every_member_in_order() {
+        let set: Jwks = serde_json::from_value(json!({"keys": [
+            {"kty": "EC", "crv": "P-256", "kid": "a", "x": "x1", "y": "y1", "exp": 5},
+            {"kty": "OKP", "kid": "b", "unknown": {"kept": true}}
+        ]}))
+        .unwrap();
+        let stored = StoredJwks::new(&set);
+        assert_eq!(stored.jwks(), set);
+        assert_eq!(
+            serde_json::to_string(&stored.jwks()).unwrap(),
+            serde_json::to_string(&set).unwrap()
+        );
+        assert_eq!(StoredJwks::default().jwks(), Jwks::default());
     }
 
     #[test]

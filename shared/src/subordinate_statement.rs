@@ -11,7 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::endpoint::{EndpointConfig, EndpointType};
-use crate::jose::Jwk;
+use crate::jose::{Jwk, Jwks};
 use crate::policy::used_operators;
 use crate::snapshot::{AdditionalClaim, Snapshot};
 use crate::subordinate::{DEFAULT_STATEMENT_LIFETIME, GeneralSettings, Subordinate};
@@ -58,11 +58,14 @@ fn key_exp(k: &Jwk) -> Option<i64> {
 /// The keys published at `now`: those whose `exp` is strictly before `now` are dropped; `exp`
 /// equal to `now`, and no or zero `exp`, are kept.
 pub fn published_keys(sub: &Subordinate, now: i64) -> Vec<Jwk> {
-    sub.jwks
+    published(sub.jwks.jwks(), now)
+}
+
+fn published(stored: Jwks, now: i64) -> Vec<Jwk> {
+    stored
         .keys
-        .iter()
+        .into_iter()
         .filter(|k| key_exp(k).is_none_or(|e| e >= now))
-        .cloned()
         .collect()
 }
 
@@ -97,8 +100,10 @@ pub fn payload(
             crit.push(Value::String(c.claim.clone()));
         }
     }
-    let keys = published_keys(sub, now);
-    if keys.is_empty() && !sub.jwks.keys.is_empty() {
+    let stored = sub.jwks.jwks();
+    let had_keys = !stored.keys.is_empty();
+    let keys = published(stored, now);
+    if keys.is_empty() && had_keys {
         tracing::warn!(sub = %sub.entity_id, "every stored key of the subordinate has expired; issuing an empty jwks");
     }
     claims.insert("iss".into(), json!(&*snap.entity_id));
@@ -152,6 +157,7 @@ pub fn expiry(snap: &Snapshot, published: &[Jwk], now: i64) -> i64 {
 /// so that a cached signed statement is re-issued then.
 pub fn next_key_change(sub: &Subordinate, now: i64) -> Option<i64> {
     sub.jwks
+        .jwks()
         .keys
         .iter()
         .filter_map(key_exp)

@@ -27,7 +27,7 @@ fn sub(keys: Vec<Jwk>) -> Subordinate {
         entity_id: "https://leaf.example".into(),
         status: SubordinateStatus::Active,
         registered_entity_types: vec!["openid_relying_party".into()],
-        jwks: Jwks { keys },
+        jwks: Jwks { keys }.into(),
         metadata: None,
         metadata_policy: None,
         constraints: None,
@@ -92,7 +92,11 @@ fn key_expiry_filtering_at_the_boundaries() {
     assert_eq!(kids(&p), ["equal", "none", "zero", "future"]);
     // Keys without exp do not lift the cap: the latest exp among published keys wins.
     assert_eq!(p["exp"], NOW + 10);
-    assert_eq!(sub.jwks.keys.len(), 5, "the stored set keeps every key");
+    assert_eq!(
+        sub.jwks.jwks().keys.len(),
+        5,
+        "the stored set keeps every key"
+    );
 }
 
 #[test]

@@ -58,7 +58,14 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
     both.sort();
     assert_eq!(kids(&row.jwks), both);
     assert_eq!(
-        cp.snapshot().subordinates.get(SUB).unwrap().jwks.keys.len(),
+        cp.snapshot()
+            .subordinates
+            .get(SUB)
+            .unwrap()
+            .jwks
+            .jwks()
+            .keys
+            .len(),
         2
     );
     let q = subordinate_events::HistoryQuery {

@@ -71,21 +71,6 @@ pub struct Jwks {
     pub keys: Vec<Jwk>,
 }
 
-impl Jwks {
-    /// The same keys in maps of exactly their size. Parsing grows a map by doubling, so a
-    /// five-member key holds room for eight; the snapshot keeps 100,000 subordinates' keys for
-    /// the process's lifetime, where that slack is a third of their memory.
-    pub fn compacted(self) -> Self {
-        let mut keys = Vec::with_capacity(self.keys.len());
-        for k in self.keys {
-            let mut m = Jwk::with_capacity(k.len());
-            m.extend(k);
-            keys.push(m);
-        }
-        Self { keys }
-    }
-}
-
 /// Checks a JWK Set that someone hands us to publish or to trust (Admin API input, a signed
 /// JWK Set push): every key names its `kty`, carries a non-empty `kid` unique in the set, and
 /// holds no private members. One rule for every entry point, so a key set accepted by one
@@ -129,20 +114,4 @@ pub(crate) fn b64_decode(what: &str, data: &str) -> Result<Vec<u8>> {
 /// Reads a string member of a JSON object, `None` when absent or not a string.
 pub(crate) fn str_member<'a>(map: &'a Jwk, name: &str) -> Option<&'a str> {
     map.get(name).and_then(serde_json::Value::as_str)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
-mod tests {
-    #[test]
-    fn compacted_key_sets_keep_every_member_in_order() {
-        let set: super::Jwks = serde_json::from_str(
-            r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"a","x":"x1","y":"y1"},{"kty":"OKP","kid":"b"}]}"#,
-        )
-        .unwrap();
-        let text = serde_json::to_string(&set).unwrap();
-        let compact = set.clone().compacted();
-        assert_eq!(compact, set);
-        assert_eq!(serde_json::to_string(&compact).unwrap(), text);
-    }
 }
