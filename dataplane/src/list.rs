@@ -9,9 +9,10 @@
 //! Entity types that no active subordinate is registered with are dropped from the filter
 //! before anything else (they match nothing), so the distinct filters a client can make are
 //! few; an `entity_type` filter reads the snapshot's per-type identifier sets instead of
-//! walking every record (`intermediate=true` still walks, it needs each record). Every answer is serialised once per snapshot generation and filter set (the unfiltered list
-//! of 100,000 identifiers, and each filtered list asked for), so a repeated request copies a
-//! `Bytes` handle; concurrent first requests for one key compute it once.
+//! walking every record (`intermediate=true` still walks, it needs each record). Every answer
+//! is serialised once per snapshot generation and filter set (the unfiltered list of 100,000
+//! identifiers, and each filtered list asked for), so a repeated request copies a `Bytes`
+//! handle; concurrent first requests for one key compute it once.
 
 use std::sync::Arc;
 
@@ -120,23 +121,23 @@ pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Resp
         }
     }
     let key = (snap.generation, f);
-    let body = cache
-        .0
-        .get_with_by_ref(&key, async {
-            let (subs, f) = (&snap.subordinates, &key.1);
-            if *f == Filters::default() {
-                return serialise(subs.active());
-            }
-            if !f.intermediate {
-                let ids = subs.active_ids_with_any_type(&f.entity_types);
-                return serialise_ids(ids.iter().map(|id| &***id));
-            }
-            serialise(subs.active().filter(|s| {
-                s.has_any_type(&f.entity_types)
-                    && (!f.intermediate || s.is_intermediate(&subs.general))
-            }))
-        })
-        .await;
+    let body =
+        cache
+            .0
+            .get_with_by_ref(&key, async {
+                let (subs, f) = (&snap.subordinates, &key.1);
+                if *f == Filters::default() {
+                    return serialise(subs.active());
+                }
+                if !f.intermediate {
+                    let ids = subs.active_ids_with_any_type(&f.entity_types);
+                    return serialise_ids(ids.iter().map(|id| &***id));
+                }
+                serialise(subs.active().filter(|s| {
+                    s.has_any_type(&f.entity_types) && s.is_intermediate(&subs.general)
+                }))
+            })
+            .await;
     json(body)
 }
 
