@@ -11,7 +11,7 @@ use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 
 use crate::DataPlane;
 use crate::error::FedError;
-use crate::resolve::Caller;
+use crate::endpoints::resolve::Caller;
 
 /// Largest form body accepted (POST, e.g. with client authentication).
 const MAX_FORM_BYTES: usize = 64 * 1024;
@@ -43,9 +43,9 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     }
     match entry.kind {
         // Authenticity comes from the JWK Set's signature; auth_enabled is ignored.
-        EndpointType::JwksUpdate => return crate::jwks_update::push(&dp, req).await,
+        EndpointType::JwksUpdate => return crate::endpoints::jwks_update::push(&dp, req).await,
         EndpointType::JwksUpdateTrigger if !entry.auth_enabled => {
-            return crate::jwks_update::trigger_unauthenticated(&dp, req).await;
+            return crate::endpoints::jwks_update::trigger_unauthenticated(&dp, req).await;
         }
         _ => {}
     }
@@ -54,12 +54,12 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     if !entry.auth_enabled && req.method() == Method::GET {
         let query = req.uri().query().unwrap_or("");
         match entry.kind {
-            EndpointType::Fetch => return crate::fetch::handle(&dp, &snap, entry, query).await,
+            EndpointType::Fetch => return crate::endpoints::fetch::handle(&dp, &snap, entry, query).await,
             EndpointType::List => {
-                return crate::list::handle(&dp.list_cache, snap.clone(), query).await;
+                return crate::endpoints::list::handle(&dp.list_cache, snap.clone(), query).await;
             }
             EndpointType::Resolve => {
-                return crate::resolve::anonymous_get(&dp, &snap, entry, query).await;
+                return crate::endpoints::resolve::anonymous_get(&dp, &snap, entry, query).await;
             }
             _ => {}
         }
@@ -73,21 +73,21 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         .finish();
     match entry.kind {
         EndpointType::Fetch => {
-            return crate::fetch::handle(&dp, &snap, entry, &query).await;
+            return crate::endpoints::fetch::handle(&dp, &snap, entry, &query).await;
         }
         EndpointType::List => {
-            return crate::list::handle(&dp.list_cache, snap.clone(), &query).await;
+            return crate::endpoints::list::handle(&dp.list_cache, snap.clone(), &query).await;
         }
         EndpointType::HistoricalKeys => {
-            return crate::historical_keys::handle(&dp, snap.clone(), now).await;
+            return crate::endpoints::historical_keys::handle(&dp, snap.clone(), now).await;
         }
         EndpointType::Resolve => {
-            return crate::resolve::handler(&dp, &snap, entry, params, caller).await;
+            return crate::endpoints::resolve::handler(&dp, &snap, entry, params, caller).await;
         }
         EndpointType::JwksUpdateTrigger => {
             if let Caller::Authenticated { entity_id } = caller {
                 let actor = Some(entity_id.clone());
-                return crate::jwks_update::trigger(&dp, entity_id, actor).await;
+                return crate::endpoints::jwks_update::trigger(&dp, entity_id, actor).await;
             }
         }
         _ => {}

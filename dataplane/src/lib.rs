@@ -6,16 +6,12 @@
 
 pub mod client_auth;
 pub mod dispatch;
+pub mod endpoints;
 pub mod entity_configuration;
 pub mod error;
-pub mod fetch;
-pub mod historical_keys;
-pub mod jwks_update;
 pub mod jwt_response;
-pub mod list;
 pub mod outbound;
 pub mod replay;
-pub mod resolve;
 pub mod resolver;
 
 use std::sync::Arc;
@@ -36,8 +32,8 @@ pub struct DataPlane {
     ec_cache: entity_configuration::EcCache,
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
-    historical_cache: historical_keys::HistoricalKeysCache,
-    list_cache: list::ListCache,
+    historical_cache: endpoints::historical_keys::HistoricalKeysCache,
+    list_cache: endpoints::list::ListCache,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -83,8 +79,8 @@ impl DataPlane {
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),
-            historical_cache: historical_keys::HistoricalKeysCache::default(),
-            list_cache: list::ListCache::new(),
+            historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
+            list_cache: endpoints::list::ListCache::new(),
         })
     }
 

@@ -83,7 +83,7 @@ impl ReplayStore {
                     reply,
                 })
                 .await
-                .map_err(crate::jwks_update::fed_error),
+                .map_err(crate::endpoints::jwks_update::fed_error),
         }
     }
 }
