@@ -101,8 +101,8 @@ impl ControlPlane {
     }
 
     /// The publication point the data plane reads from.
-    pub fn snapshot_handle(&self) -> Arc<ArcSwap<Snapshot>> {
-        self.snapshot.clone()
+    pub fn snapshot_handle(&self) -> pharos_shared::snapshot::SnapshotReader {
+        self.snapshot.clone().into()
     }
 
     /// The current snapshot.

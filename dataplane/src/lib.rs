@@ -16,18 +16,17 @@ pub mod resolver;
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
 use pharos_shared::command::Commands;
 use pharos_shared::config::{FederationSettings, JtiBackend};
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::{Snapshot, SnapshotReader};
 use pharos_shared::time::Clock;
 
 /// Shared state of the data plane's handlers.
 #[derive(Debug)]
 pub struct DataPlane {
-    snapshot: Arc<ArcSwap<Snapshot>>,
+    snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
     /// Resolving: resolver, caches and proactive resolver.
@@ -43,14 +42,14 @@ pub struct DataPlane {
 impl DataPlane {
     /// A data plane reading snapshots from `snapshot` (the control plane's publication point).
     /// Outbound fetches use the default `federation.*` limits; see [`Self::with_federation`].
-    pub fn new(snapshot: Arc<ArcSwap<Snapshot>>, clock: Arc<dyn Clock>) -> Arc<Self> {
+    pub fn new(snapshot: SnapshotReader, clock: Arc<dyn Clock>) -> Arc<Self> {
         Self::with_federation(snapshot, clock, &FederationSettings::default())
     }
 
     /// A data plane whose resolver fetches with the `federation.*` limits (and starts the
     /// proactive resolver when the snapshot enables one).
     pub fn with_federation(
-        snapshot: Arc<ArcSwap<Snapshot>>,
+        snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
     ) -> Arc<Self> {
@@ -62,7 +61,7 @@ impl DataPlane {
     /// A data plane wired to the control plane: `commands` carries its state changes, and
     /// used `jti`s go to the store `jti_backend` names (`db` = through the control plane).
     pub fn connected(
-        snapshot: Arc<ArcSwap<Snapshot>>,
+        snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
         commands: Commands,

@@ -15,6 +15,9 @@ use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::jose::{Jwk, Jwks, Signer};
 use crate::subordinate::Subordinates;
 
+mod handle;
+pub use handle::{SnapshotPublisher, SnapshotReader};
+
 /// Everything the data plane needs to answer a request, frozen at one instant.
 #[derive(Debug, Clone)]
 pub struct Snapshot {

@@ -13,10 +13,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use pharos_shared::chain::{Fetcher, response_claims};
 use pharos_shared::endpoint::ProactiveResolver;
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 use pharos_shared::{Result, jose};
 use tokio::sync::{Semaphore, mpsc};
@@ -62,7 +61,7 @@ pub struct Context<F> {
     /// The shared resolver (and its caches).
     pub resolver: Arc<Resolver<F>>,
     /// The current snapshot (endpoint config, pinned anchor keys, our signer).
-    pub snapshot: Arc<ArcSwap<Snapshot>>,
+    pub snapshot: SnapshotReader,
     /// The clock.
     pub clock: Arc<dyn Clock>,
 }
@@ -184,7 +183,7 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
 }
 
 /// Resubmit stored entries whose grace period has begun, until the resolver is dropped.
-async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: Arc<ArcSwap<Snapshot>>) {
+async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotReader) {
     let mut interval = tokio::time::interval(TICK);
     loop {
         interval.tick().await;

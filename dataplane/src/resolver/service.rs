@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwapOption;
 use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::ResolveConfig;
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 
 use super::proactive::{self, Proactive};
@@ -22,7 +22,7 @@ pub struct ResolveService {
     pub resolver: Arc<Resolver<HttpFetcher>>,
     /// Finished anonymous responses by raw query (see [`super::front`]).
     pub front: super::front::FrontCache,
-    snapshot: Arc<ArcSwap<Snapshot>>,
+    snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
     proactive: ArcSwapOption<Proactive>,
     change: tokio::sync::Mutex<()>,
@@ -34,7 +34,7 @@ impl ResolveService {
     /// (reading its stored responses back), so a restarted resolver answers from disk from
     /// the first request on.
     pub fn start(
-        snapshot: Arc<ArcSwap<Snapshot>>,
+        snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
     ) -> Arc<Self> {

@@ -1,0 +1,79 @@
+//! The two ends of the snapshot's publication point.
+//!
+//! One `ArcSwap` connects the planes. Handing the data plane the `ArcSwap` itself would let it
+//! `store()` a snapshot of its own making, so that "the control plane is the only writer" would
+//! rest on discipline; the data plane gets a [`SnapshotReader`] instead, which can only load,
+//! and only the owner of the [`SnapshotPublisher`] can publish.
+
+use std::sync::Arc;
+
+use arc_swap::{ArcSwap, Guard};
+
+use super::Snapshot;
+
+/// The read-only end: what the data plane and its background tasks hold.
+#[derive(Clone)]
+pub struct SnapshotReader(Arc<ArcSwap<Snapshot>>);
+
+impl SnapshotReader {
+    /// The current snapshot without touching its shared reference count: for synchronous
+    /// work only. A guard kept across an `.await` pins a snapshot (and a slot of arc-swap's
+    /// per-thread debt list) for as long as the await lasts; use [`Self::load_full`] there.
+    pub fn load(&self) -> Guard<Arc<Snapshot>> {
+        self.0.load()
+    }
+
+    /// The current snapshot as an owned `Arc`, for work that awaits or outlives the request.
+    pub fn load_full(&self) -> Arc<Snapshot> {
+        self.0.load_full()
+    }
+}
+
+/// Reading the publication point of a control plane that keeps the `ArcSwap` itself.
+impl From<Arc<ArcSwap<Snapshot>>> for SnapshotReader {
+    fn from(point: Arc<ArcSwap<Snapshot>>) -> Self {
+        Self(point)
+    }
+}
+
+impl std::fmt::Debug for SnapshotReader {
+    // The snapshot itself is 100,000 subordinates; its generation identifies it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotReader")
+            .field("generation", &self.0.load().generation)
+            .finish()
+    }
+}
+
+/// The writing end, kept by the control plane (and by tests that play its part).
+pub struct SnapshotPublisher(Arc<ArcSwap<Snapshot>>);
+
+impl SnapshotPublisher {
+    /// A publication point holding `first`.
+    pub fn new(first: Snapshot) -> Self {
+        Self(Arc::new(ArcSwap::from_pointee(first)))
+    }
+
+    /// A read-only handle on this publication point.
+    pub fn reader(&self) -> SnapshotReader {
+        SnapshotReader(self.0.clone())
+    }
+
+    /// Makes `next` the snapshot every later load sees.
+    pub fn publish(&self, next: Arc<Snapshot>) {
+        self.0.store(next);
+    }
+
+    /// The current snapshot (the base of the next one).
+    pub fn load_full(&self) -> Arc<Snapshot> {
+        self.0.load_full()
+    }
+}
+
+impl std::fmt::Debug for SnapshotPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotPublisher")
+            .field("generation", &self.0.load().generation)
+            .finish()
+    }
+}
