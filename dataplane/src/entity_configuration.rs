@@ -8,17 +8,17 @@
 
 use std::sync::Arc;
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwapOption, Guard};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::entity_configuration::{ENTITY_STATEMENT_TYP, payload};
-use pharos_shared::jose;
 use pharos_shared::snapshot::Snapshot;
 
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
+use crate::signing;
 
 /// Media type of entity statements.
 pub const CONTENT_TYPE: &str = "application/entity-statement+jwt";
@@ -66,18 +66,22 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>) -> Response {
 
 /// The current signed Entity Configuration (cached).
 pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
-    let snap = dp.snapshot_ref();
     let now = dp.now();
     let cache = &dp.ec_cache;
-    if let Some(body) = cache.fresh(snap.generation, now) {
-        return Ok(body);
-    }
+    let snap = {
+        let snap = dp.snapshot_ref();
+        if let Some(body) = cache.fresh(snap.generation, now) {
+            return Ok(body);
+        }
+        // Waiting for the lock and signing are awaits: no guard across them.
+        Guard::into_inner(snap)
+    };
     let _signing = cache.signing.lock().await;
     // Another request may have signed while this one waited.
     if let Some(body) = cache.fresh(snap.generation, now) {
         return Ok(body);
     }
-    let signed = sign(&snap, now).map_err(FedError::server_error)?;
+    let signed = sign(&snap, now).await.map_err(FedError::server_error)?;
     let body = signed.body.clone();
     // A request holding an older snapshot must not replace a newer generation's token.
     if cache
@@ -91,18 +95,13 @@ pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
     Ok(body)
 }
 
-fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
+async fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {
     let claims = payload(snap, now);
     let exp = claims
         .get("exp")
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(now);
-    let token = jose::sign(
-        snap.keys.signer.as_ref(),
-        ENTITY_STATEMENT_TYP,
-        &claims,
-        None,
-    )?;
+    let token = signing::sign(&snap.keys.signer, ENTITY_STATEMENT_TYP, claims).await?;
     Ok(Signed {
         generation: snap.generation,
         body: Bytes::from(token),

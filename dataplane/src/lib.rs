@@ -13,6 +13,13 @@ pub mod jwt_response;
 pub mod outbound;
 pub mod replay;
 pub mod resolver;
+pub mod signing;
+pub mod single_flight;
+#[cfg(test)]
+mod test_support;
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod router_tests;
 
 use std::sync::Arc;
 
@@ -33,6 +40,7 @@ pub struct DataPlane {
     pub resolve: Arc<resolver::service::ResolveService>,
     historical_cache: endpoints::historical_keys::HistoricalKeysCache,
     list_cache: endpoints::list::ListCache,
+    fetch_flights: endpoints::fetch::Flights,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -80,6 +88,7 @@ impl DataPlane {
             ec_cache: entity_configuration::EcCache::new(),
             historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
             list_cache: endpoints::list::ListCache::new(),
+            fetch_flights: endpoints::fetch::Flights::default(),
         })
     }
 

@@ -260,4 +260,10 @@ impl Signer for TokenSigner {
             .sign(&Mechanism::Ecdsa, key, &digest)
             .map_err(|e| fail(e.to_string()))
     }
+
+    /// The token's one session is serialised by a std mutex and each signature is a round
+    /// trip to the device: never on an async worker.
+    fn is_blocking(&self) -> bool {
+        true
+    }
 }

@@ -5,7 +5,9 @@
 //! settings' version and the generation of our keys and endpoint registry: a cached fetch is
 //! the one map lookup that finds the subordinate. A write to the subordinate replaces its
 //! record (and so the statement); a change of the general settings, keys or registry changes
-//! the tag, so a stale statement is never served.
+//! the tag, so a stale statement is never served. Since such a change invalidates every
+//! statement at once, concurrent first requests for one statement sign it once (see
+//! [`crate::single_flight`]).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -13,15 +15,17 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
-use pharos_shared::jose;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 use pharos_shared::subordinate::{SignedStatement, Subordinate, SubordinateStatus};
 use pharos_shared::subordinate_statement::{next_key_change, payload};
 
+use super::Call;
 use crate::DataPlane;
 use crate::entity_configuration::CONTENT_TYPE;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
+use crate::signing;
+use crate::single_flight::SingleFlight;
 
 /// Re-sign this long before the statement expires, and at the latest after `MAX_CACHE_AGE`.
 const REFRESH_BEFORE_EXP: i64 = 60;
@@ -72,14 +76,43 @@ fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
         .ok_or_else(|| FedError::invalid_request("required parameter 'sub' not given"))
 }
 
-/// Answers a fetch request whose query string is `query`.
-pub async fn handle(
-    dp: &DataPlane,
-    snap: &Arc<Snapshot>,
-    entry: &EndpointEntry,
-    query: &str,
-) -> Response {
-    match signed(dp, snap, entry, query).await {
+/// Signings in flight, by subject and everything its statement is made from (the record's
+/// version, the general settings' version, the generation of our keys and registry).
+pub(crate) type Flights = SingleFlight<(Arc<str>, u64, u64, u64), Result<Bytes, FedError>>;
+
+/// The subordinate an answer is about, or the error to answer with.
+fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinate>, FedError> {
+    let sub_id = subject(query)?;
+    if *sub_id == *snap.entity_id {
+        return Err(FedError::invalid_request(
+            "'sub' is our own entity identifier; are you looking for the entity configuration?",
+        ));
+    }
+    match snap.subordinates.get(&sub_id) {
+        Some(s) if s.status == SubordinateStatus::Active => Ok(s),
+        _ => Err(FedError::not_found(
+            "the requested entity identifier is not found",
+        )),
+    }
+}
+
+/// The statement already signed for this request, if there is one (the warm path: no await).
+pub(crate) fn cached(snap: &Snapshot, query: &str, now: i64) -> Option<Response> {
+    let sub = subordinate(snap, query).ok()?;
+    let (general_version, keys_generation) =
+        (snap.subordinates.general_version, snap.keys_generation);
+    let body = sub.statement.get(general_version, keys_generation, now)?;
+    Some(jwt(CONTENT_TYPE, body))
+}
+
+/// Answers a fetch request.
+pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let (dp, snap, entry, now) = (call.dp, call.snap.clone(), call.entry.clone(), call.now);
+    let query = match call.query().await {
+        Ok(q) => q,
+        Err(e) => return e.into_response(),
+    };
+    match signed(dp, &snap, &entry, &query, now).await {
         Ok(body) => jwt(CONTENT_TYPE, body),
         Err(e) => e.into_response(),
     }
@@ -90,43 +123,46 @@ async fn signed(
     snap: &Arc<Snapshot>,
     entry: &EndpointEntry,
     query: &str,
+    now: i64,
 ) -> Result<Bytes, FedError> {
-    let sub_id = subject(query)?;
-    if *sub_id == *snap.entity_id {
-        return Err(FedError::invalid_request(
-            "'sub' is our own entity identifier; are you looking for the entity configuration?",
-        ));
-    }
-    let sub = match snap.subordinates.get(&sub_id) {
-        Some(s) if s.status == SubordinateStatus::Active => s,
-        _ => {
-            return Err(FedError::not_found(
-                "the requested entity identifier is not found",
-            ));
-        }
-    };
-    let now = dp.now();
+    let sub = subordinate(snap, query)?;
     let (general_version, keys_generation) =
         (snap.subordinates.general_version, snap.keys_generation);
     if let Some(body) = sub.statement.get(general_version, keys_generation, now) {
         return Ok(body);
     }
-    // Concurrent first requests for one subject may each sign; the last one stays. Both
-    // answers are valid, and this is rarer and cheaper than coordinating.
-    let source = entry.published_url(&snap.entity_id);
-    let (body, refresh_at) =
-        sign(snap, sub, now, source.as_deref()).map_err(FedError::server_error)?;
-    sub.statement.put(SignedStatement {
+    // Concurrent first requests for one statement sign it once: after a key or registry
+    // change every statement is invalid at once, and a burst for one subject would otherwise
+    // queue that many signatures on the signer.
+    let key = (
+        sub.entity_id.clone(),
+        sub.version,
         general_version,
         keys_generation,
-        refresh_at,
-        body: body.clone(),
-    });
-    Ok(body)
+    );
+    dp.fetch_flights
+        .run(key, || async {
+            // A flight that ended just before this one began has filled the slot.
+            if let Some(body) = sub.statement.get(general_version, keys_generation, now) {
+                return Ok(body);
+            }
+            let source = entry.published_url(&snap.entity_id);
+            let (body, refresh_at) = sign(snap, sub, now, source.as_deref())
+                .await
+                .map_err(FedError::server_error)?;
+            sub.statement.put(SignedStatement {
+                general_version,
+                keys_generation,
+                refresh_at,
+                body: body.clone(),
+            });
+            Ok(body)
+        })
+        .await
 }
 
 /// The signed statement about `sub` and when to sign a new one.
-fn sign(
+async fn sign(
     snap: &Snapshot,
     sub: &Subordinate,
     now: i64,
@@ -137,12 +173,7 @@ fn sign(
         .get("exp")
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(now);
-    let token = jose::sign(
-        snap.keys.signer.as_ref(),
-        ENTITY_STATEMENT_TYP,
-        &claims,
-        None,
-    )?;
+    let token = signing::sign(&snap.keys.signer, ENTITY_STATEMENT_TYP, claims).await?;
     let mut refresh_at = (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE);
     if let Some(change) = next_key_change(sub, now) {
         refresh_at = refresh_at.min(change);

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
-use pharos_shared::jose;
 use pharos_shared::snapshot::Snapshot;
 use serde_json::{Map, Value, json};
 
+use super::Call;
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
+use crate::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/jwk-set+jwt";
@@ -51,8 +52,18 @@ pub fn claims(snap: &Snapshot, now: i64) -> Map<String, Value> {
     c
 }
 
+/// Answers a historical keys request (its parameters are read, and the client authenticated
+/// when the endpoint asks for it, but none of them changes the answer).
+pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
+    match call.params().await {
+        Ok(_) => handle(dp, snap, now).await,
+        Err(e) => e.into_response(),
+    }
+}
+
 /// Answers a historical keys request from `snap`.
-pub async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
+async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
     let cache = &dp.historical_cache.0;
     if let Some(hit) = cache.get(&snap.generation).await {
         if now < hit.signed_at + MAX_CACHE_AGE {
@@ -63,7 +74,7 @@ pub async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
     let generation = snap.generation;
     let signed = cache
         .try_get_with(generation, async move {
-            let token = jose::sign(snap.keys.signer.as_ref(), TYP, &claims(&snap, now), None)?;
+            let token = signing::sign(&snap.keys.signer, TYP, claims(&snap, now)).await?;
             Ok::<_, pharos_shared::Error>(Arc::new(Signed {
                 body: Bytes::from(token),
                 signed_at: now,

@@ -23,6 +23,7 @@ use moka::future::Cache;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate::Subordinate;
 
+use super::Call;
 use crate::error::FedError;
 
 /// Upper bound of the cache, in bytes of serialised lists (a list of 100,000 identifiers is
@@ -105,8 +106,20 @@ fn serialise_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Bytes {
     Bytes::from(serde_json::to_vec(&ids).unwrap_or_else(|_| b"[]".to_vec()))
 }
 
+/// Answers a list request.
+pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let (cache, snap) = (&call.dp.list_cache, call.snap.clone());
+    if let Some(query) = call.raw_query() {
+        return handle(cache, snap, query).await;
+    }
+    match call.query().await {
+        Ok(query) => handle(cache, snap, &query).await,
+        Err(e) => e.into_response(),
+    }
+}
+
 /// Answers a list request whose query string is `query`.
-pub async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Response {
+async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Response {
     let mut f = match filters(query) {
         Ok(f) => f,
         Err(e) => return e.into_response(),

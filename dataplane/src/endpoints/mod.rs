@@ -1,7 +1,202 @@
-//! The federation endpoints that live in the endpoint registry, one module per type.
+//! The federation endpoints that live in the endpoint registry: one module per type, and the
+//! one table ([`serve`]) that says which handler answers each type.
+//!
+//! A request reaches a handler in one of two steps. [`cached`] runs first, synchronously,
+//! under the dispatcher's cheap snapshot guard: the warm answers of the hot endpoints (a
+//! signed statement in its subordinate's record, a finished anonymous resolve response) cost
+//! no reference count and no allocation there. Everything else goes to [`serve`] with an owned
+//! snapshot, because it may await remote fetches, client authentication or signing, and a
+//! guard held across such an await pins the snapshot for as long as the remote side takes.
+//!
+//! Adding an endpoint type: write its module, replace its arm in [`serve`] (the match is
+//! exhaustive, so a new [`EndpointType`] does not compile until it has one), and give it an
+//! arm in [`cached`] only if it has an answer that needs no await.
 
 pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
 pub mod list;
 pub mod resolve;
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use pharos_shared::endpoint::EndpointType;
+use pharos_shared::snapshot::{EndpointEntry, Snapshot};
+
+use crate::DataPlane;
+use crate::error::FedError;
+
+/// Largest form body accepted (POST, e.g. with client authentication).
+const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// Who is asking, as client authentication established it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// No client authentication: a response has no `aud`.
+    Anonymous,
+    /// Authenticated as this Entity: a response's `aud` is exactly its Entity ID.
+    Authenticated {
+        /// The client's Entity ID.
+        entity_id: String,
+    },
+}
+
+impl Caller {
+    /// The `aud` of a response to this caller.
+    pub fn aud(&self) -> Option<&str> {
+        match self {
+            Self::Anonymous => None,
+            Self::Authenticated { entity_id } => Some(entity_id),
+        }
+    }
+}
+
+/// A request on its way to the handler of its endpoint, past the registry lookup and the
+/// method check.
+pub struct Call<'a> {
+    /// The data plane.
+    pub dp: &'a DataPlane,
+    /// The snapshot the endpoint was found in (owned: handlers may await).
+    pub snap: Arc<Snapshot>,
+    /// The endpoint.
+    pub entry: Arc<EndpointEntry>,
+    /// The request.
+    pub req: Request,
+    /// When the request arrived, Unix seconds.
+    pub now: i64,
+}
+
+impl Call<'_> {
+    /// The raw query string of an unauthenticated GET, read as is (no parameter vector, no
+    /// re-encoding); `None` when the parameters must go through [`Self::params`].
+    fn raw_query(&self) -> Option<&str> {
+        anonymous_get(&self.entry, &self.req).then(|| self.req.uri().query().unwrap_or(""))
+    }
+
+    /// The request's parameters (query for GET, form body for POST) and who sent it: with
+    /// `auth_enabled` the client is authenticated first (`private_key_jwt`) and the
+    /// authentication parameters are taken out of what the handler sees.
+    async fn params(self) -> Result<(Vec<(String, String)>, Caller), FedError> {
+        let mut params = params(self.req).await?;
+        if !self.entry.auth_enabled {
+            return Ok((params, Caller::Anonymous));
+        }
+        let entity_id =
+            crate::client_auth::authenticate(self.dp, &self.snap, &self.entry, &params).await?;
+        params.retain(|(k, _)| !crate::client_auth::AUTH_PARAMS.contains(&k.as_str()));
+        Ok((params, Caller::Authenticated { entity_id }))
+    }
+
+    /// The parameters as one query string: the raw one, or the (authenticated) parameters
+    /// re-encoded, for handlers that read a query string in both cases.
+    async fn query(self) -> Result<String, FedError> {
+        if let Some(q) = self.raw_query() {
+            return Ok(q.to_owned());
+        }
+        let (params, _) = self.params().await?;
+        Ok(form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(params.iter())
+            .finish())
+    }
+}
+
+/// Whether `req` is an unauthenticated GET, whose raw query string is its parameters.
+fn anonymous_get(entry: &EndpointEntry, req: &Request) -> bool {
+    !entry.auth_enabled && req.method() == Method::GET
+}
+
+/// The answer that needs no await (a cached signed response), if there is one; runs under
+/// the dispatcher's snapshot guard, so it must not block or allocate for nothing.
+pub fn cached(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    entry: &EndpointEntry,
+    req: &Request,
+    now: i64,
+) -> Option<Response> {
+    if !anonymous_get(entry, req) {
+        return None;
+    }
+    let query = req.uri().query().unwrap_or("");
+    match entry.kind {
+        EndpointType::Fetch => fetch::cached(snap, query, now),
+        EndpointType::Resolve => resolve::cached(dp, snap, entry, query, now),
+        _ => None,
+    }
+}
+
+/// The type → handler table.
+pub async fn serve(call: Call<'_>) -> Response {
+    match call.entry.kind {
+        EndpointType::Fetch => fetch::serve(call).await,
+        EndpointType::List => list::serve(call).await,
+        EndpointType::Resolve => resolve::serve(call).await,
+        EndpointType::HistoricalKeys => historical_keys::serve(call).await,
+        EndpointType::JwksUpdate => jwks_update_push(call).await,
+        EndpointType::JwksUpdateTrigger => jwks_update_trigger(call).await,
+        EndpointType::TrustMarkStatus
+        | EndpointType::TrustMarkListing
+        | EndpointType::TrustMark
+        | EndpointType::Enroll
+        | EndpointType::EnrollRequest
+        | EndpointType::TrustMarkRequest
+        | EndpointType::EntityCollection => not_implemented(call).await,
+    }
+}
+
+/// Authenticity comes from the JWK Set's signature; `auth_enabled` is ignored.
+async fn jwks_update_push(call: Call<'_>) -> Response {
+    jwks_update::push(call.dp, call.req).await
+}
+
+/// Without client authentication the target is named in the request; with it, the target is
+/// the authenticated client itself.
+async fn jwks_update_trigger(call: Call<'_>) -> Response {
+    if !call.entry.auth_enabled {
+        return jwks_update::trigger_unauthenticated(call.dp, call.req).await;
+    }
+    let dp = call.dp;
+    match call.params().await {
+        Ok((_, Caller::Authenticated { entity_id })) => {
+            let actor = Some(entity_id.clone());
+            jwks_update::trigger(dp, entity_id, actor).await
+        }
+        Ok((_, Caller::Anonymous)) => not_implemented_error(EndpointType::JwksUpdateTrigger),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Each endpoint type gets its handler as its issue lands; until then the endpoint can be
+/// configured and published, and after the usual parameter reading and client
+/// authentication it answers that it is not available.
+async fn not_implemented(call: Call<'_>) -> Response {
+    let kind = call.entry.kind;
+    match call.params().await {
+        Ok(_) => not_implemented_error(kind),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn not_implemented_error(kind: EndpointType) -> Response {
+    FedError::new(
+        StatusCode::NOT_IMPLEMENTED,
+        "server_error",
+        format!("the {kind} endpoint is not available in this version of Pharos"),
+    )
+    .into_response()
+}
+
+/// Query string for GET, form body for POST.
+async fn params(req: Request) -> Result<Vec<(String, String)>, FedError> {
+    let parse = |b: &[u8]| form_urlencoded::parse(b).into_owned().collect::<Vec<_>>();
+    if req.method() == Method::POST {
+        let body = axum::body::to_bytes(req.into_body(), MAX_FORM_BYTES)
+            .await
+            .map_err(|e| FedError::invalid_request(format!("cannot read the form body: {e}")))?;
+        return Ok(parse(&body));
+    }
+    Ok(parse(req.uri().query().unwrap_or("").as_bytes()))
+}

@@ -13,34 +13,15 @@ use bytes::Bytes;
 use pharos_shared::chain::{RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP};
 use pharos_shared::endpoint::{EndpointConfig, ResolveConfig};
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
-use pharos_shared::{Error, jose};
+use pharos_shared::Error;
 
+use super::{Call, Caller};
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
 use crate::resolver::{Query, allowed_anchors, anchor_spec, grace_rule};
-
-/// Who is asking, as the dispatcher's client authentication established it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Caller {
-    /// No client authentication: the response has no `aud`.
-    Anonymous,
-    /// Authenticated as this Entity: the response's `aud` is exactly its Entity ID.
-    Authenticated {
-        /// The client's Entity ID.
-        entity_id: String,
-    },
-}
-
-impl Caller {
-    fn aud(&self) -> Option<&str> {
-        match self {
-            Self::Anonymous => None,
-            Self::Authenticated { entity_id } => Some(entity_id),
-        }
-    }
-}
+use crate::signing;
 
 /// The parsed request.
 struct Params {
@@ -83,38 +64,57 @@ struct Answer {
     valid_until: i64,
 }
 
-/// The handler, called by the dispatcher for an endpoint of type `resolve`.
-pub async fn handler(
+/// The front cache's answer to an unauthenticated GET with raw query string `query` (see
+/// [`crate::resolver::front`]), if it holds one.
+pub(crate) fn cached(
     dp: &DataPlane,
     snap: &Snapshot,
     entry: &EndpointEntry,
-    form: Vec<(String, String)>,
-    caller: Caller,
-) -> Response {
-    match answer(dp, snap, entry, &form, &caller).await {
+    query: &str,
+    now: i64,
+) -> Option<Response> {
+    if !front_cached(entry) {
+        return None;
+    }
+    let body = dp.resolve.front.get(query, snap.generation, now)?;
+    Some(jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body))
+}
+
+/// Answers a resolve request that [`cached`] did not.
+pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let (dp, snap, entry, now) = (call.dp, call.snap.clone(), call.entry.clone(), call.now);
+    if let Some(query) = call.raw_query() {
+        return anonymous_get(dp, &snap, &entry, query, now).await;
+    }
+    let (form, caller) = match call.params().await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    match answer(dp, &snap, &entry, &form, &caller).await {
         Ok(a) => jwt(RESOLVE_RESPONSE_CONTENT_TYPE, a.body),
         Err(e) => e.into_response(),
     }
 }
 
-/// An unauthenticated GET with raw query string `query`: answered from the front cache
-/// (see [`crate::resolver::front`]) when it holds this query, else by the full path, whose
-/// answer is then kept there.
-pub async fn anonymous_get(
+/// Whether anonymous answers go through the front cache: the proactive resolver's stored
+/// responses take precedence, so with one enabled the whole path runs every time.
+fn front_cached(entry: &EndpointEntry) -> bool {
+    !config(entry)
+        .proactive_resolver
+        .as_ref()
+        .is_some_and(|p| p.enabled)
+}
+
+/// An unauthenticated GET with raw query string `query` that the front cache did not answer:
+/// the full path, whose answer is then kept there.
+async fn anonymous_get(
     dp: &DataPlane,
     snap: &Snapshot,
     entry: &EndpointEntry,
     query: &str,
+    now: i64,
 ) -> Response {
-    let now = dp.now();
-    // The proactive resolver's stored responses take precedence; leave it the whole path.
-    let front = !config(entry)
-        .proactive_resolver
-        .as_ref()
-        .is_some_and(|p| p.enabled);
-    if front && let Some(body) = dp.resolve.front.get(query, snap.generation, now) {
-        return jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body);
-    }
+    let front = front_cached(entry);
     let form: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
         .into_owned()
         .collect();
@@ -166,7 +166,7 @@ async fn answer(
     let now = dp.now();
     let proactive = dp.resolve.proactive(cfg).await;
     if let Some(pr) = &proactive
-        && let Some(body) = stored(pr, snap, &p, &anchors, caller, now)?
+        && let Some(body) = stored(pr, snap, &p, &anchors, caller, now).await?
     {
         return Ok(Answer {
             body,
@@ -207,7 +207,7 @@ async fn answer(
 
 /// A stored response for the first requested anchor that has one. A pre-signed JWT is served
 /// only to anonymous callers (it has no `aud`); stored claims are signed for anyone.
-fn stored(
+async fn stored(
     pr: &crate::resolver::proactive::Proactive,
     snap: &Snapshot,
     p: &Params,
@@ -231,13 +231,9 @@ fn stored(
                 if let Some(aud) = caller.aud() {
                     claims.insert("aud".into(), aud.into());
                 }
-                let token = jose::sign(
-                    snap.keys.signer.as_ref(),
-                    RESOLVE_RESPONSE_TYP,
-                    &claims,
-                    None,
-                )
-                .map_err(FedError::server_error)?;
+                let token = signing::sign(&snap.keys.signer, RESOLVE_RESPONSE_TYP, claims)
+                    .await
+                    .map_err(FedError::server_error)?;
                 return Ok(Some(Bytes::from(token)));
             }
         }

@@ -17,11 +17,12 @@ use pharos_shared::chain::{Fetcher, response_claims};
 use pharos_shared::endpoint::ProactiveResolver;
 use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
-use pharos_shared::{Result, jose};
+use pharos_shared::Result;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Store};
 use super::{Query, Resolver, anchor_spec, grace_rule, resolve_config};
+use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
 const TICK: Duration = Duration::from_secs(30);
@@ -172,12 +173,12 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
     };
     let res = ctx.resolver.resolve(&q, grace_rule(cfg), now).await?;
     let claims = response_claims(&snap.entity_id, &res.chain, &res.marks, now, None);
-    let jwt = jose::sign(
-        snap.keys.signer.as_ref(),
+    let jwt = signing::sign(
+        &snap.keys.signer,
         pharos_shared::chain::RESOLVE_RESPONSE_TYP,
-        &claims,
-        None,
-    )?;
+        claims.clone(),
+    )
+    .await?;
     store.put(job, &jwt, &claims, res.exp()).await;
     Ok(())
 }

@@ -13,10 +13,10 @@ use bytes::Bytes;
 use moka::future::Cache;
 use pharos_shared::Result;
 use pharos_shared::chain::{RESOLVE_RESPONSE_TYP, response_claims};
-use pharos_shared::jose;
 use pharos_shared::snapshot::Snapshot;
 
 use super::Resolution;
+use crate::signing;
 
 /// Re-sign this long before the response's `exp`.
 const REFRESH_BEFORE_EXP: i64 = 60;
@@ -63,7 +63,7 @@ impl SignedCache {
         {
             return Ok((hit.body.clone(), hit.refresh_at));
         }
-        let body = Bytes::from(sign(snap, res, aud, now)?);
+        let body = Bytes::from(sign(snap, res, aud, now).await?);
         let refresh_at = (res.exp() - REFRESH_BEFORE_EXP).min(now + MAX_AGE);
         if refresh_at > now {
             let entry = Signed {
@@ -78,12 +78,12 @@ impl SignedCache {
 }
 
 /// A resolve response for `res`, issued by us at `now`, signed with the snapshot's key.
-pub fn sign(snap: &Snapshot, res: &Resolution, aud: Option<&str>, now: i64) -> Result<String> {
+pub async fn sign(
+    snap: &Snapshot,
+    res: &Resolution,
+    aud: Option<&str>,
+    now: i64,
+) -> Result<String> {
     let claims = response_claims(&snap.entity_id, &res.chain, &res.marks, now, aud);
-    jose::sign(
-        snap.keys.signer.as_ref(),
-        RESOLVE_RESPONSE_TYP,
-        &claims,
-        None,
-    )
+    signing::sign(&snap.keys.signer, RESOLVE_RESPONSE_TYP, claims).await
 }

@@ -29,6 +29,13 @@ pub trait Signer: Send + Sync + fmt::Debug {
     fn public_jwk(&self) -> &Jwk;
     /// Signature over the JWS signing input, already in JWS form (ECDSA raw r||s).
     fn sign_bytes(&self, signing_input: &[u8]) -> Result<Vec<u8>>;
+    /// Whether one signature takes long enough that an async caller must not wait for it on
+    /// its own worker thread: an RSA signature costs about a millisecond (EC and EdDSA tens of
+    /// microseconds), a hardware token a round trip and a lock. Async callers hand these to a
+    /// blocking thread.
+    fn is_blocking(&self) -> bool {
+        matches!(self.alg().key_kind(), super::algorithm::KeyKind::Rsa)
+    }
 }
 
 /// A private signing key held in memory.
