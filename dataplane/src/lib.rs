@@ -13,13 +13,13 @@ pub mod jwt_response;
 pub mod outbound;
 pub mod replay;
 pub mod resolver;
+#[cfg(test)]
+#[path = "router_tests.rs"]
+mod router_tests;
 pub mod signing;
 pub mod single_flight;
 #[cfg(test)]
 mod test_support;
-#[cfg(test)]
-#[path = "router_tests.rs"]
-mod router_tests;
 
 use std::sync::Arc;
 

@@ -1,0 +1,170 @@
+//! The public router in process, over snapshots from [`crate::test_support`]: no sockets, no
+//! database, the control plane played by a [`SnapshotPublisher`].
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failing unwrap is a failing test
+
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use pharos_shared::endpoint::EndpointType;
+use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
+use pharos_shared::snapshot::SnapshotPublisher;
+
+use crate::test_support::{
+    ENTITY_ID, FETCH_RP, RP, SnapshotBuilder, data_plane, federation, get, request,
+};
+
+#[tokio::test]
+async fn entity_configuration_has_its_media_type_and_verifies_with_the_snapshot_key() {
+    let (dp, publisher) = data_plane(federation().build());
+    let a = get(&dp, "/.well-known/openid-federation").await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.content_type(), "application/entity-statement+jwt");
+    let ec = a.verified(&publisher.load_full(), ENTITY_STATEMENT_TYP);
+    assert_eq!(ec.claims["iss"], ENTITY_ID);
+    assert_eq!(ec.claims["sub"], ENTITY_ID);
+    let fe = &ec.claims["metadata"]["federation_entity"];
+    assert_eq!(
+        fe["federation_fetch_endpoint"],
+        format!("{ENTITY_ID}/fetch"),
+        "the registry's endpoints are published"
+    );
+}
+
+#[tokio::test]
+async fn fetch_signs_a_statement_about_an_active_subordinate() {
+    let (dp, publisher) = data_plane(federation().build());
+    let a = get(&dp, FETCH_RP).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.content_type(), "application/entity-statement+jwt");
+    let st = a.verified(&publisher.load_full(), ENTITY_STATEMENT_TYP);
+    assert_eq!(st.claims["iss"], ENTITY_ID);
+    assert_eq!(st.claims["sub"], RP);
+    assert_eq!(st.claims["source_endpoint"], format!("{ENTITY_ID}/fetch"));
+    assert_eq!(
+        get(&dp, FETCH_RP).await.body,
+        a.body,
+        "the cached statement"
+    );
+
+    let unknown = get(&dp, "/fetch?sub=https%3A%2F%2Fnobody.example.org").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown.json()["error"], "not_found");
+    let no_sub = get(&dp, "/fetch").await;
+    assert_eq!(no_sub.status, StatusCode::BAD_REQUEST);
+    assert_eq!(no_sub.json()["error"], "invalid_request");
+}
+
+#[tokio::test]
+async fn list_names_the_active_subordinates() {
+    let snap = federation().subordinate("https://op.example.org").build();
+    let (dp, _publisher) = data_plane(snap);
+    let a = get(&dp, "/list").await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.content_type(), "application/json");
+    assert_eq!(
+        a.json(),
+        serde_json::json!(["https://op.example.org", "https://rp.example.org"])
+    );
+    let none = get(&dp, "/list?entity_type=openid_provider").await;
+    assert_eq!(none.json(), serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn an_unregistered_path_is_404() {
+    let (dp, _publisher) = data_plane(federation().build());
+    let a = get(&dp, "/resolve?sub=x&trust_anchor=y").await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    assert_eq!(a.content_type(), "application/json");
+    assert_eq!(a.json()["error"], "not_found");
+}
+
+#[tokio::test]
+async fn a_wrong_method_is_405_naming_the_allowed_one() {
+    let snap = federation()
+        .endpoint(EndpointType::JwksUpdate, "/jwks-update")
+        .endpoint_with(EndpointType::Resolve, "/resolve", true)
+        .build();
+    let (dp, _publisher) = data_plane(snap);
+    for (method, uri, allow) in [
+        ("POST", FETCH_RP, "GET"),
+        ("DELETE", "/list", "GET"),
+        ("GET", "/jwks-update", "POST"),
+        // With client authentication the parameters travel in a form body.
+        ("GET", "/resolve?sub=x&trust_anchor=y", "POST"),
+    ] {
+        let a = request(&dp, method, uri).await;
+        assert_eq!(a.status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
+        assert_eq!(a.headers[header::ALLOW], allow, "{method} {uri}");
+        assert_eq!(a.json()["error"], "method_not_allowed");
+    }
+}
+
+#[tokio::test]
+async fn types_not_built_yet_answer_501() {
+    let not_built = [
+        EndpointType::TrustMarkStatus,
+        EndpointType::TrustMarkListing,
+        EndpointType::TrustMark,
+        EndpointType::Enroll,
+        EndpointType::EnrollRequest,
+        EndpointType::TrustMarkRequest,
+        EndpointType::EntityCollection,
+    ];
+    let mut builder = federation();
+    for kind in not_built {
+        builder = builder.endpoint(kind, &format!("/{kind}"));
+    }
+    let (dp, _publisher) = data_plane(builder.build());
+    for kind in not_built {
+        let method = kind.method(false).as_str();
+        let a = request(&dp, method, &format!("/{kind}?sub={RP}")).await;
+        assert_eq!(a.status, StatusCode::NOT_IMPLEMENTED, "{kind}");
+        assert_eq!(a.json()["error"], "server_error", "{kind}");
+        assert_eq!(
+            a.json()["error_description"],
+            format!("the {kind} endpoint is not available in this version of Pharos")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_published_snapshot_changes_the_next_answer() {
+    let (dp, publisher) = data_plane(federation().build());
+    let newcomer = "/fetch?sub=https%3A%2F%2Fnew.example.org";
+    assert_eq!(get(&dp, newcomer).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(get(&dp, "/historical").await.status, StatusCode::NOT_FOUND);
+    let ec_before = get(&dp, "/.well-known/openid-federation").await.body;
+
+    publish(
+        &publisher,
+        federation()
+            .subordinate("https://new.example.org")
+            .endpoint(EndpointType::HistoricalKeys, "/historical")
+            .generation(2),
+    );
+
+    let a = get(&dp, newcomer).await;
+    assert_eq!(a.status, StatusCode::OK);
+    let st = a.verified(&publisher.load_full(), ENTITY_STATEMENT_TYP);
+    assert_eq!(st.claims["sub"], "https://new.example.org");
+    assert_eq!(
+        get(&dp, "/list").await.json(),
+        serde_json::json!(["https://new.example.org", "https://rp.example.org"])
+    );
+    let hk = get(&dp, "/historical").await;
+    assert_eq!(hk.status, StatusCode::OK);
+    assert_eq!(hk.content_type(), "application/jwk-set+jwt");
+    let ec = get(&dp, "/.well-known/openid-federation").await;
+    assert_ne!(ec.body, ec_before, "signed again for the new generation");
+    let ec = ec.verified(&publisher.load_full(), ENTITY_STATEMENT_TYP);
+    assert!(
+        ec.claims["metadata"]["federation_entity"]
+            .get("federation_historical_keys_endpoint")
+            .is_some()
+    );
+}
+
+fn publish(publisher: &SnapshotPublisher, next: SnapshotBuilder) {
+    publisher.publish(Arc::new(next.build()));
+}

@@ -10,10 +10,10 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use pharos_shared::Error;
 use pharos_shared::chain::{RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP};
 use pharos_shared::endpoint::{EndpointConfig, ResolveConfig};
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
-use pharos_shared::Error;
 
 use super::{Call, Caller};
 use crate::DataPlane;

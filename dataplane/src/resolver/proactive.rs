@@ -13,11 +13,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use pharos_shared::Result;
 use pharos_shared::chain::{Fetcher, response_claims};
 use pharos_shared::endpoint::ProactiveResolver;
 use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
-use pharos_shared::Result;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Store};
