@@ -108,18 +108,18 @@ fn serialise_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Bytes {
 
 /// Answers a list request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    let (cache, snap) = (&call.dp.list_cache, call.snap.clone());
     if let Some(query) = call.raw_query() {
-        return handle(cache, snap, query).await;
+        return handle(&call.dp.list_cache, &call.snap, query).await;
     }
+    let (cache, snap) = (&call.dp.list_cache, call.snap.clone());
     match call.query().await {
-        Ok(query) => handle(cache, snap, &query).await,
+        Ok(query) => handle(cache, &snap, &query).await,
         Err(e) => e.into_response(),
     }
 }
 
 /// Answers a list request whose query string is `query`.
-async fn handle(cache: &ListCache, snap: Arc<Snapshot>, query: &str) -> Response {
+async fn handle(cache: &ListCache, snap: &Snapshot, query: &str) -> Response {
     let mut f = match filters(query) {
         Ok(f) => f,
         Err(e) => return e.into_response(),
