@@ -9,6 +9,8 @@ pub mod dispatch;
 pub mod endpoints;
 pub mod entity_configuration;
 pub mod error;
+#[cfg(test)]
+mod instructions_probe;
 pub mod jwt_response;
 pub mod outbound;
 pub mod replay;

@@ -84,8 +84,14 @@ impl Call<'_> {
         if !self.entry.auth_enabled {
             return Ok((params, Caller::Anonymous));
         }
-        let entity_id =
-            crate::client_auth::authenticate(self.dp, &self.snap, &self.entry, &params).await?;
+        // Boxed, as the remote work in `serve`: see there.
+        let entity_id = Box::pin(crate::client_auth::authenticate(
+            self.dp,
+            &self.snap,
+            &self.entry,
+            &params,
+        ))
+        .await?;
         params.retain(|(k, _)| !crate::client_auth::AUTH_PARAMS.contains(&k.as_str()));
         Ok((params, Caller::Authenticated { entity_id }))
     }
@@ -129,11 +135,15 @@ pub fn cached(
 }
 
 /// The type → handler table.
+///
+/// Handlers that await remote work (resolving, client authentication) box those futures:
+/// they are kilobytes, and kept inline they would make every request's future that large,
+/// which axum moves onto the heap for each request, the cached answers included.
 pub async fn serve(call: Call<'_>) -> Response {
     match call.entry.kind {
         EndpointType::Fetch => fetch::serve(call).await,
         EndpointType::List => list::serve(call).await,
-        EndpointType::Resolve => resolve::serve(call).await,
+        EndpointType::Resolve => Box::pin(resolve::serve(call)).await,
         EndpointType::HistoricalKeys => historical_keys::serve(call).await,
         EndpointType::JwksUpdate => jwks_update_push(call).await,
         EndpointType::JwksUpdateTrigger => jwks_update_trigger(call).await,
