@@ -116,6 +116,7 @@ impl App {
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
         let mut tasks = vec![
             control.spawn_key_task(shutdown.clone()),
+            control.spawn_reconciler(shutdown.clone()),
             commands::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));

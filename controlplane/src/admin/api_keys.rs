@@ -17,10 +17,11 @@ use utoipa::ToSchema;
 
 use super::body::Json;
 use super::kms::revoke_params;
+use crate::admin::actor::Actor;
 use crate::db::keys::{self as repo, API, KeyRow};
 use crate::error::{Error, Result};
 use crate::keys::rotation;
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -138,9 +139,9 @@ async fn find(cp: &ControlPlane, kid: &str) -> Result<KeyRow> {
 }
 
 /// Commits and republishes, then lets the key task plan for the new key's transitions.
-async fn publish(cp: &ControlPlane, tx: sqlx::Transaction<'_, sqlx::Any>) -> Result<()> {
-    tx.commit().await?;
-    cp.refresh(&[Section::Keys]).await?;
+async fn publish(cp: &ControlPlane, mut w: Write<'_>) -> Result<()> {
+    w.touch(Section::Keys);
+    w.commit().await?;
     cp.key_events.notify_one();
     Ok(())
 }
@@ -161,7 +162,7 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
 /// Adds a public key to publish.
 #[utoipa::path(post, path = "/entity-configuration/keys", tag = "keys", request_body = NewKey,
     responses((status = 201, body = KeyEntry), (status = 400), (status = 409)))]
-pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
+pub async fn add(State(cp): Cp, actor: Actor, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
     let now = cp.now();
     let r = row(
         b.kid,
@@ -170,10 +171,10 @@ pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoRespon
         b.nbf.unwrap_or(now),
         b.exp,
     )?;
-    let _w = cp.writer().await;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, &r).await?;
-    publish(&cp, tx).await?;
+    let mut w = cp.write(actor.name()).await;
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, &r).await?;
+    publish(&cp, w).await?;
     Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&r))))
 }
 
@@ -182,14 +183,15 @@ pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoRespon
     params(("kid" = String, Path)), responses((status = 200, body = KeyEntry), (status = 404)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<ExpUpdate>,
 ) -> Result<axum::Json<KeyEntry>> {
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let mut r = find(&cp, &kid).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::set_exp(&cp.db, &mut tx, &kid, b.exp).await?;
-    publish(&cp, tx).await?;
+    let tx = w.tx().await?;
+    repo::set_exp(&cp.db, tx, &kid, b.exp).await?;
+    publish(&cp, w).await?;
     r.exp = b.exp;
     Ok(axum::Json(KeyEntry::from(&r)))
 }
@@ -200,6 +202,7 @@ pub async fn update(
     params(("kid" = String, Path)), responses((status = 201, body = KeyEntry), (status = 400), (status = 404)))]
 pub async fn rotate(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<RotateKey>,
 ) -> Result<impl IntoResponse> {
@@ -207,13 +210,13 @@ pub async fn rotate(
     let nbf = b.nbf.unwrap_or(now);
     let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
     let overlap = rotation::load(&cp.db).await?.overlap;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = find(&cp, &kid).await?;
     let old_exp = b.old_key_exp.unwrap_or(nbf + overlap);
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, &new).await?;
-    repo::set_exp(&cp.db, &mut tx, &old.kid, Some(old_exp)).await?;
-    publish(&cp, tx).await?;
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, &new).await?;
+    repo::set_exp(&cp.db, tx, &old.kid, Some(old_exp)).await?;
+    publish(&cp, w).await?;
     Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&new))))
 }
 
@@ -223,20 +226,21 @@ pub async fn rotate(
     responses((status = 204), (status = 400)))]
 pub async fn remove(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     RawQuery(q): RawQuery,
 ) -> Result<StatusCode> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if find(&cp, &kid).await.is_err() {
         return Ok(StatusCode::NO_CONTENT);
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     if revoke {
-        repo::revoke(&cp.db, &mut tx, &kid, cp.now(), reason.as_deref()).await?;
+        repo::revoke(&cp.db, tx, &kid, cp.now(), reason.as_deref()).await?;
     } else {
-        repo::delete(&cp.db, &mut tx, &kid).await?;
+        repo::delete(&cp.db, tx, &kid).await?;
     }
-    publish(&cp, tx).await?;
+    publish(&cp, w).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use super::body::{Json, http_url};
 use super::trust_anchors::TrustAnchorRecord;
+use crate::admin::actor::Actor;
 use crate::db::endpoints::{self as repo, EndpointRow, EndpointWrite};
 use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section};
@@ -258,27 +259,31 @@ pub async fn get(State(cp): Cp, Path(kind): Path<String>) -> Result<axum::Json<E
 #[utoipa::path(post, path = "/federation-endpoints", tag = "federation-endpoints",
     request_body = EndpointInput,
     responses((status = 201, body = EndpointRecord), (status = 400), (status = 409)))]
-pub async fn create(State(cp): Cp, Json(input): Json<EndpointInput>) -> Result<impl IntoResponse> {
+pub async fn create(
+    State(cp): Cp,
+    actor: Actor,
+    Json(input): Json<EndpointInput>,
+) -> Result<impl IntoResponse> {
     let kind_name = input
         .kind
         .clone()
         .ok_or_else(|| Error::BadRequest("type is required".into()))?;
     let kind = parse_type(&kind_name)?;
     let (write, ta_ids) = validate(&cp, kind, input).await?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, kind.as_str()).await?.is_some() {
         return Err(Error::Conflict(format!("a {kind} endpoint already exists")));
     }
     path_taken(&cp, &write.path, None).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::insert(&cp.db, &mut tx, &write, now).await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, id, &ta_ids).await?;
+    let tx = w.tx().await?;
+    let id = repo::insert(&cp.db, tx, &write, now).await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, id, &ta_ids).await?;
     if let Some(p) = &write.path {
-        repo::remove_legacy_path(&cp.db, &mut tx, p).await?;
+        repo::remove_legacy_path(&cp.db, tx, p).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok((StatusCode::CREATED, axum::Json(record(&cp, row).await?)))
 }
@@ -291,6 +296,7 @@ pub async fn create(State(cp): Cp, Json(input): Json<EndpointInput>) -> Result<i
     responses((status = 200, body = EndpointRecord), (status = 400), (status = 404), (status = 409)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(kind): Path<String>,
     Json(input): Json<EndpointInput>,
 ) -> Result<axum::Json<EndpointRecord>> {
@@ -303,19 +309,19 @@ pub async fn update(
         )));
     }
     let (write, ta_ids) = validate(&cp, kind, input).await?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     path_taken(&cp, &write.path, Some(old.id)).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update(&cp.db, &mut tx, old.id, &write, now).await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, old.id, &ta_ids).await?;
-    retire_path(&cp, &mut tx, &old, write.path.as_deref(), now).await?;
+    let tx = w.tx().await?;
+    repo::update(&cp.db, tx, old.id, &write, now).await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, old.id, &ta_ids).await?;
+    retire_path(&cp, tx, &old, write.path.as_deref(), now).await?;
     if let Some(p) = &write.path {
-        repo::remove_legacy_path(&cp.db, &mut tx, p).await?;
+        repo::remove_legacy_path(&cp.db, tx, p).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok(axum::Json(record(&cp, row).await?))
 }
@@ -324,16 +330,16 @@ pub async fn update(
 #[utoipa::path(delete, path = "/federation-endpoints/{type}", tag = "federation-endpoints",
     params(("type" = String, Path, description = "endpoint type")),
     responses((status = 204), (status = 400), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(kind): Path<String>) -> Result<StatusCode> {
+pub async fn delete(State(cp): Cp, actor: Actor, Path(kind): Path<String>) -> Result<StatusCode> {
     let kind = parse_type(&kind)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    retire_path(&cp, &mut tx, &old, None, now).await?;
-    repo::delete(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    let tx = w.tx().await?;
+    retire_path(&cp, tx, &old, None, now).await?;
+    repo::delete(&cp.db, tx, old.id).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -344,11 +350,12 @@ pub async fn delete(State(cp): Cp, Path(kind): Path<String>) -> Result<StatusCod
     responses((status = 200, body = [TrustAnchorRecord]), (status = 400), (status = 404)))]
 pub async fn set_auth_trust_anchors(
     State(cp): Cp,
+    actor: Actor,
     Path(kind): Path<String>,
     Json(list): Json<Vec<String>>,
 ) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
     let kind = parse_type(&kind)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     if old.auth_enabled && kind.supports_client_auth() && list.is_empty() {
         return Err(Error::BadRequest(
@@ -356,10 +363,10 @@ pub async fn set_auth_trust_anchors(
         ));
     }
     let ids = trust_anchor_ids(&cp, &list).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, old.id, &ids).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    let tx = w.tx().await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, old.id, &ids).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok(axum::Json(record(&cp, row).await?.auth_trust_anchors))
 }

@@ -11,10 +11,11 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::body::{Json, Text, entity_id, integer};
+use crate::admin::actor::Actor;
 use crate::db::entity_config::{self as repo, AuthorityHint, ClaimRow};
 use crate::db::settings;
 use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -51,7 +52,11 @@ async fn stored_metadata(cp: &ControlPlane) -> Result<Map<String, Value>> {
     )
 }
 
-async fn save_metadata(cp: &ControlPlane, metadata: Map<String, Value>) -> Result<()> {
+async fn save_metadata(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    metadata: Map<String, Value>,
+) -> Result<()> {
     for (t, v) in &metadata {
         if !v.is_object() {
             return Err(Error::BadRequest(format!(
@@ -59,17 +64,17 @@ async fn save_metadata(cp: &ControlPlane, metadata: Map<String, Value>) -> Resul
             )));
         }
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     settings::set(
         &cp.db,
-        &mut tx,
+        tx,
         settings::EC,
         "metadata",
         &Value::Object(metadata),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await
+    w.touch(Section::EntityConfiguration);
+    w.commit().await
 }
 
 /// Shows the stored metadata (before endpoint URLs are merged in).
@@ -82,12 +87,12 @@ pub async fn get_metadata(State(cp): Cp) -> Result<Json2> {
 /// Replaces the stored metadata.
 #[utoipa::path(put, path = "/entity-configuration/metadata", tag = "entity-configuration",
     request_body = Object, responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_metadata(State(cp): Cp, Json(body): Json<Value>) -> Result<Json2> {
+pub async fn put_metadata(State(cp): Cp, actor: Actor, Json(body): Json<Value>) -> Result<Json2> {
     let Value::Object(m) = body else {
         return Err(Error::BadRequest("metadata must be a JSON object".into()));
     };
-    let _w = cp.writer().await;
-    save_metadata(&cp, m.clone()).await?;
+    let w = cp.write(actor.name()).await;
+    save_metadata(&cp, w, m.clone()).await?;
     Ok(axum::Json(Value::Object(m)))
 }
 
@@ -108,6 +113,7 @@ pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> Result<Json2> {
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn put_type(
     State(cp): Cp,
+    actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
 ) -> Result<Json2> {
@@ -116,10 +122,10 @@ pub async fn put_type(
             "entity type metadata must be a JSON object".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     m.insert(t, body.clone());
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(body))
 }
 
@@ -129,6 +135,7 @@ pub async fn put_type(
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn post_type(
     State(cp): Cp,
+    actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
 ) -> Result<Json2> {
@@ -137,7 +144,7 @@ pub async fn post_type(
             "entity type metadata must be a JSON object".into(),
         ));
     };
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
     let merged = match entry {
@@ -150,22 +157,22 @@ pub async fn post_type(
             other.clone()
         }
     };
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(merged))
 }
 
 /// Removes the metadata of one entity type.
 #[utoipa::path(delete, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_type(State(cp): Cp, Path(t): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_type(State(cp): Cp, actor: Actor, Path(t): Path<String>) -> Result<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     if m.remove(&t).is_none() {
         return Err(Error::NotFound(format!(
             "no metadata for entity type {t:?}"
         )));
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -189,16 +196,17 @@ pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> R
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn put_claim(
     State(cp): Cp,
+    actor: Actor,
     Path((t, c)): Path<(String, String)>,
     Json(v): Json<Value>,
 ) -> Result<Json2> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(o) = entry {
         o.insert(c, v.clone());
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(v))
 }
 
@@ -208,9 +216,10 @@ pub async fn put_claim(
     responses((status = 204), (status = 404)))]
 pub async fn delete_claim(
     State(cp): Cp,
+    actor: Actor,
     Path((t, c)): Path<(String, String)>,
 ) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let removed = m
         .get_mut(&t)
@@ -219,7 +228,7 @@ pub async fn delete_claim(
     if removed.is_none() {
         return Err(Error::NotFound(format!("no claim {c:?} in {t:?} metadata")));
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -233,18 +242,22 @@ pub async fn get_lifetime(State(cp): Cp) -> axum::Json<i64> {
 /// Sets the Entity Configuration lifetime (integer seconds, raw or JSON).
 #[utoipa::path(put, path = "/entity-configuration/lifetime", tag = "entity-configuration",
     request_body = i64, responses((status = 200, body = i64), (status = 400)))]
-pub async fn put_lifetime(State(cp): Cp, Text(body): Text) -> Result<axum::Json<i64>> {
+pub async fn put_lifetime(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> Result<axum::Json<i64>> {
     let secs = integer(&body)?;
     if secs <= 0 {
         return Err(Error::BadRequest(
             "lifetime must be a positive number of seconds".into(),
         ));
     }
-    let _w = cp.writer().await;
-    let mut tx = cp.db.pool.begin().await?;
-    settings::set(&cp.db, &mut tx, settings::EC, "lifetime", &json!(secs)).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let mut w = cp.write(actor.name()).await;
+    let tx = w.tx().await?;
+    settings::set(&cp.db, tx, settings::EC, "lifetime", &json!(secs)).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(secs))
 }
 
@@ -276,7 +289,11 @@ pub async fn list_hints(State(cp): Cp) -> Result<axum::Json<Vec<AuthorityHint>>>
 /// Adds an authority hint.
 #[utoipa::path(post, path = "/entity-configuration/authority-hints", tag = "entity-configuration",
     request_body = HintInput, responses((status = 201, body = AuthorityHint), (status = 400), (status = 409)))]
-pub async fn add_hint(State(cp): Cp, Json(h): Json<HintInput>) -> Result<impl IntoResponse> {
+pub async fn add_hint(
+    State(cp): Cp,
+    actor: Actor,
+    Json(h): Json<HintInput>,
+) -> Result<impl IntoResponse> {
     let e = h
         .entity_id
         .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
@@ -286,16 +303,16 @@ pub async fn add_hint(State(cp): Cp, Json(h): Json<HintInput>) -> Result<impl In
             "an entity cannot be its own authority".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
         return Err(Error::Conflict(format!(
             "authority hint {e:?} already exists"
         )));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::add_hint(&cp.db, &mut tx, &e, &h.description, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    let id = repo::add_hint(&cp.db, tx, &e, &h.description, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(find_hint(&cp, &id.to_string()).await?),
@@ -315,10 +332,11 @@ pub async fn get_hint(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Jso
     responses((status = 200, body = AuthorityHint), (status = 400), (status = 404), (status = 409)))]
 pub async fn put_hint(
     State(cp): Cp,
+    actor: Actor,
     Path(id): Path<String>,
     Json(h): Json<HintInput>,
 ) -> Result<axum::Json<AuthorityHint>> {
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
     let e = h.entity_id.unwrap_or(old.entity_id.clone());
     entity_id("entity_id", &e)?;
@@ -327,23 +345,27 @@ pub async fn put_hint(
             "authority hint {e:?} already exists"
         )));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_hint(&cp.db, &mut tx, old.id, &e, &h.description, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::update_hint(&cp.db, tx, old.id, &e, &h.description, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(find_hint(&cp, &old.id.to_string()).await?))
 }
 
 /// Removes one authority hint.
 #[utoipa::path(delete, path = "/entity-configuration/authority-hints/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_hint(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_hint(
+    State(cp): Cp,
+    actor: Actor,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_hint(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::delete_hint(&cp.db, tx, old.id).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -401,6 +423,7 @@ pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<ClaimRow>>> {
     request_body = [ClaimInput], responses((status = 200, body = [ClaimRow]), (status = 400), (status = 409)))]
 pub async fn put_claims(
     State(cp): Cp,
+    actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
 ) -> Result<axum::Json<Vec<ClaimRow>>> {
     let mut names = std::collections::HashSet::new();
@@ -410,32 +433,36 @@ pub async fn put_claims(
             return Err(Error::Conflict(format!("claim {n:?} given twice")));
         }
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_claims(&cp.db, &mut tx, None).await?;
+    let tx = w.tx().await?;
+    repo::delete_claims(&cp.db, tx, None).await?;
     for c in &list {
         let n = check_claim(c)?;
-        repo::add_claim(&cp.db, &mut tx, &n, &c.value, c.crit, now).await?;
+        repo::add_claim(&cp.db, tx, &n, &c.value, c.crit, now).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(repo::claims(&cp.db).await?))
 }
 
 /// Adds one additional claim.
 #[utoipa::path(post, path = "/entity-configuration/additional-claims", tag = "entity-configuration",
     request_body = ClaimInput, responses((status = 201, body = ClaimRow), (status = 400), (status = 409)))]
-pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl IntoResponse> {
+pub async fn add_claim(
+    State(cp): Cp,
+    actor: Actor,
+    Json(c): Json<ClaimInput>,
+) -> Result<impl IntoResponse> {
     let n = check_claim(&c)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
         return Err(Error::Conflict(format!("claim {n:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::add_claim(&cp.db, &mut tx, &n, &c.value, c.crit, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    let id = repo::add_claim(&cp.db, tx, &n, &c.value, c.crit, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(find_claim(&cp, &id.to_string()).await?),
@@ -455,10 +482,11 @@ pub async fn get_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<axum
     responses((status = 200, body = ClaimRow), (status = 400), (status = 404), (status = 409)))]
 pub async fn put_claim_row(
     State(cp): Cp,
+    actor: Actor,
     Path(id): Path<String>,
     Json(mut c): Json<ClaimInput>,
 ) -> Result<axum::Json<ClaimRow>> {
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
     if c.claim.is_none() {
         c.claim = Some(old.claim.clone());
@@ -467,22 +495,26 @@ pub async fn put_claim_row(
     if n != old.claim && repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
         return Err(Error::Conflict(format!("claim {n:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_claim(&cp.db, &mut tx, old.id, &n, &c.value, c.crit, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::update_claim(&cp.db, tx, old.id, &n, &c.value, c.crit, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(find_claim(&cp, &old.id.to_string()).await?))
 }
 
 /// Removes one additional claim.
 #[utoipa::path(delete, path = "/entity-configuration/additional-claims/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_claim_row(
+    State(cp): Cp,
+    actor: Actor,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_claims(&cp.db, &mut tx, Some(old.id)).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::delete_claims(&cp.db, tx, Some(old.id)).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body::{Json, entity_id};
+use crate::admin::actor::Actor;
 use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
 use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section};
@@ -119,6 +120,7 @@ pub async fn get(
     responses((status = 201, body = TrustAnchorRecord), (status = 400), (status = 409)))]
 pub async fn create(
     State(cp): Cp,
+    actor: Actor,
     Json(input): Json<TrustAnchorInput>,
 ) -> Result<impl IntoResponse> {
     let entity = input
@@ -131,17 +133,17 @@ pub async fn create(
             "jwks is required unless enable_jwks_update is true".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, &entity).await?.is_some() {
         return Err(Error::Conflict(format!(
             "trust anchor {entity:?} already exists"
         )));
     }
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::insert(
         &cp.db,
-        &mut tx,
+        tx,
         &TrustAnchorWrite {
             entity_id: entity.clone(),
             jwks: input.jwks,
@@ -151,9 +153,9 @@ pub async fn create(
         now,
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     let rec: TrustAnchorRecord = existing(&cp, &entity).await?.into();
     Ok((StatusCode::CREATED, axum::Json(rec)))
 }
@@ -165,12 +167,13 @@ pub async fn create(
     responses((status = 200, body = TrustAnchorRecord), (status = 400), (status = 404), (status = 409)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(entity): Path<String>,
     Json(input): Json<TrustAnchorInput>,
 ) -> Result<axum::Json<TrustAnchorRecord>> {
     let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
     validate(&input, &new_id)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
     if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {
         return Err(Error::Conflict(format!(
@@ -184,10 +187,10 @@ pub async fn update(
         ));
     }
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::update(
         &cp.db,
-        &mut tx,
+        tx,
         old.id,
         &TrustAnchorWrite {
             entity_id: new_id.clone(),
@@ -198,9 +201,9 @@ pub async fn update(
         now,
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(axum::Json(existing(&cp, &new_id).await?.into()))
 }
 
@@ -208,13 +211,13 @@ pub async fn update(
 #[utoipa::path(delete, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
     params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
     responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(entity): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete(State(cp): Cp, actor: Actor, Path(entity): Path<String>) -> Result<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, old.id).await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

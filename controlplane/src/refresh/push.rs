@@ -8,7 +8,6 @@ use pharos_shared::key_update::parse_signed_jwks;
 use pharos_shared::refresh::describe_change;
 
 use super::{PollError, Refreshers};
-use crate::db::subordinate_events::{self, NewEvent};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::state::ControlPlane;
 
@@ -50,18 +49,16 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         } else {
             "jwks unchanged"
         };
-        let e = NewEvent {
-            kind: "jwks_update_triggered",
-            status: Some(&row.status),
-            message: Some(message.into()),
-            actor,
-        };
-        let _w = self.cp.writer().await;
-        let mut tx = self.cp.db.pool.begin().await.map_err(internal)?;
-        subordinate_events::record(&self.cp.db, &mut tx, row.id, now, &e)
-            .await
-            .map_err(internal)?;
-        tx.commit().await.map_err(internal)?;
+        let mut w = self.cp.write(actor).await;
+        w.subordinate_event(
+            row.id,
+            &row.status,
+            "jwks_update_triggered",
+            Some(message.into()),
+        )
+        .await
+        .map_err(internal)?;
+        w.commit().await.map_err(internal)?;
         Ok(changed)
     }
 }
@@ -73,7 +70,8 @@ impl ControlPlane {
     pub async fn push_jwks(&self, token: &str, now: i64) -> Result<(), CommandError> {
         let pushed = parse_signed_jwks(token, now)
             .map_err(|e| CommandError::invalid_request(e.to_string()))?;
-        let _w = self.writer().await;
+        // The pushing subordinate is the actor of its own key change.
+        let mut w = self.write(Some(&pushed.sub)).await;
         let row = repo::get(&self.db, SubKey::EntityId(&pushed.sub))
             .await
             .map_err(internal)?;
@@ -89,22 +87,14 @@ impl ControlPlane {
         })?;
         let message =
             describe_change(&stored, &pushed.keys).unwrap_or_else(|| "added: ; removed: ".into());
-        let mut tx = self.db.pool.begin().await.map_err(internal)?;
-        repo::set_jwks(&self.db, &mut tx, row.id, &pushed.keys, now)
+        let tx = w.tx().await.map_err(internal)?;
+        repo::set_jwks(&self.db, tx, row.id, &pushed.keys, now)
             .await
             .map_err(internal)?;
-        let e = NewEvent {
-            kind: "jwks_updated",
-            status: Some(&row.status),
-            message: Some(message),
-            actor: Some(&pushed.sub),
-        };
-        subordinate_events::record(&self.db, &mut tx, row.id, now, &e)
+        w.subordinate_event(row.id, &row.status, "jwks_updated", Some(message))
             .await
             .map_err(internal)?;
-        tx.commit().await.map_err(internal)?;
-        self.refresh_subordinate(&pushed.sub)
-            .await
-            .map_err(internal)
+        w.touch_subordinate(&pushed.sub);
+        w.commit().await.map_err(internal)
     }
 }

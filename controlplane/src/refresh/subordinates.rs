@@ -13,7 +13,6 @@ use pharos_shared::key_update::check_configuration;
 use pharos_shared::refresh::{describe_change, subordinate_interval};
 
 use super::{PollError, Polled, Refreshers};
-use crate::db::subordinate_events::{self, NewEvent};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::db::{self};
 use crate::error::Result;
@@ -109,7 +108,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         if fetched.exp.is_none() {
             return Err(no_exp());
         }
-        let _w = self.cp.writer().await;
+        let mut w = self.cp.write(actor).await;
         let row = self.row(id).await?;
         if row.jwks != before {
             // The keys changed while this fetch was in flight (another poll, a trigger, a push
@@ -128,17 +127,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 exp: fetched.exp,
             });
         };
-        let mut tx = self.cp.db.pool.begin().await?;
-        repo::set_jwks(&self.cp.db, &mut tx, row.id, &fetched.jwks, now).await?;
-        let e = NewEvent {
-            kind: "jwks_refreshed",
-            status: Some(&row.status),
-            message: Some(message),
-            actor,
-        };
-        subordinate_events::record(&self.cp.db, &mut tx, row.id, now, &e).await?;
-        tx.commit().await?;
-        self.cp.refresh_subordinate(id).await?;
+        let tx = w.tx().await?;
+        repo::set_jwks(&self.cp.db, tx, row.id, &fetched.jwks, now).await?;
+        w.subordinate_event(row.id, &row.status, "jwks_refreshed", Some(message))
+            .await?;
+        w.touch_subordinate(id);
+        w.commit().await?;
         Ok(Polled {
             changed: true,
             exp: fetched.exp,

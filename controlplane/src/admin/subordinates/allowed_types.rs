@@ -27,7 +27,7 @@ async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> R
     if t.is_empty() {
         return Err(Error::BadRequest("entity type must not be empty".into()));
     }
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let target = target(cp, id).await?;
     let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
     if list.iter().any(|v| v.as_str() == Some(&t)) {
@@ -42,14 +42,14 @@ async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> R
         Doc::Constraints,
         &[KEY],
         Value::Array(list.clone()),
-        actor,
+        w,
     )
     .await?;
     Ok(created_or_ok(true, list))
 }
 
 async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let target = target(cp, id).await?;
     let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
     let before = list.len();
@@ -66,10 +66,10 @@ async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> 
     root.insert(KEY.into(), Value::Array(list));
     docs::save(
         cp,
+        w,
         &target,
         Doc::Constraints,
         Some(Value::Object(root)),
-        actor,
         true,
     )
     .await?;

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{Cp, event, find};
+use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
 use crate::db::subordinate_claims as repo;
 use crate::db::subordinates::SubordinateRow;
 use crate::error::{Error, Result};
-use crate::state::ControlPlane;
+use crate::state::{ControlPlane, Write};
 
 /// Body of an additional claim.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -87,8 +87,15 @@ fn one(row: &SubordinateRow, key: &str) -> Result<ClaimRecord> {
         .ok_or_else(|| Error::NotFound(format!("unknown additional claim {key:?}")))
 }
 
-async fn publish(cp: &ControlPlane, row: &SubordinateRow, id: &str) -> Result<SubordinateRow> {
-    cp.refresh_subordinate(&row.entity_id).await?;
+/// Commits, publishes the subordinate and returns it as now stored.
+async fn publish(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    row: &SubordinateRow,
+    id: &str,
+) -> Result<SubordinateRow> {
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     find(cp, id).await
 }
 
@@ -115,34 +122,22 @@ pub async fn replace(
             return Err(Error::Conflict("duplicate claim in the list".into()));
         }
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id, None).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id, None).await?;
     for c in &list {
-        repo::insert(
-            &cp.db,
-            &mut tx,
-            row.id,
-            &check_claim(c)?,
-            &c.value,
-            c.crit,
-            now,
-        )
-        .await?;
+        repo::insert(&cp.db, tx, row.id, &check_claim(c)?, &c.value, c.crit, now).await?;
     }
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some("additional claims replaced".into()),
     )
     .await?;
-    tx.commit().await?;
-    Ok(axum::Json(records(&publish(&cp, &row, &id).await?)))
+    Ok(axum::Json(records(&publish(&cp, w, &row, &id).await?)))
 }
 
 /// Adds one additional claim; an existing claim name is a conflict.
@@ -156,24 +151,21 @@ pub async fn add(
     Json(c): Json<ClaimInput>,
 ) -> Result<impl IntoResponse> {
     let name = check_claim(&c)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     if row.additional_claims.iter().any(|x| x.claim == name) {
         return Err(Error::Conflict(format!("claim {name:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some(format!("claim {name} added")),
     )
     .await?;
-    tx.commit().await?;
-    let row = publish(&cp, &row, &id).await?;
+    let row = publish(&cp, w, &row, &id).await?;
     Ok((StatusCode::CREATED, axum::Json(one(&row, &name)?)))
 }
 
@@ -198,7 +190,7 @@ pub async fn put(
     actor: Actor,
     Json(mut c): Json<ClaimInput>,
 ) -> Result<axum::Json<ClaimRecord>> {
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;
     c.claim = c.claim.or(Some(old.claim.clone()));
@@ -206,10 +198,10 @@ pub async fn put(
     if name != old.claim && row.additional_claims.iter().any(|x| x.claim == name) {
         return Err(Error::Conflict(format!("claim {name:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::update(
         &cp.db,
-        &mut tx,
+        tx,
         row.id,
         old.id,
         &name,
@@ -218,17 +210,14 @@ pub async fn put(
         cp.now(),
     )
     .await?;
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some(format!("claim {name} updated")),
     )
     .await?;
-    tx.commit().await?;
-    Ok(axum::Json(one(&publish(&cp, &row, &id).await?, &name)?))
+    Ok(axum::Json(one(&publish(&cp, w, &row, &id).await?, &name)?))
 }
 
 /// Removes one additional claim.
@@ -240,14 +229,14 @@ pub async fn delete(
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
 ) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id, Some(old.id)).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id, Some(old.id)).await?;
     let msg = format!("claim {} deleted", old.claim);
-    event(&cp, &mut tx, &row, &actor, "claim_deleted", Some(msg)).await?;
-    tx.commit().await?;
-    publish(&cp, &row, &id).await?;
+    w.subordinate_event(row.id, &row.status, "claim_deleted", Some(msg))
+        .await?;
+    publish(&cp, w, &row, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

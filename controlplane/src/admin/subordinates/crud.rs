@@ -8,7 +8,7 @@ use pharos_shared::subordinate::SubordinateStatus;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{BasicRecord, Cp, FullRecord, event, find, full};
+use super::{BasicRecord, Cp, FullRecord, find, full};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
 use crate::admin::trust_anchors::validate_jwks;
@@ -131,7 +131,7 @@ pub async fn create(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, SubKey::EntityId(&entity))
         .await?
         .is_some()
@@ -147,36 +147,18 @@ pub async fn create(
         enable_jwks_update: input.enable_jwks_update,
         jwks_poll_interval: input.jwks_poll_interval,
     };
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::insert(&cp.db, &mut tx, &entity, &basic, &input.jwks, now).await?;
-    repo::set_types(&cp.db, &mut tx, id, &input.registered_entity_types).await?;
-    let row = crate::db::subordinates::SubordinateRow {
+    let tx = w.tx().await?;
+    let id = repo::insert(&cp.db, tx, &entity, &basic, &input.jwks, now).await?;
+    repo::set_types(&cp.db, tx, id, &input.registered_entity_types).await?;
+    w.subordinate_event(
         id,
-        entity_id: entity.clone(),
-        description: String::new(),
-        status: basic.status.clone(),
-        enable_jwks_update: false,
-        jwks_poll_interval: 0,
-        jwks: None,
-        metadata: None,
-        metadata_policy: None,
-        constraints: None,
-        created_at: now,
-        updated_at: now,
-        registered_entity_types: vec![],
-        additional_claims: vec![],
-    };
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+        &basic.status,
         "created",
         Some("subordinate created".into()),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&entity).await?;
+    w.touch_subordinate(&entity);
+    w.commit().await?;
     let row = find(&cp, &entity).await?;
     Ok((StatusCode::CREATED, axum::Json(full(&cp, &row))))
 }
@@ -216,7 +198,7 @@ async fn apply_update(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(cp, id).await?;
     let basic = BasicWrite {
         description: u.description.unwrap_or_else(|| row.description.clone()),
@@ -224,22 +206,20 @@ async fn apply_update(
         enable_jwks_update: u.enable_jwks_update.unwrap_or(row.enable_jwks_update),
         jwks_poll_interval: u.jwks_poll_interval.unwrap_or(row.jwks_poll_interval),
     };
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    let tx = w.tx().await?;
+    repo::update_basic(&cp.db, tx, row.id, &basic, cp.now()).await?;
     if let Some(t) = &u.registered_entity_types {
-        repo::set_types(&cp.db, &mut tx, row.id, t).await?;
+        repo::set_types(&cp.db, tx, row.id, t).await?;
     }
-    event(
-        cp,
-        &mut tx,
-        &row,
-        actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "updated",
         Some("subordinate updated".into()),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(full(cp, &find(cp, id).await?))
 }
 
@@ -272,13 +252,13 @@ pub async fn patch(
 /// Deletes a subordinate with its history (hard delete: the entity can be added again).
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete(State(cp): Cp, actor: Actor, Path(id): Path<String>) -> Result<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id).await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id).await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -293,7 +273,7 @@ pub async fn set_status(
     Text(body): Text,
 ) -> Result<axum::Json<FullRecord>> {
     let status = parse_status(&body)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let mut row = find(&cp, &id).await?;
     require_keys(status, &row.jwks)?;
     let old = std::mem::replace(&mut row.status, status.as_str().into());
@@ -303,11 +283,12 @@ pub async fn set_status(
         enable_jwks_update: row.enable_jwks_update,
         jwks_poll_interval: row.jwks_poll_interval,
     };
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    let tx = w.tx().await?;
+    repo::update_basic(&cp.db, tx, row.id, &basic, cp.now()).await?;
     let msg = format!("status changed from {old} to {status}");
-    event(&cp, &mut tx, &row, &actor, "status_updated", Some(msg)).await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    w.subordinate_event(row.id, &row.status, "status_updated", Some(msg))
+        .await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
 }

@@ -10,11 +10,11 @@
 use pharos_shared::policy::{Constraints, check_metadata_policy};
 use serde_json::{Map, Value};
 
-use super::{Actor, event, find};
+use super::find;
 use crate::db::settings;
 use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};
 use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 /// Which document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,34 +147,33 @@ pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
 /// `deleted`, else `*_updated`), and publishes.
 pub async fn save(
     cp: &ControlPlane,
+    mut w: Write<'_>,
     t: &Target,
     doc: Doc,
     value: Option<Value>,
-    actor: &Actor,
     deleted: bool,
 ) -> Result<()> {
     if let Some(v) = &value {
         validate(cp, doc, v).await?;
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     match t {
         Target::Sub(r) => {
-            repo::set_doc(&cp.db, &mut tx, r.id, doc.column(), &value, cp.now()).await?;
+            repo::set_doc(&cp.db, tx, r.id, doc.column(), &value, cp.now()).await?;
             let kind = doc.event(deleted);
-            event(cp, &mut tx, r, actor, kind, Some(kind.replace('_', " "))).await?;
+            w.subordinate_event(r.id, &r.status, kind, Some(kind.replace('_', " ")))
+                .await?;
         }
         Target::General => match &value {
-            Some(v) => {
-                settings::set(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting(), v).await?
-            }
-            None => settings::unset(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting()).await?,
+            Some(v) => settings::set(&cp.db, tx, settings::SUBORDINATE, doc.setting(), v).await?,
+            None => settings::unset(&cp.db, tx, settings::SUBORDINATE, doc.setting()).await?,
         },
     }
-    tx.commit().await?;
     match t {
-        Target::Sub(r) => cp.refresh_subordinate(&r.entity_id).await,
-        Target::General => cp.refresh(&[Section::SubordinateGeneral]).await,
+        Target::Sub(r) => w.touch_subordinate(&r.entity_id),
+        Target::General => w.touch(Section::SubordinateGeneral),
     }
+    w.commit().await
 }
 
 /// The member at `path` of the document in effect; 404 when absent.
@@ -203,11 +202,11 @@ pub async fn put_at(
     doc: Doc,
     path: &[&str],
     value: Value,
-    actor: &Actor,
+    w: Write<'_>,
 ) -> Result<bool> {
     let mut root = base(cp, t, doc).await?;
     let created = set_path(&mut root, path, value)?;
-    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    save(cp, w, t, doc, Some(Value::Object(root)), false).await?;
     Ok(created)
 }
 
@@ -218,7 +217,7 @@ pub async fn merge_at(
     doc: Doc,
     path: &[&str],
     add: Value,
-    actor: &Actor,
+    w: Write<'_>,
 ) -> Result<(bool, Value)> {
     let Value::Object(add) = add else {
         return Err(Error::BadRequest("body must be a JSON object".into()));
@@ -234,7 +233,7 @@ pub async fn merge_at(
     };
     merged.extend(add);
     set_path(&mut root, path, Value::Object(merged.clone()))?;
-    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    save(cp, w, t, doc, Some(Value::Object(root)), false).await?;
     Ok((created, Value::Object(merged)))
 }
 
@@ -244,13 +243,13 @@ pub async fn delete_at(
     t: &Target,
     doc: Doc,
     path: &[&str],
-    actor: &Actor,
+    w: Write<'_>,
 ) -> Result<()> {
     if path.is_empty() {
         if own(cp, t, doc).await?.is_none() {
             return Err(Error::NotFound(format!("no {} is set", doc.setting())));
         }
-        return save(cp, t, doc, None, actor, true).await;
+        return save(cp, w, t, doc, None, true).await;
     }
     let mut root = base(cp, t, doc).await?;
     if !remove_path(&mut root, path) {
@@ -260,7 +259,7 @@ pub async fn delete_at(
             path.join("/")
         )));
     }
-    save(cp, t, doc, Some(Value::Object(root)), actor, true).await
+    save(cp, w, t, doc, Some(Value::Object(root)), true).await
 }
 
 /// Sets `root[path] = value`, creating intermediate objects; returns whether the member is new.

@@ -9,18 +9,23 @@ use serde::Serialize;
 
 use super::Cp;
 use super::claims::{ClaimInput, check_claim};
+use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, integer};
 use crate::db::settings;
 use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
-use crate::subs::{GeneralClaim, general_claims};
+use crate::state::{ControlPlane, GeneralClaim, Section, Write, general_claims};
 
-async fn store(cp: &ControlPlane, name: &str, value: &impl Serialize) -> Result<()> {
+async fn store(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    name: &str,
+    value: &impl Serialize,
+) -> Result<()> {
     let v = serde_json::to_value(value).map_err(|e| Error::Internal(e.to_string()))?;
-    let mut tx = cp.db.pool.begin().await?;
-    settings::set(&cp.db, &mut tx, settings::SUBORDINATE, name, &v).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::SubordinateGeneral]).await
+    let tx = w.tx().await?;
+    settings::set(&cp.db, tx, settings::SUBORDINATE, name, &v).await?;
+    w.touch(Section::SubordinateGeneral);
+    w.commit().await
 }
 
 /// The statement lifetime in effect, seconds (general setting, else the fetch endpoint's
@@ -36,13 +41,17 @@ pub async fn get_lifetime(State(cp): Cp) -> axum::Json<i64> {
 #[utoipa::path(put, path = "/subordinates/lifetime", tag = "subordinates",
     request_body(content = String, content_type = "text/plain"),
     responses((status = 200, body = i64), (status = 400)))]
-pub async fn put_lifetime(State(cp): Cp, Text(body): Text) -> Result<axum::Json<i64>> {
+pub async fn put_lifetime(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> Result<axum::Json<i64>> {
     let secs = integer(&body)?;
     if secs <= 0 {
         return Err(Error::BadRequest("lifetime must be positive".into()));
     }
-    let _w = cp.writer().await;
-    store(&cp, "lifetime", &secs).await?;
+    let w = cp.write(actor.name()).await;
+    store(&cp, w, "lifetime", &secs).await?;
     Ok(axum::Json(secs))
 }
 
@@ -75,6 +84,7 @@ pub async fn get_crit(State(cp): Cp) -> axum::Json<Vec<String>> {
     request_body = [String], responses((status = 200, body = [String]), (status = 400)))]
 pub async fn put_crit(
     State(cp): Cp,
+    actor: Actor,
     Json(ops): Json<Vec<String>>,
 ) -> Result<axum::Json<Vec<String>>> {
     let mut seen = std::collections::HashSet::new();
@@ -84,8 +94,8 @@ pub async fn put_crit(
             return Err(Error::BadRequest(format!("duplicate operator {op:?}")));
         }
     }
-    let _w = cp.writer().await;
-    store(&cp, "metadata_policy_crit", &ops).await?;
+    let w = cp.write(actor.name()).await;
+    store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok(axum::Json(ops))
 }
 
@@ -93,10 +103,10 @@ pub async fn put_crit(
 #[utoipa::path(post, path = "/subordinates/metadata-policy-crit", tag = "subordinates",
     request_body(content = String, content_type = "text/plain"),
     responses((status = 201, body = [String]), (status = 400), (status = 409)))]
-pub async fn add_crit(State(cp): Cp, Text(body): Text) -> Result<impl IntoResponse> {
+pub async fn add_crit(State(cp): Cp, actor: Actor, Text(body): Text) -> Result<impl IntoResponse> {
     let op = body.trim_matches('"').to_string();
     check_operator(&op)?;
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut ops = crit_list(&cp);
     if ops.contains(&op) {
         return Err(Error::Conflict(format!(
@@ -104,22 +114,26 @@ pub async fn add_crit(State(cp): Cp, Text(body): Text) -> Result<impl IntoRespon
         )));
     }
     ops.push(op);
-    store(&cp, "metadata_policy_crit", &ops).await?;
+    store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok((StatusCode::CREATED, axum::Json(ops)))
 }
 
 /// Removes one critical operator.
 #[utoipa::path(delete, path = "/subordinates/metadata-policy-crit/{operator}", tag = "subordinates",
     params(("operator" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_crit(State(cp): Cp, Path(op): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_crit(
+    State(cp): Cp,
+    actor: Actor,
+    Path(op): Path<String>,
+) -> Result<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let mut ops = crit_list(&cp);
     let before = ops.len();
     ops.retain(|o| *o != op);
     if ops.len() == before {
         return Err(Error::NotFound(format!("operator {op:?} is not critical")));
     }
-    store(&cp, "metadata_policy_crit", &ops).await?;
+    store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -147,6 +161,7 @@ pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<GeneralClaim>>>
     request_body = [ClaimInput], responses((status = 200, body = [GeneralClaim]), (status = 400), (status = 409)))]
 pub async fn put_claims(
     State(cp): Cp,
+    actor: Actor,
     Json(input): Json<Vec<ClaimInput>>,
 ) -> Result<axum::Json<Vec<GeneralClaim>>> {
     let mut list: Vec<GeneralClaim> = Vec::new();
@@ -163,17 +178,21 @@ pub async fn put_claims(
         });
     }
     renumber(&mut list);
-    let _w = cp.writer().await;
-    store(&cp, "additional_claims", &list).await?;
+    let w = cp.write(actor.name()).await;
+    store(&cp, w, "additional_claims", &list).await?;
     Ok(axum::Json(list))
 }
 
 /// Adds one general additional claim.
 #[utoipa::path(post, path = "/subordinates/additional-claims", tag = "subordinates",
     request_body = ClaimInput, responses((status = 201, body = GeneralClaim), (status = 400), (status = 409)))]
-pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl IntoResponse> {
+pub async fn add_claim(
+    State(cp): Cp,
+    actor: Actor,
+    Json(c): Json<ClaimInput>,
+) -> Result<impl IntoResponse> {
     let claim = check_claim(&c)?;
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut list = general_claims(&cp.db).await?;
     if list.iter().any(|x| x.claim == claim) {
         return Err(Error::Conflict(format!("claim {claim:?} already exists")));
@@ -185,7 +204,7 @@ pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl 
         crit: c.crit,
     });
     renumber(&mut list);
-    store(&cp, "additional_claims", &list).await?;
+    store(&cp, w, "additional_claims", &list).await?;
     let added = list
         .last()
         .cloned()
@@ -207,10 +226,11 @@ pub async fn get_claim(State(cp): Cp, Path(key): Path<String>) -> Result<axum::J
     responses((status = 200, body = GeneralClaim), (status = 400), (status = 404), (status = 409)))]
 pub async fn put_claim(
     State(cp): Cp,
+    actor: Actor,
     Path(key): Path<String>,
     Json(mut c): Json<ClaimInput>,
 ) -> Result<axum::Json<GeneralClaim>> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut list = general_claims(&cp.db).await?;
     let i = find_general(&list, &key)?;
     c.claim = c.claim.or(Some(list[i].claim.clone()));
@@ -228,19 +248,23 @@ pub async fn put_claim(
         value: c.value,
         crit: c.crit,
     };
-    store(&cp, "additional_claims", &list).await?;
+    store(&cp, w, "additional_claims", &list).await?;
     Ok(axum::Json(list[i].clone()))
 }
 
 /// Removes one general additional claim (the others are renumbered 1..n).
 #[utoipa::path(delete, path = "/subordinates/additional-claims/{claimID}", tag = "subordinates",
     params(("claimID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_claim(State(cp): Cp, Path(key): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_claim(
+    State(cp): Cp,
+    actor: Actor,
+    Path(key): Path<String>,
+) -> Result<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let mut list = general_claims(&cp.db).await?;
     let i = find_general(&list, &key)?;
     list.remove(i);
     renumber(&mut list);
-    store(&cp, "additional_claims", &list).await?;
+    store(&cp, w, "additional_claims", &list).await?;
     Ok(StatusCode::NO_CONTENT)
 }

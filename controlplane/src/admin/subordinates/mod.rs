@@ -27,11 +27,8 @@ use axum::response::{IntoResponse, Response};
 use pharos_shared::jose::Jwks;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
-use super::actor::Actor;
-use crate::db::subordinate_events::{self, NewEvent};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::error::{Error, Result};
 use crate::state::ControlPlane;
@@ -46,30 +43,6 @@ pub async fn find(cp: &ControlPlane, key: &str) -> Result<SubordinateRow> {
         Err(_) => repo::get(&cp.db, SubKey::EntityId(key)).await?,
     };
     row.ok_or_else(|| Error::NotFound(format!("unknown subordinate {key:?}")))
-}
-
-/// Records a history event for `sub` inside the transaction `c`.
-pub async fn event(
-    cp: &ControlPlane,
-    c: &mut AnyConnection,
-    sub: &SubordinateRow,
-    actor: &Actor,
-    kind: &str,
-    message: Option<String>,
-) -> Result<()> {
-    subordinate_events::record(
-        &cp.db,
-        c,
-        sub.id,
-        cp.now(),
-        &NewEvent {
-            kind,
-            status: Some(&sub.status),
-            message,
-            actor: actor.name(),
-        },
-    )
-    .await
 }
 
 /// A subordinate as listed (no documents).

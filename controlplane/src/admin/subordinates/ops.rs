@@ -37,13 +37,13 @@ pub async fn put(
     body: Value,
     actor: &Actor,
 ) -> Result<Response> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     if path.is_empty() {
-        docs::save(cp, &t, doc, Some(body.clone()), actor, false).await?;
+        docs::save(cp, w, &t, doc, Some(body.clone()), false).await?;
         return Ok(created_or_ok(false, body));
     }
-    let created = docs::put_at(cp, &t, doc, path, body.clone(), actor).await?;
+    let created = docs::put_at(cp, &t, doc, path, body.clone(), w).await?;
     Ok(created_or_ok(created, body))
 }
 
@@ -56,9 +56,9 @@ pub async fn merge(
     body: Value,
     actor: &Actor,
 ) -> Result<Response> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
-    let (created, merged) = docs::merge_at(cp, &t, doc, path, body, actor).await?;
+    let (created, merged) = docs::merge_at(cp, &t, doc, path, body, w).await?;
     Ok(created_or_ok(created, merged))
 }
 
@@ -70,10 +70,10 @@ pub async fn copy_general(
     doc: Doc,
     actor: &Actor,
 ) -> Result<Response> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let t = target(cp, Some(id)).await?;
     let copy = docs::general_copy(cp, doc).await?;
-    docs::save(cp, &t, doc, Some(copy.clone()), actor, false).await?;
+    docs::save(cp, w, &t, doc, Some(copy.clone()), false).await?;
     Ok(created_or_ok(true, copy))
 }
 
@@ -85,8 +85,8 @@ pub async fn delete(
     path: &[&str],
     actor: &Actor,
 ) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
-    docs::delete_at(cp, &t, doc, path, actor).await?;
+    docs::delete_at(cp, &t, doc, path, w).await?;
     Ok(StatusCode::NO_CONTENT)
 }
