@@ -160,7 +160,8 @@ impl App {
             };
             admin_addr = Some(l.local_addr().map_err(io)?);
             let router = admin_router().fallback(|| async {
-                Error::NotFound("no such admin route".into()).into_response()
+                crate::admin::error::ApiError::NotFound("no such admin route".into())
+                    .into_response()
             });
             let router = layers::common(router, &settings.server);
             if admin.tls.enabled {

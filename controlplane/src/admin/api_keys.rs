@@ -18,8 +18,8 @@ use utoipa::ToSchema;
 use super::body::Json;
 use super::kms::revoke_params;
 use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::keys::{self as repo, API, KeyRow};
-use crate::error::{Error, Result};
 use crate::keys::rotation;
 use crate::state::{ControlPlane, Section, Write};
 
@@ -91,19 +91,25 @@ pub struct ExpUpdate {
     exp: Option<i64>,
 }
 
-fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) -> Result<KeyRow> {
+fn row(
+    kid: Option<String>,
+    mut key: Jwk,
+    iat: i64,
+    nbf: i64,
+    exp: Option<i64>,
+) -> ApiResult<KeyRow> {
     if key.get("kty").and_then(Value::as_str).is_none() {
-        return Err(Error::BadRequest("key must be a JWK with kty".into()));
+        return Err(ApiError::BadRequest("key must be a JWK with kty".into()));
     }
     if let Some(m) = PRIVATE_MEMBERS.iter().find(|m| key.contains_key(**m)) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "key must be a public key (it has the private member {m:?})"
         )));
     }
     let own = key.get("kid").and_then(Value::as_str).map(String::from);
     let kid = match (kid, own) {
         (Some(a), Some(b)) if a != b => {
-            return Err(Error::BadRequest(format!(
+            return Err(ApiError::BadRequest(format!(
                 "kid {a:?} does not match the key's kid {b:?}"
             )));
         }
@@ -130,16 +136,16 @@ fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) 
     })
 }
 
-async fn find(cp: &ControlPlane, kid: &str) -> Result<KeyRow> {
+async fn find(cp: &ControlPlane, kid: &str) -> ApiResult<KeyRow> {
     repo::list(&cp.db)
         .await?
         .into_iter()
         .find(|k| k.key_set == API && k.kid == kid)
-        .ok_or_else(|| Error::NotFound(format!("no API-managed key {kid:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("no API-managed key {kid:?}")))
 }
 
 /// Commits and republishes, then lets the key task plan for the new key's transitions.
-async fn publish(cp: &ControlPlane, mut w: Write<'_>) -> Result<()> {
+async fn publish(cp: &ControlPlane, mut w: Write<'_>) -> ApiResult<()> {
     w.touch(Section::Keys);
     w.commit().await?;
     cp.key_events.notify_one();
@@ -149,7 +155,7 @@ async fn publish(cp: &ControlPlane, mut w: Write<'_>) -> Result<()> {
 /// Lists every API-managed key, including expired and revoked ones.
 #[utoipa::path(get, path = "/entity-configuration/keys", tag = "keys",
     responses((status = 200, body = [KeyEntry])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<KeyEntry>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(
         rows.iter()
@@ -162,7 +168,11 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
 /// Adds a public key to publish.
 #[utoipa::path(post, path = "/entity-configuration/keys", tag = "keys", request_body = NewKey,
     responses((status = 201, body = KeyEntry), (status = 400), (status = 409)))]
-pub async fn add(State(cp): Cp, actor: Actor, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
+pub async fn add(
+    State(cp): Cp,
+    actor: Actor,
+    Json(b): Json<NewKey>,
+) -> ApiResult<impl IntoResponse> {
     let now = cp.now();
     let r = row(
         b.kid,
@@ -186,7 +196,7 @@ pub async fn update(
     actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<ExpUpdate>,
-) -> Result<axum::Json<KeyEntry>> {
+) -> ApiResult<axum::Json<KeyEntry>> {
     let mut w = cp.write(actor.name()).await;
     let mut r = find(&cp, &kid).await?;
     let tx = w.tx().await?;
@@ -205,7 +215,7 @@ pub async fn rotate(
     actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<RotateKey>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let now = cp.now();
     let nbf = b.nbf.unwrap_or(now);
     let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
@@ -229,7 +239,7 @@ pub async fn remove(
     actor: Actor,
     Path(kid): Path<String>,
     RawQuery(q): RawQuery,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
     let mut w = cp.write(actor.name()).await;
     if find(&cp, &kid).await.is_err() {

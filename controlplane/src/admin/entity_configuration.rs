@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 
 use super::body::{Json, Text, entity_id, integer};
 use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::entity_config::{self as repo, AuthorityHint, ClaimRow};
 use crate::db::settings;
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
@@ -43,7 +43,7 @@ pub async fn jwks(State(cp): Cp) -> Json2 {
     axum::Json(json!({ "keys": cp.snapshot().keys.published }))
 }
 
-async fn stored_metadata(cp: &ControlPlane) -> Result<Map<String, Value>> {
+async fn stored_metadata(cp: &ControlPlane) -> ApiResult<Map<String, Value>> {
     Ok(
         match settings::get(&cp.db, settings::EC, "metadata").await? {
             Some(Value::Object(m)) => m,
@@ -56,10 +56,10 @@ async fn save_metadata(
     cp: &ControlPlane,
     mut w: Write<'_>,
     metadata: Map<String, Value>,
-) -> Result<()> {
+) -> ApiResult<()> {
     for (t, v) in &metadata {
         if !v.is_object() {
-            return Err(Error::BadRequest(format!(
+            return Err(ApiError::BadRequest(format!(
                 "metadata for entity type {t:?} must be a JSON object"
             )));
         }
@@ -74,22 +74,28 @@ async fn save_metadata(
     )
     .await?;
     w.touch(Section::EntityConfiguration);
-    w.commit().await
+    Ok(w.commit().await?)
 }
 
 /// Shows the stored metadata (before endpoint URLs are merged in).
 #[utoipa::path(get, path = "/entity-configuration/metadata", tag = "entity-configuration",
     responses((status = 200, body = Object)))]
-pub async fn get_metadata(State(cp): Cp) -> Result<Json2> {
+pub async fn get_metadata(State(cp): Cp) -> ApiResult<Json2> {
     Ok(axum::Json(Value::Object(stored_metadata(&cp).await?)))
 }
 
 /// Replaces the stored metadata.
 #[utoipa::path(put, path = "/entity-configuration/metadata", tag = "entity-configuration",
     request_body = Object, responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_metadata(State(cp): Cp, actor: Actor, Json(body): Json<Value>) -> Result<Json2> {
+pub async fn put_metadata(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> ApiResult<Json2> {
     let Value::Object(m) = body else {
-        return Err(Error::BadRequest("metadata must be a JSON object".into()));
+        return Err(ApiError::BadRequest(
+            "metadata must be a JSON object".into(),
+        ));
     };
     let w = cp.write(actor.name()).await;
     save_metadata(&cp, w, m.clone()).await?;
@@ -99,12 +105,12 @@ pub async fn put_metadata(State(cp): Cp, actor: Actor, Json(body): Json<Value>) 
 /// Shows the metadata of one entity type.
 #[utoipa::path(get, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> Result<Json2> {
+pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> ApiResult<Json2> {
     stored_metadata(&cp)
         .await?
         .remove(&t)
         .map(axum::Json)
-        .ok_or_else(|| Error::NotFound(format!("no metadata for entity type {t:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("no metadata for entity type {t:?}")))
 }
 
 /// Replaces the metadata of one entity type.
@@ -116,9 +122,9 @@ pub async fn put_type(
     actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
-) -> Result<Json2> {
+) -> ApiResult<Json2> {
     if !body.is_object() {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "entity type metadata must be a JSON object".into(),
         ));
     }
@@ -138,9 +144,9 @@ pub async fn post_type(
     actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
-) -> Result<Json2> {
+) -> ApiResult<Json2> {
     let Value::Object(add) = body else {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "entity type metadata must be a JSON object".into(),
         ));
     };
@@ -164,11 +170,15 @@ pub async fn post_type(
 /// Removes the metadata of one entity type.
 #[utoipa::path(delete, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_type(State(cp): Cp, actor: Actor, Path(t): Path<String>) -> Result<StatusCode> {
+pub async fn delete_type(
+    State(cp): Cp,
+    actor: Actor,
+    Path(t): Path<String>,
+) -> ApiResult<StatusCode> {
     let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     if m.remove(&t).is_none() {
-        return Err(Error::NotFound(format!(
+        return Err(ApiError::NotFound(format!(
             "no metadata for entity type {t:?}"
         )));
     }
@@ -180,14 +190,14 @@ pub async fn delete_type(State(cp): Cp, actor: Actor, Path(t): Path<String>) -> 
 #[utoipa::path(get, path = "/entity-configuration/metadata/{entityType}/{claim}", tag = "entity-configuration",
     params(("entityType" = String, Path), ("claim" = String, Path)),
     responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> Result<Json2> {
+pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> ApiResult<Json2> {
     stored_metadata(&cp)
         .await?
         .get(&t)
         .and_then(|v| v.get(&c))
         .cloned()
         .map(axum::Json)
-        .ok_or_else(|| Error::NotFound(format!("no claim {c:?} in {t:?} metadata")))
+        .ok_or_else(|| ApiError::NotFound(format!("no claim {c:?} in {t:?} metadata")))
 }
 
 /// Sets one metadata claim (any JSON value).
@@ -199,7 +209,7 @@ pub async fn put_claim(
     actor: Actor,
     Path((t, c)): Path<(String, String)>,
     Json(v): Json<Value>,
-) -> Result<Json2> {
+) -> ApiResult<Json2> {
     let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
@@ -218,7 +228,7 @@ pub async fn delete_claim(
     State(cp): Cp,
     actor: Actor,
     Path((t, c)): Path<(String, String)>,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let removed = m
@@ -226,7 +236,9 @@ pub async fn delete_claim(
         .and_then(Value::as_object_mut)
         .and_then(|o| o.remove(&c));
     if removed.is_none() {
-        return Err(Error::NotFound(format!("no claim {c:?} in {t:?} metadata")));
+        return Err(ApiError::NotFound(format!(
+            "no claim {c:?} in {t:?} metadata"
+        )));
     }
     save_metadata(&cp, w, m).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -246,10 +258,10 @@ pub async fn put_lifetime(
     State(cp): Cp,
     actor: Actor,
     Text(body): Text,
-) -> Result<axum::Json<i64>> {
+) -> ApiResult<axum::Json<i64>> {
     let secs = integer(&body)?;
     if secs <= 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "lifetime must be a positive number of seconds".into(),
         ));
     }
@@ -271,18 +283,18 @@ pub struct HintInput {
     pub description: String,
 }
 
-async fn find_hint(cp: &ControlPlane, id: &str) -> Result<AuthorityHint> {
+async fn find_hint(cp: &ControlPlane, id: &str) -> ApiResult<AuthorityHint> {
     repo::hints(&cp.db)
         .await?
         .into_iter()
         .find(|h| h.id.to_string() == id || h.entity_id == id)
-        .ok_or_else(|| Error::NotFound(format!("unknown authority hint {id:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown authority hint {id:?}")))
 }
 
 /// Lists our authority hints.
 #[utoipa::path(get, path = "/entity-configuration/authority-hints", tag = "entity-configuration",
     responses((status = 200, body = [AuthorityHint])))]
-pub async fn list_hints(State(cp): Cp) -> Result<axum::Json<Vec<AuthorityHint>>> {
+pub async fn list_hints(State(cp): Cp) -> ApiResult<axum::Json<Vec<AuthorityHint>>> {
     Ok(axum::Json(repo::hints(&cp.db).await?))
 }
 
@@ -293,19 +305,19 @@ pub async fn add_hint(
     State(cp): Cp,
     actor: Actor,
     Json(h): Json<HintInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let e = h
         .entity_id
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &e)?;
     if e == cp.settings.entity_id {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "an entity cannot be its own authority".into(),
         ));
     }
     let mut w = cp.write(actor.name()).await;
     if repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "authority hint {e:?} already exists"
         )));
     }
@@ -322,7 +334,10 @@ pub async fn add_hint(
 /// Shows one authority hint (by id or entity identifier).
 #[utoipa::path(get, path = "/entity-configuration/authority-hints/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 200, body = AuthorityHint), (status = 404)))]
-pub async fn get_hint(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<AuthorityHint>> {
+pub async fn get_hint(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<AuthorityHint>> {
     Ok(axum::Json(find_hint(&cp, &id).await?))
 }
 
@@ -335,13 +350,13 @@ pub async fn put_hint(
     actor: Actor,
     Path(id): Path<String>,
     Json(h): Json<HintInput>,
-) -> Result<axum::Json<AuthorityHint>> {
+) -> ApiResult<axum::Json<AuthorityHint>> {
     let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
     let e = h.entity_id.unwrap_or(old.entity_id.clone());
     entity_id("entity_id", &e)?;
     if e != old.entity_id && repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "authority hint {e:?} already exists"
         )));
     }
@@ -359,7 +374,7 @@ pub async fn delete_hint(
     State(cp): Cp,
     actor: Actor,
     Path(id): Path<String>,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
     let tx = w.tx().await?;
@@ -382,39 +397,39 @@ pub struct ClaimInput {
     pub crit: bool,
 }
 
-fn check_claim(c: &ClaimInput) -> Result<String> {
+fn check_claim(c: &ClaimInput) -> ApiResult<String> {
     let name = c
         .claim
         .clone()
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| Error::BadRequest("claim is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("claim is required".into()))?;
     if STANDARD_CLAIMS.contains(&name.as_str())
         && !OPERATOR_STANDARD_CLAIMS.contains(&name.as_str())
     {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is set by Pharos itself"
         )));
     }
     if c.crit && STANDARD_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is defined by the specification and cannot be listed in crit"
         )));
     }
     Ok(name)
 }
 
-async fn find_claim(cp: &ControlPlane, id: &str) -> Result<ClaimRow> {
+async fn find_claim(cp: &ControlPlane, id: &str) -> ApiResult<ClaimRow> {
     repo::claims(&cp.db)
         .await?
         .into_iter()
         .find(|c| c.id.to_string() == id || c.claim == id)
-        .ok_or_else(|| Error::NotFound(format!("unknown additional claim {id:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {id:?}")))
 }
 
 /// Lists the additional claims.
 #[utoipa::path(get, path = "/entity-configuration/additional-claims", tag = "entity-configuration",
     responses((status = 200, body = [ClaimRow])))]
-pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<ClaimRow>>> {
+pub async fn list_claims(State(cp): Cp) -> ApiResult<axum::Json<Vec<ClaimRow>>> {
     Ok(axum::Json(repo::claims(&cp.db).await?))
 }
 
@@ -425,12 +440,12 @@ pub async fn put_claims(
     State(cp): Cp,
     actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
-) -> Result<axum::Json<Vec<ClaimRow>>> {
+) -> ApiResult<axum::Json<Vec<ClaimRow>>> {
     let mut names = std::collections::HashSet::new();
     for c in &list {
         let n = check_claim(c)?;
         if !names.insert(n.clone()) {
-            return Err(Error::Conflict(format!("claim {n:?} given twice")));
+            return Err(ApiError::Conflict(format!("claim {n:?} given twice")));
         }
     }
     let mut w = cp.write(actor.name()).await;
@@ -453,11 +468,11 @@ pub async fn add_claim(
     State(cp): Cp,
     actor: Actor,
     Json(c): Json<ClaimInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let n = check_claim(&c)?;
     let mut w = cp.write(actor.name()).await;
     if repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
-        return Err(Error::Conflict(format!("claim {n:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {n:?} already exists")));
     }
     let tx = w.tx().await?;
     let id = repo::add_claim(&cp.db, tx, &n, &c.value, c.crit, cp.now()).await?;
@@ -472,7 +487,10 @@ pub async fn add_claim(
 /// Shows one additional claim (by id or name).
 #[utoipa::path(get, path = "/entity-configuration/additional-claims/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 200, body = ClaimRow), (status = 404)))]
-pub async fn get_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<ClaimRow>> {
+pub async fn get_claim_row(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<ClaimRow>> {
     Ok(axum::Json(find_claim(&cp, &id).await?))
 }
 
@@ -485,7 +503,7 @@ pub async fn put_claim_row(
     actor: Actor,
     Path(id): Path<String>,
     Json(mut c): Json<ClaimInput>,
-) -> Result<axum::Json<ClaimRow>> {
+) -> ApiResult<axum::Json<ClaimRow>> {
     let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
     if c.claim.is_none() {
@@ -493,7 +511,7 @@ pub async fn put_claim_row(
     }
     let n = check_claim(&c)?;
     if n != old.claim && repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
-        return Err(Error::Conflict(format!("claim {n:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {n:?} already exists")));
     }
     let tx = w.tx().await?;
     repo::update_claim(&cp.db, tx, old.id, &n, &c.value, c.crit, cp.now()).await?;
@@ -509,7 +527,7 @@ pub async fn delete_claim_row(
     State(cp): Cp,
     actor: Actor,
     Path(id): Path<String>,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
     let tx = w.tx().await?;

@@ -15,8 +15,8 @@ use utoipa::ToSchema;
 
 use super::body::{Json, Text, integer};
 use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::settings;
-use crate::error::{Error, Result};
 use crate::keys::lifecycle::check_reason;
 use crate::keys::rotation::{self, RotationSettings};
 use crate::keys::{current_alg, pending_alg, rsa_key_len};
@@ -25,7 +25,7 @@ use crate::state::{ControlPlane, Write};
 type Cp = State<Arc<ControlPlane>>;
 
 /// The signing configuration as the reference service shows it (durations in seconds).
-async fn info(cp: &ControlPlane) -> Result<Value> {
+async fn info(cp: &ControlPlane) -> ApiResult<Value> {
     let mut v = json!({
         "kms": cp.kms.name(),
         "alg": current_alg(&cp.db, &cp.settings).await?.as_str(),
@@ -41,7 +41,7 @@ async fn info(cp: &ControlPlane) -> Result<Value> {
 
 /// Shows the KMS type, algorithm (and a scheduled change), RSA key size and rotation policy.
 #[utoipa::path(get, path = "/kms", tag = "keys", responses((status = 200, body = Object)))]
-pub async fn get_kms(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn get_kms(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     Ok(axum::Json(info(&cp).await?))
 }
 
@@ -49,10 +49,14 @@ pub async fn get_kms(State(cp): Cp) -> Result<axum::Json<Value>> {
 /// algorithm is announced now and signs from now + the key announcement lead time.
 #[utoipa::path(put, path = "/kms/alg", tag = "keys", request_body(content = String, content_type = "text/plain"),
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_alg(State(cp): Cp, actor: Actor, Text(body): Text) -> Result<axum::Json<Value>> {
+pub async fn put_alg(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> ApiResult<axum::Json<Value>> {
     let name = body.trim_matches('"');
     if !SUPPORTED_ALGS.contains(&name) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "unsupported algorithm {name:?}; use one of {}",
             SUPPORTED_ALGS.join(" ")
         )));
@@ -69,10 +73,10 @@ pub async fn put_rsa_key_len(
     State(cp): Cp,
     actor: Actor,
     Text(body): Text,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     let n = integer(&body)?;
     if !(2048..=16384).contains(&n) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "rsa key length must be between 2048 and 16384".into(),
         ));
     }
@@ -92,7 +96,7 @@ pub async fn rotate(
     State(cp): Cp,
     actor: Actor,
     RawQuery(q): RawQuery,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
     cp.rotate_now(revoke, reason.as_deref(), actor.name())
         .await?;
@@ -100,7 +104,7 @@ pub async fn rotate(
 }
 
 /// Reads `revoke` and `reason` from a query string.
-pub fn revoke_params(q: Option<&str>) -> Result<(bool, Option<String>)> {
+pub fn revoke_params(q: Option<&str>) -> ApiResult<(bool, Option<String>)> {
     let (mut revoke, mut reason) = (false, None);
     for (k, v) in url::form_urlencoded::parse(q.unwrap_or_default().as_bytes()) {
         match &*k {
@@ -109,7 +113,7 @@ pub fn revoke_params(q: Option<&str>) -> Result<(bool, Option<String>)> {
                     "true" | "1" => true,
                     "false" | "0" | "" => false,
                     other => {
-                        return Err(Error::BadRequest(format!(
+                        return Err(ApiError::BadRequest(format!(
                             "revoke must be true or false, got {other:?}"
                         )));
                     }
@@ -142,12 +146,12 @@ pub struct RotationInput {
     key_announcement_lead_time_ec_multiplier: Option<f64>,
 }
 
-fn secs(d: Duration) -> Result<i64> {
-    i64::try_from(d.get().as_secs()).map_err(|_| Error::BadRequest("duration too large".into()))
+fn secs(d: Duration) -> ApiResult<i64> {
+    i64::try_from(d.get().as_secs()).map_err(|_| ApiError::BadRequest("duration too large".into()))
 }
 
 impl RotationInput {
-    fn apply_to(self, mut s: RotationSettings) -> Result<RotationSettings> {
+    fn apply_to(self, mut s: RotationSettings) -> ApiResult<RotationSettings> {
         if let Some(v) = self.enabled {
             s.enabled = v;
         }
@@ -174,7 +178,7 @@ async fn save(
     cp: &ControlPlane,
     mut w: Write<'_>,
     s: RotationSettings,
-) -> Result<axum::Json<RotationSettings>> {
+) -> ApiResult<axum::Json<RotationSettings>> {
     let tx = w.tx().await?;
     rotation::store(&cp.db, tx, &s).await?;
     w.commit().await?;
@@ -186,7 +190,7 @@ async fn save(
     Ok(axum::Json(s))
 }
 
-async fn get_policy(cp: &ControlPlane) -> Result<axum::Json<RotationSettings>> {
+async fn get_policy(cp: &ControlPlane) -> ApiResult<axum::Json<RotationSettings>> {
     Ok(axum::Json(rotation::load(&cp.db).await?))
 }
 
@@ -194,7 +198,7 @@ async fn put_policy(
     cp: &ControlPlane,
     actor: &Actor,
     body: RotationInput,
-) -> Result<axum::Json<RotationSettings>> {
+) -> ApiResult<axum::Json<RotationSettings>> {
     let w = cp.write(actor.name()).await;
     save(cp, w, body.apply_to(RotationSettings::default())?).await
 }
@@ -203,7 +207,7 @@ async fn patch_policy(
     cp: &ControlPlane,
     actor: &Actor,
     body: RotationInput,
-) -> Result<axum::Json<RotationSettings>> {
+) -> ApiResult<axum::Json<RotationSettings>> {
     // Read under the writer lock: two concurrent patches must not both start from one state.
     let w = cp.write(actor.name()).await;
     let current = rotation::load(&cp.db).await?;
@@ -214,21 +218,21 @@ macro_rules! rotation_routes {
     ($path:literal, $get:ident, $put:ident, $patch:ident) => {
         /// Shows the key rotation policy (durations in seconds).
         #[utoipa::path(get, path = $path, tag = "keys", responses((status = 200, body = RotationSettings)))]
-        pub async fn $get(State(cp): Cp) -> Result<axum::Json<RotationSettings>> {
+        pub async fn $get(State(cp): Cp) -> ApiResult<axum::Json<RotationSettings>> {
             get_policy(&cp).await
         }
 
         /// Replaces the key rotation policy (omitted fields take their defaults).
         #[utoipa::path(put, path = $path, tag = "keys", request_body = RotationInput,
             responses((status = 200, body = RotationSettings), (status = 400)))]
-        pub async fn $put(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
+        pub async fn $put(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> ApiResult<axum::Json<RotationSettings>> {
             put_policy(&cp, &actor, b).await
         }
 
         /// Changes some fields of the key rotation policy.
         #[utoipa::path(patch, path = $path, tag = "keys", request_body = RotationInput,
             responses((status = 200, body = RotationSettings), (status = 400)))]
-        pub async fn $patch(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
+        pub async fn $patch(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> ApiResult<axum::Json<RotationSettings>> {
             patch_policy(&cp, &actor, b).await
         }
     };

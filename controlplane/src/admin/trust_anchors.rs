@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 
 use super::body::{Json, entity_id};
 use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
@@ -69,19 +69,19 @@ pub struct TrustAnchorInput {
 
 /// Checks a JWK Set given for a trust anchor or subordinate (the shared rule:
 /// [`pharos_shared::jose::check_public_key_set`]).
-pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
-    pharos_shared::jose::check_public_key_set(jwks).map_err(Error::BadRequest)
+pub fn validate_jwks(jwks: &Jwks) -> ApiResult<()> {
+    pharos_shared::jose::check_public_key_set(jwks).map_err(ApiError::BadRequest)
 }
 
-fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
+fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
     entity_id("entity_id", entity)?;
     if input.key_poll_interval < 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "key_poll_interval must not be negative".into(),
         ));
     }
     match &input.jwks {
-        Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(Error::BadRequest(
+        Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(ApiError::BadRequest(
             "jwks must contain keys unless enable_jwks_update is true".into(),
         )),
         Some(j) => validate_jwks(j),
@@ -89,16 +89,16 @@ fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
     }
 }
 
-async fn existing(cp: &ControlPlane, entity: &str) -> Result<TrustAnchorRow> {
+async fn existing(cp: &ControlPlane, entity: &str) -> ApiResult<TrustAnchorRow> {
     repo::get(&cp.db, entity)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("unknown trust anchor {entity:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown trust anchor {entity:?}")))
 }
 
 /// Lists the trust anchor repository.
 #[utoipa::path(get, path = "/trust-anchors", tag = "trust-anchors",
     responses((status = 200, body = [TrustAnchorRecord])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<TrustAnchorRecord>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
 }
@@ -110,7 +110,7 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
 pub async fn get(
     State(cp): Cp,
     Path(entity): Path<String>,
-) -> Result<axum::Json<TrustAnchorRecord>> {
+) -> ApiResult<axum::Json<TrustAnchorRecord>> {
     Ok(axum::Json(existing(&cp, &entity).await?.into()))
 }
 
@@ -122,20 +122,20 @@ pub async fn create(
     State(cp): Cp,
     actor: Actor,
     Json(input): Json<TrustAnchorInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     validate(&input, &entity)?;
     if input.jwks.is_none() && !input.enable_jwks_update {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks is required unless enable_jwks_update is true".into(),
         ));
     }
     let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, &entity).await?.is_some() {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "trust anchor {entity:?} already exists"
         )));
     }
@@ -170,19 +170,19 @@ pub async fn update(
     actor: Actor,
     Path(entity): Path<String>,
     Json(input): Json<TrustAnchorInput>,
-) -> Result<axum::Json<TrustAnchorRecord>> {
+) -> ApiResult<axum::Json<TrustAnchorRecord>> {
     let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
     validate(&input, &new_id)?;
     let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
     if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "trust anchor {new_id:?} already exists"
         )));
     }
     let jwks = input.jwks.or(old.jwks);
     if jwks.is_none() && !input.enable_jwks_update {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks is required unless enable_jwks_update is true".into(),
         ));
     }
@@ -211,7 +211,11 @@ pub async fn update(
 #[utoipa::path(delete, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
     params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
     responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, actor: Actor, Path(entity): Path<String>) -> Result<StatusCode> {
+pub async fn delete(
+    State(cp): Cp,
+    actor: Actor,
+    Path(entity): Path<String>,
+) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
     let tx = w.tx().await?;

@@ -16,8 +16,8 @@ use utoipa::ToSchema;
 use super::actor::Actor;
 use super::body::Json;
 use super::password::Passwords;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::users::{self as repo, UserRow};
-use crate::error::{Error, Result};
 use crate::state::ControlPlane;
 
 type Cp = State<std::sync::Arc<ControlPlane>>;
@@ -80,25 +80,25 @@ pub struct UserUpdate {
     pub disabled: Option<bool>,
 }
 
-fn check_password(p: &str) -> Result<()> {
+fn check_password(p: &str) -> ApiResult<()> {
     if p.is_empty() || p.len() > 1024 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "password must be 1 to 1024 bytes long".into(),
         ));
     }
     Ok(())
 }
 
-async fn existing(cp: &ControlPlane, username: &str) -> Result<UserRow> {
+async fn existing(cp: &ControlPlane, username: &str) -> ApiResult<UserRow> {
     repo::get(&cp.db, username)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("unknown user {username:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown user {username:?}")))
 }
 
 /// Lists the admin users.
 #[utoipa::path(get, path = "/users", tag = "users",
     responses((status = 200, body = [UserRecord])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<UserRecord>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<UserRecord>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
 }
@@ -111,14 +111,14 @@ pub async fn create(
     actor: Actor,
     Extension(pw): Extension<Passwords>,
     Json(input): Json<NewUser>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let (Some(username), Some(password)) = (input.username, input.password) else {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "username and password are required".into(),
         ));
     };
     if username.is_empty() || username.contains(':') || username.chars().count() > 255 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "username must be 1 to 255 characters without ':'".into(),
         ));
     }
@@ -144,7 +144,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/users/{username}", tag = "users",
     params(("username" = String, Path, description = "Login name")),
     responses((status = 200, body = UserRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(username): Path<String>) -> Result<axum::Json<UserRecord>> {
+pub async fn get(State(cp): Cp, Path(username): Path<String>) -> ApiResult<axum::Json<UserRecord>> {
     Ok(axum::Json(existing(&cp, &username).await?.into()))
 }
 
@@ -159,7 +159,7 @@ pub async fn update(
     Extension(pw): Extension<Passwords>,
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
-) -> Result<axum::Json<UserRecord>> {
+) -> ApiResult<axum::Json<UserRecord>> {
     // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
     let new_hash = match &input.password {
         Some(p) => {
@@ -195,7 +195,7 @@ pub async fn delete(
     actor: Actor,
     Extension(pw): Extension<Passwords>,
     Path(username): Path<String>,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = existing(&cp, &username).await?;
     repo::delete(&cp.db, w.tx().await?, row.id).await?;

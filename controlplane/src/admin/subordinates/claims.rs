@@ -12,9 +12,9 @@ use utoipa::ToSchema;
 use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinate_claims as repo;
 use crate::db::subordinates::SubordinateRow;
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Write};
 
 /// Body of an additional claim.
@@ -51,14 +51,14 @@ pub struct ClaimRecord {
 }
 
 /// The claim name, checked: present and not one Pharos sets itself.
-pub fn check_claim(c: &ClaimInput) -> Result<String> {
+pub fn check_claim(c: &ClaimInput) -> ApiResult<String> {
     let name = c
         .claim
         .clone()
         .filter(|n| !n.is_empty() && n.len() <= 255)
-        .ok_or_else(|| Error::BadRequest("claim is required (at most 255 characters)".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("claim is required (at most 255 characters)".into()))?;
     if RESERVED_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is set by Pharos itself"
         )));
     }
@@ -80,11 +80,11 @@ fn records(row: &SubordinateRow) -> Vec<ClaimRecord> {
         .collect()
 }
 
-fn one(row: &SubordinateRow, key: &str) -> Result<ClaimRecord> {
+fn one(row: &SubordinateRow, key: &str) -> ApiResult<ClaimRecord> {
     records(row)
         .into_iter()
         .find(|c| c.id.to_string() == key || c.claim == key)
-        .ok_or_else(|| Error::NotFound(format!("unknown additional claim {key:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {key:?}")))
 }
 
 /// Commits, publishes the subordinate and returns it as now stored.
@@ -93,7 +93,7 @@ async fn publish(
     mut w: Write<'_>,
     row: &SubordinateRow,
     id: &str,
-) -> Result<SubordinateRow> {
+) -> ApiResult<SubordinateRow> {
     w.touch_subordinate(&row.entity_id);
     w.commit().await?;
     find(cp, id).await
@@ -102,7 +102,10 @@ async fn publish(
 /// Lists this subordinate's own additional claims.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/additional-claims", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 200, body = [ClaimRecord]), (status = 404)))]
-pub async fn list(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Vec<ClaimRecord>>> {
+pub async fn list(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
     Ok(axum::Json(records(&find(&cp, &id).await?)))
 }
 
@@ -115,11 +118,11 @@ pub async fn replace(
     Path(id): Path<String>,
     actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
-) -> Result<axum::Json<Vec<ClaimRecord>>> {
+) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
     let mut names = std::collections::HashSet::new();
     for c in &list {
         if !names.insert(check_claim(c)?) {
-            return Err(Error::Conflict("duplicate claim in the list".into()));
+            return Err(ApiError::Conflict("duplicate claim in the list".into()));
         }
     }
     let mut w = cp.write(actor.name()).await;
@@ -149,12 +152,12 @@ pub async fn add(
     Path(id): Path<String>,
     actor: Actor,
     Json(c): Json<ClaimInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let name = check_claim(&c)?;
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     if row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(Error::Conflict(format!("claim {name:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
     }
     let tx = w.tx().await?;
     repo::insert(&cp.db, tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
@@ -176,7 +179,7 @@ pub async fn add(
 pub async fn get(
     State(cp): Cp,
     Path((id, key)): Path<(String, String)>,
-) -> Result<axum::Json<ClaimRecord>> {
+) -> ApiResult<axum::Json<ClaimRecord>> {
     Ok(axum::Json(one(&find(&cp, &id).await?, &key)?))
 }
 
@@ -189,14 +192,14 @@ pub async fn put(
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
     Json(mut c): Json<ClaimInput>,
-) -> Result<axum::Json<ClaimRecord>> {
+) -> ApiResult<axum::Json<ClaimRecord>> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;
     c.claim = c.claim.or(Some(old.claim.clone()));
     let name = check_claim(&c)?;
     if name != old.claim && row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(Error::Conflict(format!("claim {name:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
     }
     let tx = w.tx().await?;
     repo::update(
@@ -228,7 +231,7 @@ pub async fn delete(
     State(cp): Cp,
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;

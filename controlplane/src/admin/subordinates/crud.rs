@@ -11,9 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::{BasicRecord, Cp, FullRecord, find, full};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
+use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, BasicWrite, SubKey};
-use crate::error::{Error, Result};
 
 /// Filters of the subordinate list.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -30,7 +30,7 @@ pub struct ListQuery {
 pub async fn list(
     State(cp): Cp,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Vec<BasicRecord>>> {
+) -> ApiResult<axum::Json<Vec<BasicRecord>>> {
     let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(parse_status(s)?),
         None => None,
@@ -49,9 +49,9 @@ pub async fn list(
     ))
 }
 
-fn parse_status(s: &str) -> Result<SubordinateStatus> {
+fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
     SubordinateStatus::parse(s).ok_or_else(|| {
-        Error::BadRequest(format!(
+        ApiError::BadRequest(format!(
             "invalid status {s:?}: expected active, pending, blocked or inactive"
         ))
     })
@@ -81,18 +81,18 @@ pub struct CreateInput {
     pub jwks_poll_interval: i64,
 }
 
-fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> Result<()> {
+fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()> {
     if status == SubordinateStatus::Active && jwks.as_ref().is_none_or(|j| j.keys.is_empty()) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "status cannot be active without keys".into(),
         ));
     }
     Ok(())
 }
 
-fn check_types(types: &[String]) -> Result<()> {
+fn check_types(types: &[String]) -> ApiResult<()> {
     if types.iter().any(|t| t.trim().is_empty() || t.len() > 255) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "registered_entity_types must be non-empty strings of at most 255 characters".into(),
         ));
     }
@@ -106,14 +106,14 @@ pub async fn create(
     State(cp): Cp,
     actor: Actor,
     Json(input): Json<CreateInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &entity)?;
     if entity == cp.settings.entity_id {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "a subordinate cannot be ourselves".into(),
         ));
     }
@@ -127,7 +127,7 @@ pub async fn create(
     require_keys(status, &input.jwks)?;
     check_types(&input.registered_entity_types)?;
     if input.jwks_poll_interval < 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
@@ -136,7 +136,7 @@ pub async fn create(
         .await?
         .is_some()
     {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "subordinate {entity:?} already exists"
         )));
     }
@@ -167,7 +167,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path, description = "numeric id or URL-encoded entity identifier")),
     responses((status = 200, body = FullRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<FullRecord>> {
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
 }
 
@@ -189,12 +189,12 @@ async fn apply_update(
     id: &str,
     actor: &Actor,
     u: UpdateInput,
-) -> Result<FullRecord> {
+) -> ApiResult<FullRecord> {
     if let Some(t) = &u.registered_entity_types {
         check_types(t)?;
     }
     if u.jwks_poll_interval.is_some_and(|i| i < 0) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
@@ -232,7 +232,7 @@ pub async fn put(
     Path(id): Path<String>,
     actor: Actor,
     Json(u): Json<UpdateInput>,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
@@ -245,14 +245,14 @@ pub async fn patch(
     Path(id): Path<String>,
     actor: Actor,
     Json(u): Json<UpdateInput>,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
 /// Deletes a subordinate with its history (hard delete: the entity can be added again).
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, actor: Actor, Path(id): Path<String>) -> Result<StatusCode> {
+pub async fn delete(State(cp): Cp, actor: Actor, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let tx = w.tx().await?;
@@ -271,7 +271,7 @@ pub async fn set_status(
     Path(id): Path<String>,
     actor: Actor,
     Text(body): Text,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     let status = parse_status(&body)?;
     let mut w = cp.write(actor.name()).await;
     let mut row = find(&cp, &id).await?;

@@ -12,9 +12,9 @@ use serde_json::Value;
 use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, SubordinateRow};
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Write};
 
 async fn store(
@@ -24,19 +24,19 @@ async fn store(
     jwks: &Jwks,
     kind: &str,
     msg: String,
-) -> Result<()> {
+) -> ApiResult<()> {
     let tx = w.tx().await?;
     repo::set_jwks(&cp.db, tx, row.id, jwks, cp.now()).await?;
     w.subordinate_event(row.id, &row.status, kind, Some(msg))
         .await?;
     w.touch_subordinate(&row.entity_id);
-    w.commit().await
+    Ok(w.commit().await?)
 }
 
 /// Shows the stored keys (`{"keys":[]}` when none).
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/jwks", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Jwks>> {
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<Jwks>> {
     Ok(axum::Json(find(&cp, &id).await?.jwks.unwrap_or_default()))
 }
 
@@ -49,7 +49,7 @@ pub async fn put(
     Path(id): Path<String>,
     actor: Actor,
     Json(jwks): Json<Jwks>,
-) -> Result<axum::Json<Jwks>> {
+) -> ApiResult<axum::Json<Jwks>> {
     validate_jwks(&jwks)?;
     let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
@@ -67,7 +67,7 @@ pub async fn add(
     Path(id): Path<String>,
     actor: Actor,
     Json(jwk): Json<Jwk>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     validate_jwks(&Jwks {
         keys: vec![jwk.clone()],
     })?;
@@ -84,7 +84,7 @@ pub async fn add(
         .iter()
         .any(|k| k.get("kid").and_then(Value::as_str) == Some(&kid))
     {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "a key with kid {kid:?} already exists"
         )));
     }
@@ -101,7 +101,7 @@ pub async fn remove(
     State(cp): Cp,
     Path((id, kid)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();

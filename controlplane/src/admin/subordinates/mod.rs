@@ -29,20 +29,20 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
-use crate::error::{Error, Result};
 use crate::state::ControlPlane;
 
 type Cp = State<Arc<ControlPlane>>;
 
 /// The subordinate addressed by a path segment: a numeric database id or an entity identifier
 /// (URL-encoded in the path; axum has already decoded it).
-pub async fn find(cp: &ControlPlane, key: &str) -> Result<SubordinateRow> {
+pub async fn find(cp: &ControlPlane, key: &str) -> ApiResult<SubordinateRow> {
     let row = match key.parse::<i64>() {
         Ok(id) => repo::get(&cp.db, SubKey::Id(id)).await?,
         Err(_) => repo::get(&cp.db, SubKey::EntityId(key)).await?,
     };
-    row.ok_or_else(|| Error::NotFound(format!("unknown subordinate {key:?}")))
+    row.ok_or_else(|| ApiError::NotFound(format!("unknown subordinate {key:?}")))
 }
 
 /// A subordinate as listed (no documents).

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::created_or_ok;
 use super::docs::{self, Doc, target};
 use crate::admin::actor::Actor;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 use crate::state::ControlPlane;
 
 /// GET: the member at `path` in effect; the whole document when `path` is empty, or
@@ -19,7 +19,7 @@ pub async fn get(
     doc: Doc,
     path: &[&str],
     empty_default: bool,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     let t = target(cp, id).await?;
     if path.is_empty() && empty_default {
         let v = docs::effective(cp, &t, doc).await?;
@@ -36,7 +36,7 @@ pub async fn put(
     path: &[&str],
     body: Value,
     actor: &Actor,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     if path.is_empty() {
@@ -55,7 +55,7 @@ pub async fn merge(
     path: &[&str],
     body: Value,
     actor: &Actor,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     let (created, merged) = docs::merge_at(cp, &t, doc, path, body, w).await?;
@@ -69,7 +69,7 @@ pub async fn copy_general(
     id: &str,
     doc: Doc,
     actor: &Actor,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     let w = cp.write(actor.name()).await;
     let t = target(cp, Some(id)).await?;
     let copy = docs::general_copy(cp, doc).await?;
@@ -84,7 +84,7 @@ pub async fn delete(
     doc: Doc,
     path: &[&str],
     actor: &Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     docs::delete_at(cp, &t, doc, path, w).await?;
