@@ -19,6 +19,10 @@
 
 pub mod flights;
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
