@@ -41,10 +41,16 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
             .insert(header::ALLOW, HeaderValue::from_static(required.as_str()));
         return resp;
     }
+    // The key update endpoints wait for the control plane (a trigger for a remote fetch):
+    // no snapshot guard is held across that wait.
     match entry.kind {
         // Authenticity comes from the JWK Set's signature; auth_enabled is ignored.
-        EndpointType::JwksUpdate => return crate::jwks_update::push(&dp, req).await,
+        EndpointType::JwksUpdate => {
+            drop(snap);
+            return crate::jwks_update::push(&dp, req).await;
+        }
         EndpointType::JwksUpdateTrigger if !entry.auth_enabled => {
+            drop(snap);
             return crate::jwks_update::trigger_unauthenticated(&dp, req).await;
         }
         _ => {}
@@ -86,6 +92,7 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         }
         EndpointType::JwksUpdateTrigger => {
             if let Caller::Authenticated { entity_id } = caller {
+                drop(snap);
                 let actor = Some(entity_id.clone());
                 return crate::jwks_update::trigger(&dp, entity_id, actor).await;
             }

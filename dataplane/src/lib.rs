@@ -5,6 +5,7 @@
 //! changes reach it only as new snapshots published by the control plane.
 
 pub mod client_auth;
+pub mod command;
 pub mod dispatch;
 pub mod entity_configuration;
 pub mod error;
@@ -23,10 +24,11 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::command::Commands;
 use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
+
+use crate::command::Commands;
 
 /// Shared state of the data plane's handlers.
 #[derive(Debug)]

@@ -60,11 +60,13 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let stored = trust_anchors::get(&self.cp.db, id)
             .await?
             .ok_or(PollError::Gone)?;
+        let slot = self.fetch_permit().await?;
         let jws = self
             .fetcher
             .entity_configuration(id)
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
+        drop(slot);
         let fetched = check_configuration(&jws, id, stored.jwks.as_ref())?;
         let mut w = self.cp.write(None).await;
         // Re-read under the writer lock: a change may have landed during the fetch.
