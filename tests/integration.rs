@@ -17,6 +17,7 @@ mod admin_input;
 mod cli;
 mod client_auth;
 mod client_auth_more;
+mod command_flood;
 mod cors;
 mod entity_configuration;
 mod federation;

@@ -1,7 +1,8 @@
 //! Interoperability: an independent client, `@openid-federation/core` (TypeScript, run with the
 //! machine's Node.js), resolves trust chains served by Pharos. `.ci/run` installs it with
 //! `npm ci` in `tests/interop/`; the test does the same when it is missing. Without Node.js the
-//! test prints a notice and passes.
+//! test prints a notice and passes, unless `PHAROS_REQUIRE_NODE=1` (set by `.ci/run`), which
+//! turns its absence into a failure so CI cannot pass without running it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,13 +15,18 @@ fn interop_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/interop")
 }
 
-/// Whether Node.js is available; prints the skip notice when it is not.
+/// Whether Node.js is available; prints the skip notice when it is not, and fails the test
+/// instead when `PHAROS_REQUIRE_NODE=1`.
 pub fn node_available() -> bool {
     let ok = Command::new("node")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
+        assert!(
+            std::env::var("PHAROS_REQUIRE_NODE").map_or(true, |v| v != "1"),
+            "node is required (PHAROS_REQUIRE_NODE=1): apt-get install nodejs npm"
+        );
         eprintln!("NOTICE: node not found; the @openid-federation/core interop test is skipped");
     }
     ok

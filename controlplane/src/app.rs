@@ -12,8 +12,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use pharos_dataplane::DataPlane;
+use pharos_dataplane::command::Commands;
 use pharos_dataplane::outbound::HttpFetcher;
-use pharos_shared::command::Commands;
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -116,6 +116,7 @@ impl App {
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
         let mut tasks = vec![
             control.spawn_key_task(shutdown.clone()),
+            control.spawn_reconciler(shutdown.clone()),
             commands::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
@@ -159,7 +160,8 @@ impl App {
             };
             admin_addr = Some(l.local_addr().map_err(io)?);
             let router = admin_router().fallback(|| async {
-                Error::NotFound("no such admin route".into()).into_response()
+                crate::admin::error::ApiError::NotFound("no such admin route".into())
+                    .into_response()
             });
             let router = layers::common(router, &settings.server);
             if admin.tls.enabled {

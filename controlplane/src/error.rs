@@ -1,10 +1,7 @@
-//! The control plane's one error type, and how the Admin API renders it.
+//! The control plane's internal error type: start-up, repositories, background jobs.
 //!
-//! Admin errors use the same `{"error","error_description"}` body as the federation endpoints so
-//! that operators' scripts need to understand only one shape.
-
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+//! It is not an HTTP response: the Admin API converts it to [`crate::admin::error::ApiError`]
+//! through one exhaustive mapping, so a new variant cannot silently become a 500.
 
 /// Everything that can go wrong in the control plane.
 #[derive(Debug, thiserror::Error)]
@@ -50,30 +47,5 @@ impl Error {
             return Self::Conflict(format!("{what} already exists"));
         }
         Self::Database(e)
-    }
-
-    fn parts(&self) -> (StatusCode, &'static str) {
-        match self {
-            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
-            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
-            Self::Conflict(_) => (StatusCode::CONFLICT, "invalid_request"),
-            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
-            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "invalid_client"),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
-        }
-    }
-}
-
-impl IntoResponse for Error {
-    fn into_response(self) -> Response {
-        let (status, code) = self.parts();
-        let description = if status.is_server_error() {
-            // Details of internal failures go to the log, not to the client.
-            tracing::error!(error = %self, "admin request failed");
-            "internal error".to_string()
-        } else {
-            self.to_string()
-        };
-        pharos_dataplane::error::json_error(status, code, &description)
     }
 }

@@ -13,6 +13,5 @@ pub mod keys;
 pub mod logging;
 pub mod refresh;
 pub mod state;
-pub mod subs;
 
 pub use error::{Error, Result};

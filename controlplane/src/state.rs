@@ -1,50 +1,37 @@
-//! The control plane's state: the database, the published snapshot, and the single-writer rule.
+//! The control plane's state: the database, the published snapshot, and the one write path.
 //!
-//! Every change follows one path: take the write lock, commit the change in a database
-//! transaction, reload the affected snapshot sections from the database, publish. A failed
-//! reload keeps the previous snapshot (and is reported), so the data plane never sees state that
-//! is not committed.
+//! Every change goes through [`Write`] (see `state/write.rs`): it holds the writer lock and the
+//! transaction, and its `commit()` publishes exactly the snapshot sections it touched. The
+//! reload-and-publish step is private to this module, so nothing else can publish — and nothing
+//! can publish what is not committed. A publish that fails after a commit is not lost: its
+//! sections stay marked dirty and are reloaded by the next publish or by the reconciler task,
+//! so the snapshot never stays behind the database.
+
+mod load;
+mod publish;
+mod write;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::ArcSwap;
 use pharos_shared::config::Settings;
-use pharos_shared::endpoint::{EndpointConfig, EndpointType};
-use pharos_shared::snapshot::{
-    AdditionalClaim, EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
-};
-use pharos_shared::subordinate::Subordinates;
+use pharos_shared::snapshot::Snapshot;
 use pharos_shared::time::Clock;
-use serde_json::Value;
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::Mutex;
 
-use crate::db::subordinates::SubKey;
-use crate::db::{self, Db, settings};
+use crate::db::Db;
 use crate::error::Result;
 use crate::keys;
-use crate::subs;
 
-/// Parts of the snapshot that a change can touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
-    /// Endpoint registry (endpoints, auth trust anchors, legacy paths).
-    Registry,
-    /// Entity Configuration inputs.
-    EntityConfiguration,
-    /// Trust anchor repository.
-    TrustAnchors,
-    /// Our keys.
-    Keys,
-    /// The general subordinate statement settings (per-subordinate changes use
-    /// [`ControlPlane::refresh_subordinate`], which does not reload the other 99,999).
-    SubordinateGeneral,
-}
+pub use load::{GeneralClaim, general_claims};
+pub use publish::{Changes, Section};
+pub use write::Write;
 
 /// Shared state of the control plane.
 #[derive(Debug)]
 pub struct ControlPlane {
-    /// The database.
+    /// The database. Reads go to its pool directly; writes only through [`ControlPlane::write`].
     pub db: Db,
     /// Static configuration.
     pub settings: Arc<Settings>,
@@ -61,7 +48,15 @@ pub struct ControlPlane {
     snapshot: Arc<ArcSwap<Snapshot>>,
     generation: AtomicU64,
     versions: AtomicU64,
+    /// Serialises writers: held from the first read that decides a write to its publication.
     write: Mutex<()>,
+    /// Sections committed but not yet published (their reload failed).
+    dirty: std::sync::Mutex<Changes>,
+    /// Wakes the reconciler when `dirty` gained something.
+    dirty_events: tokio::sync::Notify,
+    /// Test hook: how many of the next reloads fail.
+    #[cfg(test)]
+    failing_reloads: std::sync::atomic::AtomicU32,
 }
 
 impl ControlPlane {
@@ -75,16 +70,7 @@ impl ControlPlane {
         let kms = keys::kms::Kms::open(&settings)?;
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let versions = AtomicU64::new(1);
-        let snapshot = Snapshot {
-            generation: 1,
-            entity_id: settings.entity_id.as_str().into(),
-            registry: Arc::new(load_registry(&db, now).await?),
-            entity_configuration: Arc::new(load_ec(&db).await?),
-            trust_anchors: Arc::new(load_trust_anchors(&db).await?),
-            keys: Arc::new(keys::load_keyset(&db, &kms, now).await?),
-            subordinates: Arc::new(subs::load_all(&db, &versions).await?),
-            keys_generation: 1,
-        };
+        let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         Ok(Arc::new(Self {
             db,
             settings,
@@ -97,6 +83,10 @@ impl ControlPlane {
             generation: AtomicU64::new(1),
             versions,
             write: Mutex::new(()),
+            dirty: std::sync::Mutex::new(Changes::default()),
+            dirty_events: tokio::sync::Notify::new(),
+            #[cfg(test)]
+            failing_reloads: std::sync::atomic::AtomicU32::new(0),
         }))
     }
 
@@ -115,63 +105,10 @@ impl ControlPlane {
         self.clock.now()
     }
 
-    /// Serialises writers: hold the guard across commit and [`Self::refresh`].
-    pub async fn writer(&self) -> MutexGuard<'_, ()> {
-        self.write.lock().await
-    }
-
-    /// Reloads `sections` from the database and publishes a new snapshot. Call after commit,
-    /// while holding the writer guard.
-    pub async fn refresh(&self, sections: &[Section]) -> Result<()> {
-        let now = self.now();
-        let mut next = Snapshot::clone(&self.snapshot.load());
-        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        for s in sections {
-            match s {
-                Section::Registry => next.registry = Arc::new(load_registry(&self.db, now).await?),
-                Section::EntityConfiguration => {
-                    next.entity_configuration = Arc::new(load_ec(&self.db).await?)
-                }
-                Section::TrustAnchors => {
-                    next.trust_anchors = Arc::new(load_trust_anchors(&self.db).await?)
-                }
-                Section::Keys => {
-                    next.keys = Arc::new(keys::load_keyset(&self.db, &self.kms, now).await?)
-                }
-                Section::SubordinateGeneral => {
-                    let mut subs = Subordinates::clone(&next.subordinates);
-                    subs.general = Arc::new(subs::load_general(&self.db).await?);
-                    subs.general_version = self.next_version();
-                    next.subordinates = Arc::new(subs);
-                }
-            }
-            if matches!(s, Section::Keys | Section::Registry) {
-                next.keys_generation = generation;
-            }
-        }
-        next.generation = generation;
-        self.snapshot.store(Arc::new(next));
-        if sections.contains(&Section::TrustAnchors) {
-            self.refresh_events.notify_one();
-        }
-        Ok(())
-    }
-
-    /// Reloads one subordinate (by entity identifier) from the database and publishes a new
-    /// snapshot that shares every other subordinate with the current one: O(log n), not O(n).
-    /// Call after commit, while holding the writer guard.
-    pub async fn refresh_subordinate(&self, entity_id: &str) -> Result<()> {
-        let row = db::subordinates::get(&self.db, SubKey::EntityId(entity_id)).await?;
-        let sub = row.map(|r| Arc::new(subs::to_snapshot(r, self.next_version())));
-        let mut next = Snapshot::clone(&self.snapshot.load());
-        next.subordinates = Arc::new(next.subordinates.with(entity_id, sub));
-        next.generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        self.snapshot.store(Arc::new(next));
-        if let Ok(mut changed) = self.changed_subordinates.lock() {
-            changed.push(entity_id.to_owned());
-        }
-        self.refresh_events.notify_one();
-        Ok(())
+    /// Starts a change made by `actor` (an admin user, an authenticated entity, or `None` for
+    /// the service itself): waits for the writer lock. See [`Write`].
+    pub async fn write(&self, actor: Option<&str>) -> Write<'_> {
+        Write::new(self, self.write.lock().await, actor.map(str::to_owned))
     }
 
     /// The subordinates published since the last call (the key refresher re-reads their
@@ -192,90 +129,12 @@ impl ControlPlane {
     pub fn next_version(&self) -> u64 {
         self.versions.fetch_add(1, Ordering::SeqCst) + 1
     }
-}
 
-/// The endpoint registry as stored.
-pub async fn load_registry(db: &Db, now: i64) -> Result<Registry> {
-    let rows = db::endpoints::list(db).await?;
-    let mut entries = Vec::with_capacity(rows.len());
-    for r in rows {
-        let Some(kind) = EndpointType::parse(&r.kind) else {
-            tracing::warn!(kind = %r.kind, "skipping endpoint of unknown type");
-            continue;
-        };
-        let config = match EndpointConfig::parse(kind, &r.config) {
-            Ok(c) => c,
-            Err(e) => {
-                // Stored configs were validated on write; an invalid one means the database
-                // was edited by hand. Serve nothing rather than something half-configured.
-                tracing::error!(kind = %kind, error = %e, "skipping endpoint with invalid config");
-                continue;
-            }
-        };
-        entries.push(EndpointEntry {
-            kind,
-            path: r.path,
-            url: r.url,
-            auth_enabled: r.auth_enabled,
-            auth_trust_anchors: r.auth_trust_anchors,
-            config,
-        });
+    fn next_generation(&self) -> u64 {
+        self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
-    let legacy = db::endpoints::legacy_paths(db, now)
-        .await?
-        .into_iter()
-        .filter_map(|(p, k, e)| EndpointType::parse(&k).map(|k| (p, k, e)))
-        .collect();
-    Ok(Registry::new(entries, legacy))
 }
 
-/// The Entity Configuration inputs as stored.
-pub async fn load_ec(db: &Db) -> Result<EcSettings> {
-    let lifetime = settings::get(db, settings::EC, "lifetime")
-        .await?
-        .and_then(|v| v.as_i64())
-        .unwrap_or(EcSettings::default().lifetime);
-    let metadata = match settings::get(db, settings::EC, "metadata").await? {
-        Some(Value::Object(m)) => m,
-        _ => Default::default(),
-    };
-    let authority_hints = db::entity_config::hints(db)
-        .await?
-        .into_iter()
-        .map(|h| h.entity_id)
-        .collect();
-    let additional_claims = db::entity_config::claims(db)
-        .await?
-        .into_iter()
-        .map(|c| AdditionalClaim {
-            claim: c.claim,
-            value: c.value,
-            crit: c.crit,
-        })
-        .collect();
-    Ok(EcSettings {
-        lifetime,
-        metadata,
-        authority_hints,
-        additional_claims,
-    })
-}
-
-/// The trust anchor repository as stored.
-pub async fn load_trust_anchors(db: &Db) -> Result<TrustAnchors> {
-    let rows = db::trust_anchors::list(db).await?;
-    Ok(TrustAnchors {
-        by_id: rows
-            .into_iter()
-            .map(|r| {
-                let ta = TrustAnchor {
-                    entity_id: r.entity_id.clone(),
-                    jwks: r.jwks,
-                    enable_jwks_update: r.enable_jwks_update,
-                    key_poll_interval: r.key_poll_interval,
-                };
-                (r.entity_id, Arc::new(ta))
-            })
-            .collect(),
-    })
-}
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

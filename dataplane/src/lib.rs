@@ -5,6 +5,7 @@
 //! changes reach it only as new snapshots published by the control plane.
 
 pub mod client_auth;
+pub mod command;
 pub mod dispatch;
 pub mod endpoints;
 pub mod entity_configuration;
@@ -27,10 +28,11 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::command::Commands;
 use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::snapshot::{Snapshot, SnapshotReader};
 use pharos_shared::time::Clock;
+
+use crate::command::Commands;
 
 /// Shared state of the data plane's handlers.
 #[derive(Debug)]

@@ -12,6 +12,7 @@ fn settings(max: u64, block: bool) -> FederationSettings {
         block_private_addresses: block,
         http_timeout: pharos_shared::config::Duration::from_secs(2),
         max_response_bytes: max,
+        ..FederationSettings::default()
     }
 }
 

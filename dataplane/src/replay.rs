@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 use moka::future::Cache;
-use pharos_shared::command::{Command, Commands};
 use pharos_shared::config::JtiBackend;
 use sha2::{Digest, Sha256};
 
+use crate::command::{Command, Commands};
 use crate::error::FedError;
 
 /// Most identifiers the in-process store holds (an attacker cannot grow it past this).
@@ -83,7 +83,7 @@ impl ReplayStore {
                     reply,
                 })
                 .await
-                .map_err(crate::endpoints::jwks_update::fed_error),
+                .map_err(FedError::from),
         }
     }
 }

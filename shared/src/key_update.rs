@@ -5,7 +5,6 @@
 
 use serde_json::Value;
 
-use crate::command::check_new_keys;
 use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose::{self, Jwks};
 
@@ -73,13 +72,32 @@ pub fn check_configuration(
     Ok(ConfigurationKeys { jwks: own, exp })
 }
 
-/// A signed JWK Set whose form has been checked but whose signature has not.
+/// Checks a pushed JWK Set's own keys: non-empty, and a valid public key set
+/// ([`crate::jose::check_public_key_set`], the same rule as the Admin API's).
+pub fn check_new_keys(jwks: &Jwks) -> Result<(), String> {
+    if jwks.keys.is_empty() {
+        return Err("keys must not be empty".into());
+    }
+    jose::check_public_key_set(jwks)
+}
+
+/// A signed JWK Set whose form has been checked but whose signature has not. It can only be
+/// made by [`parse_signed_jwks`] and keeps the token it was read from, so whoever checks the
+/// signature later checks exactly the token these claims came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignedJwks {
     /// `iss` = `sub`: the subordinate whose keys these are.
     pub sub: String,
     /// The new keys.
     pub keys: Jwks,
+    token: String,
+}
+
+impl SignedJwks {
+    /// The compact JWS the claims were read from.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
 }
 
 /// Checks the form of a pushed signed JWK Set at `now`: `typ`, a `kid` header, `iss` = `sub`,
@@ -125,6 +143,7 @@ pub fn parse_signed_jwks(token: &str, now: i64) -> Result<SignedJwks, KeyCheckEr
     Ok(SignedJwks {
         sub: sub.to_owned(),
         keys,
+        token: token.to_owned(),
     })
 }
 

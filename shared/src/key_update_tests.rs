@@ -86,3 +86,18 @@ fn signed_jwk_set_form_is_checked() {
     assert!(parse_signed_jwks(&wrong_typ, 100).is_err());
     assert!(parse_signed_jwks("not.a.jwt", 100).is_err());
 }
+
+fn raw_jwks(v: Value) -> Jwks {
+    serde_json::from_value(json!({ "keys": v })).unwrap()
+}
+
+#[test]
+fn new_keys_need_unique_non_empty_kids() {
+    let two = raw_jwks(json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "b"}]));
+    assert!(check_new_keys(&two).is_ok());
+    assert!(check_new_keys(&raw_jwks(json!([]))).is_err());
+    let dup = raw_jwks(json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "a"}]));
+    assert!(check_new_keys(&dup).is_err());
+    assert!(check_new_keys(&raw_jwks(json!([{"kty": "EC", "kid": ""}]))).is_err());
+    assert!(check_new_keys(&raw_jwks(json!([{"kty": "EC"}]))).is_err());
+}

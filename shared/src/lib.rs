@@ -5,7 +5,6 @@
 //! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
 
 pub mod chain;
-pub mod command;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;

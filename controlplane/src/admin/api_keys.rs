@@ -17,10 +17,11 @@ use utoipa::ToSchema;
 
 use super::body::Json;
 use super::kms::revoke_params;
+use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::keys::{self as repo, API, KeyRow};
-use crate::error::{Error, Result};
 use crate::keys::rotation;
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -90,19 +91,25 @@ pub struct ExpUpdate {
     exp: Option<i64>,
 }
 
-fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) -> Result<KeyRow> {
+fn row(
+    kid: Option<String>,
+    mut key: Jwk,
+    iat: i64,
+    nbf: i64,
+    exp: Option<i64>,
+) -> ApiResult<KeyRow> {
     if key.get("kty").and_then(Value::as_str).is_none() {
-        return Err(Error::BadRequest("key must be a JWK with kty".into()));
+        return Err(ApiError::BadRequest("key must be a JWK with kty".into()));
     }
     if let Some(m) = PRIVATE_MEMBERS.iter().find(|m| key.contains_key(**m)) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "key must be a public key (it has the private member {m:?})"
         )));
     }
     let own = key.get("kid").and_then(Value::as_str).map(String::from);
     let kid = match (kid, own) {
         (Some(a), Some(b)) if a != b => {
-            return Err(Error::BadRequest(format!(
+            return Err(ApiError::BadRequest(format!(
                 "kid {a:?} does not match the key's kid {b:?}"
             )));
         }
@@ -129,18 +136,18 @@ fn row(kid: Option<String>, mut key: Jwk, iat: i64, nbf: i64, exp: Option<i64>) 
     })
 }
 
-async fn find(cp: &ControlPlane, kid: &str) -> Result<KeyRow> {
+async fn find(cp: &ControlPlane, kid: &str) -> ApiResult<KeyRow> {
     repo::list(&cp.db)
         .await?
         .into_iter()
         .find(|k| k.key_set == API && k.kid == kid)
-        .ok_or_else(|| Error::NotFound(format!("no API-managed key {kid:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("no API-managed key {kid:?}")))
 }
 
 /// Commits and republishes, then lets the key task plan for the new key's transitions.
-async fn publish(cp: &ControlPlane, tx: sqlx::Transaction<'_, sqlx::Any>) -> Result<()> {
-    tx.commit().await?;
-    cp.refresh(&[Section::Keys]).await?;
+async fn publish(cp: &ControlPlane, mut w: Write<'_>) -> ApiResult<()> {
+    w.touch(Section::Keys);
+    w.commit().await?;
     cp.key_events.notify_one();
     Ok(())
 }
@@ -148,7 +155,7 @@ async fn publish(cp: &ControlPlane, tx: sqlx::Transaction<'_, sqlx::Any>) -> Res
 /// Lists every API-managed key, including expired and revoked ones.
 #[utoipa::path(get, path = "/entity-configuration/keys", tag = "keys",
     responses((status = 200, body = [KeyEntry])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<KeyEntry>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(
         rows.iter()
@@ -161,7 +168,11 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<KeyEntry>>> {
 /// Adds a public key to publish.
 #[utoipa::path(post, path = "/entity-configuration/keys", tag = "keys", request_body = NewKey,
     responses((status = 201, body = KeyEntry), (status = 400), (status = 409)))]
-pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoResponse> {
+pub async fn add(
+    State(cp): Cp,
+    actor: Actor,
+    Json(b): Json<NewKey>,
+) -> ApiResult<impl IntoResponse> {
     let now = cp.now();
     let r = row(
         b.kid,
@@ -170,10 +181,10 @@ pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoRespon
         b.nbf.unwrap_or(now),
         b.exp,
     )?;
-    let _w = cp.writer().await;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, &r).await?;
-    publish(&cp, tx).await?;
+    let mut w = cp.write(actor.name()).await;
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, &r).await?;
+    publish(&cp, w).await?;
     Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&r))))
 }
 
@@ -182,14 +193,15 @@ pub async fn add(State(cp): Cp, Json(b): Json<NewKey>) -> Result<impl IntoRespon
     params(("kid" = String, Path)), responses((status = 200, body = KeyEntry), (status = 404)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<ExpUpdate>,
-) -> Result<axum::Json<KeyEntry>> {
-    let _w = cp.writer().await;
+) -> ApiResult<axum::Json<KeyEntry>> {
+    let mut w = cp.write(actor.name()).await;
     let mut r = find(&cp, &kid).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::set_exp(&cp.db, &mut tx, &kid, b.exp).await?;
-    publish(&cp, tx).await?;
+    let tx = w.tx().await?;
+    repo::set_exp(&cp.db, tx, &kid, b.exp).await?;
+    publish(&cp, w).await?;
     r.exp = b.exp;
     Ok(axum::Json(KeyEntry::from(&r)))
 }
@@ -200,20 +212,21 @@ pub async fn update(
     params(("kid" = String, Path)), responses((status = 201, body = KeyEntry), (status = 400), (status = 404)))]
 pub async fn rotate(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     Json(b): Json<RotateKey>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let now = cp.now();
     let nbf = b.nbf.unwrap_or(now);
     let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
     let overlap = rotation::load(&cp.db).await?.overlap;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = find(&cp, &kid).await?;
     let old_exp = b.old_key_exp.unwrap_or(nbf + overlap);
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, &new).await?;
-    repo::set_exp(&cp.db, &mut tx, &old.kid, Some(old_exp)).await?;
-    publish(&cp, tx).await?;
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, &new).await?;
+    repo::set_exp(&cp.db, tx, &old.kid, Some(old_exp)).await?;
+    publish(&cp, w).await?;
     Ok((StatusCode::CREATED, axum::Json(KeyEntry::from(&new))))
 }
 
@@ -223,20 +236,21 @@ pub async fn rotate(
     responses((status = 204), (status = 400)))]
 pub async fn remove(
     State(cp): Cp,
+    actor: Actor,
     Path(kid): Path<String>,
     RawQuery(q): RawQuery,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if find(&cp, &kid).await.is_err() {
         return Ok(StatusCode::NO_CONTENT);
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     if revoke {
-        repo::revoke(&cp.db, &mut tx, &kid, cp.now(), reason.as_deref()).await?;
+        repo::revoke(&cp.db, tx, &kid, cp.now(), reason.as_deref()).await?;
     } else {
-        repo::delete(&cp.db, &mut tx, &kid).await?;
+        repo::delete(&cp.db, tx, &kid).await?;
     }
-    publish(&cp, tx).await?;
+    publish(&cp, w).await?;
     Ok(StatusCode::NO_CONTENT)
 }

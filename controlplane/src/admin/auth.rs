@@ -20,8 +20,8 @@ use base64::Engine as _;
 
 use super::actor::Actor;
 use super::password::Passwords;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::users;
-use crate::error::{Error, Result};
 use crate::state::ControlPlane;
 
 /// What the authentication middleware needs.
@@ -83,19 +83,19 @@ pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next)
     response
 }
 
-async fn authenticate(auth: &AuthState, headers: &HeaderMap) -> Result<()> {
+async fn authenticate(auth: &AuthState, headers: &HeaderMap) -> ApiResult<()> {
     let db = &auth.cp.db;
     if !users::any(db).await? {
         return Ok(());
     }
     let Some((username, password)) = basic_credentials(headers) else {
-        return Err(Error::Unauthorized("missing credentials".into()));
+        return Err(ApiError::Unauthorized("missing credentials".into()));
     };
     let row = users::get(db, &username).await?;
     let stored = row.as_ref().map(|r| r.password_hash.as_str());
     let ok = auth.passwords.verify(&username, &password, stored).await;
     let Some(user) = row.filter(|u| ok && !u.disabled) else {
-        return Err(Error::Unauthorized("invalid credentials".into()));
+        return Err(ApiError::Unauthorized("invalid credentials".into()));
     };
     if auth.passwords.needs_rehash(&user.password_hash) {
         // Parameters changed since this password was set: upgrade the hash while the

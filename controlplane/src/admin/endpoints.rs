@@ -12,8 +12,9 @@ use utoipa::ToSchema;
 
 use super::body::{Json, http_url};
 use super::trust_anchors::TrustAnchorRecord;
+use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::endpoints::{self as repo, EndpointRow, EndpointWrite};
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
@@ -104,40 +105,40 @@ impl TrustAnchorRef {
     }
 }
 
-fn parse_type(s: &str) -> Result<EndpointType> {
+fn parse_type(s: &str) -> ApiResult<EndpointType> {
     EndpointType::parse(s).ok_or_else(|| {
         let all: Vec<&str> = EndpointType::ALL.iter().map(|t| t.as_str()).collect();
-        Error::BadRequest(format!(
+        ApiError::BadRequest(format!(
             "unknown endpoint type {s:?}; one of {}",
             all.join(", ")
         ))
     })
 }
 
-fn validate_path(path: Option<String>) -> Result<Option<String>> {
+fn validate_path(path: Option<String>) -> ApiResult<Option<String>> {
     let Some(p) = path.filter(|p| !p.is_empty()) else {
         return Ok(None);
     };
     if !p.starts_with('/') || p.contains(['?', '#', ' ']) || p.len() > 512 {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "path must start with '/' and contain no query, fragment or spaces: {p:?}"
         )));
     }
     if RESERVED_PATHS.contains(&p.as_str()) || p.starts_with(ADMIN_PREFIX) {
-        return Err(Error::BadRequest(format!("path {p:?} is reserved")));
+        return Err(ApiError::BadRequest(format!("path {p:?} is reserved")));
     }
     Ok(Some(p))
 }
 
-fn parse_config(kind: EndpointType, config: Option<Value>) -> Result<Value> {
+fn parse_config(kind: EndpointType, config: Option<Value>) -> ApiResult<Value> {
     let value = match config {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Default::default()),
         Some(Value::String(s)) => serde_json::from_str(&s)
-            .map_err(|e| Error::BadRequest(format!("config is not valid JSON: {e}")))?,
+            .map_err(|e| ApiError::BadRequest(format!("config is not valid JSON: {e}")))?,
         Some(v) => v,
     };
-    EndpointConfig::parse(kind, &value).map_err(Error::BadRequest)?;
+    EndpointConfig::parse(kind, &value).map_err(ApiError::BadRequest)?;
     Ok(value)
 }
 
@@ -146,7 +147,7 @@ async fn validate(
     cp: &ControlPlane,
     kind: EndpointType,
     input: EndpointInput,
-) -> Result<(EndpointWrite, Vec<i64>)> {
+) -> ApiResult<(EndpointWrite, Vec<i64>)> {
     let path = validate_path(input.path)?;
     let url = input.url.filter(|u| !u.is_empty());
     if let Some(u) = &url {
@@ -154,7 +155,7 @@ async fn validate(
     }
     let config = parse_config(kind, input.config)?;
     if input.auth_enabled && kind.supports_client_auth() && input.auth_trust_anchors.is_empty() {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "auth_enabled requires at least one entry in auth_trust_anchors".into(),
         ));
     }
@@ -164,7 +165,7 @@ async fn validate(
         .map(|t| t.entity_id().to_string())
         .collect();
     let ta_ids = trust_anchor_ids(cp, &names).await.map_err(|e| match e {
-        Error::NotFound(m) => Error::BadRequest(m),
+        ApiError::NotFound(m) => ApiError::BadRequest(m),
         other => other,
     })?;
     Ok((
@@ -179,14 +180,14 @@ async fn validate(
     ))
 }
 
-async fn trust_anchor_ids(cp: &ControlPlane, entity_ids: &[String]) -> Result<Vec<i64>> {
+async fn trust_anchor_ids(cp: &ControlPlane, entity_ids: &[String]) -> ApiResult<Vec<i64>> {
     let all = crate::db::trust_anchors::list(&cp.db).await?;
     let mut ids = Vec::new();
     for e in entity_ids {
         let ta = all
             .iter()
             .find(|t| &t.entity_id == e)
-            .ok_or_else(|| Error::NotFound(format!("unknown trust anchor {e:?}")))?;
+            .ok_or_else(|| ApiError::NotFound(format!("unknown trust anchor {e:?}")))?;
         if !ids.contains(&ta.id) {
             ids.push(ta.id);
         }
@@ -194,7 +195,7 @@ async fn trust_anchor_ids(cp: &ControlPlane, entity_ids: &[String]) -> Result<Ve
     Ok(ids)
 }
 
-async fn record(cp: &ControlPlane, row: EndpointRow) -> Result<EndpointRecord> {
+async fn record(cp: &ControlPlane, row: EndpointRow) -> ApiResult<EndpointRecord> {
     let tas = crate::db::trust_anchors::list(&cp.db).await?;
     Ok(EndpointRecord {
         id: row.id,
@@ -214,20 +215,24 @@ async fn record(cp: &ControlPlane, row: EndpointRow) -> Result<EndpointRecord> {
     })
 }
 
-async fn existing(cp: &ControlPlane, kind: EndpointType) -> Result<EndpointRow> {
+async fn existing(cp: &ControlPlane, kind: EndpointType) -> ApiResult<EndpointRow> {
     repo::get(&cp.db, kind.as_str())
         .await?
-        .ok_or_else(|| Error::NotFound(format!("no {kind} endpoint configured")))
+        .ok_or_else(|| ApiError::NotFound(format!("no {kind} endpoint configured")))
 }
 
-async fn path_taken(cp: &ControlPlane, path: &Option<String>, except: Option<i64>) -> Result<()> {
+async fn path_taken(
+    cp: &ControlPlane,
+    path: &Option<String>,
+    except: Option<i64>,
+) -> ApiResult<()> {
     if let Some(p) = path {
         let rows = repo::list(&cp.db).await?;
         if rows
             .iter()
             .any(|r| r.path.as_deref() == Some(p) && Some(r.id) != except)
         {
-            return Err(Error::Conflict(format!("path {p:?} is already in use")));
+            return Err(ApiError::Conflict(format!("path {p:?} is already in use")));
         }
     }
     Ok(())
@@ -236,7 +241,7 @@ async fn path_taken(cp: &ControlPlane, path: &Option<String>, except: Option<i64
 /// Lists every configured endpoint.
 #[utoipa::path(get, path = "/federation-endpoints", tag = "federation-endpoints",
     responses((status = 200, body = [EndpointRecord])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<EndpointRecord>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<EndpointRecord>>> {
     let mut out = Vec::new();
     for row in repo::list(&cp.db).await? {
         out.push(record(&cp, row).await?);
@@ -248,7 +253,7 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<EndpointRecord>>> {
 #[utoipa::path(get, path = "/federation-endpoints/{type}", tag = "federation-endpoints",
     params(("type" = String, Path, description = "endpoint type")),
     responses((status = 200, body = EndpointRecord), (status = 400), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(kind): Path<String>) -> Result<axum::Json<EndpointRecord>> {
+pub async fn get(State(cp): Cp, Path(kind): Path<String>) -> ApiResult<axum::Json<EndpointRecord>> {
     let kind = parse_type(&kind)?;
     let row = existing(&cp, kind).await?;
     Ok(axum::Json(record(&cp, row).await?))
@@ -258,27 +263,33 @@ pub async fn get(State(cp): Cp, Path(kind): Path<String>) -> Result<axum::Json<E
 #[utoipa::path(post, path = "/federation-endpoints", tag = "federation-endpoints",
     request_body = EndpointInput,
     responses((status = 201, body = EndpointRecord), (status = 400), (status = 409)))]
-pub async fn create(State(cp): Cp, Json(input): Json<EndpointInput>) -> Result<impl IntoResponse> {
+pub async fn create(
+    State(cp): Cp,
+    actor: Actor,
+    Json(input): Json<EndpointInput>,
+) -> ApiResult<impl IntoResponse> {
     let kind_name = input
         .kind
         .clone()
-        .ok_or_else(|| Error::BadRequest("type is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("type is required".into()))?;
     let kind = parse_type(&kind_name)?;
     let (write, ta_ids) = validate(&cp, kind, input).await?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, kind.as_str()).await?.is_some() {
-        return Err(Error::Conflict(format!("a {kind} endpoint already exists")));
+        return Err(ApiError::Conflict(format!(
+            "a {kind} endpoint already exists"
+        )));
     }
     path_taken(&cp, &write.path, None).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::insert(&cp.db, &mut tx, &write, now).await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, id, &ta_ids).await?;
+    let tx = w.tx().await?;
+    let id = repo::insert(&cp.db, tx, &write, now).await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, id, &ta_ids).await?;
     if let Some(p) = &write.path {
-        repo::remove_legacy_path(&cp.db, &mut tx, p).await?;
+        repo::remove_legacy_path(&cp.db, tx, p).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok((StatusCode::CREATED, axum::Json(record(&cp, row).await?)))
 }
@@ -291,31 +302,32 @@ pub async fn create(State(cp): Cp, Json(input): Json<EndpointInput>) -> Result<i
     responses((status = 200, body = EndpointRecord), (status = 400), (status = 404), (status = 409)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(kind): Path<String>,
     Json(input): Json<EndpointInput>,
-) -> Result<axum::Json<EndpointRecord>> {
+) -> ApiResult<axum::Json<EndpointRecord>> {
     let kind = parse_type(&kind)?;
     if let Some(k) = &input.kind
         && k != kind.as_str()
     {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "type {k:?} in the body does not match the path ({kind})"
         )));
     }
     let (write, ta_ids) = validate(&cp, kind, input).await?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     path_taken(&cp, &write.path, Some(old.id)).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update(&cp.db, &mut tx, old.id, &write, now).await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, old.id, &ta_ids).await?;
-    retire_path(&cp, &mut tx, &old, write.path.as_deref(), now).await?;
+    let tx = w.tx().await?;
+    repo::update(&cp.db, tx, old.id, &write, now).await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, old.id, &ta_ids).await?;
+    retire_path(&cp, tx, &old, write.path.as_deref(), now).await?;
     if let Some(p) = &write.path {
-        repo::remove_legacy_path(&cp.db, &mut tx, p).await?;
+        repo::remove_legacy_path(&cp.db, tx, p).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok(axum::Json(record(&cp, row).await?))
 }
@@ -324,16 +336,20 @@ pub async fn update(
 #[utoipa::path(delete, path = "/federation-endpoints/{type}", tag = "federation-endpoints",
     params(("type" = String, Path, description = "endpoint type")),
     responses((status = 204), (status = 400), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(kind): Path<String>) -> Result<StatusCode> {
+pub async fn delete(
+    State(cp): Cp,
+    actor: Actor,
+    Path(kind): Path<String>,
+) -> ApiResult<StatusCode> {
     let kind = parse_type(&kind)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    retire_path(&cp, &mut tx, &old, None, now).await?;
-    repo::delete(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    let tx = w.tx().await?;
+    retire_path(&cp, tx, &old, None, now).await?;
+    repo::delete(&cp.db, tx, old.id).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -344,22 +360,23 @@ pub async fn delete(State(cp): Cp, Path(kind): Path<String>) -> Result<StatusCod
     responses((status = 200, body = [TrustAnchorRecord]), (status = 400), (status = 404)))]
 pub async fn set_auth_trust_anchors(
     State(cp): Cp,
+    actor: Actor,
     Path(kind): Path<String>,
     Json(list): Json<Vec<String>>,
-) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
+) -> ApiResult<axum::Json<Vec<TrustAnchorRecord>>> {
     let kind = parse_type(&kind)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
     if old.auth_enabled && kind.supports_client_auth() && list.is_empty() {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "an endpoint with auth_enabled needs at least one auth trust anchor".into(),
         ));
     }
     let ids = trust_anchor_ids(&cp, &list).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::set_auth_trust_anchors(&cp.db, &mut tx, old.id, &ids).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::Registry]).await?;
+    let tx = w.tx().await?;
+    repo::set_auth_trust_anchors(&cp.db, tx, old.id, &ids).await?;
+    w.touch(Section::Registry);
+    w.commit().await?;
     let row = existing(&cp, kind).await?;
     Ok(axum::Json(record(&cp, row).await?.auth_trust_anchors))
 }
@@ -371,7 +388,7 @@ async fn retire_path(
     old: &EndpointRow,
     new_path: Option<&str>,
     now: i64,
-) -> Result<()> {
+) -> ApiResult<()> {
     if let Some(p) = old.path.as_deref().filter(|p| !p.is_empty())
         && Some(p) != new_path
     {

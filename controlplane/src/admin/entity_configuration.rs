@@ -11,10 +11,11 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::body::{Json, Text, entity_id, integer};
+use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::entity_config::{self as repo, AuthorityHint, ClaimRow};
 use crate::db::settings;
-use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -42,7 +43,7 @@ pub async fn jwks(State(cp): Cp) -> Json2 {
     axum::Json(json!({ "keys": cp.snapshot().keys.published }))
 }
 
-async fn stored_metadata(cp: &ControlPlane) -> Result<Map<String, Value>> {
+async fn stored_metadata(cp: &ControlPlane) -> ApiResult<Map<String, Value>> {
     Ok(
         match settings::get(&cp.db, settings::EC, "metadata").await? {
             Some(Value::Object(m)) => m,
@@ -51,55 +52,65 @@ async fn stored_metadata(cp: &ControlPlane) -> Result<Map<String, Value>> {
     )
 }
 
-async fn save_metadata(cp: &ControlPlane, metadata: Map<String, Value>) -> Result<()> {
+async fn save_metadata(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    metadata: Map<String, Value>,
+) -> ApiResult<()> {
     for (t, v) in &metadata {
         if !v.is_object() {
-            return Err(Error::BadRequest(format!(
+            return Err(ApiError::BadRequest(format!(
                 "metadata for entity type {t:?} must be a JSON object"
             )));
         }
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     settings::set(
         &cp.db,
-        &mut tx,
+        tx,
         settings::EC,
         "metadata",
         &Value::Object(metadata),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await
+    w.touch(Section::EntityConfiguration);
+    Ok(w.commit().await?)
 }
 
 /// Shows the stored metadata (before endpoint URLs are merged in).
 #[utoipa::path(get, path = "/entity-configuration/metadata", tag = "entity-configuration",
     responses((status = 200, body = Object)))]
-pub async fn get_metadata(State(cp): Cp) -> Result<Json2> {
+pub async fn get_metadata(State(cp): Cp) -> ApiResult<Json2> {
     Ok(axum::Json(Value::Object(stored_metadata(&cp).await?)))
 }
 
 /// Replaces the stored metadata.
 #[utoipa::path(put, path = "/entity-configuration/metadata", tag = "entity-configuration",
     request_body = Object, responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_metadata(State(cp): Cp, Json(body): Json<Value>) -> Result<Json2> {
+pub async fn put_metadata(
+    State(cp): Cp,
+    actor: Actor,
+    Json(body): Json<Value>,
+) -> ApiResult<Json2> {
     let Value::Object(m) = body else {
-        return Err(Error::BadRequest("metadata must be a JSON object".into()));
+        return Err(ApiError::BadRequest(
+            "metadata must be a JSON object".into(),
+        ));
     };
-    let _w = cp.writer().await;
-    save_metadata(&cp, m.clone()).await?;
+    let w = cp.write(actor.name()).await;
+    save_metadata(&cp, w, m.clone()).await?;
     Ok(axum::Json(Value::Object(m)))
 }
 
 /// Shows the metadata of one entity type.
 #[utoipa::path(get, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> Result<Json2> {
+pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> ApiResult<Json2> {
     stored_metadata(&cp)
         .await?
         .remove(&t)
         .map(axum::Json)
-        .ok_or_else(|| Error::NotFound(format!("no metadata for entity type {t:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("no metadata for entity type {t:?}")))
 }
 
 /// Replaces the metadata of one entity type.
@@ -108,18 +119,19 @@ pub async fn get_type(State(cp): Cp, Path(t): Path<String>) -> Result<Json2> {
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn put_type(
     State(cp): Cp,
+    actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
-) -> Result<Json2> {
+) -> ApiResult<Json2> {
     if !body.is_object() {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "entity type metadata must be a JSON object".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     m.insert(t, body.clone());
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(body))
 }
 
@@ -129,15 +141,16 @@ pub async fn put_type(
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn post_type(
     State(cp): Cp,
+    actor: Actor,
     Path(t): Path<String>,
     Json(body): Json<Value>,
-) -> Result<Json2> {
+) -> ApiResult<Json2> {
     let Value::Object(add) = body else {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "entity type metadata must be a JSON object".into(),
         ));
     };
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
     let merged = match entry {
@@ -150,22 +163,26 @@ pub async fn post_type(
             other.clone()
         }
     };
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(merged))
 }
 
 /// Removes the metadata of one entity type.
 #[utoipa::path(delete, path = "/entity-configuration/metadata/{entityType}", tag = "entity-configuration",
     params(("entityType" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_type(State(cp): Cp, Path(t): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_type(
+    State(cp): Cp,
+    actor: Actor,
+    Path(t): Path<String>,
+) -> ApiResult<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     if m.remove(&t).is_none() {
-        return Err(Error::NotFound(format!(
+        return Err(ApiError::NotFound(format!(
             "no metadata for entity type {t:?}"
         )));
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -173,14 +190,14 @@ pub async fn delete_type(State(cp): Cp, Path(t): Path<String>) -> Result<StatusC
 #[utoipa::path(get, path = "/entity-configuration/metadata/{entityType}/{claim}", tag = "entity-configuration",
     params(("entityType" = String, Path), ("claim" = String, Path)),
     responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> Result<Json2> {
+pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> ApiResult<Json2> {
     stored_metadata(&cp)
         .await?
         .get(&t)
         .and_then(|v| v.get(&c))
         .cloned()
         .map(axum::Json)
-        .ok_or_else(|| Error::NotFound(format!("no claim {c:?} in {t:?} metadata")))
+        .ok_or_else(|| ApiError::NotFound(format!("no claim {c:?} in {t:?} metadata")))
 }
 
 /// Sets one metadata claim (any JSON value).
@@ -189,16 +206,17 @@ pub async fn get_claim(State(cp): Cp, Path((t, c)): Path<(String, String)>) -> R
     responses((status = 200, body = Object), (status = 400)))]
 pub async fn put_claim(
     State(cp): Cp,
+    actor: Actor,
     Path((t, c)): Path<(String, String)>,
     Json(v): Json<Value>,
-) -> Result<Json2> {
-    let _w = cp.writer().await;
+) -> ApiResult<Json2> {
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let entry = m.entry(t).or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(o) = entry {
         o.insert(c, v.clone());
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(axum::Json(v))
 }
 
@@ -208,18 +226,21 @@ pub async fn put_claim(
     responses((status = 204), (status = 404)))]
 pub async fn delete_claim(
     State(cp): Cp,
+    actor: Actor,
     Path((t, c)): Path<(String, String)>,
-) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+) -> ApiResult<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let mut m = stored_metadata(&cp).await?;
     let removed = m
         .get_mut(&t)
         .and_then(Value::as_object_mut)
         .and_then(|o| o.remove(&c));
     if removed.is_none() {
-        return Err(Error::NotFound(format!("no claim {c:?} in {t:?} metadata")));
+        return Err(ApiError::NotFound(format!(
+            "no claim {c:?} in {t:?} metadata"
+        )));
     }
-    save_metadata(&cp, m).await?;
+    save_metadata(&cp, w, m).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -233,18 +254,22 @@ pub async fn get_lifetime(State(cp): Cp) -> axum::Json<i64> {
 /// Sets the Entity Configuration lifetime (integer seconds, raw or JSON).
 #[utoipa::path(put, path = "/entity-configuration/lifetime", tag = "entity-configuration",
     request_body = i64, responses((status = 200, body = i64), (status = 400)))]
-pub async fn put_lifetime(State(cp): Cp, Text(body): Text) -> Result<axum::Json<i64>> {
+pub async fn put_lifetime(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> ApiResult<axum::Json<i64>> {
     let secs = integer(&body)?;
     if secs <= 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "lifetime must be a positive number of seconds".into(),
         ));
     }
-    let _w = cp.writer().await;
-    let mut tx = cp.db.pool.begin().await?;
-    settings::set(&cp.db, &mut tx, settings::EC, "lifetime", &json!(secs)).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let mut w = cp.write(actor.name()).await;
+    let tx = w.tx().await?;
+    settings::set(&cp.db, tx, settings::EC, "lifetime", &json!(secs)).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(secs))
 }
 
@@ -258,44 +283,48 @@ pub struct HintInput {
     pub description: String,
 }
 
-async fn find_hint(cp: &ControlPlane, id: &str) -> Result<AuthorityHint> {
+async fn find_hint(cp: &ControlPlane, id: &str) -> ApiResult<AuthorityHint> {
     repo::hints(&cp.db)
         .await?
         .into_iter()
         .find(|h| h.id.to_string() == id || h.entity_id == id)
-        .ok_or_else(|| Error::NotFound(format!("unknown authority hint {id:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown authority hint {id:?}")))
 }
 
 /// Lists our authority hints.
 #[utoipa::path(get, path = "/entity-configuration/authority-hints", tag = "entity-configuration",
     responses((status = 200, body = [AuthorityHint])))]
-pub async fn list_hints(State(cp): Cp) -> Result<axum::Json<Vec<AuthorityHint>>> {
+pub async fn list_hints(State(cp): Cp) -> ApiResult<axum::Json<Vec<AuthorityHint>>> {
     Ok(axum::Json(repo::hints(&cp.db).await?))
 }
 
 /// Adds an authority hint.
 #[utoipa::path(post, path = "/entity-configuration/authority-hints", tag = "entity-configuration",
     request_body = HintInput, responses((status = 201, body = AuthorityHint), (status = 400), (status = 409)))]
-pub async fn add_hint(State(cp): Cp, Json(h): Json<HintInput>) -> Result<impl IntoResponse> {
+pub async fn add_hint(
+    State(cp): Cp,
+    actor: Actor,
+    Json(h): Json<HintInput>,
+) -> ApiResult<impl IntoResponse> {
     let e = h
         .entity_id
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &e)?;
     if e == cp.settings.entity_id {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "an entity cannot be its own authority".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "authority hint {e:?} already exists"
         )));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::add_hint(&cp.db, &mut tx, &e, &h.description, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    let id = repo::add_hint(&cp.db, tx, &e, &h.description, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(find_hint(&cp, &id.to_string()).await?),
@@ -305,7 +334,10 @@ pub async fn add_hint(State(cp): Cp, Json(h): Json<HintInput>) -> Result<impl In
 /// Shows one authority hint (by id or entity identifier).
 #[utoipa::path(get, path = "/entity-configuration/authority-hints/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 200, body = AuthorityHint), (status = 404)))]
-pub async fn get_hint(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<AuthorityHint>> {
+pub async fn get_hint(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<AuthorityHint>> {
     Ok(axum::Json(find_hint(&cp, &id).await?))
 }
 
@@ -315,35 +347,40 @@ pub async fn get_hint(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Jso
     responses((status = 200, body = AuthorityHint), (status = 400), (status = 404), (status = 409)))]
 pub async fn put_hint(
     State(cp): Cp,
+    actor: Actor,
     Path(id): Path<String>,
     Json(h): Json<HintInput>,
-) -> Result<axum::Json<AuthorityHint>> {
-    let _w = cp.writer().await;
+) -> ApiResult<axum::Json<AuthorityHint>> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
     let e = h.entity_id.unwrap_or(old.entity_id.clone());
     entity_id("entity_id", &e)?;
     if e != old.entity_id && repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "authority hint {e:?} already exists"
         )));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_hint(&cp.db, &mut tx, old.id, &e, &h.description, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::update_hint(&cp.db, tx, old.id, &e, &h.description, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(find_hint(&cp, &old.id.to_string()).await?))
 }
 
 /// Removes one authority hint.
 #[utoipa::path(delete, path = "/entity-configuration/authority-hints/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_hint(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_hint(
+    State(cp): Cp,
+    actor: Actor,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_hint(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_hint(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::delete_hint(&cp.db, tx, old.id).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -360,39 +397,39 @@ pub struct ClaimInput {
     pub crit: bool,
 }
 
-fn check_claim(c: &ClaimInput) -> Result<String> {
+fn check_claim(c: &ClaimInput) -> ApiResult<String> {
     let name = c
         .claim
         .clone()
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| Error::BadRequest("claim is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("claim is required".into()))?;
     if STANDARD_CLAIMS.contains(&name.as_str())
         && !OPERATOR_STANDARD_CLAIMS.contains(&name.as_str())
     {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is set by Pharos itself"
         )));
     }
     if c.crit && STANDARD_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is defined by the specification and cannot be listed in crit"
         )));
     }
     Ok(name)
 }
 
-async fn find_claim(cp: &ControlPlane, id: &str) -> Result<ClaimRow> {
+async fn find_claim(cp: &ControlPlane, id: &str) -> ApiResult<ClaimRow> {
     repo::claims(&cp.db)
         .await?
         .into_iter()
         .find(|c| c.id.to_string() == id || c.claim == id)
-        .ok_or_else(|| Error::NotFound(format!("unknown additional claim {id:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {id:?}")))
 }
 
 /// Lists the additional claims.
 #[utoipa::path(get, path = "/entity-configuration/additional-claims", tag = "entity-configuration",
     responses((status = 200, body = [ClaimRow])))]
-pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<ClaimRow>>> {
+pub async fn list_claims(State(cp): Cp) -> ApiResult<axum::Json<Vec<ClaimRow>>> {
     Ok(axum::Json(repo::claims(&cp.db).await?))
 }
 
@@ -401,41 +438,46 @@ pub async fn list_claims(State(cp): Cp) -> Result<axum::Json<Vec<ClaimRow>>> {
     request_body = [ClaimInput], responses((status = 200, body = [ClaimRow]), (status = 400), (status = 409)))]
 pub async fn put_claims(
     State(cp): Cp,
+    actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
-) -> Result<axum::Json<Vec<ClaimRow>>> {
+) -> ApiResult<axum::Json<Vec<ClaimRow>>> {
     let mut names = std::collections::HashSet::new();
     for c in &list {
         let n = check_claim(c)?;
         if !names.insert(n.clone()) {
-            return Err(Error::Conflict(format!("claim {n:?} given twice")));
+            return Err(ApiError::Conflict(format!("claim {n:?} given twice")));
         }
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_claims(&cp.db, &mut tx, None).await?;
+    let tx = w.tx().await?;
+    repo::delete_claims(&cp.db, tx, None).await?;
     for c in &list {
         let n = check_claim(c)?;
-        repo::add_claim(&cp.db, &mut tx, &n, &c.value, c.crit, now).await?;
+        repo::add_claim(&cp.db, tx, &n, &c.value, c.crit, now).await?;
     }
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(repo::claims(&cp.db).await?))
 }
 
 /// Adds one additional claim.
 #[utoipa::path(post, path = "/entity-configuration/additional-claims", tag = "entity-configuration",
     request_body = ClaimInput, responses((status = 201, body = ClaimRow), (status = 400), (status = 409)))]
-pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl IntoResponse> {
+pub async fn add_claim(
+    State(cp): Cp,
+    actor: Actor,
+    Json(c): Json<ClaimInput>,
+) -> ApiResult<impl IntoResponse> {
     let n = check_claim(&c)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
-        return Err(Error::Conflict(format!("claim {n:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {n:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::add_claim(&cp.db, &mut tx, &n, &c.value, c.crit, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    let id = repo::add_claim(&cp.db, tx, &n, &c.value, c.crit, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(find_claim(&cp, &id.to_string()).await?),
@@ -445,7 +487,10 @@ pub async fn add_claim(State(cp): Cp, Json(c): Json<ClaimInput>) -> Result<impl 
 /// Shows one additional claim (by id or name).
 #[utoipa::path(get, path = "/entity-configuration/additional-claims/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 200, body = ClaimRow), (status = 404)))]
-pub async fn get_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<ClaimRow>> {
+pub async fn get_claim_row(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<ClaimRow>> {
     Ok(axum::Json(find_claim(&cp, &id).await?))
 }
 
@@ -455,34 +500,39 @@ pub async fn get_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<axum
     responses((status = 200, body = ClaimRow), (status = 400), (status = 404), (status = 409)))]
 pub async fn put_claim_row(
     State(cp): Cp,
+    actor: Actor,
     Path(id): Path<String>,
     Json(mut c): Json<ClaimInput>,
-) -> Result<axum::Json<ClaimRow>> {
-    let _w = cp.writer().await;
+) -> ApiResult<axum::Json<ClaimRow>> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
     if c.claim.is_none() {
         c.claim = Some(old.claim.clone());
     }
     let n = check_claim(&c)?;
     if n != old.claim && repo::claims(&cp.db).await?.iter().any(|x| x.claim == n) {
-        return Err(Error::Conflict(format!("claim {n:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {n:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_claim(&cp.db, &mut tx, old.id, &n, &c.value, c.crit, cp.now()).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::update_claim(&cp.db, tx, old.id, &n, &c.value, c.crit, cp.now()).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(axum::Json(find_claim(&cp, &old.id.to_string()).await?))
 }
 
 /// Removes one additional claim.
 #[utoipa::path(delete, path = "/entity-configuration/additional-claims/{id}", tag = "entity-configuration",
     params(("id" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_claim_row(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete_claim_row(
+    State(cp): Cp,
+    actor: Actor,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = find_claim(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete_claims(&cp.db, &mut tx, Some(old.id)).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::EntityConfiguration]).await?;
+    let tx = w.tx().await?;
+    repo::delete_claims(&cp.db, tx, Some(old.id)).await?;
+    w.touch(Section::EntityConfiguration);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,17 +14,18 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::body::{Json, Text, integer};
+use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::settings;
-use crate::error::{Error, Result};
 use crate::keys::lifecycle::check_reason;
 use crate::keys::rotation::{self, RotationSettings};
 use crate::keys::{current_alg, pending_alg, rsa_key_len};
-use crate::state::ControlPlane;
+use crate::state::{ControlPlane, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 
 /// The signing configuration as the reference service shows it (durations in seconds).
-async fn info(cp: &ControlPlane) -> Result<Value> {
+async fn info(cp: &ControlPlane) -> ApiResult<Value> {
     let mut v = json!({
         "kms": cp.kms.name(),
         "alg": current_alg(&cp.db, &cp.settings).await?.as_str(),
@@ -40,7 +41,7 @@ async fn info(cp: &ControlPlane) -> Result<Value> {
 
 /// Shows the KMS type, algorithm (and a scheduled change), RSA key size and rotation policy.
 #[utoipa::path(get, path = "/kms", tag = "keys", responses((status = 200, body = Object)))]
-pub async fn get_kms(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn get_kms(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     Ok(axum::Json(info(&cp).await?))
 }
 
@@ -48,35 +49,41 @@ pub async fn get_kms(State(cp): Cp) -> Result<axum::Json<Value>> {
 /// algorithm is announced now and signs from now + the key announcement lead time.
 #[utoipa::path(put, path = "/kms/alg", tag = "keys", request_body(content = String, content_type = "text/plain"),
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_alg(State(cp): Cp, Text(body): Text) -> Result<axum::Json<Value>> {
+pub async fn put_alg(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> ApiResult<axum::Json<Value>> {
     let name = body.trim_matches('"');
     if !SUPPORTED_ALGS.contains(&name) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "unsupported algorithm {name:?}; use one of {}",
             SUPPORTED_ALGS.join(" ")
         )));
     }
     let alg: Algorithm = name.parse()?;
-    cp.change_alg(alg).await?;
+    cp.change_alg(alg, actor.name()).await?;
     Ok(axum::Json(info(&cp).await?))
 }
 
 /// Sets the modulus size of RSA keys generated from now on (at least 2048).
 #[utoipa::path(put, path = "/kms/rsa-key-len", tag = "keys", request_body(content = String, content_type = "text/plain"),
     responses((status = 200, body = Object), (status = 400)))]
-pub async fn put_rsa_key_len(State(cp): Cp, Text(body): Text) -> Result<axum::Json<Value>> {
+pub async fn put_rsa_key_len(
+    State(cp): Cp,
+    actor: Actor,
+    Text(body): Text,
+) -> ApiResult<axum::Json<Value>> {
     let n = integer(&body)?;
     if !(2048..=16384).contains(&n) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "rsa key length must be between 2048 and 16384".into(),
         ));
     }
-    {
-        let _w = cp.writer().await;
-        let mut tx = cp.db.pool.begin().await?;
-        settings::set(&cp.db, &mut tx, settings::SIGNING, "rsa_key_len", &json!(n)).await?;
-        tx.commit().await?;
-    }
+    let mut w = cp.write(actor.name()).await;
+    let tx = w.tx().await?;
+    settings::set(&cp.db, tx, settings::SIGNING, "rsa_key_len", &json!(n)).await?;
+    w.commit().await?;
     Ok(axum::Json(info(&cp).await?))
 }
 
@@ -85,14 +92,19 @@ pub async fn put_rsa_key_len(State(cp): Cp, Text(body): Text) -> Result<axum::Js
 #[utoipa::path(post, path = "/kms/rotate", tag = "keys",
     params(("revoke" = Option<bool>, Query), ("reason" = Option<String>, Query)),
     responses((status = 202, body = Object), (status = 400)))]
-pub async fn rotate(State(cp): Cp, RawQuery(q): RawQuery) -> Result<impl IntoResponse> {
+pub async fn rotate(
+    State(cp): Cp,
+    actor: Actor,
+    RawQuery(q): RawQuery,
+) -> ApiResult<impl IntoResponse> {
     let (revoke, reason) = revoke_params(q.as_deref())?;
-    cp.rotate_now(revoke, reason.as_deref()).await?;
+    cp.rotate_now(revoke, reason.as_deref(), actor.name())
+        .await?;
     Ok((StatusCode::ACCEPTED, axum::Json(info(&cp).await?)))
 }
 
 /// Reads `revoke` and `reason` from a query string.
-pub fn revoke_params(q: Option<&str>) -> Result<(bool, Option<String>)> {
+pub fn revoke_params(q: Option<&str>) -> ApiResult<(bool, Option<String>)> {
     let (mut revoke, mut reason) = (false, None);
     for (k, v) in url::form_urlencoded::parse(q.unwrap_or_default().as_bytes()) {
         match &*k {
@@ -101,7 +113,7 @@ pub fn revoke_params(q: Option<&str>) -> Result<(bool, Option<String>)> {
                     "true" | "1" => true,
                     "false" | "0" | "" => false,
                     other => {
-                        return Err(Error::BadRequest(format!(
+                        return Err(ApiError::BadRequest(format!(
                             "revoke must be true or false, got {other:?}"
                         )));
                     }
@@ -134,12 +146,12 @@ pub struct RotationInput {
     key_announcement_lead_time_ec_multiplier: Option<f64>,
 }
 
-fn secs(d: Duration) -> Result<i64> {
-    i64::try_from(d.get().as_secs()).map_err(|_| Error::BadRequest("duration too large".into()))
+fn secs(d: Duration) -> ApiResult<i64> {
+    i64::try_from(d.get().as_secs()).map_err(|_| ApiError::BadRequest("duration too large".into()))
 }
 
 impl RotationInput {
-    fn apply_to(self, mut s: RotationSettings) -> Result<RotationSettings> {
+    fn apply_to(self, mut s: RotationSettings) -> ApiResult<RotationSettings> {
         if let Some(v) = self.enabled {
             s.enabled = v;
         }
@@ -160,13 +172,16 @@ impl RotationInput {
     }
 }
 
-async fn save(cp: &ControlPlane, s: RotationSettings) -> Result<axum::Json<RotationSettings>> {
-    {
-        let _w = cp.writer().await;
-        let mut tx = cp.db.pool.begin().await?;
-        rotation::store(&cp.db, &mut tx, &s).await?;
-        tx.commit().await?;
-    }
+/// Stores the policy, then lets the key planner act on it at once (after the commit: the
+/// planner is a write of its own).
+async fn save(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    s: RotationSettings,
+) -> ApiResult<axum::Json<RotationSettings>> {
+    let tx = w.tx().await?;
+    rotation::store(&cp.db, tx, &s).await?;
+    w.commit().await?;
     // Enabling (or changing) the policy may make a key due now; plan at once.
     let lifetime = cp.snapshot().entity_configuration.lifetime;
     rotation::resolve_lead_time(&s, lifetime);
@@ -175,45 +190,50 @@ async fn save(cp: &ControlPlane, s: RotationSettings) -> Result<axum::Json<Rotat
     Ok(axum::Json(s))
 }
 
-async fn get_policy(cp: &ControlPlane) -> Result<axum::Json<RotationSettings>> {
+async fn get_policy(cp: &ControlPlane) -> ApiResult<axum::Json<RotationSettings>> {
     Ok(axum::Json(rotation::load(&cp.db).await?))
 }
 
 async fn put_policy(
     cp: &ControlPlane,
+    actor: &Actor,
     body: RotationInput,
-) -> Result<axum::Json<RotationSettings>> {
-    save(cp, body.apply_to(RotationSettings::default())?).await
+) -> ApiResult<axum::Json<RotationSettings>> {
+    let w = cp.write(actor.name()).await;
+    save(cp, w, body.apply_to(RotationSettings::default())?).await
 }
 
 async fn patch_policy(
     cp: &ControlPlane,
+    actor: &Actor,
     body: RotationInput,
-) -> Result<axum::Json<RotationSettings>> {
+) -> ApiResult<axum::Json<RotationSettings>> {
+    // Read under the writer lock: two concurrent patches must not both start from one state.
+    let w = cp.write(actor.name()).await;
     let current = rotation::load(&cp.db).await?;
-    save(cp, body.apply_to(current)?).await
+    save(cp, w, body.apply_to(current)?).await
 }
 
 macro_rules! rotation_routes {
     ($path:literal, $get:ident, $put:ident, $patch:ident) => {
         /// Shows the key rotation policy (durations in seconds).
         #[utoipa::path(get, path = $path, tag = "keys", responses((status = 200, body = RotationSettings)))]
-        pub async fn $get(State(cp): Cp) -> Result<axum::Json<RotationSettings>> {
+        pub async fn $get(State(cp): Cp) -> ApiResult<axum::Json<RotationSettings>> {
             get_policy(&cp).await
         }
 
         /// Replaces the key rotation policy (omitted fields take their defaults).
         #[utoipa::path(put, path = $path, tag = "keys", request_body = RotationInput,
             responses((status = 200, body = RotationSettings), (status = 400)))]
-        pub async fn $put(State(cp): Cp, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
-            put_policy(&cp, b).await
+        pub async fn $put(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> ApiResult<axum::Json<RotationSettings>> {
+            put_policy(&cp, &actor, b).await
         }
 
         /// Changes some fields of the key rotation policy.
         #[utoipa::path(patch, path = $path, tag = "keys", request_body = RotationInput,
             responses((status = 200, body = RotationSettings), (status = 400)))]
-        pub async fn $patch(State(cp): Cp, Json(b): Json<RotationInput>) -> Result<axum::Json<RotationSettings>> {
-            patch_policy(&cp, b).await
+        pub async fn $patch(State(cp): Cp, actor: Actor, Json(b): Json<RotationInput>) -> ApiResult<axum::Json<RotationSettings>> {
+            patch_policy(&cp, &actor, b).await
         }
     };
 }

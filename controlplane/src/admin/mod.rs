@@ -10,6 +10,7 @@ pub mod body;
 pub mod docs;
 pub mod endpoints;
 pub mod entity_configuration;
+pub mod error;
 pub mod kms;
 pub mod password;
 pub mod subordinates;

@@ -16,7 +16,7 @@ use pharos_shared::config::PasswordHashing;
 use sha2::{Digest, Sha256};
 use tokio::sync::{OnceCell, Semaphore};
 
-use crate::error::{Error, Result};
+use crate::admin::error::{ApiError, ApiResult};
 
 /// Concurrent argon2 runs; each default run uses 64 MiB and one core per lane.
 const PERMITS: usize = 2;
@@ -53,7 +53,7 @@ impl Passwords {
     }
 
     /// Hashes `password` into a PHC string with the configured parameters and a fresh salt.
-    pub async fn hash(&self, password: &str) -> Result<String> {
+    pub async fn hash(&self, password: &str) -> ApiResult<String> {
         let cfg = self.cfg.clone();
         let password = password.to_string();
         self.blocking(move || hash_with(&cfg, &password)).await?
@@ -120,7 +120,7 @@ impl Passwords {
             || h.salt.as_ref().map(|s| s.len()) != Some(self.cfg.salt_len as usize)
     }
 
-    async fn dummy(&self) -> Result<String> {
+    async fn dummy(&self) -> ApiResult<String> {
         self.dummy
             .get_or_try_init(|| self.hash("pharos-dummy-password"))
             .await
@@ -130,15 +130,15 @@ impl Passwords {
     async fn blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T> {
+    ) -> ApiResult<T> {
         let _permit = self
             .permits
             .acquire()
             .await
-            .map_err(|e| Error::Internal(format!("password hashing unavailable: {e}")))?;
+            .map_err(|e| ApiError::Internal(format!("password hashing unavailable: {e}")))?;
         tokio::task::spawn_blocking(f)
             .await
-            .map_err(|e| Error::Internal(format!("password hashing failed: {e}")))
+            .map_err(|e| ApiError::Internal(format!("password hashing failed: {e}")))
     }
 }
 
@@ -150,27 +150,27 @@ fn cache_key(username: &str, password: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
-fn hash_with(cfg: &PasswordHashing, password: &str) -> Result<String> {
+fn hash_with(cfg: &PasswordHashing, password: &str) -> ApiResult<String> {
     let params = Params::new(
         cfg.memory_kib,
         cfg.time,
         cfg.parallelism,
         Some(cfg.key_len as usize),
     )
-    .map_err(|e| Error::Internal(format!("argon2 parameters: {e}")))?;
+    .map_err(|e| ApiError::Internal(format!("argon2 parameters: {e}")))?;
     let salt = salt(cfg.salt_len as usize)?;
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password_with_salt(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| Error::Internal(format!("argon2: {e}")))
+        .map_err(|e| ApiError::Internal(format!("argon2: {e}")))
 }
 
 /// A random salt of `len` bytes from the system RNG (16 bytes per draw).
-fn salt(len: usize) -> Result<Vec<u8>> {
+fn salt(len: usize) -> ApiResult<Vec<u8>> {
     let mut out = Vec::with_capacity(len + 16);
     while out.len() < len {
         let chunk = argon2::password_hash::try_generate_salt()
-            .map_err(|e| Error::Internal(format!("random salt: {e}")))?;
+            .map_err(|e| ApiError::Internal(format!("random salt: {e}")))?;
         out.extend_from_slice(&chunk);
     }
     out.truncate(len);

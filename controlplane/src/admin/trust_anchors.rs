@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::body::{Json, entity_id};
+use crate::admin::actor::Actor;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
-use crate::error::{Error, Result};
 use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
@@ -68,19 +69,19 @@ pub struct TrustAnchorInput {
 
 /// Checks a JWK Set given for a trust anchor or subordinate (the shared rule:
 /// [`pharos_shared::jose::check_public_key_set`]).
-pub fn validate_jwks(jwks: &Jwks) -> Result<()> {
-    pharos_shared::jose::check_public_key_set(jwks).map_err(Error::BadRequest)
+pub fn validate_jwks(jwks: &Jwks) -> ApiResult<()> {
+    pharos_shared::jose::check_public_key_set(jwks).map_err(ApiError::BadRequest)
 }
 
-fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
+fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
     entity_id("entity_id", entity)?;
     if input.key_poll_interval < 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "key_poll_interval must not be negative".into(),
         ));
     }
     match &input.jwks {
-        Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(Error::BadRequest(
+        Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(ApiError::BadRequest(
             "jwks must contain keys unless enable_jwks_update is true".into(),
         )),
         Some(j) => validate_jwks(j),
@@ -88,16 +89,16 @@ fn validate(input: &TrustAnchorInput, entity: &str) -> Result<()> {
     }
 }
 
-async fn existing(cp: &ControlPlane, entity: &str) -> Result<TrustAnchorRow> {
+async fn existing(cp: &ControlPlane, entity: &str) -> ApiResult<TrustAnchorRow> {
     repo::get(&cp.db, entity)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("unknown trust anchor {entity:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown trust anchor {entity:?}")))
 }
 
 /// Lists the trust anchor repository.
 #[utoipa::path(get, path = "/trust-anchors", tag = "trust-anchors",
     responses((status = 200, body = [TrustAnchorRecord])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<TrustAnchorRecord>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
 }
@@ -109,7 +110,7 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<TrustAnchorRecord>>> {
 pub async fn get(
     State(cp): Cp,
     Path(entity): Path<String>,
-) -> Result<axum::Json<TrustAnchorRecord>> {
+) -> ApiResult<axum::Json<TrustAnchorRecord>> {
     Ok(axum::Json(existing(&cp, &entity).await?.into()))
 }
 
@@ -119,29 +120,30 @@ pub async fn get(
     responses((status = 201, body = TrustAnchorRecord), (status = 400), (status = 409)))]
 pub async fn create(
     State(cp): Cp,
+    actor: Actor,
     Json(input): Json<TrustAnchorInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     validate(&input, &entity)?;
     if input.jwks.is_none() && !input.enable_jwks_update {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks is required unless enable_jwks_update is true".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, &entity).await?.is_some() {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "trust anchor {entity:?} already exists"
         )));
     }
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::insert(
         &cp.db,
-        &mut tx,
+        tx,
         &TrustAnchorWrite {
             entity_id: entity.clone(),
             jwks: input.jwks,
@@ -151,9 +153,9 @@ pub async fn create(
         now,
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     let rec: TrustAnchorRecord = existing(&cp, &entity).await?.into();
     Ok((StatusCode::CREATED, axum::Json(rec)))
 }
@@ -165,29 +167,30 @@ pub async fn create(
     responses((status = 200, body = TrustAnchorRecord), (status = 400), (status = 404), (status = 409)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Path(entity): Path<String>,
     Json(input): Json<TrustAnchorInput>,
-) -> Result<axum::Json<TrustAnchorRecord>> {
+) -> ApiResult<axum::Json<TrustAnchorRecord>> {
     let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
     validate(&input, &new_id)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
     if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "trust anchor {new_id:?} already exists"
         )));
     }
     let jwks = input.jwks.or(old.jwks);
     if jwks.is_none() && !input.enable_jwks_update {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks is required unless enable_jwks_update is true".into(),
         ));
     }
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::update(
         &cp.db,
-        &mut tx,
+        tx,
         old.id,
         &TrustAnchorWrite {
             entity_id: new_id.clone(),
@@ -198,9 +201,9 @@ pub async fn update(
         now,
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(axum::Json(existing(&cp, &new_id).await?.into()))
 }
 
@@ -208,13 +211,17 @@ pub async fn update(
 #[utoipa::path(delete, path = "/trust-anchors/{entityID}", tag = "trust-anchors",
     params(("entityID" = String, Path, description = "URL-encoded entity identifier")),
     responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(entity): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete(
+    State(cp): Cp,
+    actor: Actor,
+    Path(entity): Path<String>,
+) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, old.id).await?;
-    tx.commit().await?;
-    cp.refresh(&[Section::TrustAnchors, Section::Registry])
-        .await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, old.id).await?;
+    w.touch(Section::TrustAnchors);
+    w.touch(Section::Registry);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,10 +13,11 @@ use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::actor::Actor;
 use super::body::Json;
 use super::password::Passwords;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::users::{self as repo, UserRow};
-use crate::error::{Error, Result};
 use crate::state::ControlPlane;
 
 type Cp = State<std::sync::Arc<ControlPlane>>;
@@ -79,25 +80,25 @@ pub struct UserUpdate {
     pub disabled: Option<bool>,
 }
 
-fn check_password(p: &str) -> Result<()> {
+fn check_password(p: &str) -> ApiResult<()> {
     if p.is_empty() || p.len() > 1024 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "password must be 1 to 1024 bytes long".into(),
         ));
     }
     Ok(())
 }
 
-async fn existing(cp: &ControlPlane, username: &str) -> Result<UserRow> {
+async fn existing(cp: &ControlPlane, username: &str) -> ApiResult<UserRow> {
     repo::get(&cp.db, username)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("unknown user {username:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown user {username:?}")))
 }
 
 /// Lists the admin users.
 #[utoipa::path(get, path = "/users", tag = "users",
     responses((status = 200, body = [UserRecord])))]
-pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<UserRecord>>> {
+pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<UserRecord>>> {
     let rows = repo::list(&cp.db).await?;
     Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
 }
@@ -107,16 +108,17 @@ pub async fn list(State(cp): Cp) -> Result<axum::Json<Vec<UserRecord>>> {
     responses((status = 201, body = UserRecord), (status = 400), (status = 409)))]
 pub async fn create(
     State(cp): Cp,
+    actor: Actor,
     Extension(pw): Extension<Passwords>,
     Json(input): Json<NewUser>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let (Some(username), Some(password)) = (input.username, input.password) else {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "username and password are required".into(),
         ));
     };
     if username.is_empty() || username.contains(':') || username.chars().count() > 255 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "username must be 1 to 255 characters without ':'".into(),
         ));
     }
@@ -131,7 +133,9 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    repo::insert(&cp.db, &row).await?;
+    let mut w = cp.write(actor.name()).await;
+    repo::insert(&cp.db, w.tx().await?, &row).await?;
+    w.commit().await?;
     let created = existing(&cp, &row.username).await?;
     Ok((StatusCode::CREATED, axum::Json(UserRecord::from(created))))
 }
@@ -140,7 +144,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/users/{username}", tag = "users",
     params(("username" = String, Path, description = "Login name")),
     responses((status = 200, body = UserRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(username): Path<String>) -> Result<axum::Json<UserRecord>> {
+pub async fn get(State(cp): Cp, Path(username): Path<String>) -> ApiResult<axum::Json<UserRecord>> {
     Ok(axum::Json(existing(&cp, &username).await?.into()))
 }
 
@@ -151,14 +155,23 @@ pub async fn get(State(cp): Cp, Path(username): Path<String>) -> Result<axum::Js
     responses((status = 200, body = UserRecord), (status = 400), (status = 404)))]
 pub async fn update(
     State(cp): Cp,
+    actor: Actor,
     Extension(pw): Extension<Passwords>,
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
-) -> Result<axum::Json<UserRecord>> {
+) -> ApiResult<axum::Json<UserRecord>> {
+    // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
+    let new_hash = match &input.password {
+        Some(p) => {
+            check_password(p)?;
+            Some(pw.hash(p).await?)
+        }
+        None => None,
+    };
+    let mut w = cp.write(actor.name()).await;
     let mut row = existing(&cp, &username).await?;
-    if let Some(p) = &input.password {
-        check_password(p)?;
-        row.password_hash = pw.hash(p).await?;
+    if let Some(h) = new_hash {
+        row.password_hash = h;
     }
     if let Some(d) = input.display_name {
         row.display_name = d;
@@ -167,7 +180,8 @@ pub async fn update(
         row.disabled = d;
     }
     row.updated_at = cp.now();
-    repo::update(&cp.db, &row).await?;
+    repo::update(&cp.db, w.tx().await?, &row).await?;
+    w.commit().await?;
     pw.forget_all();
     Ok(axum::Json(existing(&cp, &username).await?.into()))
 }
@@ -178,11 +192,14 @@ pub async fn update(
     responses((status = 204), (status = 404)))]
 pub async fn delete(
     State(cp): Cp,
+    actor: Actor,
     Extension(pw): Extension<Passwords>,
     Path(username): Path<String>,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let row = existing(&cp, &username).await?;
-    repo::delete(&cp.db, row.id).await?;
+    repo::delete(&cp.db, w.tx().await?, row.id).await?;
+    w.commit().await?;
     pw.forget_all();
     Ok(StatusCode::NO_CONTENT)
 }

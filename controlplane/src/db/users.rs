@@ -4,7 +4,7 @@
 //! middleware reads this table on every admin request, which is what makes creating the first
 //! user lock the API at once and deleting the last one reopen it.
 
-use sqlx::Row;
+use sqlx::{AnyConnection, Row};
 
 use super::{Db, flag};
 use crate::error::{Error, Result};
@@ -77,7 +77,7 @@ pub async fn any(db: &Db) -> Result<bool> {
 }
 
 /// Inserts a user; a taken username is a conflict.
-pub async fn insert(db: &Db, u: &UserRow) -> Result<()> {
+pub async fn insert(db: &Db, c: &mut AnyConnection, u: &UserRow) -> Result<()> {
     sqlx::query(db.sql(
         "INSERT INTO users (username, password_hash, display_name, disabled, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?)",
@@ -88,14 +88,14 @@ pub async fn insert(db: &Db, u: &UserRow) -> Result<()> {
     .bind(flag(u.disabled))
     .bind(u.created_at)
     .bind(u.updated_at)
-    .execute(&db.pool)
+    .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "user"))?;
     Ok(())
 }
 
 /// Stores every mutable field of user `u.id`.
-pub async fn update(db: &Db, u: &UserRow) -> Result<()> {
+pub async fn update(db: &Db, c: &mut AnyConnection, u: &UserRow) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE users SET password_hash = ?, display_name = ?, disabled = ?, updated_at = ? \
          WHERE id = ?",
@@ -105,13 +105,15 @@ pub async fn update(db: &Db, u: &UserRow) -> Result<()> {
     .bind(flag(u.disabled))
     .bind(u.updated_at)
     .bind(u.id)
-    .execute(&db.pool)
+    .execute(&mut *c)
     .await?;
     Ok(())
 }
 
 /// Replaces the hash of user `id` only if it is still `old` (a login re-hash must not overwrite
-/// a password that an operator changed in the meantime).
+/// a password that an operator changed in the meantime). A single compare-and-set statement
+/// outside the writer lock: logins must not queue behind admin writes, and the condition
+/// makes it safe against any concurrent change.
 pub async fn rehash(db: &Db, id: i64, old: &str, new: &str) -> Result<()> {
     sqlx::query(db.sql("UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?"))
         .bind(new)
@@ -123,10 +125,10 @@ pub async fn rehash(db: &Db, id: i64, old: &str, new: &str) -> Result<()> {
 }
 
 /// Deletes user `id`.
-pub async fn delete(db: &Db, id: i64) -> Result<()> {
+pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM users WHERE id = ?"))
         .bind(id)
-        .execute(&db.pool)
+        .execute(&mut *c)
         .await?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::planner::{self, Action};
-use super::{PendingAlg, current_alg, load_keyset, new_row, pending_alg, plan_keys, rotation};
+use super::{PendingAlg, current_alg, new_row, pending_alg, plan_keys, rotation};
 use crate::db::keys::{API, FEDERATION, KeyRow};
 use crate::db::{self, settings};
 use crate::error::{Error, Result};
@@ -28,20 +28,13 @@ impl ControlPlane {
     /// the set of published, historical or signing keys changed. Returns the next instant at
     /// which it must run again.
     pub async fn rotate_keys(&self, now: i64) -> Result<Option<i64>> {
-        let _w = self.writer().await;
-        let mut tx = self.db.pool.begin().await?;
+        let mut w = self.write(None).await;
+        let tx = w.tx().await?;
         let pending = pending_alg(&self.db).await?;
         if let Some(p) = pending.filter(|p| p.at <= now) {
             let db = &self.db;
-            settings::set(
-                db,
-                &mut tx,
-                settings::SIGNING,
-                "alg",
-                &json!(p.alg.as_str()),
-            )
-            .await?;
-            settings::set(db, &mut tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
+            settings::set(db, tx, settings::SIGNING, "alg", &json!(p.alg.as_str())).await?;
+            settings::set(db, tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
             tracing::info!(alg = %p.alg, "signing algorithm changed");
         }
         let rows = db::keys::list(&self.db).await?;
@@ -60,16 +53,17 @@ impl ControlPlane {
             match a {
                 Action::Generate { nbf, exp } => {
                     let row = self.generate(alg, now, *nbf, *exp).await?;
-                    db::keys::insert(&self.db, &mut tx, &row).await?;
+                    db::keys::insert(&self.db, tx, &row).await?;
                     tracing::info!(kid = %row.kid, %alg, nbf, "announced next signing key");
                 }
                 Action::SetExp { kid, exp } => {
-                    db::keys::set_exp(&self.db, &mut tx, kid, Some(*exp)).await?;
+                    db::keys::set_exp(&self.db, tx, kid, Some(*exp)).await?;
                 }
             }
         }
-        tx.commit().await?;
-        self.refresh_keys_if_changed(now).await?;
+        // Republished only when what is signed with or published changed.
+        w.touch(Section::Keys);
+        w.commit().await?;
         let rows = db::keys::list(&self.db).await?;
         let api = planner::next_transition(&plan_keys(&rows, Some(API)), now);
         let alg_at = pending.map(|p| p.at).filter(|at| *at > now);
@@ -78,25 +72,23 @@ impl ControlPlane {
 
     /// Rotates our keys now: a new key signs from this instant; the old ones keep verifying for
     /// `overlap`, or with `revoke` are revoked at once and never used again.
-    pub async fn rotate_now(&self, revoke: bool, reason: Option<&str>) -> Result<()> {
+    pub async fn rotate_now(
+        &self,
+        revoke: bool,
+        reason: Option<&str>,
+        actor: Option<&str>,
+    ) -> Result<()> {
         self.kms.require_dynamic()?;
         let now = self.now();
-        let _w = self.writer().await;
+        let mut w = self.write(actor).await;
         let policy = rotation::load(&self.db).await?;
-        let mut tx = self.db.pool.begin().await?;
+        let tx = w.tx().await?;
         let alg = match pending_alg(&self.db).await? {
             // The new key is of the scheduled algorithm: the change happens now.
             Some(p) => {
                 let db = &self.db;
-                settings::set(
-                    db,
-                    &mut tx,
-                    settings::SIGNING,
-                    "alg",
-                    &json!(p.alg.as_str()),
-                )
-                .await?;
-                settings::set(db, &mut tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
+                settings::set(db, tx, settings::SIGNING, "alg", &json!(p.alg.as_str())).await?;
+                settings::set(db, tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
                 p.alg
             }
             None => current_alg(&self.db, &self.settings).await?,
@@ -109,7 +101,7 @@ impl ControlPlane {
             .filter(|k| ours_valid(k, now))
         {
             if revoke {
-                db::keys::revoke(&self.db, &mut tx, &old.kid, now, reason).await?;
+                db::keys::revoke(&self.db, tx, &old.kid, now, reason).await?;
             } else {
                 // Never-used announced keys end now; used ones verify for the overlap.
                 let end = if old.nbf > now {
@@ -118,23 +110,23 @@ impl ControlPlane {
                     now + policy.overlap
                 };
                 let exp = old.exp.map_or(end, |e| e.min(end));
-                db::keys::set_exp(&self.db, &mut tx, &old.kid, Some(exp)).await?;
+                db::keys::set_exp(&self.db, tx, &old.kid, Some(exp)).await?;
             }
         }
-        db::keys::insert(&self.db, &mut tx, &row).await?;
-        tx.commit().await?;
+        db::keys::insert(&self.db, tx, &row).await?;
+        w.touch(Section::Keys);
+        w.commit().await?;
         tracing::warn!(kid = %row.kid, revoke, ?reason, "signing keys rotated immediately");
-        self.refresh(&[Section::Keys]).await?;
         self.key_events.notify_one();
         Ok(())
     }
 
     /// Schedules a switch to `alg`: a key of `alg` is announced now and signs from now + lead
     /// time; the current keys verify until `overlap` after that.
-    pub async fn change_alg(&self, alg: Algorithm) -> Result<()> {
+    pub async fn change_alg(&self, alg: Algorithm, actor: Option<&str>) -> Result<()> {
         self.kms.require_dynamic()?;
         let now = self.now();
-        let _w = self.writer().await;
+        let mut w = self.write(actor).await;
         let current = current_alg(&self.db, &self.settings).await?;
         let pending = pending_alg(&self.db).await?;
         if pending.map_or(alg == current, |p| p.alg == alg) {
@@ -146,7 +138,7 @@ impl ControlPlane {
         let row = self
             .generate(alg, now, at, policy.enabled.then_some(at + policy.interval))
             .await?;
-        let mut tx = self.db.pool.begin().await?;
+        let tx = w.tx().await?;
         for k in db::keys::list(&self.db)
             .await?
             .iter()
@@ -154,15 +146,15 @@ impl ControlPlane {
         {
             // Announced keys that would take over after the switch are superseded unused.
             if k.nbf >= at {
-                db::keys::set_exp(&self.db, &mut tx, &k.kid, Some(now)).await?;
+                db::keys::set_exp(&self.db, tx, &k.kid, Some(now)).await?;
             }
         }
-        db::keys::insert(&self.db, &mut tx, &row).await?;
+        db::keys::insert(&self.db, tx, &row).await?;
         let p = json!({"alg": alg.as_str(), "at": at});
-        settings::set(&self.db, &mut tx, settings::SIGNING, "pending_alg", &p).await?;
-        tx.commit().await?;
+        settings::set(&self.db, tx, settings::SIGNING, "pending_alg", &p).await?;
+        w.touch(Section::Keys);
+        w.commit().await?;
         tracing::info!(%alg, at, kid = %row.kid, "signing algorithm change scheduled");
-        drop(_w);
         // The planner gives the current keys their end (the new key's nbf + overlap).
         self.rotate_keys(now).await?;
         self.key_events.notify_one();
@@ -187,20 +179,6 @@ impl ControlPlane {
         let bits = super::rsa_key_len(&self.db, &self.settings).await?;
         let g = self.kms.generate(alg, bits)?;
         Ok(new_row(g, alg, now, nbf, exp))
-    }
-
-    /// Publishes a new keys section when what the data plane would sign with or publish
-    /// differs from the current snapshot (a generation bump re-signs every cached response).
-    async fn refresh_keys_if_changed(&self, now: i64) -> Result<()> {
-        let next = load_keyset(&self.db, &self.kms, now).await?;
-        let cur = self.snapshot();
-        let same = cur.keys.signer.kid() == next.signer.kid()
-            && cur.keys.published == next.published
-            && cur.keys.historical == next.historical;
-        if !same {
-            self.refresh(&[Section::Keys]).await?;
-        }
-        Ok(())
     }
 
     /// The background task: runs [`Self::rotate_keys`] at every planned instant (and when an

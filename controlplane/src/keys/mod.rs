@@ -25,7 +25,8 @@ use kms::Kms;
 use planner::PlanKey;
 
 /// The current signing algorithm: stored in the database once chosen (so that a scheduled
-/// algorithm change survives restarts), seeded from `signing.alg` at first start.
+/// algorithm change survives restarts), seeded from `signing.alg` at first start by
+/// [`ensure_signing_key`].
 pub async fn current_alg(db: &Db, cfg: &Settings) -> Result<Algorithm> {
     let stored = settings::get(db, settings::SIGNING, "alg").await?;
     let name = stored
@@ -33,13 +34,7 @@ pub async fn current_alg(db: &Db, cfg: &Settings) -> Result<Algorithm> {
         .and_then(Value::as_str)
         .unwrap_or(&cfg.signing.alg)
         .to_string();
-    let alg: Algorithm = name.parse()?;
-    if stored.is_none() {
-        let mut tx = db.pool.begin().await?;
-        settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(alg.as_str())).await?;
-        tx.commit().await?;
-    }
-    Ok(alg)
+    Ok(name.parse()?)
 }
 
 /// A scheduled algorithm change: keys of `alg` sign from `at` on.
@@ -90,14 +85,25 @@ pub fn new_row(g: kms::Generated, alg: Algorithm, now: i64, nbf: i64, exp: Optio
 
 /// Makes sure a key of ours is active at `now`, generating one when `auto_generate_keys`
 /// allows it (or recording the static key file's key).
+///
+/// This is the one write outside [`crate::state::Write`]: it runs at start, before there is a
+/// snapshot to publish (the first snapshot is then built from what it stored).
 pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) -> Result<()> {
     let alg = current_alg(db, cfg).await?;
+    let seeded = settings::get(db, settings::SIGNING, "alg").await?.is_some();
     let rows = db::keys::list(db).await?;
+    let bits = rsa_key_len(db, cfg).await?;
+    // Reads first: an in-memory SQLite pool has one connection, which the transaction takes.
+    let mut tx = db.pool.begin().await?;
+    if !seeded {
+        settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(alg.as_str())).await?;
+    }
     if let Some(key) = kms.read_static(alg)? {
         if rows
             .iter()
             .any(|k| k.kid == pharos_shared::jose::Signer::kid(&key))
         {
+            tx.commit().await?;
             return Ok(());
         }
         let g = kms::Generated {
@@ -105,12 +111,12 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
             public_jwk: pharos_shared::jose::Signer::public_jwk(&key).clone(),
             private_pem: None,
         };
-        let mut tx = db.pool.begin().await?;
         db::keys::insert(db, &mut tx, &new_row(g, alg, now, now, None)).await?;
         tx.commit().await?;
         return Ok(());
     }
     if rows.iter().any(|k| is_active(k, now)) {
+        tx.commit().await?;
         return Ok(());
     }
     if !cfg.signing.auto_generate_keys {
@@ -118,9 +124,8 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
             "no active {alg} signing key and signing.auto_generate_keys is false"
         )));
     }
-    let g = kms.generate(alg, rsa_key_len(db, cfg).await?)?;
+    let g = kms.generate(alg, bits)?;
     let row = new_row(g, alg, now, now, None);
-    let mut tx = db.pool.begin().await?;
     db::keys::insert(db, &mut tx, &row).await?;
     tx.commit().await?;
     tracing::info!(kid = %row.kid, alg = %alg, "generated signing key");

@@ -60,13 +60,15 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let stored = trust_anchors::get(&self.cp.db, id)
             .await?
             .ok_or(PollError::Gone)?;
+        let slot = self.fetch_permit().await?;
         let jws = self
             .fetcher
             .entity_configuration(id)
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
+        drop(slot);
         let fetched = check_configuration(&jws, id, stored.jwks.as_ref())?;
-        let _w = self.cp.writer().await;
+        let mut w = self.cp.write(None).await;
         // Re-read under the writer lock: a change may have landed during the fetch.
         let row = trust_anchors::get(&self.cp.db, id)
             .await?
@@ -77,16 +79,16 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let old = row.jwks.clone().unwrap_or_default();
         let changed = row.jwks.is_none() || kids(&old) != kids(&fetched.jwks);
         if changed {
-            let mut tx = self.cp.db.pool.begin().await?;
-            let w = TrustAnchorWrite {
+            let tx = w.tx().await?;
+            let update = TrustAnchorWrite {
                 entity_id: row.entity_id.clone(),
                 jwks: Some(fetched.jwks.clone()),
                 enable_jwks_update: row.enable_jwks_update,
                 key_poll_interval: row.key_poll_interval,
             };
-            trust_anchors::update(&self.cp.db, &mut tx, row.id, &w, now).await?;
-            tx.commit().await?;
-            self.cp.refresh(&[Section::TrustAnchors]).await?;
+            trust_anchors::update(&self.cp.db, tx, row.id, &update, now).await?;
+            w.touch(Section::TrustAnchors);
+            w.commit().await?;
             tracing::info!(anchor = %id, kids = ?kids(&fetched.jwks), "trust anchor keys updated");
         }
         Ok(Polled {

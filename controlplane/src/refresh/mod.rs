@@ -6,6 +6,12 @@
 //! earliest entry of either [`schedule::Schedule`] is due, or when the control plane reports
 //! a change of trust anchors or subordinates. Tests call `tick(now)` directly with a manual
 //! clock and an in-memory fetcher, so the schedule is tested without sleeping.
+//!
+//! Every Entity Configuration fetched here — anchor polls, subordinate polls, triggers — holds
+//! a [`FetchPermit`] of one semaphore of `federation.refresh_concurrency` slots, so the number
+//! of outbound connections the refreshers open is bounded however the work arrives. Polls wait
+//! for a slot (they are background work); triggers take one only if it is free and are refused
+//! otherwise (see `crate::commands`), so a flood of triggers never queues.
 
 mod anchors;
 pub mod push;
@@ -24,7 +30,7 @@ use std::time::Duration;
 
 use pharos_shared::chain::Fetcher;
 use pharos_shared::key_update::KeyCheckError;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::state::ControlPlane;
@@ -80,11 +86,21 @@ pub struct Polled {
     pub exp: Option<i64>,
 }
 
+/// One of the refreshers' outbound fetch slots; holding one is the right to fetch an Entity
+/// Configuration. Taking it as a parameter makes a fetch without a slot a compile error.
+#[derive(Debug)]
+pub struct FetchPermit {
+    /// Held only to be released on drop.
+    _slot: OwnedSemaphorePermit,
+}
+
 /// Both refreshers and the fetcher they share.
 #[derive(Debug)]
 pub struct Refreshers<F> {
     cp: Arc<ControlPlane>,
     fetcher: Arc<F>,
+    /// The fetch slots (`federation.refresh_concurrency`).
+    fetches: Arc<Semaphore>,
     /// Trust anchors polled, by entity identifier.
     pub anchors: Mutex<Schedule<AnchorPoll>>,
     /// Subordinates polled, by entity identifier.
@@ -95,9 +111,11 @@ pub struct Refreshers<F> {
 impl<F: Fetcher + 'static> Refreshers<F> {
     /// Refreshers over `cp`, fetching with `fetcher`. Nothing is polled before the first tick.
     pub fn new(cp: Arc<ControlPlane>, fetcher: Arc<F>) -> Arc<Self> {
+        let slots = cp.settings.federation.refresh_concurrency.max(1) as usize;
         Arc::new(Self {
             cp,
             fetcher,
+            fetches: Arc::new(Semaphore::new(slots)),
             anchors: Mutex::new(Schedule::default()),
             subordinates: Mutex::new(Schedule::default()),
             booted: std::sync::atomic::AtomicBool::new(false),
@@ -107,6 +125,28 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     /// The control plane refreshed.
     pub fn control(&self) -> &Arc<ControlPlane> {
         &self.cp
+    }
+
+    /// A fetch slot if one is free now (triggers: refused rather than queued).
+    pub fn try_fetch_permit(&self) -> Option<FetchPermit> {
+        let slot = self.fetches.clone().try_acquire_owned().ok()?;
+        Some(FetchPermit { _slot: slot })
+    }
+
+    /// A fetch slot, waiting for one (polls).
+    pub async fn fetch_permit(&self) -> Result<FetchPermit, PollError> {
+        self.fetches
+            .clone()
+            .acquire_owned()
+            .await
+            .map(|slot| FetchPermit { _slot: slot })
+            // The semaphore is never closed; this would be a bug, not a remote failure.
+            .map_err(|e| PollError::Internal(crate::error::Error::Internal(e.to_string())))
+    }
+
+    /// Fetch slots free now (tests and diagnostics).
+    pub fn free_fetch_slots(&self) -> usize {
+        self.fetches.available_permits()
     }
 
     /// Syncs both schedules with the stored state and polls everything due at `now`.

@@ -1,110 +1,136 @@
 //! The control plane's side of the jwks_update_trigger and jwks_update endpoints: the data
-//! plane forwards the request as a command; the answer is a federation error or the result.
+//! plane has checked the request and forwards it as a command; the answer is the result or a
+//! typed reason ([`TriggerError`], [`PushError`]) that the data plane renders.
 
+use pharos_dataplane::command::{PushError, TriggerError};
 use pharos_shared::chain::Fetcher;
-use pharos_shared::command::CommandError;
 use pharos_shared::jose;
-use pharos_shared::key_update::parse_signed_jwks;
+use pharos_shared::key_update::SignedJwks;
 use pharos_shared::refresh::describe_change;
 
-use super::{PollError, Refreshers};
-use crate::db::subordinate_events::{self, NewEvent};
+use super::{FetchPermit, PollError, Refreshers};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::state::ControlPlane;
 
-/// Only these subordinates may have their keys refreshed or pushed.
-fn known(row: Option<SubordinateRow>) -> Result<SubordinateRow, CommandError> {
-    row.filter(|r| matches!(r.status.as_str(), "active" | "pending"))
-        .ok_or_else(|| CommandError::not_found("subordinate not known"))
+/// Why a subordinate may not have its keys refreshed or pushed.
+enum NotKnown {
+    NotStored,
+    NotActiveOrPending,
 }
 
-fn internal(e: impl std::fmt::Display) -> CommandError {
+/// Only active and pending subordinates may have their keys refreshed or pushed.
+fn known(row: Option<SubordinateRow>) -> Result<SubordinateRow, NotKnown> {
+    let row = row.ok_or(NotKnown::NotStored)?;
+    if matches!(row.status.as_str(), "active" | "pending") {
+        Ok(row)
+    } else {
+        Err(NotKnown::NotActiveOrPending)
+    }
+}
+
+impl From<NotKnown> for TriggerError {
+    fn from(n: NotKnown) -> Self {
+        match n {
+            NotKnown::NotStored => Self::UnknownSubordinate,
+            NotKnown::NotActiveOrPending => Self::NotActiveOrPending,
+        }
+    }
+}
+
+impl From<NotKnown> for PushError {
+    fn from(n: NotKnown) -> Self {
+        match n {
+            NotKnown::NotStored => Self::UnknownSubordinate,
+            NotKnown::NotActiveOrPending => Self::NotActiveOrPending,
+        }
+    }
+}
+
+/// Logs an internal failure; the caller only learns that there was one.
+fn logged(e: impl std::fmt::Display) {
     tracing::error!(error = %e, "key update failed");
-    CommandError::server_error()
 }
 
 impl<F: Fetcher + 'static> Refreshers<F> {
-    /// jwks_update_trigger: refreshes `sub`'s keys now (polling need not be enabled) and
-    /// records `jwks_update_triggered`. Answers whether the keys changed.
+    /// jwks_update_trigger: refreshes `sub`'s keys now, holding fetch slot `slot` (polling
+    /// need not be enabled) and records `jwks_update_triggered`. Answers whether the keys
+    /// changed.
     pub async fn trigger(
         &self,
+        slot: &FetchPermit,
         sub: &str,
         actor: Option<&str>,
         now: i64,
-    ) -> Result<bool, CommandError> {
+    ) -> Result<bool, TriggerError> {
+        let internal = |e| {
+            logged(e);
+            TriggerError::Internal
+        };
         let row = repo::get(&self.cp.db, SubKey::EntityId(sub))
             .await
-            .map_err(internal)?;
+            .map_err(|e| internal(e.to_string()))?;
         let row = known(row)?;
-        let changed = match self.refresh_subordinate_keys(sub, now, actor).await {
+        let changed = match self.refresh_holding(slot, sub, now, actor).await {
             Ok(p) => p.changed,
-            Err(PollError::Fetch(m)) => {
-                return Err(CommandError::new(502, "server_error", m));
-            }
-            Err(PollError::Signature(m)) => return Err(CommandError::invalid_client(m)),
-            Err(PollError::Gone) => return Err(CommandError::not_found("subordinate not known")),
-            Err(e) => return Err(internal(e)),
+            Err(PollError::Fetch(m)) => return Err(TriggerError::FetchFailed(m)),
+            Err(PollError::Signature(m)) => return Err(TriggerError::BadSignature(m)),
+            Err(PollError::Invalid(m)) => return Err(TriggerError::InvalidConfiguration(m)),
+            Err(PollError::Gone) => return Err(TriggerError::UnknownSubordinate),
+            Err(e @ PollError::Internal(_)) => return Err(internal(e.to_string())),
         };
         let message = if changed {
             "jwks changed"
         } else {
             "jwks unchanged"
         };
-        let e = NewEvent {
-            kind: "jwks_update_triggered",
-            status: Some(&row.status),
-            message: Some(message.into()),
-            actor,
-        };
-        let _w = self.cp.writer().await;
-        let mut tx = self.cp.db.pool.begin().await.map_err(internal)?;
-        subordinate_events::record(&self.cp.db, &mut tx, row.id, now, &e)
-            .await
-            .map_err(internal)?;
-        tx.commit().await.map_err(internal)?;
+        let mut w = self.cp.write(actor).await;
+        w.subordinate_event(
+            row.id,
+            &row.status,
+            "jwks_update_triggered",
+            Some(message.into()),
+        )
+        .await
+        .map_err(|e| internal(e.to_string()))?;
+        w.commit().await.map_err(|e| internal(e.to_string()))?;
         Ok(changed)
     }
 }
 
 impl ControlPlane {
-    /// jwks_update: checks the signed JWK Set against the keys stored now (under the writer
-    /// lock, so no concurrent change slips between check and store), replaces them, records
-    /// `jwks_updated` and publishes. Every refusal leaves everything as it was.
-    pub async fn push_jwks(&self, token: &str, now: i64) -> Result<(), CommandError> {
-        let pushed = parse_signed_jwks(token, now)
-            .map_err(|e| CommandError::invalid_request(e.to_string()))?;
-        let _w = self.writer().await;
+    /// jwks_update: checks the signature of `pushed` (whose form the data plane checked)
+    /// against the keys stored now (under the writer lock, so no concurrent change slips
+    /// between check and store), replaces them, records `jwks_updated` and publishes. Every
+    /// refusal leaves everything as it was.
+    pub async fn push_jwks(&self, pushed: &SignedJwks, now: i64) -> Result<(), PushError> {
+        let internal = |e: String| {
+            logged(e);
+            PushError::Internal
+        };
+        // The pushing subordinate is the actor of its own key change.
+        let mut w = self.write(Some(&pushed.sub)).await;
         let row = repo::get(&self.db, SubKey::EntityId(&pushed.sub))
             .await
-            .map_err(internal)?;
+            .map_err(|e| internal(e.to_string()))?;
         let row = known(row)?;
         let stored = row.jwks.clone().unwrap_or_default();
         if stored.keys.is_empty() {
-            return Err(CommandError::invalid_client(
-                "no keys stored for the subordinate",
-            ));
+            return Err(PushError::NoStoredKeys);
         }
-        jose::verify(token, &stored).map_err(|e| {
-            CommandError::invalid_client(format!("not signed by a current key: {e}"))
-        })?;
+        jose::verify(pushed.token(), &stored)
+            .map_err(|e| PushError::NotSignedByCurrentKey(e.to_string()))?;
+        // The signature covers the very token `pushed` was read from, so its claims are now
+        // authentic; reading them again here would only repeat the data plane's work.
         let message =
             describe_change(&stored, &pushed.keys).unwrap_or_else(|| "added: ; removed: ".into());
-        let mut tx = self.db.pool.begin().await.map_err(internal)?;
-        repo::set_jwks(&self.db, &mut tx, row.id, &pushed.keys, now)
+        let tx = w.tx().await.map_err(|e| internal(e.to_string()))?;
+        repo::set_jwks(&self.db, tx, row.id, &pushed.keys, now)
             .await
-            .map_err(internal)?;
-        let e = NewEvent {
-            kind: "jwks_updated",
-            status: Some(&row.status),
-            message: Some(message),
-            actor: Some(&pushed.sub),
-        };
-        subordinate_events::record(&self.db, &mut tx, row.id, now, &e)
+            .map_err(|e| internal(e.to_string()))?;
+        w.subordinate_event(row.id, &row.status, "jwks_updated", Some(message))
             .await
-            .map_err(internal)?;
-        tx.commit().await.map_err(internal)?;
-        self.refresh_subordinate(&pushed.sub)
-            .await
-            .map_err(internal)
+            .map_err(|e| internal(e.to_string()))?;
+        w.touch_subordinate(&pushed.sub);
+        w.commit().await.map_err(|e| internal(e.to_string()))
     }
 }

@@ -4,7 +4,7 @@
 //! subordinate change reaches the control plane's `refresh_subordinate`, which queues the
 //! entity for [`Refreshers::sync_changed_subordinates`].
 //!
-//! The same poll serves the jwks_update_trigger endpoint ([`Refreshers::refresh_subordinate_keys`]).
+//! The same poll serves the jwks_update_trigger endpoint ([`Refreshers::refresh_holding`]).
 
 use std::sync::Arc;
 
@@ -12,15 +12,10 @@ use pharos_shared::chain::Fetcher;
 use pharos_shared::key_update::check_configuration;
 use pharos_shared::refresh::{describe_change, subordinate_interval};
 
-use super::{PollError, Polled, Refreshers};
-use crate::db::subordinate_events::{self, NewEvent};
+use super::{FetchPermit, PollError, Polled, Refreshers};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::db::{self};
 use crate::error::Result;
-
-/// At most this many subordinates are fetched at once (all polled subordinates are due
-/// together at boot).
-const CONCURRENT_POLLS: usize = 16;
 
 /// The settings a subordinate is polled with; a change restarts its schedule entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,13 +62,20 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     pub(super) async fn poll_due_subordinates(self: &Arc<Self>, now: i64) {
         let due = self.subordinates.lock().await.due(now);
         let mut set = tokio::task::JoinSet::new();
-        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_POLLS));
         for (id, settings) in due {
+            // The slot is taken before the task exists: all polled subordinates are due
+            // together at boot, and waiting here keeps the tasks as few as the slots.
+            let slot = match self.fetch_permit().await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(error = %e, "no fetch slot; polls retried next tick");
+                    break;
+                }
+            };
             let me = self.clone();
-            let permits = permits.clone();
             set.spawn(async move {
-                let _permit = permits.acquire_owned().await;
-                let r = me.refresh_subordinate_keys(&id, now, None).await;
+                let r = me.refresh_holding(&slot, &id, now, None).await;
+                drop(slot);
                 let mut s = me.subordinates.lock().await;
                 match r.and_then(|p| p.exp.map(|e| (p, e)).ok_or(no_exp())) {
                     Ok((_, exp)) => {
@@ -90,11 +92,23 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         while set.join_next().await.is_some() {}
     }
 
+    /// [`Self::refresh_holding`] once a fetch slot is free.
+    pub async fn refresh_subordinate_keys(
+        &self,
+        id: &str,
+        now: i64,
+        actor: Option<&str>,
+    ) -> std::result::Result<Polled, PollError> {
+        let slot = self.fetch_permit().await?;
+        self.refresh_holding(&slot, id, now, actor).await
+    }
+
     /// Fetches subordinate `id`'s configuration, verifies it with the stored keys (or seeds
     /// them when none are stored) and stores the new keys if their `kid`s changed, recording
     /// `jwks_refreshed`. A configuration without `exp` is refused before anything is stored.
-    pub async fn refresh_subordinate_keys(
+    pub async fn refresh_holding(
         &self,
+        _slot: &FetchPermit,
         id: &str,
         now: i64,
         actor: Option<&str>,
@@ -109,7 +123,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         if fetched.exp.is_none() {
             return Err(no_exp());
         }
-        let _w = self.cp.writer().await;
+        let mut w = self.cp.write(actor).await;
         let row = self.row(id).await?;
         if row.jwks != before {
             // The keys changed while this fetch was in flight (another poll, a trigger, a push
@@ -128,17 +142,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 exp: fetched.exp,
             });
         };
-        let mut tx = self.cp.db.pool.begin().await?;
-        repo::set_jwks(&self.cp.db, &mut tx, row.id, &fetched.jwks, now).await?;
-        let e = NewEvent {
-            kind: "jwks_refreshed",
-            status: Some(&row.status),
-            message: Some(message),
-            actor,
-        };
-        subordinate_events::record(&self.cp.db, &mut tx, row.id, now, &e).await?;
-        tx.commit().await?;
-        self.cp.refresh_subordinate(id).await?;
+        let tx = w.tx().await?;
+        repo::set_jwks(&self.cp.db, tx, row.id, &fetched.jwks, now).await?;
+        w.subordinate_event(row.id, &row.status, "jwks_refreshed", Some(message))
+            .await?;
+        w.touch_subordinate(id);
+        w.commit().await?;
         Ok(Polled {
             changed: true,
             exp: fetched.exp,

@@ -104,14 +104,15 @@ async fn add_anchor(r: &Refreshers<Memory>, jwks: Option<Jwks>, interval: i64) {
         enable_jwks_update: true,
         key_poll_interval: interval,
     };
-    let mut tx = cp.db.pool.begin().await.unwrap();
+    let mut wr = cp.write(None).await;
+    let tx = wr.tx().await.unwrap();
     match trust_anchors::get(&cp.db, TA).await.unwrap() {
-        Some(row) => trust_anchors::update(&cp.db, &mut tx, row.id, &w, T0).await,
-        None => trust_anchors::insert(&cp.db, &mut tx, &w, T0).await,
+        Some(row) => trust_anchors::update(&cp.db, tx, row.id, &w, T0).await,
+        None => trust_anchors::insert(&cp.db, tx, &w, T0).await,
     }
     .unwrap();
-    tx.commit().await.unwrap();
-    cp.refresh(&[Section::TrustAnchors]).await.unwrap();
+    wr.touch(Section::TrustAnchors);
+    wr.commit().await.unwrap();
 }
 
 async fn anchor_kids(r: &Refreshers<Memory>) -> Vec<String> {
@@ -208,11 +209,12 @@ async fn anchor_signature_failure_leaves_keys_unchanged_and_rotation_is_stored()
     assert_eq!(anchor_kids(&r).await, both);
     // Deleting the anchor stops its polling.
     let cp = r.control();
-    let mut tx = cp.db.pool.begin().await.unwrap();
+    let mut wr = cp.write(None).await;
+    let tx = wr.tx().await.unwrap();
     let id = trust_anchors::get(&cp.db, TA).await.unwrap().unwrap().id;
-    trust_anchors::delete(&cp.db, &mut tx, id).await.unwrap();
-    tx.commit().await.unwrap();
-    cp.refresh(&[Section::TrustAnchors]).await.unwrap();
+    trust_anchors::delete(&cp.db, tx, id).await.unwrap();
+    wr.touch(Section::TrustAnchors);
+    wr.commit().await.unwrap();
     r.tick(T0 + 2).await;
     assert!(r.anchors.lock().await.is_empty());
 }

@@ -19,19 +19,18 @@ async fn write_sub(r: &Refreshers<Memory>, enabled: bool, interval: i64, jwks: O
         enable_jwks_update: enabled,
         jwks_poll_interval: interval,
     };
-    let mut tx = cp.db.pool.begin().await.unwrap();
+    let mut wr = cp.write(None).await;
+    let tx = wr.tx().await.unwrap();
     match subs::get(&cp.db, SubKey::EntityId(SUB)).await.unwrap() {
-        Some(row) => subs::update_basic(&cp.db, &mut tx, row.id, &w, T0)
+        Some(row) => subs::update_basic(&cp.db, tx, row.id, &w, T0)
             .await
             .unwrap(),
         None => {
-            subs::insert(&cp.db, &mut tx, SUB, &w, &jwks, T0)
-                .await
-                .unwrap();
+            subs::insert(&cp.db, tx, SUB, &w, &jwks, T0).await.unwrap();
         }
     }
-    tx.commit().await.unwrap();
-    cp.refresh_subordinate(SUB).await.unwrap();
+    wr.touch_subordinate(SUB);
+    wr.commit().await.unwrap();
 }
 
 #[tokio::test]
@@ -124,15 +123,16 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
     write_sub(&r, true, 500, None).await;
     r.tick(T0 + 562).await;
     assert!(next(r.clone()).await.is_some());
-    let mut tx = cp.db.pool.begin().await.unwrap();
+    let mut wr = cp.write(None).await;
+    let tx = wr.tx().await.unwrap();
     let id = subs::get(&cp.db, SubKey::EntityId(SUB))
         .await
         .unwrap()
         .unwrap()
         .id;
-    subs::delete(&cp.db, &mut tx, id).await.unwrap();
-    tx.commit().await.unwrap();
-    cp.refresh_subordinate(SUB).await.unwrap();
+    subs::delete(&cp.db, tx, id).await.unwrap();
+    wr.touch_subordinate(SUB);
+    wr.commit().await.unwrap();
     r.tick(T0 + 563).await;
     assert_eq!(next(r.clone()).await, None);
 }

@@ -1,24 +1,58 @@
 //! The jwks_update_trigger and jwks_update endpoints (Pharos extensions, reference §1.13,
-//! §1.14). Both change state, so the data plane only checks the request's form and forwards it
-//! as a command; the control plane fetches, verifies, commits and publishes, then replies.
+//! §1.14). Both change state, so they end in a command to the control plane, which fetches or
+//! verifies against the stored keys, commits and publishes, then replies. Everything that needs
+//! no database is checked here first — the request's form, the pushed token's form and claims,
+//! whether the snapshot knows the subordinate — so that untrusted input that is bound to be
+//! refused never occupies the control plane.
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use pharos_shared::command::{Command, CommandError};
-use pharos_shared::key_update::JWK_SET_CONTENT_TYPE;
+use pharos_shared::key_update::{JWK_SET_CONTENT_TYPE, parse_signed_jwks};
+use pharos_shared::subordinate::SubordinateStatus;
 use serde_json::Value;
 
 use crate::DataPlane;
+use crate::command::{Command, PushError, TriggerError};
 use crate::error::FedError;
 
 /// Largest accepted body (a signed JWK Set, or a small form or JSON document).
 pub const MAX_BODY: usize = 256 * 1024;
 
-/// A command's refusal as a federation error response.
-pub fn fed_error(e: CommandError) -> FedError {
-    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    FedError::new(status, e.code, e.description)
+/// Whether the current snapshot has `sub` as an active or pending subordinate, the only ones
+/// whose keys may be refreshed or pushed. The control plane checks again against the database;
+/// this spares it the requests that name anything else.
+fn known(dp: &DataPlane, sub: &str) -> Result<(), Unknown> {
+    let snap = dp.snapshot_ref();
+    match snap.subordinates.get(sub).map(|s| s.status) {
+        Some(SubordinateStatus::Active | SubordinateStatus::Pending) => Ok(()),
+        Some(_) => Err(Unknown::NotActiveOrPending),
+        None => Err(Unknown::NotStored),
+    }
+}
+
+/// Why [`known`] refused a subordinate.
+enum Unknown {
+    NotStored,
+    NotActiveOrPending,
+}
+
+impl From<Unknown> for TriggerError {
+    fn from(u: Unknown) -> Self {
+        match u {
+            Unknown::NotStored => Self::UnknownSubordinate,
+            Unknown::NotActiveOrPending => Self::NotActiveOrPending,
+        }
+    }
+}
+
+impl From<Unknown> for PushError {
+    fn from(u: Unknown) -> Self {
+        match u {
+            Unknown::NotStored => Self::UnknownSubordinate,
+            Unknown::NotActiveOrPending => Self::NotActiveOrPending,
+        }
+    }
 }
 
 async fn body(req: Request) -> Result<bytes::Bytes, FedError> {
@@ -63,6 +97,9 @@ pub async fn trigger_unauthenticated(dp: &DataPlane, req: Request) -> Response {
 
 /// jwks_update_trigger for `sub`; `actor` is the authenticated client, if any.
 pub async fn trigger(dp: &DataPlane, sub: String, actor: Option<String>) -> Response {
+    if let Err(e) = known(dp, &sub) {
+        return FedError::from(TriggerError::from(e)).into_response();
+    }
     let target = sub.clone();
     let r = dp
         .commands
@@ -78,12 +115,13 @@ pub async fn trigger(dp: &DataPlane, sub: String, actor: Option<String>) -> Resp
             );
             resp
         }
-        Err(e) => fed_error(e).into_response(),
+        Err(e) => FedError::from(e).into_response(),
     }
 }
 
 /// jwks_update: `Content-Type` exactly `application/jwk-set+jwt` (415 otherwise), a
-/// non-empty body; the signed JWK Set itself is checked by the control plane. `204` on success.
+/// non-empty body holding a well-formed signed JWK Set of a known subordinate (checked here);
+/// its signature is checked by the control plane against the stored keys. `204` on success.
 pub async fn push(dp: &DataPlane, req: Request) -> Response {
     let ct = req
         .headers()
@@ -105,12 +143,18 @@ pub async fn push(dp: &DataPlane, req: Request) -> Response {
         Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
         _ => return FedError::invalid_request("the body must be a signed JWK Set").into_response(),
     };
-    match dp
-        .commands
-        .call(|reply| Command::JwksUpdate { token, reply })
-        .await
-    {
+    match push_token(dp, token).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e) => fed_error(e).into_response(),
+        Err(e) => FedError::from(e).into_response(),
     }
+}
+
+/// Checks the token's form and its subordinate, then hands it to the control plane.
+async fn push_token(dp: &DataPlane, token: String) -> Result<(), PushError> {
+    let pushed =
+        parse_signed_jwks(&token, dp.now()).map_err(|e| PushError::Invalid(e.to_string()))?;
+    known(dp, &pushed.sub)?;
+    dp.commands
+        .call(|reply| Command::JwksUpdate { pushed, reply })
+        .await
 }

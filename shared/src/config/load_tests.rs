@@ -208,7 +208,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 100);
+    assert_eq!(table.len(), 101);
 }
 
 #[test]
@@ -248,4 +248,13 @@ fn check_config_output_round_trips_and_hides_secrets() {
     );
     let plain = serde_json::to_value(&s).unwrap_or_default();
     assert_eq!(serde_json::from_value::<Settings>(plain).ok(), Some(s));
+}
+
+#[test]
+fn refresh_concurrency_is_read_and_must_be_positive() {
+    assert_eq!(ok(None, &[]).settings.federation.refresh_concurrency, 16);
+    let s = ok(None, &[("SVC_FEDERATION_REFRESH_CONCURRENCY", "4")]).settings;
+    assert_eq!(s.federation.refresh_concurrency, 4);
+    let p = problems(None, &[("SVC_FEDERATION_REFRESH_CONCURRENCY", "0")]);
+    assert!(p.iter().any(|m| m.contains("refresh_concurrency")), "{p:?}");
 }

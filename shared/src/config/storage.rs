@@ -119,6 +119,11 @@ pub struct FederationSettings {
     pub http_timeout: Duration,
     /// Largest response body accepted from another entity.
     pub max_response_bytes: u64,
+    /// How many Entity Configurations the control plane's key refreshers fetch at once, polls
+    /// and jwks_update_trigger requests together. One bound for both so that a flood of
+    /// triggers cannot open more outbound connections than the polls may; a trigger that finds
+    /// every slot taken is refused at once (503) instead of queueing.
+    pub refresh_concurrency: u32,
 }
 
 impl Default for FederationSettings {
@@ -127,6 +132,7 @@ impl Default for FederationSettings {
             block_private_addresses: false,
             http_timeout: Duration::from_secs(20),
             max_response_bytes: 1_048_576,
+            refresh_concurrency: 16,
         }
     }
 }
@@ -212,6 +218,9 @@ impl FederationSettings {
         }
         if self.max_response_bytes == 0 {
             problems.push("federation.max_response_bytes must be greater than 0".into());
+        }
+        if self.refresh_concurrency == 0 {
+            problems.push("federation.refresh_concurrency must be greater than 0".into());
         }
     }
 }

@@ -10,7 +10,7 @@ use super::docs::{self, Doc, target};
 use super::{Cp, created_or_ok};
 use crate::admin::actor::Actor;
 use crate::admin::body::Text;
-use crate::error::{Error, Result};
+use crate::admin::error::{ApiError, ApiResult};
 use crate::state::ControlPlane;
 
 const KEY: &str = "allowed_entity_types";
@@ -22,16 +22,16 @@ fn current(v: Option<Value>) -> Vec<Value> {
     }
 }
 
-async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> Result<Response> {
+async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> ApiResult<Response> {
     let t = t.trim().trim_matches('"').to_string();
     if t.is_empty() {
-        return Err(Error::BadRequest("entity type must not be empty".into()));
+        return Err(ApiError::BadRequest("entity type must not be empty".into()));
     }
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let target = target(cp, id).await?;
     let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
     if list.iter().any(|v| v.as_str() == Some(&t)) {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "entity type {t:?} is already allowed"
         )));
     }
@@ -42,20 +42,25 @@ async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> R
         Doc::Constraints,
         &[KEY],
         Value::Array(list.clone()),
-        actor,
+        w,
     )
     .await?;
     Ok(created_or_ok(true, list))
 }
 
-async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+async fn remove(
+    cp: &ControlPlane,
+    id: Option<&str>,
+    t: &str,
+    actor: &Actor,
+) -> ApiResult<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let target = target(cp, id).await?;
     let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
     let before = list.len();
     list.retain(|v| v.as_str() != Some(t));
     if list.len() == before {
-        return Err(Error::NotFound(format!(
+        return Err(ApiError::NotFound(format!(
             "entity type {t:?} is not in allowed_entity_types"
         )));
     }
@@ -66,10 +71,10 @@ async fn remove(cp: &ControlPlane, id: Option<&str>, t: &str, actor: &Actor) -> 
     root.insert(KEY.into(), Value::Array(list));
     docs::save(
         cp,
+        w,
         &target,
         Doc::Constraints,
         Some(Value::Object(root)),
-        actor,
         true,
     )
     .await?;
@@ -85,7 +90,7 @@ pub async fn post(
     Path(id): Path<String>,
     actor: Actor,
     Text(t): Text,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     add(&cp, Some(&id), t, &actor).await
 }
 
@@ -96,7 +101,7 @@ pub async fn delete(
     State(cp): Cp,
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     remove(&cp, Some(&id), &t, &actor).await
 }
 
@@ -104,7 +109,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/subordinates/constraints/allowed-entity-types", tag = "subordinates",
     request_body(content = String, content_type = "text/plain"),
     responses((status = 201, body = [String]), (status = 400), (status = 409)))]
-pub async fn general_post(State(cp): Cp, actor: Actor, Text(t): Text) -> Result<Response> {
+pub async fn general_post(State(cp): Cp, actor: Actor, Text(t): Text) -> ApiResult<Response> {
     add(&cp, None, t, &actor).await
 }
 
@@ -115,6 +120,6 @@ pub async fn general_delete(
     State(cp): Cp,
     Path(t): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     remove(&cp, None, &t, &actor).await
 }

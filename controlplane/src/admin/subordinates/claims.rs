@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::{Cp, event, find};
+use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinate_claims as repo;
 use crate::db::subordinates::SubordinateRow;
-use crate::error::{Error, Result};
-use crate::state::ControlPlane;
+use crate::state::{ControlPlane, Write};
 
 /// Body of an additional claim.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -51,14 +51,14 @@ pub struct ClaimRecord {
 }
 
 /// The claim name, checked: present and not one Pharos sets itself.
-pub fn check_claim(c: &ClaimInput) -> Result<String> {
+pub fn check_claim(c: &ClaimInput) -> ApiResult<String> {
     let name = c
         .claim
         .clone()
         .filter(|n| !n.is_empty() && n.len() <= 255)
-        .ok_or_else(|| Error::BadRequest("claim is required (at most 255 characters)".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("claim is required (at most 255 characters)".into()))?;
     if RESERVED_CLAIMS.contains(&name.as_str()) {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "claim {name:?} is set by Pharos itself"
         )));
     }
@@ -80,22 +80,32 @@ fn records(row: &SubordinateRow) -> Vec<ClaimRecord> {
         .collect()
 }
 
-fn one(row: &SubordinateRow, key: &str) -> Result<ClaimRecord> {
+fn one(row: &SubordinateRow, key: &str) -> ApiResult<ClaimRecord> {
     records(row)
         .into_iter()
         .find(|c| c.id.to_string() == key || c.claim == key)
-        .ok_or_else(|| Error::NotFound(format!("unknown additional claim {key:?}")))
+        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {key:?}")))
 }
 
-async fn publish(cp: &ControlPlane, row: &SubordinateRow, id: &str) -> Result<SubordinateRow> {
-    cp.refresh_subordinate(&row.entity_id).await?;
+/// Commits, publishes the subordinate and returns it as now stored.
+async fn publish(
+    cp: &ControlPlane,
+    mut w: Write<'_>,
+    row: &SubordinateRow,
+    id: &str,
+) -> ApiResult<SubordinateRow> {
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     find(cp, id).await
 }
 
 /// Lists this subordinate's own additional claims.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/additional-claims", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 200, body = [ClaimRecord]), (status = 404)))]
-pub async fn list(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Vec<ClaimRecord>>> {
+pub async fn list(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
     Ok(axum::Json(records(&find(&cp, &id).await?)))
 }
 
@@ -108,41 +118,29 @@ pub async fn replace(
     Path(id): Path<String>,
     actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
-) -> Result<axum::Json<Vec<ClaimRecord>>> {
+) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
     let mut names = std::collections::HashSet::new();
     for c in &list {
         if !names.insert(check_claim(c)?) {
-            return Err(Error::Conflict("duplicate claim in the list".into()));
+            return Err(ApiError::Conflict("duplicate claim in the list".into()));
         }
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let now = cp.now();
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id, None).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id, None).await?;
     for c in &list {
-        repo::insert(
-            &cp.db,
-            &mut tx,
-            row.id,
-            &check_claim(c)?,
-            &c.value,
-            c.crit,
-            now,
-        )
-        .await?;
+        repo::insert(&cp.db, tx, row.id, &check_claim(c)?, &c.value, c.crit, now).await?;
     }
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some("additional claims replaced".into()),
     )
     .await?;
-    tx.commit().await?;
-    Ok(axum::Json(records(&publish(&cp, &row, &id).await?)))
+    Ok(axum::Json(records(&publish(&cp, w, &row, &id).await?)))
 }
 
 /// Adds one additional claim; an existing claim name is a conflict.
@@ -154,26 +152,23 @@ pub async fn add(
     Path(id): Path<String>,
     actor: Actor,
     Json(c): Json<ClaimInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let name = check_claim(&c)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     if row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(Error::Conflict(format!("claim {name:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
-    repo::insert(&cp.db, &mut tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    let tx = w.tx().await?;
+    repo::insert(&cp.db, tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some(format!("claim {name} added")),
     )
     .await?;
-    tx.commit().await?;
-    let row = publish(&cp, &row, &id).await?;
+    let row = publish(&cp, w, &row, &id).await?;
     Ok((StatusCode::CREATED, axum::Json(one(&row, &name)?)))
 }
 
@@ -184,7 +179,7 @@ pub async fn add(
 pub async fn get(
     State(cp): Cp,
     Path((id, key)): Path<(String, String)>,
-) -> Result<axum::Json<ClaimRecord>> {
+) -> ApiResult<axum::Json<ClaimRecord>> {
     Ok(axum::Json(one(&find(&cp, &id).await?, &key)?))
 }
 
@@ -197,19 +192,19 @@ pub async fn put(
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
     Json(mut c): Json<ClaimInput>,
-) -> Result<axum::Json<ClaimRecord>> {
-    let _w = cp.writer().await;
+) -> ApiResult<axum::Json<ClaimRecord>> {
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;
     c.claim = c.claim.or(Some(old.claim.clone()));
     let name = check_claim(&c)?;
     if name != old.claim && row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(Error::Conflict(format!("claim {name:?} already exists")));
+        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     repo::update(
         &cp.db,
-        &mut tx,
+        tx,
         row.id,
         old.id,
         &name,
@@ -218,17 +213,14 @@ pub async fn put(
         cp.now(),
     )
     .await?;
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "claims_updated",
         Some(format!("claim {name} updated")),
     )
     .await?;
-    tx.commit().await?;
-    Ok(axum::Json(one(&publish(&cp, &row, &id).await?, &name)?))
+    Ok(axum::Json(one(&publish(&cp, w, &row, &id).await?, &name)?))
 }
 
 /// Removes one additional claim.
@@ -239,15 +231,15 @@ pub async fn delete(
     State(cp): Cp,
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let old = one(&row, &key)?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id, Some(old.id)).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id, Some(old.id)).await?;
     let msg = format!("claim {} deleted", old.claim);
-    event(&cp, &mut tx, &row, &actor, "claim_deleted", Some(msg)).await?;
-    tx.commit().await?;
-    publish(&cp, &row, &id).await?;
+    w.subordinate_event(row.id, &row.status, "claim_deleted", Some(msg))
+        .await?;
+    publish(&cp, w, &row, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

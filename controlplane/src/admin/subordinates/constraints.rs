@@ -10,11 +10,14 @@ use super::docs::Doc;
 use super::{Cp, ops};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 
 /// Shows the constraints (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_constraints(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Value>> {
+pub async fn get_constraints(
+    State(cp): Cp,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Constraints, &[], false).await
 }
 
@@ -25,7 +28,7 @@ pub async fn put_constraints(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, Some(id.as_str()), Doc::Constraints, &[], body, &actor).await
 }
 
@@ -35,7 +38,7 @@ pub async fn post_constraints(
     State(cp): Cp,
     Path(id): Path<String>,
     actor: Actor,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::copy_general(&cp, &id, Doc::Constraints, &actor).await
 }
 
@@ -45,7 +48,7 @@ pub async fn delete_constraints(
     State(cp): Cp,
     Path(id): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Constraints, &[], &actor).await
 }
 
@@ -54,7 +57,7 @@ pub async fn delete_constraints(
 pub async fn get_max_path_length(
     State(cp): Cp,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -72,7 +75,7 @@ pub async fn put_max_path_length(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -90,7 +93,7 @@ pub async fn delete_max_path_length(
     State(cp): Cp,
     Path(id): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         Some(id.as_str()),
@@ -106,7 +109,7 @@ pub async fn delete_max_path_length(
 pub async fn get_naming_constraints(
     State(cp): Cp,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -124,7 +127,7 @@ pub async fn put_naming_constraints(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -142,7 +145,7 @@ pub async fn delete_naming_constraints(
     State(cp): Cp,
     Path(id): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         Some(id.as_str()),
@@ -158,7 +161,7 @@ pub async fn delete_naming_constraints(
 pub async fn get_allowed_entity_types(
     State(cp): Cp,
     Path(id): Path<String>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -176,7 +179,7 @@ pub async fn put_allowed_entity_types(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -190,7 +193,7 @@ pub async fn put_allowed_entity_types(
 
 /// Shows the general constraints (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/constraints", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_constraints(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn general_get_constraints(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Constraints, &[], false).await
 }
 
@@ -200,19 +203,19 @@ pub async fn general_put_constraints(
     State(cp): Cp,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, None, Doc::Constraints, &[], body, &actor).await
 }
 
 /// Removes the general constraints (the whole override or setting).
 #[utoipa::path(delete, path = "/subordinates/constraints", tag = "subordinates", responses((status = 204), (status = 404)))]
-pub async fn general_delete_constraints(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_constraints(State(cp): Cp, actor: Actor) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Constraints, &[], &actor).await
 }
 
 /// Shows `max_path_length` in effect.
 #[utoipa::path(get, path = "/subordinates/constraints/max-path-length", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_max_path_length(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn general_get_max_path_length(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Constraints, &["max_path_length"], false).await
 }
 
@@ -222,7 +225,7 @@ pub async fn general_put_max_path_length(
     State(cp): Cp,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         None,
@@ -236,13 +239,13 @@ pub async fn general_put_max_path_length(
 
 /// Removes `max_path_length`.
 #[utoipa::path(delete, path = "/subordinates/constraints/max-path-length", tag = "subordinates", responses((status = 204), (status = 404)))]
-pub async fn general_delete_max_path_length(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_max_path_length(State(cp): Cp, actor: Actor) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Constraints, &["max_path_length"], &actor).await
 }
 
 /// Shows `naming_constraints` in effect.
 #[utoipa::path(get, path = "/subordinates/constraints/naming-constraints", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_naming_constraints(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn general_get_naming_constraints(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Constraints, &["naming_constraints"], false).await
 }
 
@@ -252,7 +255,7 @@ pub async fn general_put_naming_constraints(
     State(cp): Cp,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         None,
@@ -266,13 +269,16 @@ pub async fn general_put_naming_constraints(
 
 /// Removes `naming_constraints`.
 #[utoipa::path(delete, path = "/subordinates/constraints/naming-constraints", tag = "subordinates", responses((status = 204), (status = 404)))]
-pub async fn general_delete_naming_constraints(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_naming_constraints(
+    State(cp): Cp,
+    actor: Actor,
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Constraints, &["naming_constraints"], &actor).await
 }
 
 /// Shows `allowed_entity_types` in effect.
 #[utoipa::path(get, path = "/subordinates/constraints/allowed-entity-types", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_allowed_entity_types(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn general_get_allowed_entity_types(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         None,
@@ -289,7 +295,7 @@ pub async fn general_put_allowed_entity_types(
     State(cp): Cp,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         None,

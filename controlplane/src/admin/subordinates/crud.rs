@@ -8,12 +8,12 @@ use pharos_shared::subordinate::SubordinateStatus;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{BasicRecord, Cp, FullRecord, event, find, full};
+use super::{BasicRecord, Cp, FullRecord, find, full};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
+use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, BasicWrite, SubKey};
-use crate::error::{Error, Result};
 
 /// Filters of the subordinate list.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -30,7 +30,7 @@ pub struct ListQuery {
 pub async fn list(
     State(cp): Cp,
     Query(q): Query<ListQuery>,
-) -> Result<axum::Json<Vec<BasicRecord>>> {
+) -> ApiResult<axum::Json<Vec<BasicRecord>>> {
     let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(parse_status(s)?),
         None => None,
@@ -49,9 +49,9 @@ pub async fn list(
     ))
 }
 
-fn parse_status(s: &str) -> Result<SubordinateStatus> {
+fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
     SubordinateStatus::parse(s).ok_or_else(|| {
-        Error::BadRequest(format!(
+        ApiError::BadRequest(format!(
             "invalid status {s:?}: expected active, pending, blocked or inactive"
         ))
     })
@@ -81,18 +81,18 @@ pub struct CreateInput {
     pub jwks_poll_interval: i64,
 }
 
-fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> Result<()> {
+fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()> {
     if status == SubordinateStatus::Active && jwks.as_ref().is_none_or(|j| j.keys.is_empty()) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "status cannot be active without keys".into(),
         ));
     }
     Ok(())
 }
 
-fn check_types(types: &[String]) -> Result<()> {
+fn check_types(types: &[String]) -> ApiResult<()> {
     if types.iter().any(|t| t.trim().is_empty() || t.len() > 255) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "registered_entity_types must be non-empty strings of at most 255 characters".into(),
         ));
     }
@@ -106,14 +106,14 @@ pub async fn create(
     State(cp): Cp,
     actor: Actor,
     Json(input): Json<CreateInput>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     let entity = input
         .entity_id
         .clone()
-        .ok_or_else(|| Error::BadRequest("entity_id is required".into()))?;
+        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
     entity_id("entity_id", &entity)?;
     if entity == cp.settings.entity_id {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "a subordinate cannot be ourselves".into(),
         ));
     }
@@ -127,16 +127,16 @@ pub async fn create(
     require_keys(status, &input.jwks)?;
     check_types(&input.registered_entity_types)?;
     if input.jwks_poll_interval < 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, SubKey::EntityId(&entity))
         .await?
         .is_some()
     {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "subordinate {entity:?} already exists"
         )));
     }
@@ -147,36 +147,18 @@ pub async fn create(
         enable_jwks_update: input.enable_jwks_update,
         jwks_poll_interval: input.jwks_poll_interval,
     };
-    let mut tx = cp.db.pool.begin().await?;
-    let id = repo::insert(&cp.db, &mut tx, &entity, &basic, &input.jwks, now).await?;
-    repo::set_types(&cp.db, &mut tx, id, &input.registered_entity_types).await?;
-    let row = crate::db::subordinates::SubordinateRow {
+    let tx = w.tx().await?;
+    let id = repo::insert(&cp.db, tx, &entity, &basic, &input.jwks, now).await?;
+    repo::set_types(&cp.db, tx, id, &input.registered_entity_types).await?;
+    w.subordinate_event(
         id,
-        entity_id: entity.clone(),
-        description: String::new(),
-        status: basic.status.clone(),
-        enable_jwks_update: false,
-        jwks_poll_interval: 0,
-        jwks: None,
-        metadata: None,
-        metadata_policy: None,
-        constraints: None,
-        created_at: now,
-        updated_at: now,
-        registered_entity_types: vec![],
-        additional_claims: vec![],
-    };
-    event(
-        &cp,
-        &mut tx,
-        &row,
-        &actor,
+        &basic.status,
         "created",
         Some("subordinate created".into()),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&entity).await?;
+    w.touch_subordinate(&entity);
+    w.commit().await?;
     let row = find(&cp, &entity).await?;
     Ok((StatusCode::CREATED, axum::Json(full(&cp, &row))))
 }
@@ -185,7 +167,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path, description = "numeric id or URL-encoded entity identifier")),
     responses((status = 200, body = FullRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<FullRecord>> {
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
 }
 
@@ -207,16 +189,16 @@ async fn apply_update(
     id: &str,
     actor: &Actor,
     u: UpdateInput,
-) -> Result<FullRecord> {
+) -> ApiResult<FullRecord> {
     if let Some(t) = &u.registered_entity_types {
         check_types(t)?;
     }
     if u.jwks_poll_interval.is_some_and(|i| i < 0) {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "jwks_poll_interval must not be negative".into(),
         ));
     }
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let row = find(cp, id).await?;
     let basic = BasicWrite {
         description: u.description.unwrap_or_else(|| row.description.clone()),
@@ -224,22 +206,20 @@ async fn apply_update(
         enable_jwks_update: u.enable_jwks_update.unwrap_or(row.enable_jwks_update),
         jwks_poll_interval: u.jwks_poll_interval.unwrap_or(row.jwks_poll_interval),
     };
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    let tx = w.tx().await?;
+    repo::update_basic(&cp.db, tx, row.id, &basic, cp.now()).await?;
     if let Some(t) = &u.registered_entity_types {
-        repo::set_types(&cp.db, &mut tx, row.id, t).await?;
+        repo::set_types(&cp.db, tx, row.id, t).await?;
     }
-    event(
-        cp,
-        &mut tx,
-        &row,
-        actor,
+    w.subordinate_event(
+        row.id,
+        &row.status,
         "updated",
         Some("subordinate updated".into()),
     )
     .await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(full(cp, &find(cp, id).await?))
 }
 
@@ -252,7 +232,7 @@ pub async fn put(
     Path(id): Path<String>,
     actor: Actor,
     Json(u): Json<UpdateInput>,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
@@ -265,20 +245,20 @@ pub async fn patch(
     Path(id): Path<String>,
     actor: Actor,
     Json(u): Json<UpdateInput>,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     Ok(axum::Json(apply_update(&cp, &id, &actor, u).await?))
 }
 
 /// Deletes a subordinate with its history (hard delete: the entity can be added again).
 #[utoipa::path(delete, path = "/subordinates/{subordinateID}", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete(State(cp): Cp, Path(id): Path<String>) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+pub async fn delete(State(cp): Cp, actor: Actor, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    let mut tx = cp.db.pool.begin().await?;
-    repo::delete(&cp.db, &mut tx, row.id).await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    let tx = w.tx().await?;
+    repo::delete(&cp.db, tx, row.id).await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -291,9 +271,9 @@ pub async fn set_status(
     Path(id): Path<String>,
     actor: Actor,
     Text(body): Text,
-) -> Result<axum::Json<FullRecord>> {
+) -> ApiResult<axum::Json<FullRecord>> {
     let status = parse_status(&body)?;
-    let _w = cp.writer().await;
+    let mut w = cp.write(actor.name()).await;
     let mut row = find(&cp, &id).await?;
     require_keys(status, &row.jwks)?;
     let old = std::mem::replace(&mut row.status, status.as_str().into());
@@ -303,11 +283,12 @@ pub async fn set_status(
         enable_jwks_update: row.enable_jwks_update,
         jwks_poll_interval: row.jwks_poll_interval,
     };
-    let mut tx = cp.db.pool.begin().await?;
-    repo::update_basic(&cp.db, &mut tx, row.id, &basic, cp.now()).await?;
+    let tx = w.tx().await?;
+    repo::update_basic(&cp.db, tx, row.id, &basic, cp.now()).await?;
     let msg = format!("status changed from {old} to {status}");
-    event(&cp, &mut tx, &row, &actor, "status_updated", Some(msg)).await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await?;
+    w.subordinate_event(row.id, &row.status, "status_updated", Some(msg))
+        .await?;
+    w.touch_subordinate(&row.entity_id);
+    w.commit().await?;
     Ok(axum::Json(full(&cp, &find(&cp, &id).await?)))
 }

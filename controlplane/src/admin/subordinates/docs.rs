@@ -10,11 +10,11 @@
 use pharos_shared::policy::{Constraints, check_metadata_policy};
 use serde_json::{Map, Value};
 
-use super::{Actor, event, find};
+use super::find;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::settings;
 use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};
-use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
+use crate::state::{ControlPlane, Section, Write};
 
 /// Which document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,21 +66,21 @@ pub enum Target {
 }
 
 /// The target addressed by an optional `{subordinateID}`.
-pub async fn target(cp: &ControlPlane, id: Option<&str>) -> Result<Target> {
+pub async fn target(cp: &ControlPlane, id: Option<&str>) -> ApiResult<Target> {
     Ok(match id {
         Some(id) => Target::Sub(Box::new(find(cp, id).await?)),
         None => Target::General,
     })
 }
 
-async fn general(cp: &ControlPlane, doc: Doc) -> Result<Option<Value>> {
+async fn general(cp: &ControlPlane, doc: Doc) -> ApiResult<Option<Value>> {
     Ok(settings::get(&cp.db, settings::SUBORDINATE, doc.setting())
         .await?
         .filter(|v| !v.is_null()))
 }
 
 /// The stored document of the target itself (no fallback).
-pub async fn own(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option<Value>> {
+pub async fn own(cp: &ControlPlane, t: &Target, doc: Doc) -> ApiResult<Option<Value>> {
     match t {
         Target::Sub(r) => Ok(match doc {
             Doc::Metadata => r.metadata.clone(),
@@ -92,7 +92,7 @@ pub async fn own(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option<Value
 }
 
 /// The document in effect for the target.
-pub async fn effective(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option<Value>> {
+pub async fn effective(cp: &ControlPlane, t: &Target, doc: Doc) -> ApiResult<Option<Value>> {
     match own(cp, t, doc).await? {
         Some(v) => Ok(Some(v)),
         None if matches!(t, Target::Sub(_)) => general(cp, doc).await,
@@ -101,14 +101,14 @@ pub async fn effective(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Option
 }
 
 /// The general document, for copying into an override (`POST` on the whole document).
-pub async fn general_copy(cp: &ControlPlane, doc: Doc) -> Result<Value> {
+pub async fn general_copy(cp: &ControlPlane, doc: Doc) -> ApiResult<Value> {
     Ok(general(cp, doc)
         .await?
         .unwrap_or_else(|| Value::Object(Map::new())))
 }
 
 /// The non-standard operators declared critical in the general settings.
-async fn crit(cp: &ControlPlane) -> Result<Vec<String>> {
+async fn crit(cp: &ControlPlane) -> ApiResult<Vec<String>> {
     Ok(cp
         .snapshot()
         .subordinates
@@ -118,9 +118,9 @@ async fn crit(cp: &ControlPlane) -> Result<Vec<String>> {
 }
 
 /// Checks a whole document before it is stored.
-pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
+pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> ApiResult<()> {
     let Value::Object(m) = v else {
-        return Err(Error::BadRequest(format!(
+        return Err(ApiError::BadRequest(format!(
             "{} must be a JSON object",
             doc.setting()
         )));
@@ -128,16 +128,16 @@ pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
     match doc {
         Doc::Metadata => {
             if let Some((t, _)) = m.iter().find(|(_, v)| !v.is_object()) {
-                return Err(Error::BadRequest(format!(
+                return Err(ApiError::BadRequest(format!(
                     "metadata for entity type {t:?} must be a JSON object"
                 )));
             }
         }
         Doc::Policy => check_metadata_policy(v, &crit(cp).await?)
-            .map_err(|e| Error::BadRequest(format!("invalid metadata_policy: {e}")))?,
+            .map_err(|e| ApiError::BadRequest(format!("invalid metadata_policy: {e}")))?,
         Doc::Constraints => {
             serde_json::from_value::<Constraints>(v.clone())
-                .map_err(|e| Error::BadRequest(format!("invalid constraints: {e}")))?;
+                .map_err(|e| ApiError::BadRequest(format!("invalid constraints: {e}")))?;
         }
     }
     Ok(())
@@ -147,49 +147,48 @@ pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> Result<()> {
 /// `deleted`, else `*_updated`), and publishes.
 pub async fn save(
     cp: &ControlPlane,
+    mut w: Write<'_>,
     t: &Target,
     doc: Doc,
     value: Option<Value>,
-    actor: &Actor,
     deleted: bool,
-) -> Result<()> {
+) -> ApiResult<()> {
     if let Some(v) = &value {
         validate(cp, doc, v).await?;
     }
-    let mut tx = cp.db.pool.begin().await?;
+    let tx = w.tx().await?;
     match t {
         Target::Sub(r) => {
-            repo::set_doc(&cp.db, &mut tx, r.id, doc.column(), &value, cp.now()).await?;
+            repo::set_doc(&cp.db, tx, r.id, doc.column(), &value, cp.now()).await?;
             let kind = doc.event(deleted);
-            event(cp, &mut tx, r, actor, kind, Some(kind.replace('_', " "))).await?;
+            w.subordinate_event(r.id, &r.status, kind, Some(kind.replace('_', " ")))
+                .await?;
         }
         Target::General => match &value {
-            Some(v) => {
-                settings::set(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting(), v).await?
-            }
-            None => settings::unset(&cp.db, &mut tx, settings::SUBORDINATE, doc.setting()).await?,
+            Some(v) => settings::set(&cp.db, tx, settings::SUBORDINATE, doc.setting(), v).await?,
+            None => settings::unset(&cp.db, tx, settings::SUBORDINATE, doc.setting()).await?,
         },
     }
-    tx.commit().await?;
     match t {
-        Target::Sub(r) => cp.refresh_subordinate(&r.entity_id).await,
-        Target::General => cp.refresh(&[Section::SubordinateGeneral]).await,
+        Target::Sub(r) => w.touch_subordinate(&r.entity_id),
+        Target::General => w.touch(Section::SubordinateGeneral),
     }
+    Ok(w.commit().await?)
 }
 
 /// The member at `path` of the document in effect; 404 when absent.
-pub async fn get_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str]) -> Result<Value> {
+pub async fn get_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str]) -> ApiResult<Value> {
     let v = effective(cp, t, doc).await?;
     let mut cur = v.as_ref();
     for p in path {
         cur = cur.and_then(|c| c.get(*p));
     }
     cur.cloned()
-        .ok_or_else(|| Error::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))))
+        .ok_or_else(|| ApiError::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))))
 }
 
 /// The target's own document as an object to edit (empty when it has none).
-async fn base(cp: &ControlPlane, t: &Target, doc: Doc) -> Result<Map<String, Value>> {
+async fn base(cp: &ControlPlane, t: &Target, doc: Doc) -> ApiResult<Map<String, Value>> {
     Ok(match own(cp, t, doc).await? {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
@@ -203,11 +202,11 @@ pub async fn put_at(
     doc: Doc,
     path: &[&str],
     value: Value,
-    actor: &Actor,
-) -> Result<bool> {
+    w: Write<'_>,
+) -> ApiResult<bool> {
     let mut root = base(cp, t, doc).await?;
     let created = set_path(&mut root, path, value)?;
-    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    save(cp, w, t, doc, Some(Value::Object(root)), false).await?;
     Ok(created)
 }
 
@@ -218,10 +217,10 @@ pub async fn merge_at(
     doc: Doc,
     path: &[&str],
     add: Value,
-    actor: &Actor,
-) -> Result<(bool, Value)> {
+    w: Write<'_>,
+) -> ApiResult<(bool, Value)> {
     let Value::Object(add) = add else {
-        return Err(Error::BadRequest("body must be a JSON object".into()));
+        return Err(ApiError::BadRequest("body must be a JSON object".into()));
     };
     let mut root = base(cp, t, doc).await?;
     let existing = path
@@ -234,7 +233,7 @@ pub async fn merge_at(
     };
     merged.extend(add);
     set_path(&mut root, path, Value::Object(merged.clone()))?;
-    save(cp, t, doc, Some(Value::Object(root)), actor, false).await?;
+    save(cp, w, t, doc, Some(Value::Object(root)), false).await?;
     Ok((created, Value::Object(merged)))
 }
 
@@ -244,29 +243,29 @@ pub async fn delete_at(
     t: &Target,
     doc: Doc,
     path: &[&str],
-    actor: &Actor,
-) -> Result<()> {
+    w: Write<'_>,
+) -> ApiResult<()> {
     if path.is_empty() {
         if own(cp, t, doc).await?.is_none() {
-            return Err(Error::NotFound(format!("no {} is set", doc.setting())));
+            return Err(ApiError::NotFound(format!("no {} is set", doc.setting())));
         }
-        return save(cp, t, doc, None, actor, true).await;
+        return save(cp, w, t, doc, None, true).await;
     }
     let mut root = base(cp, t, doc).await?;
     if !remove_path(&mut root, path) {
-        return Err(Error::NotFound(format!(
+        return Err(ApiError::NotFound(format!(
             "no {} at {}",
             doc.setting(),
             path.join("/")
         )));
     }
-    save(cp, t, doc, Some(Value::Object(root)), actor, true).await
+    save(cp, w, t, doc, Some(Value::Object(root)), true).await
 }
 
 /// Sets `root[path] = value`, creating intermediate objects; returns whether the member is new.
-pub fn set_path(root: &mut Map<String, Value>, path: &[&str], value: Value) -> Result<bool> {
+pub fn set_path(root: &mut Map<String, Value>, path: &[&str], value: Value) -> ApiResult<bool> {
     let Some((last, parents)) = path.split_last() else {
-        return Err(Error::BadRequest("empty path".into()));
+        return Err(ApiError::BadRequest("empty path".into()));
     };
     let mut cur = root;
     for p in parents {
@@ -278,7 +277,7 @@ pub fn set_path(root: &mut Map<String, Value>, path: &[&str], value: Value) -> R
         }
         cur = match next {
             Value::Object(m) => m,
-            _ => return Err(Error::Internal("unreachable: not an object".into())),
+            _ => return Err(ApiError::Internal("unreachable: not an object".into())),
         };
     }
     Ok(cur.insert(last.to_string(), value).is_none())

@@ -10,11 +10,11 @@ use super::docs::Doc;
 use super::{Cp, ops};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 
 /// Shows the general metadata policy (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/metadata-policies", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_policy(State(cp): Cp) -> Result<axum::Json<Value>> {
+pub async fn general_get_policy(State(cp): Cp) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Policy, &[], true).await
 }
 
@@ -24,19 +24,22 @@ pub async fn general_put_policy(
     State(cp): Cp,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, None, Doc::Policy, &[], body, &actor).await
 }
 
 /// Removes the general metadata policy (the whole override or setting).
 #[utoipa::path(delete, path = "/subordinates/metadata-policies", tag = "subordinates", responses((status = 204), (status = 404)))]
-pub async fn general_delete_policy(State(cp): Cp, actor: Actor) -> Result<StatusCode> {
+pub async fn general_delete_policy(State(cp): Cp, actor: Actor) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Policy, &[], &actor).await
 }
 
 /// Shows the general metadata policy type in effect.
 #[utoipa::path(get, path = "/subordinates/metadata-policies/{entityType}", tag = "subordinates", params(("entityType" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn general_get_type(State(cp): Cp, Path(t): Path<String>) -> Result<axum::Json<Value>> {
+pub async fn general_get_type(
+    State(cp): Cp,
+    Path(t): Path<String>,
+) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Policy, &[t.as_str()], false).await
 }
 
@@ -47,7 +50,7 @@ pub async fn general_put_type(
     Path(t): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
 }
 
@@ -58,7 +61,7 @@ pub async fn general_post_type(
     Path(t): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::merge(&cp, None, Doc::Policy, &[t.as_str()], body, &actor).await
 }
 
@@ -68,7 +71,7 @@ pub async fn general_delete_type(
     State(cp): Cp,
     Path(t): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Policy, &[t.as_str()], &actor).await
 }
 
@@ -77,7 +80,7 @@ pub async fn general_delete_type(
 pub async fn general_get_claim(
     State(cp): Cp,
     Path((t, c)): Path<(String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], false).await
 }
 
@@ -88,7 +91,7 @@ pub async fn general_put_claim(
     Path((t, c)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         None,
@@ -107,7 +110,7 @@ pub async fn general_post_claim(
     Path((t, c)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::merge(
         &cp,
         None,
@@ -125,7 +128,7 @@ pub async fn general_delete_claim(
     State(cp): Cp,
     Path((t, c)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, None, Doc::Policy, &[t.as_str(), c.as_str()], &actor).await
 }
 
@@ -134,7 +137,7 @@ pub async fn general_delete_claim(
 pub async fn general_get_operator(
     State(cp): Cp,
     Path((t, c, o)): Path<(String, String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         None,
@@ -152,7 +155,7 @@ pub async fn general_put_operator(
     Path((t, c, o)): Path<(String, String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         None,
@@ -170,7 +173,7 @@ pub async fn general_delete_operator(
     State(cp): Cp,
     Path((t, c, o)): Path<(String, String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         None,

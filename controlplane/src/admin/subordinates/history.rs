@@ -6,8 +6,8 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Cp, find};
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinate_events::{Event, HistoryQuery};
-use crate::error::{Error, Result};
 
 /// Query of the history route.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -53,11 +53,11 @@ pub async fn history(
     State(cp): Cp,
     Path(id): Path<String>,
     Query(p): Query<HistoryParams>,
-) -> Result<axum::Json<History>> {
+) -> ApiResult<axum::Json<History>> {
     let limit = p.limit.unwrap_or(50);
     let offset = p.offset.unwrap_or(0);
     if limit < 1 || offset < 0 {
-        return Err(Error::BadRequest(
+        return Err(ApiError::BadRequest(
             "limit must be positive and offset non-negative".into(),
         ));
     }
@@ -85,13 +85,13 @@ pub async fn history(
 /// `source_endpoint`).
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/statement", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn statement(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Value>> {
+pub async fn statement(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     let row = find(&cp, &id).await?;
     let snap = cp.snapshot();
     let sub = snap
         .subordinates
         .get(&row.entity_id)
-        .ok_or_else(|| Error::NotFound(format!("unknown subordinate {id:?}")))?;
+        .ok_or_else(|| ApiError::NotFound(format!("unknown subordinate {id:?}")))?;
     Ok(axum::Json(Value::Object(
         pharos_shared::subordinate_statement::payload(&snap, sub, cp.now(), None),
     )))

@@ -9,33 +9,34 @@ use axum::response::IntoResponse;
 use pharos_shared::jose::{Jwk, Jwks};
 use serde_json::Value;
 
-use super::{Cp, event, find};
+use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, SubordinateRow};
-use crate::error::{Error, Result};
-use crate::state::ControlPlane;
+use crate::state::{ControlPlane, Write};
 
 async fn store(
     cp: &ControlPlane,
+    mut w: Write<'_>,
     row: &SubordinateRow,
     jwks: &Jwks,
-    actor: &Actor,
     kind: &str,
     msg: String,
-) -> Result<()> {
-    let mut tx = cp.db.pool.begin().await?;
-    repo::set_jwks(&cp.db, &mut tx, row.id, jwks, cp.now()).await?;
-    event(cp, &mut tx, row, actor, kind, Some(msg)).await?;
-    tx.commit().await?;
-    cp.refresh_subordinate(&row.entity_id).await
+) -> ApiResult<()> {
+    let tx = w.tx().await?;
+    repo::set_jwks(&cp.db, tx, row.id, jwks, cp.now()).await?;
+    w.subordinate_event(row.id, &row.status, kind, Some(msg))
+        .await?;
+    w.touch_subordinate(&row.entity_id);
+    Ok(w.commit().await?)
 }
 
 /// Shows the stored keys (`{"keys":[]}` when none).
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/jwks", tag = "subordinates",
     params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Jwks>> {
+pub async fn get(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<Jwks>> {
     Ok(axum::Json(find(&cp, &id).await?.jwks.unwrap_or_default()))
 }
 
@@ -48,12 +49,12 @@ pub async fn put(
     Path(id): Path<String>,
     actor: Actor,
     Json(jwks): Json<Jwks>,
-) -> Result<axum::Json<Jwks>> {
+) -> ApiResult<axum::Json<Jwks>> {
     validate_jwks(&jwks)?;
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let msg = format!("JWKS replaced ({} keys)", jwks.keys.len());
-    store(&cp, &row, &jwks, &actor, "jwks_replaced", msg).await?;
+    store(&cp, w, &row, &jwks, "jwks_replaced", msg).await?;
     Ok(axum::Json(jwks))
 }
 
@@ -66,7 +67,7 @@ pub async fn add(
     Path(id): Path<String>,
     actor: Actor,
     Json(jwk): Json<Jwk>,
-) -> Result<impl IntoResponse> {
+) -> ApiResult<impl IntoResponse> {
     validate_jwks(&Jwks {
         keys: vec![jwk.clone()],
     })?;
@@ -75,7 +76,7 @@ pub async fn add(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let _w = cp.writer().await;
+    let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();
     if jwks
@@ -83,20 +84,12 @@ pub async fn add(
         .iter()
         .any(|k| k.get("kid").and_then(Value::as_str) == Some(&kid))
     {
-        return Err(Error::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "a key with kid {kid:?} already exists"
         )));
     }
     jwks.keys.push(jwk);
-    store(
-        &cp,
-        &row,
-        &jwks,
-        &actor,
-        "jwk_added",
-        format!("key {kid} added"),
-    )
-    .await?;
+    store(&cp, w, &row, &jwks, "jwk_added", format!("key {kid} added")).await?;
     Ok((StatusCode::CREATED, axum::Json(jwks)))
 }
 
@@ -108,8 +101,8 @@ pub async fn remove(
     State(cp): Cp,
     Path((id, kid)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+) -> ApiResult<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();
     let before = jwks.keys.len();
@@ -118,9 +111,9 @@ pub async fn remove(
     if jwks.keys.len() != before {
         store(
             &cp,
+            w,
             &row,
             &jwks,
-            &actor,
             "jwk_removed",
             format!("key {kid} removed"),
         )

@@ -10,11 +10,11 @@ use super::docs::Doc;
 use super::{Cp, ops};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 
 /// Shows the metadata (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_metadata(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Value>> {
+pub async fn get_metadata(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Metadata, &[], true).await
 }
 
@@ -25,7 +25,7 @@ pub async fn put_metadata(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, Some(id.as_str()), Doc::Metadata, &[], body, &actor).await
 }
 
@@ -34,7 +34,7 @@ pub async fn put_metadata(
 pub async fn get_type(
     State(cp): Cp,
     Path((id, t)): Path<(String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Metadata, &[t.as_str()], false).await
 }
 
@@ -45,7 +45,7 @@ pub async fn put_type(
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -64,7 +64,7 @@ pub async fn post_type(
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::merge(
         &cp,
         Some(id.as_str()),
@@ -82,7 +82,7 @@ pub async fn delete_type(
     State(cp): Cp,
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Metadata, &[t.as_str()], &actor).await
 }
 
@@ -91,7 +91,7 @@ pub async fn delete_type(
 pub async fn get_claim(
     State(cp): Cp,
     Path((id, t, c)): Path<(String, String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -109,7 +109,7 @@ pub async fn put_claim(
     Path((id, t, c)): Path<(String, String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -127,7 +127,7 @@ pub async fn delete_claim(
     State(cp): Cp,
     Path((id, t, c)): Path<(String, String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         Some(id.as_str()),

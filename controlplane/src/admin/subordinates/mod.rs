@@ -27,49 +27,22 @@ use axum::response::{IntoResponse, Response};
 use pharos_shared::jose::Jwks;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sqlx::AnyConnection;
 use utoipa::ToSchema;
 
-use super::actor::Actor;
-use crate::db::subordinate_events::{self, NewEvent};
+use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
-use crate::error::{Error, Result};
 use crate::state::ControlPlane;
 
 type Cp = State<Arc<ControlPlane>>;
 
 /// The subordinate addressed by a path segment: a numeric database id or an entity identifier
 /// (URL-encoded in the path; axum has already decoded it).
-pub async fn find(cp: &ControlPlane, key: &str) -> Result<SubordinateRow> {
+pub async fn find(cp: &ControlPlane, key: &str) -> ApiResult<SubordinateRow> {
     let row = match key.parse::<i64>() {
         Ok(id) => repo::get(&cp.db, SubKey::Id(id)).await?,
         Err(_) => repo::get(&cp.db, SubKey::EntityId(key)).await?,
     };
-    row.ok_or_else(|| Error::NotFound(format!("unknown subordinate {key:?}")))
-}
-
-/// Records a history event for `sub` inside the transaction `c`.
-pub async fn event(
-    cp: &ControlPlane,
-    c: &mut AnyConnection,
-    sub: &SubordinateRow,
-    actor: &Actor,
-    kind: &str,
-    message: Option<String>,
-) -> Result<()> {
-    subordinate_events::record(
-        &cp.db,
-        c,
-        sub.id,
-        cp.now(),
-        &NewEvent {
-            kind,
-            status: Some(&sub.status),
-            message,
-            actor: actor.name(),
-        },
-    )
-    .await
+    row.ok_or_else(|| ApiError::NotFound(format!("unknown subordinate {key:?}")))
 }
 
 /// A subordinate as listed (no documents).

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::created_or_ok;
 use super::docs::{self, Doc, target};
 use crate::admin::actor::Actor;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 use crate::state::ControlPlane;
 
 /// GET: the member at `path` in effect; the whole document when `path` is empty, or
@@ -19,7 +19,7 @@ pub async fn get(
     doc: Doc,
     path: &[&str],
     empty_default: bool,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     let t = target(cp, id).await?;
     if path.is_empty() && empty_default {
         let v = docs::effective(cp, &t, doc).await?;
@@ -36,14 +36,14 @@ pub async fn put(
     path: &[&str],
     body: Value,
     actor: &Actor,
-) -> Result<Response> {
-    let _w = cp.writer().await;
+) -> ApiResult<Response> {
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     if path.is_empty() {
-        docs::save(cp, &t, doc, Some(body.clone()), actor, false).await?;
+        docs::save(cp, w, &t, doc, Some(body.clone()), false).await?;
         return Ok(created_or_ok(false, body));
     }
-    let created = docs::put_at(cp, &t, doc, path, body.clone(), actor).await?;
+    let created = docs::put_at(cp, &t, doc, path, body.clone(), w).await?;
     Ok(created_or_ok(created, body))
 }
 
@@ -55,10 +55,10 @@ pub async fn merge(
     path: &[&str],
     body: Value,
     actor: &Actor,
-) -> Result<Response> {
-    let _w = cp.writer().await;
+) -> ApiResult<Response> {
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
-    let (created, merged) = docs::merge_at(cp, &t, doc, path, body, actor).await?;
+    let (created, merged) = docs::merge_at(cp, &t, doc, path, body, w).await?;
     Ok(created_or_ok(created, merged))
 }
 
@@ -69,11 +69,11 @@ pub async fn copy_general(
     id: &str,
     doc: Doc,
     actor: &Actor,
-) -> Result<Response> {
-    let _w = cp.writer().await;
+) -> ApiResult<Response> {
+    let w = cp.write(actor.name()).await;
     let t = target(cp, Some(id)).await?;
     let copy = docs::general_copy(cp, doc).await?;
-    docs::save(cp, &t, doc, Some(copy.clone()), actor, false).await?;
+    docs::save(cp, w, &t, doc, Some(copy.clone()), false).await?;
     Ok(created_or_ok(true, copy))
 }
 
@@ -84,9 +84,9 @@ pub async fn delete(
     doc: Doc,
     path: &[&str],
     actor: &Actor,
-) -> Result<StatusCode> {
-    let _w = cp.writer().await;
+) -> ApiResult<StatusCode> {
+    let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
-    docs::delete_at(cp, &t, doc, path, actor).await?;
+    docs::delete_at(cp, &t, doc, path, w).await?;
     Ok(StatusCode::NO_CONTENT)
 }

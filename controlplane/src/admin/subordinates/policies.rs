@@ -10,11 +10,11 @@ use super::docs::Doc;
 use super::{Cp, ops};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
-use crate::error::Result;
+use crate::admin::error::ApiResult;
 
 /// Shows the metadata policy (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]
-pub async fn get_policy(State(cp): Cp, Path(id): Path<String>) -> Result<axum::Json<Value>> {
+pub async fn get_policy(State(cp): Cp, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Policy, &[], false).await
 }
 
@@ -25,13 +25,17 @@ pub async fn put_policy(
     Path(id): Path<String>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(&cp, Some(id.as_str()), Doc::Policy, &[], body, &actor).await
 }
 
 /// Starts the subordinate's override as a copy of the general value (201).
 #[utoipa::path(post, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404)))]
-pub async fn post_policy(State(cp): Cp, Path(id): Path<String>, actor: Actor) -> Result<Response> {
+pub async fn post_policy(
+    State(cp): Cp,
+    Path(id): Path<String>,
+    actor: Actor,
+) -> ApiResult<Response> {
     ops::copy_general(&cp, &id, Doc::Policy, &actor).await
 }
 
@@ -41,7 +45,7 @@ pub async fn delete_policy(
     State(cp): Cp,
     Path(id): Path<String>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[], &actor).await
 }
 
@@ -50,7 +54,7 @@ pub async fn delete_policy(
 pub async fn get_type(
     State(cp): Cp,
     Path((id, t)): Path<(String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], false).await
 }
 
@@ -61,7 +65,7 @@ pub async fn put_type(
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -80,7 +84,7 @@ pub async fn post_type(
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::merge(
         &cp,
         Some(id.as_str()),
@@ -98,7 +102,7 @@ pub async fn delete_type(
     State(cp): Cp,
     Path((id, t)): Path<(String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(&cp, Some(id.as_str()), Doc::Policy, &[t.as_str()], &actor).await
 }
 
@@ -107,7 +111,7 @@ pub async fn delete_type(
 pub async fn get_claim(
     State(cp): Cp,
     Path((id, t, c)): Path<(String, String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -125,7 +129,7 @@ pub async fn put_claim(
     Path((id, t, c)): Path<(String, String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -144,7 +148,7 @@ pub async fn post_claim(
     Path((id, t, c)): Path<(String, String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::merge(
         &cp,
         Some(id.as_str()),
@@ -162,7 +166,7 @@ pub async fn delete_claim(
     State(cp): Cp,
     Path((id, t, c)): Path<(String, String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         Some(id.as_str()),
@@ -178,7 +182,7 @@ pub async fn delete_claim(
 pub async fn get_operator(
     State(cp): Cp,
     Path((id, t, c, o)): Path<(String, String, String, String)>,
-) -> Result<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Value>> {
     ops::get(
         &cp,
         Some(id.as_str()),
@@ -196,7 +200,7 @@ pub async fn put_operator(
     Path((id, t, c, o)): Path<(String, String, String, String)>,
     actor: Actor,
     Json(body): Json<Value>,
-) -> Result<Response> {
+) -> ApiResult<Response> {
     ops::put(
         &cp,
         Some(id.as_str()),
@@ -214,7 +218,7 @@ pub async fn delete_operator(
     State(cp): Cp,
     Path((id, t, c, o)): Path<(String, String, String, String)>,
     actor: Actor,
-) -> Result<StatusCode> {
+) -> ApiResult<StatusCode> {
     ops::delete(
         &cp,
         Some(id.as_str()),

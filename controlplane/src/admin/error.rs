@@ -1,0 +1,147 @@
+//! The Admin API's error type: what an operator's request gets back when it fails.
+//!
+//! Separate from the control plane's internal [`crate::Error`] (start-up, background jobs,
+//! repositories) so that the HTTP mapping is decided in one place: every internal error is
+//! converted by an exhaustive `match` below — adding a variant anywhere fails to compile until
+//! its status is chosen — and client errors never become 500. Bodies use the federation
+//! endpoints' `{"error","error_description"}` shape so that scripts need to understand one form.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// A failed Admin API request.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request is malformed or fails validation (400 `invalid_request`).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The addressed resource does not exist (404 `not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The resource already exists (409 `invalid_request`, as the reference service answers).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request body exceeds `server.body_limit` (413 `invalid_request`).
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// Missing or wrong admin credentials (401 `invalid_client`).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Our fault (500 `server_error`); the detail goes to the log, never to the client.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Result alias of Admin API handlers.
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+impl ApiError {
+    /// HTTP status and federation error code.
+    pub fn parts(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest(_) => (StatusCode::BAD_REQUEST, "invalid_request"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::Conflict(_) => (StatusCode::CONFLICT, "invalid_request"),
+            Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
+            Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "invalid_client"),
+            Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
+        }
+    }
+}
+
+impl From<crate::Error> for ApiError {
+    fn from(e: crate::Error) -> Self {
+        use crate::Error as E;
+        match e {
+            E::BadRequest(m) => Self::BadRequest(m),
+            E::NotFound(m) => Self::NotFound(m),
+            E::Conflict(m) => Self::Conflict(m),
+            E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
+            E::Unauthorized(m) => Self::Unauthorized(m),
+            E::Shared(s) => s.into(),
+            e @ (E::Database(_) | E::Migrate(_) | E::Internal(_)) => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<pharos_shared::Error> for ApiError {
+    fn from(e: pharos_shared::Error) -> Self {
+        use pharos_shared::Error as E;
+        match e {
+            // Validation of what the operator sent: an algorithm name, a rotation policy, a
+            // metadata policy, metadata checked against a policy, a chain or anchor named.
+            e @ (E::Config(_)
+            | E::InvalidPolicy(_)
+            | E::InvalidMetadata(_)
+            | E::InvalidTrustChain(_)
+            | E::InvalidTrustAnchor(_)) => Self::BadRequest(e.to_string()),
+            // Our keys, our signatures and our outbound fetches: handlers that take keys or
+            // tokens from the request check them and answer 400 themselves before these.
+            e @ (E::Key(_) | E::Jws(_) | E::Fetch(_)) => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        crate::Error::from(e).into()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.parts();
+        let description = if status.is_server_error() {
+            tracing::error!(error = %self, "admin request failed");
+            "internal error".to_string()
+        } else {
+            self.to_string()
+        };
+        pharos_dataplane::error::json_error(status, code, &description)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(e: impl Into<ApiError>) -> u16 {
+        e.into().parts().0.as_u16()
+    }
+
+    #[test]
+    fn client_errors_keep_their_status() {
+        use crate::Error as E;
+        assert_eq!(status(E::BadRequest("x".into())), 400);
+        assert_eq!(status(E::NotFound("x".into())), 404);
+        assert_eq!(status(E::Conflict("x".into())), 409);
+        assert_eq!(status(E::PayloadTooLarge("x".into())), 413);
+        assert_eq!(status(E::Unauthorized("x".into())), 401);
+    }
+
+    #[test]
+    fn validation_errors_of_the_shared_crate_are_400() {
+        use pharos_shared::Error as E;
+        assert_eq!(status(E::Config(vec!["bad alg".into()])), 400);
+        assert_eq!(status(E::InvalidPolicy("x".into())), 400);
+        assert_eq!(status(E::InvalidMetadata("x".into())), 400);
+        assert_eq!(status(E::InvalidTrustChain("x".into())), 400);
+        assert_eq!(status(E::InvalidTrustAnchor("x".into())), 400);
+        assert_eq!(
+            status(crate::Error::Shared(E::InvalidPolicy("x".into()))),
+            400
+        );
+    }
+
+    #[test]
+    fn our_failures_are_500_without_detail() {
+        use pharos_shared::Error as E;
+        assert_eq!(status(E::Key("x".into())), 500);
+        assert_eq!(status(E::Jws("x".into())), 500);
+        assert_eq!(status(E::Fetch("x".into())), 500);
+        assert_eq!(status(crate::Error::Internal("x".into())), 500);
+        assert_eq!(status(sqlx::Error::PoolTimedOut), 500);
+        let r = ApiError::Internal("secret detail".into()).into_response();
+        assert_eq!(r.status(), 500);
+    }
+}

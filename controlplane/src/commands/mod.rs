@@ -1,0 +1,183 @@
+//! The control plane's end of the command channel (`pharos_dataplane::command`).
+//!
+//! One dispatcher task takes commands off the channel and admits or refuses each at once; it
+//! never awaits anything but the next command, so the channel drains as fast as it fills and
+//! the data plane's `try_send` fails only under a burst the dispatcher cannot even look at.
+//! Each command kind has its own bound, and an admitted command runs in a task of its own
+//! holding its share until it replies:
+//!
+//! - jwks_update_trigger: one fetch slot of the refreshers ([`Refreshers::try_fetch_permit`],
+//!   shared with the polls, `federation.refresh_concurrency`), and single flight per
+//!   subordinate ([`flights`]): a trigger naming a subordinate already being fetched waits for
+//!   that fetch's outcome instead of starting another, without a task of its own.
+//! - jwks_update: [`PUSHES_AT_ONCE`] (each takes the writer lock; more would only queue).
+//! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
+//!
+//! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
+//! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
+//! stays fixed however many requests arrive.
+
+pub mod flights;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pharos_dataplane::command::{Command, JtiError, Refused, Reply, TriggerError};
+use pharos_shared::chain::Fetcher;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::db;
+use crate::refresh::Refreshers;
+use crate::state::ControlPlane;
+use flights::{Flights, Joined};
+
+/// Pushed key sets verified and stored at once (each holds the writer lock while it works).
+pub const PUSHES_AT_ONCE: usize = 8;
+/// Client assertion identifiers recorded at once (one small insert each).
+pub const JTI_RECORDS_AT_ONCE: usize = 64;
+/// Triggers that may wait for one subordinate's fetch (each is one stored reply channel).
+pub const TRIGGER_WAITERS: usize = 1_024;
+
+/// The outcome a trigger's waiters share.
+type TriggerOutcome = Result<bool, TriggerError>;
+
+/// Admits commands against their kind's bound (see the module documentation).
+#[derive(Debug)]
+pub struct Dispatcher<F> {
+    refreshers: Arc<Refreshers<F>>,
+    triggers: Arc<Flights<TriggerOutcome>>,
+    pushes: Arc<Semaphore>,
+    jti_records: Arc<Semaphore>,
+}
+
+impl<F: Fetcher + 'static> Dispatcher<F> {
+    /// A dispatcher running triggers and pushes on `refreshers` (and its control plane).
+    pub fn new(refreshers: Arc<Refreshers<F>>) -> Self {
+        Self {
+            refreshers,
+            triggers: Flights::new(TRIGGER_WAITERS),
+            pushes: Arc::new(Semaphore::new(PUSHES_AT_ONCE)),
+            jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
+        }
+    }
+
+    /// Triggers whose fetch is in progress (tests and diagnostics).
+    pub fn triggers_in_flight(&self) -> usize {
+        self.triggers.len()
+    }
+
+    /// Starts `cmd` in a task of its own if its kind has room, else refuses it. Never waits.
+    pub fn admit(&self, cmd: Command) {
+        match cmd {
+            Command::JwksUpdateTrigger { sub, actor, reply } => self.trigger(sub, actor, reply),
+            Command::JwksUpdate { pushed, reply } => {
+                let Ok(permit) = self.pushes.clone().try_acquire_owned() else {
+                    let _ = reply.send(Err(Refused::Busy.into()));
+                    return;
+                };
+                let cp = self.refreshers.control().clone();
+                tokio::spawn(async move {
+                    let result = cp.push_jwks(&pushed, cp.now()).await;
+                    drop(permit);
+                    let _ = reply.send(result);
+                });
+            }
+            Command::RecordJti {
+                jti,
+                expires_at,
+                reply,
+            } => {
+                let Ok(permit) = self.jti_records.clone().try_acquire_owned() else {
+                    let _ = reply.send(Err(Refused::Busy.into()));
+                    return;
+                };
+                let cp = self.refreshers.control().clone();
+                tokio::spawn(async move {
+                    let result = record_jti(&cp, &jti, expires_at).await;
+                    drop(permit);
+                    let _ = reply.send(result);
+                });
+            }
+        }
+    }
+
+    /// Joins the flight for `sub`, or leads a new one if a fetch slot is free.
+    fn trigger(&self, sub: String, actor: Option<String>, reply: Reply<bool, TriggerError>) {
+        let lead = match self.triggers.join(&sub, reply) {
+            Joined::Follower => return,
+            Joined::Full(reply) => {
+                let _ = reply.send(Err(Refused::Busy.into()));
+                return;
+            }
+            Joined::Leader(lead) => lead,
+        };
+        // Only this task starts flights, so no follower can have joined since `join`.
+        let Some(slot) = self.refreshers.try_fetch_permit() else {
+            lead.finish(Err(Refused::Busy.into()));
+            return;
+        };
+        let r = self.refreshers.clone();
+        tokio::spawn(async move {
+            let now = r.control().now();
+            let outcome = r.trigger(&slot, &sub, actor.as_deref(), now).await;
+            drop(slot);
+            lead.finish(outcome);
+        });
+    }
+}
+
+/// Receives commands until `stop` is cancelled or every sender is gone.
+pub fn spawn<F: Fetcher + 'static>(
+    refreshers: Arc<Refreshers<F>>,
+    mut rx: mpsc::Receiver<Command>,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let dispatcher = Dispatcher::new(refreshers);
+    tokio::spawn(async move {
+        loop {
+            let cmd = tokio::select! {
+                c = rx.recv() => c,
+                _ = stop.cancelled() => None,
+            };
+            let Some(cmd) = cmd else { break };
+            dispatcher.admit(cmd);
+        }
+    })
+}
+
+/// Records a client assertion's `jti`; `Ok(false)` when it was used before.
+async fn record_jti(cp: &ControlPlane, jti: &str, expires_at: i64) -> Result<bool, JtiError> {
+    db::jti::record(&cp.db, jti, expires_at, cp.now())
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "cannot record a client assertion jti");
+            JtiError::Internal
+        })
+}
+
+/// Deletes expired `jti` records every `interval` (db replay store only).
+pub fn spawn_jti_cleanup(
+    cp: Arc<ControlPlane>,
+    interval: Duration,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_secs(1)));
+        loop {
+            tokio::select! {
+                _ = ticker.tick() => {}
+                _ = stop.cancelled() => break,
+            }
+            match db::jti::cleanup(&cp.db, cp.now()).await {
+                Ok(n) if n > 0 => tracing::debug!(deleted = n, "expired jti records deleted"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "jti cleanup failed"),
+            }
+        }
+    })
+}

@@ -1,0 +1,220 @@
+//! Building the snapshot from the database: all of it at start, and each section (or one
+//! subordinate) again when a write touched it. The only place that turns rows into snapshot
+//! values.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pharos_shared::config::Settings;
+use pharos_shared::endpoint::{EndpointConfig, EndpointType};
+use pharos_shared::snapshot::{
+    AdditionalClaim, EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
+};
+use pharos_shared::subordinate::{
+    GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
+};
+use serde_json::Value;
+
+use crate::db::entity_config::ClaimRow;
+use crate::db::subordinates::SubordinateRow;
+use crate::db::{self, Db, settings};
+use crate::error::Result;
+use crate::keys::{self, kms::Kms};
+
+/// The first snapshot (generation 1) as stored at `now`.
+pub async fn snapshot(
+    db: &Db,
+    settings: &Settings,
+    kms: &Kms,
+    versions: &AtomicU64,
+    now: i64,
+) -> Result<Snapshot> {
+    Ok(Snapshot {
+        generation: 1,
+        entity_id: settings.entity_id.as_str().into(),
+        registry: Arc::new(registry(db, now).await?),
+        entity_configuration: Arc::new(entity_configuration(db).await?),
+        trust_anchors: Arc::new(trust_anchors(db).await?),
+        keys: Arc::new(keys::load_keyset(db, kms, now).await?),
+        subordinates: Arc::new(subordinates(db, versions).await?),
+        keys_generation: 1,
+    })
+}
+
+/// Every subordinate and the general settings, each stamped with a fresh version.
+pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates> {
+    let rows = db::subordinates::list(db).await?;
+    let general = Arc::new(general(db).await?);
+    let general_version = versions.fetch_add(1, Ordering::SeqCst) + 1;
+    let records = rows.into_iter().map(|r| {
+        let v = versions.fetch_add(1, Ordering::SeqCst) + 1;
+        Arc::new(subordinate(r, v))
+    });
+    Ok(Subordinates::new(records, general, general_version))
+}
+
+/// The snapshot form of a subordinate row.
+pub fn subordinate(r: SubordinateRow, version: u64) -> Subordinate {
+    let status = SubordinateStatus::parse(&r.status).unwrap_or_else(|| {
+        // Only a hand-edited database gets here; not serving is the safe reading.
+        tracing::warn!(entity_id = %r.entity_id, status = %r.status, "unknown subordinate status; treated as inactive");
+        SubordinateStatus::Inactive
+    });
+    Subordinate {
+        id: r.id,
+        entity_id: r.entity_id.into(),
+        status,
+        registered_entity_types: r.registered_entity_types,
+        jwks: StoredJwks::new(&r.jwks.unwrap_or_default()),
+        metadata: r.metadata.map(Box::new),
+        metadata_policy: r.metadata_policy.map(Box::new),
+        constraints: r.constraints.map(Box::new),
+        additional_claims: r.additional_claims.into_iter().map(claim).collect(),
+        version,
+        statement: Default::default(),
+    }
+}
+
+fn claim(c: ClaimRow) -> AdditionalClaim {
+    AdditionalClaim {
+        claim: c.claim,
+        value: c.value,
+        crit: c.crit,
+    }
+}
+
+/// One general additional claim as stored in the settings array (`{id, claim, value, crit}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct GeneralClaim {
+    /// Position-based id, 1..n.
+    pub id: i64,
+    /// Claim name.
+    pub claim: String,
+    /// Claim value.
+    #[schema(value_type = Object)]
+    pub value: Value,
+    /// Listed in `crit`.
+    #[serde(default)]
+    pub crit: bool,
+}
+
+/// The general additional claims as stored.
+pub async fn general_claims(db: &Db) -> Result<Vec<GeneralClaim>> {
+    Ok(
+        match settings::get(db, settings::SUBORDINATE, "additional_claims").await? {
+            Some(v) => serde_json::from_value(v).unwrap_or_default(),
+            None => Vec::new(),
+        },
+    )
+}
+
+/// The general settings as stored (unset values stay `None`: they are not defaults to copy).
+pub async fn general(db: &Db) -> Result<GeneralSettings> {
+    let get = |name: &'static str| settings::get(db, settings::SUBORDINATE, name);
+    let lifetime = get("lifetime").await?.and_then(|v| v.as_i64());
+    let crit = match get("metadata_policy_crit").await? {
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(GeneralSettings {
+        lifetime,
+        metadata: get("metadata").await?.filter(|v| !v.is_null()),
+        metadata_policy: get("metadata_policy").await?.filter(|v| !v.is_null()),
+        metadata_policy_crit: crit,
+        constraints: get("constraints").await?.filter(|v| !v.is_null()),
+        additional_claims: general_claims(db)
+            .await?
+            .into_iter()
+            .map(|c| AdditionalClaim {
+                claim: c.claim,
+                value: c.value,
+                crit: c.crit,
+            })
+            .collect(),
+    })
+}
+
+/// The endpoint registry as stored.
+pub async fn registry(db: &Db, now: i64) -> Result<Registry> {
+    let rows = db::endpoints::list(db).await?;
+    let mut entries = Vec::with_capacity(rows.len());
+    for r in rows {
+        let Some(kind) = EndpointType::parse(&r.kind) else {
+            tracing::warn!(kind = %r.kind, "skipping endpoint of unknown type");
+            continue;
+        };
+        let config = match EndpointConfig::parse(kind, &r.config) {
+            Ok(c) => c,
+            Err(e) => {
+                // Stored configs were validated on write; an invalid one means the database
+                // was edited by hand. Serve nothing rather than something half-configured.
+                tracing::error!(kind = %kind, error = %e, "skipping endpoint with invalid config");
+                continue;
+            }
+        };
+        entries.push(EndpointEntry {
+            kind,
+            path: r.path,
+            url: r.url,
+            auth_enabled: r.auth_enabled,
+            auth_trust_anchors: r.auth_trust_anchors,
+            config,
+        });
+    }
+    let legacy = db::endpoints::legacy_paths(db, now)
+        .await?
+        .into_iter()
+        .filter_map(|(p, k, e)| EndpointType::parse(&k).map(|k| (p, k, e)))
+        .collect();
+    Ok(Registry::new(entries, legacy))
+}
+
+/// The Entity Configuration inputs as stored.
+pub async fn entity_configuration(db: &Db) -> Result<EcSettings> {
+    let lifetime = settings::get(db, settings::EC, "lifetime")
+        .await?
+        .and_then(|v| v.as_i64())
+        .unwrap_or(EcSettings::default().lifetime);
+    let metadata = match settings::get(db, settings::EC, "metadata").await? {
+        Some(Value::Object(m)) => m,
+        _ => Default::default(),
+    };
+    let authority_hints = db::entity_config::hints(db)
+        .await?
+        .into_iter()
+        .map(|h| h.entity_id)
+        .collect();
+    let additional_claims = db::entity_config::claims(db)
+        .await?
+        .into_iter()
+        .map(claim)
+        .collect();
+    Ok(EcSettings {
+        lifetime,
+        metadata,
+        authority_hints,
+        additional_claims,
+    })
+}
+
+/// The trust anchor repository as stored.
+pub async fn trust_anchors(db: &Db) -> Result<TrustAnchors> {
+    let rows = db::trust_anchors::list(db).await?;
+    Ok(TrustAnchors {
+        by_id: rows
+            .into_iter()
+            .map(|r| {
+                let ta = TrustAnchor {
+                    entity_id: r.entity_id.clone(),
+                    jwks: r.jwks,
+                    enable_jwks_update: r.enable_jwks_update,
+                    key_poll_interval: r.key_poll_interval,
+                };
+                (r.entity_id, Arc::new(ta))
+            })
+            .collect(),
+    })
+}

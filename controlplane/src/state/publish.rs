@@ -1,0 +1,209 @@
+//! Reload-and-publish: the one place a new snapshot is made. Private to `state`, reached only
+//! through [`super::Write::commit`] and the reconciler, both under the writer lock.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pharos_shared::snapshot::Snapshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{ControlPlane, load};
+use crate::db::subordinates::SubKey;
+use crate::error::Result;
+use crate::keys;
+
+/// Parts of the snapshot that a change can touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Section {
+    /// Endpoint registry (endpoints, auth trust anchors, legacy paths).
+    Registry,
+    /// Entity Configuration inputs.
+    EntityConfiguration,
+    /// Trust anchor repository.
+    TrustAnchors,
+    /// Our keys (republished only when what is signed with or published changed).
+    Keys,
+    /// The general subordinate statement settings (one subordinate's change is
+    /// [`Changes::subordinate`], which does not reload the other 99,999).
+    SubordinateGeneral,
+}
+
+/// What a write touched: whole sections and single subordinates (by entity identifier).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    sections: BTreeSet<Section>,
+    subordinates: BTreeSet<String>,
+}
+
+impl Changes {
+    /// Adds a section.
+    pub fn section(&mut self, s: Section) {
+        self.sections.insert(s);
+    }
+
+    /// Adds one subordinate.
+    pub fn subordinate(&mut self, entity_id: &str) {
+        self.subordinates.insert(entity_id.to_owned());
+    }
+
+    /// Nothing touched.
+    pub fn is_empty(&self) -> bool {
+        self.sections.is_empty() && self.subordinates.is_empty()
+    }
+
+    fn absorb(&mut self, other: Changes) {
+        self.sections.extend(other.sections);
+        self.subordinates.extend(other.subordinates);
+    }
+}
+
+/// Longest wait between two reconciliation attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+impl ControlPlane {
+    /// Publishes `changes` together with whatever earlier publishes left dirty. Call with the
+    /// writer lock held, after the commit. Never fails: what cannot be reloaded now stays dirty
+    /// and the reconciler is woken.
+    pub(super) async fn publish(&self, changes: Changes) {
+        let mut all = self.take_dirty();
+        all.absorb(changes);
+        if all.is_empty() {
+            return;
+        }
+        if let Err(e) = self.reload(&all).await {
+            tracing::error!(error = %e, ?all, "committed change not yet published; retrying");
+            if let Ok(mut d) = self.dirty.lock() {
+                d.absorb(all);
+            }
+            self.dirty_events.notify_one();
+        }
+    }
+
+    fn take_dirty(&self) -> Changes {
+        self.dirty
+            .lock()
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default()
+    }
+
+    /// Whether every committed change has been published.
+    pub fn is_published(&self) -> bool {
+        self.dirty.lock().map(|d| d.is_empty()).unwrap_or(false)
+    }
+
+    /// Builds the next snapshot from the current one and the database rows behind `c`, and
+    /// stores it; on any error nothing is stored.
+    async fn reload(&self, c: &Changes) -> Result<()> {
+        #[cfg(test)]
+        if self
+            .failing_reloads
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| n.checked_sub(1),
+            )
+            .is_ok()
+        {
+            return Err(crate::error::Error::Internal(
+                "injected reload failure".into(),
+            ));
+        }
+        let now = self.now();
+        let cur = self.snapshot.load_full();
+        let mut next = Snapshot::clone(&cur);
+        let mut changed = false;
+        let mut signing_inputs = false;
+        for s in &c.sections {
+            // Keys that did not change are the one section left as it is.
+            changed |= *s != Section::Keys;
+            match s {
+                Section::Registry => {
+                    next.registry = Arc::new(load::registry(&self.db, now).await?);
+                    signing_inputs = true;
+                }
+                Section::EntityConfiguration => {
+                    next.entity_configuration =
+                        Arc::new(load::entity_configuration(&self.db).await?)
+                }
+                Section::TrustAnchors => {
+                    next.trust_anchors = Arc::new(load::trust_anchors(&self.db).await?)
+                }
+                Section::Keys => {
+                    let keys = keys::load_keyset(&self.db, &self.kms, now).await?;
+                    let same = cur.keys.signer.kid() == keys.signer.kid()
+                        && cur.keys.published == keys.published
+                        && cur.keys.historical == keys.historical;
+                    // A generation bump re-signs every cached response: only for a real change.
+                    if !same {
+                        next.keys = Arc::new(keys);
+                        signing_inputs = true;
+                        changed = true;
+                    }
+                }
+                Section::SubordinateGeneral => {
+                    let mut subs =
+                        pharos_shared::subordinate::Subordinates::clone(&next.subordinates);
+                    subs.general = Arc::new(load::general(&self.db).await?);
+                    subs.general_version = self.next_version();
+                    next.subordinates = Arc::new(subs);
+                }
+            }
+        }
+        for id in &c.subordinates {
+            changed = true;
+            let row = crate::db::subordinates::get(&self.db, SubKey::EntityId(id)).await?;
+            let sub = row.map(|r| Arc::new(load::subordinate(r, self.next_version())));
+            next.subordinates = Arc::new(next.subordinates.with(id, sub));
+        }
+        if !changed {
+            return Ok(());
+        }
+        next.generation = self.next_generation();
+        if signing_inputs {
+            next.keys_generation = next.generation;
+        }
+        self.snapshot.store(Arc::new(next));
+        if !c.subordinates.is_empty()
+            && let Ok(mut changed) = self.changed_subordinates.lock()
+        {
+            changed.extend(c.subordinates.iter().cloned());
+        }
+        if !c.subordinates.is_empty() || c.sections.contains(&Section::TrustAnchors) {
+            self.refresh_events.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Retries dirty sections with backoff (1 s doubling to 30 s) until they are published;
+    /// any write's publish also takes them along.
+    pub fn spawn_reconciler(
+        self: &Arc<Self>,
+        stop: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
+        let cp = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cp.dirty_events.notified() => {}
+                    _ = stop.cancelled() => break,
+                }
+                let mut backoff = Duration::from_secs(1);
+                while !cp.is_published() {
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.cancelled() => return,
+                    }
+                    cp.reconcile().await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        })
+    }
+
+    /// One reconciliation attempt: publishes what is dirty, under the writer lock.
+    pub async fn reconcile(&self) {
+        let _lock = self.write.lock().await;
+        self.publish(Changes::default()).await;
+    }
+}

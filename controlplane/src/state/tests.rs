@@ -1,0 +1,218 @@
+//! The write path's guarantees: a failed publish catches up, a dropped write publishes
+//! nothing, and no code outside the write path can open a transaction or write the database.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use pharos_shared::config::Settings;
+use pharos_shared::time::ManualClock;
+
+use super::{ControlPlane, Section};
+use crate::db::Db;
+use crate::db::trust_anchors::{self, TrustAnchorWrite};
+
+async fn control_plane() -> (Arc<ControlPlane>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
+    let db = Db::connect(&url, 4).await.unwrap();
+    db.migrate().await.unwrap();
+    let clock = ManualClock::new(1_700_000_000);
+    let cp = ControlPlane::start(db, Arc::new(Settings::default()), clock)
+        .await
+        .unwrap();
+    (cp, dir)
+}
+
+async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
+    let mut w = cp.write(Some("tester")).await;
+    let row = TrustAnchorWrite {
+        entity_id: entity_id.into(),
+        jwks: None,
+        enable_jwks_update: false,
+        key_poll_interval: 0,
+    };
+    trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
+        .await
+        .unwrap();
+    w.touch(Section::TrustAnchors);
+    w.commit().await.unwrap();
+}
+
+fn published(cp: &ControlPlane, entity_id: &str) -> bool {
+    cp.snapshot().trust_anchors.by_id.contains_key(entity_id)
+}
+
+#[tokio::test]
+async fn a_commit_is_published_before_commit_returns() {
+    let (cp, _dir) = control_plane().await;
+    let before = cp.snapshot().generation;
+    add_anchor(&cp, "https://ta.example").await;
+    assert!(published(&cp, "https://ta.example"));
+    assert!(cp.snapshot().generation > before);
+    assert!(cp.is_published());
+}
+
+#[tokio::test]
+async fn a_failed_publish_is_retried_until_the_snapshot_catches_up() {
+    let (cp, _dir) = control_plane().await;
+    cp.failing_reloads.store(2, Ordering::SeqCst);
+    add_anchor(&cp, "https://ta.example").await;
+    // Committed (the database has it) but not yet published.
+    assert!(
+        trust_anchors::get(&cp.db, "https://ta.example")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(!published(&cp, "https://ta.example"));
+    assert!(!cp.is_published());
+    // The second attempt fails too; the section stays dirty.
+    cp.reconcile().await;
+    assert!(!published(&cp, "https://ta.example"));
+    // The third succeeds.
+    cp.reconcile().await;
+    assert!(published(&cp, "https://ta.example"));
+    assert!(cp.is_published());
+}
+
+#[tokio::test]
+async fn the_next_write_publishes_what_an_earlier_one_left_dirty() {
+    let (cp, _dir) = control_plane().await;
+    cp.failing_reloads.store(1, Ordering::SeqCst);
+    add_anchor(&cp, "https://a.example").await;
+    assert!(!published(&cp, "https://a.example"));
+    add_anchor(&cp, "https://b.example").await;
+    assert!(published(&cp, "https://a.example"));
+    assert!(published(&cp, "https://b.example"));
+}
+
+#[tokio::test]
+async fn the_reconciler_task_catches_up_on_its_own() {
+    let (cp, _dir) = control_plane().await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = cp.spawn_reconciler(stop.clone());
+    cp.failing_reloads.store(1, Ordering::SeqCst);
+    add_anchor(&cp, "https://ta.example").await;
+    assert!(!published(&cp, "https://ta.example"));
+    // First retry after one second; no other write happens meanwhile.
+    for _ in 0..100 {
+        if published(&cp, "https://ta.example") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(published(&cp, "https://ta.example"));
+    stop.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_dropped_write_rolls_back_and_publishes_nothing() {
+    let (cp, _dir) = control_plane().await;
+    let generation = cp.snapshot().generation;
+    {
+        let mut w = cp.write(None).await;
+        let row = TrustAnchorWrite {
+            entity_id: "https://ta.example".into(),
+            jwks: None,
+            enable_jwks_update: false,
+            key_poll_interval: 0,
+        };
+        trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
+            .await
+            .unwrap();
+        w.touch(Section::TrustAnchors);
+        // Dropped: e.g. a later validation step returned an error.
+    }
+    assert!(
+        trust_anchors::get(&cp.db, "https://ta.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(cp.snapshot().generation, generation);
+}
+
+/// Every `.rs` file under `dir`, with its path relative to the crate's `src/`.
+fn sources(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            let rel = p
+                .strip_prefix(concat!(env!("CARGO_MANIFEST_DIR"), "/src/"))
+                .unwrap()
+                .display()
+                .to_string();
+            out.push((rel, std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+}
+
+/// The compile-time half of the guarantee is privacy (nothing outside `state` can publish);
+/// this is the other half: nothing outside the write path opens a transaction, so nothing can
+/// commit without publishing.
+#[test]
+fn only_the_write_path_opens_transactions() {
+    let mut files = Vec::new();
+    sources(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
+        &mut files,
+    );
+    assert!(files.len() > 50, "sources not found");
+    // The start-up key seed runs before there is a snapshot to publish.
+    let allowed = ["state/write.rs", "keys/mod.rs", "state/tests.rs"];
+    for (path, text) in &files {
+        if allowed.contains(&path.as_str()) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains(".begin()"),
+                "{path}:{}: a transaction outside state::Write: {line}",
+                n + 1
+            );
+        }
+    }
+    let seed = &files.iter().find(|(p, _)| p == "keys/mod.rs").unwrap().1;
+    assert_eq!(
+        seed.matches(".begin()").count(),
+        1,
+        "keys/mod.rs: only the start-up seed"
+    );
+}
+
+/// Repositories write only through the caller's transaction; the two exceptions are single
+/// atomic statements that are not federation state published in the snapshot.
+#[test]
+fn repositories_write_only_inside_a_transaction() {
+    let mut files = Vec::new();
+    sources(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/db")),
+        &mut files,
+    );
+    // Used client assertion ids (replay records) and a login's compare-and-set re-hash.
+    let allowed = [
+        ("db/jti.rs", "record"),
+        ("db/jti.rs", "cleanup"),
+        ("db/users.rs", "rehash"),
+    ];
+    for (path, text) in &files {
+        for f in text.split("pub async fn ").skip(1) {
+            let name: String = f
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let writes = ["INSERT ", "UPDATE ", "DELETE "]
+                .iter()
+                .any(|k| f.contains(k));
+            if writes && f.contains("&db.pool") {
+                assert!(
+                    allowed.contains(&(path.as_str(), name.as_str())),
+                    "{path}: {name} writes outside the caller's transaction"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! [`Write`]: the one way to change federation state.
+//!
+//! ```text
+//! let mut w = cp.write(actor).await;          // writer lock
+//! repo::update(&cp.db, w.tx().await?, …)?;    // transaction, opened on first use
+//! w.subordinate_event(id, status, "…", None).await?; // history, same transaction, with the actor
+//! w.touch_subordinate(entity_id);             // what the snapshot must reload
+//! w.commit().await?;                          // commit, then publish exactly that
+//! ```
+//!
+//! Dropping a `Write` without `commit()` rolls the transaction back and publishes nothing.
+//! Reads that decide the write (does it exist? what is stored?) happen after `cp.write()`, so
+//! no other writer can change them before the commit.
+
+use sqlx::{Any, AnyConnection, Transaction};
+use tokio::sync::MutexGuard;
+
+use super::{Changes, ControlPlane, Section};
+use crate::db::subordinate_events::{self, NewEvent};
+use crate::error::Result;
+
+/// A change in progress; see the module documentation.
+#[derive(Debug)]
+pub struct Write<'a> {
+    cp: &'a ControlPlane,
+    _lock: MutexGuard<'a, ()>,
+    tx: Option<Transaction<'static, Any>>,
+    changes: Changes,
+    actor: Option<String>,
+}
+
+impl<'a> Write<'a> {
+    pub(super) fn new(
+        cp: &'a ControlPlane,
+        lock: MutexGuard<'a, ()>,
+        actor: Option<String>,
+    ) -> Self {
+        Self {
+            cp,
+            _lock: lock,
+            tx: None,
+            changes: Changes::default(),
+            actor,
+        }
+    }
+
+    /// The change's transaction, begun on first use.
+    pub async fn tx(&mut self) -> Result<&mut AnyConnection> {
+        let tx = match self.tx.take() {
+            Some(tx) => tx,
+            None => self.cp.db.pool.begin().await?,
+        };
+        Ok(&mut **self.tx.insert(tx))
+    }
+
+    /// Who makes the change, as recorded in history events.
+    pub fn actor(&self) -> Option<&str> {
+        self.actor.as_deref()
+    }
+
+    /// The snapshot section `s` must be reloaded on commit.
+    pub fn touch(&mut self, s: Section) {
+        self.changes.section(s);
+    }
+
+    /// The subordinate `entity_id` must be reloaded on commit (and only it).
+    pub fn touch_subordinate(&mut self, entity_id: &str) {
+        self.changes.subordinate(entity_id);
+    }
+
+    /// Records a history event of subordinate `id` (status after the change) in this
+    /// transaction, with this write's actor.
+    pub async fn subordinate_event(
+        &mut self,
+        id: i64,
+        status: &str,
+        kind: &str,
+        message: Option<String>,
+    ) -> Result<()> {
+        let now = self.cp.now();
+        let actor = self.actor.clone();
+        let db = self.cp.db.clone();
+        let c = self.tx().await?;
+        let e = NewEvent {
+            kind,
+            status: Some(status),
+            message,
+            actor: actor.as_deref(),
+        };
+        subordinate_events::record(&db, c, id, now, &e).await
+    }
+
+    /// Commits the transaction (if one was begun), then publishes what was touched while the
+    /// writer lock is still held. A failed publish does not fail the write: it is committed,
+    /// and the snapshot catches up (see [`ControlPlane::reconcile`]).
+    pub async fn commit(mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            tx.commit().await?;
+        }
+        let changes = std::mem::take(&mut self.changes);
+        self.cp.publish(changes).await;
+        Ok(())
+    }
+}

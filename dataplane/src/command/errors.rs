@@ -1,0 +1,209 @@
+//! Why a command failed, one type per command kind, and the single place where those reasons
+//! become federation error responses (`{"error","error_description"}` and a status).
+//!
+//! The control plane answers with facts (`UnknownSubordinate`, `FetchFailed`, …) and knows
+//! nothing of HTTP; the statuses below are the ones clients have always seen, so changing one
+//! is a visible change of the endpoint and belongs in its documentation.
+
+use axum::http::StatusCode;
+
+use crate::error::FedError;
+
+/// The command was not run at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// The channel, or the command kind's share of the control plane, is full.
+    #[error("too many requests in progress; retry later")]
+    Busy,
+    /// The control plane has stopped (shutting down) or dropped the command.
+    #[error("shutting down")]
+    Stopped,
+}
+
+/// Why a jwks_update_trigger did not refresh keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TriggerError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// No subordinate has this entity identifier.
+    #[error("subordinate not known")]
+    UnknownSubordinate,
+    /// The subordinate is blocked or inactive.
+    #[error("subordinate not known")]
+    NotActiveOrPending,
+    /// Its Entity Configuration could not be fetched (or had no `exp`).
+    #[error("{0}")]
+    FetchFailed(String),
+    /// Its Entity Configuration does not verify with the stored keys.
+    #[error("{0}")]
+    BadSignature(String),
+    /// Its Entity Configuration is malformed (wrong `typ`, `iss`/`sub`, no `jwks`).
+    #[error("invalid entity configuration: {0}")]
+    InvalidConfiguration(String),
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
+/// Why a jwks_update push was not stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// The token's form is wrong (checked in the data plane, before any command).
+    #[error("{0}")]
+    Invalid(String),
+    /// No subordinate has the token's `sub`.
+    #[error("subordinate not known")]
+    UnknownSubordinate,
+    /// The subordinate is blocked or inactive.
+    #[error("subordinate not known")]
+    NotActiveOrPending,
+    /// Nothing to check the signature against.
+    #[error("no keys stored for the subordinate")]
+    NoStoredKeys,
+    /// The signature does not verify with a stored key.
+    #[error("not signed by a current key: {0}")]
+    NotSignedByCurrentKey(String),
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
+/// Why a client assertion's `jti` could not be recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JtiError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// Database failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
+fn refused(r: Refused) -> FedError {
+    FedError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        r.to_string(),
+    )
+}
+
+fn internal() -> FedError {
+    FedError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server_error",
+        "internal error",
+    )
+}
+
+impl From<TriggerError> for FedError {
+    fn from(e: TriggerError) -> Self {
+        let d = e.to_string();
+        match e {
+            TriggerError::Refused(r) => refused(r),
+            TriggerError::UnknownSubordinate | TriggerError::NotActiveOrPending => {
+                FedError::not_found(d)
+            }
+            TriggerError::FetchFailed(_) => {
+                FedError::new(StatusCode::BAD_GATEWAY, "server_error", d)
+            }
+            TriggerError::BadSignature(_) => {
+                FedError::new(StatusCode::UNAUTHORIZED, "invalid_client", d)
+            }
+            // A 500 as before this type existed (the subordinate's fault, but a visible
+            // status change is out of scope here); the detail goes to the log only.
+            TriggerError::InvalidConfiguration(_) => FedError::server_error(d),
+            TriggerError::Internal => internal(),
+        }
+    }
+}
+
+impl From<PushError> for FedError {
+    fn from(e: PushError) -> Self {
+        let d = e.to_string();
+        match e {
+            PushError::Refused(r) => refused(r),
+            PushError::Invalid(_) => FedError::invalid_request(d),
+            PushError::UnknownSubordinate | PushError::NotActiveOrPending => FedError::not_found(d),
+            PushError::NoStoredKeys | PushError::NotSignedByCurrentKey(_) => {
+                FedError::new(StatusCode::UNAUTHORIZED, "invalid_client", d)
+            }
+            PushError::Internal => internal(),
+        }
+    }
+}
+
+impl From<JtiError> for FedError {
+    fn from(e: JtiError) -> Self {
+        match e {
+            JtiError::Refused(r) => refused(r),
+            JtiError::Internal => internal(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(e: impl Into<FedError>) -> (u16, &'static str) {
+        let e = e.into();
+        (e.status.as_u16(), e.code)
+    }
+
+    #[test]
+    fn trigger_errors_keep_their_statuses() {
+        let m = || "m".to_owned();
+        let busy = TriggerError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        let stopped = TriggerError::Refused(Refused::Stopped);
+        assert_eq!(status(stopped), (503, "temporarily_unavailable"));
+        assert_eq!(status(TriggerError::UnknownSubordinate), (404, "not_found"));
+        assert_eq!(status(TriggerError::NotActiveOrPending), (404, "not_found"));
+        assert_eq!(
+            status(TriggerError::FetchFailed(m())),
+            (502, "server_error")
+        );
+        assert_eq!(
+            status(TriggerError::BadSignature(m())),
+            (401, "invalid_client")
+        );
+        let invalid = TriggerError::InvalidConfiguration(m());
+        assert_eq!(status(invalid), (500, "server_error"));
+        assert_eq!(status(TriggerError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn push_errors_keep_their_statuses() {
+        let m = || "m".to_owned();
+        assert_eq!(
+            status(PushError::Refused(Refused::Busy)),
+            (503, "temporarily_unavailable")
+        );
+        assert_eq!(status(PushError::Invalid(m())), (400, "invalid_request"));
+        assert_eq!(status(PushError::UnknownSubordinate), (404, "not_found"));
+        assert_eq!(status(PushError::NotActiveOrPending), (404, "not_found"));
+        assert_eq!(status(PushError::NoStoredKeys), (401, "invalid_client"));
+        let unsigned = PushError::NotSignedByCurrentKey(m());
+        assert_eq!(status(unsigned), (401, "invalid_client"));
+        assert_eq!(status(PushError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn jti_errors_keep_their_statuses() {
+        assert_eq!(
+            status(JtiError::Refused(Refused::Busy)),
+            (503, "temporarily_unavailable")
+        );
+        assert_eq!(status(JtiError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn internal_details_are_not_shown() {
+        let e: FedError = TriggerError::InvalidConfiguration("secret detail".into()).into();
+        assert_eq!(e.description, "internal error");
+    }
+}

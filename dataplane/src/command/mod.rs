@@ -1,0 +1,158 @@
+//! The command channel from the data plane to the control plane.
+//!
+//! The data plane never touches the database. A request that changes state checks what it can
+//! itself (the form of the request, the snapshot), then sends one typed [`Command`] and awaits
+//! the control plane's answer on the command's own `oneshot` reply. The control plane commits
+//! to the database and publishes a new snapshot before it replies, so the caller's next request
+//! already sees the change.
+//!
+//! Bounded for real: the data plane only ever `try_send`s, and the control plane admits each
+//! command kind against its own limit without waiting (see `pharos_controlplane::commands`).
+//! Either refusal reaches the caller at once as [`Refused::Busy`] (503
+//! `temporarily_unavailable`), so a flood of requests costs neither queued memory nor tasks.
+//! Every command kind has its own error type ([`errors`]); they are turned into federation
+//! error responses in one place, [`errors`]' `From` impls.
+//!
+//! Statistics must not travel here: a refused command fails its request, whereas a statistics
+//! record should be dropped, never cost a request; they get a bounded buffer of their own.
+//!
+//! Later state-changing features (enroll, enroll_request, trust_mark_request, recording issued
+//! trust marks) become new variants with their own error types; nothing else changes.
+
+pub mod errors;
+
+use pharos_shared::key_update::SignedJwks;
+use tokio::sync::{mpsc, oneshot};
+
+pub use errors::{JtiError, PushError, Refused, TriggerError};
+
+/// Commands that may sit in the channel before the control plane's dispatcher takes them.
+/// The dispatcher never waits while taking a command (it admits or refuses at once), so the
+/// queue only absorbs scheduling jitter; when it is full the sender is refused, not parked.
+pub const CHANNEL_CAPACITY: usize = 1024;
+
+/// Where a command's answer goes.
+pub type Reply<T, E> = oneshot::Sender<Result<T, E>>;
+
+/// A state change requested by the data plane.
+#[derive(Debug)]
+pub enum Command {
+    /// Re-fetch a subordinate's keys from its Entity Configuration now (jwks_update_trigger).
+    /// The data plane has checked that `sub` is an active or pending subordinate.
+    JwksUpdateTrigger {
+        /// The subordinate's entity identifier.
+        sub: String,
+        /// The authenticated client, recorded as the event's actor (`None` when the endpoint
+        /// does not authenticate).
+        actor: Option<String>,
+        /// `changed` = whether the stored keys changed.
+        reply: Reply<bool, TriggerError>,
+    },
+    /// Replace a subordinate's keys with a pushed signed JWK Set (jwks_update). The data plane
+    /// has checked the token's form ([`pharos_shared::key_update::parse_signed_jwks`]); the
+    /// control plane checks its signature against the keys stored in the database, under the
+    /// writer lock, so a check and a concurrent key change cannot interleave.
+    JwksUpdate {
+        /// The token and what it claims, already checked for form.
+        pushed: SignedJwks,
+        /// Replies once the new keys are committed and published.
+        reply: Reply<(), PushError>,
+    },
+    /// Remember a client assertion's `jti` until `expires_at` (db replay store). Answers
+    /// `true` when the `jti` was new, `false` when it had been used before.
+    RecordJti {
+        /// The assertion identifier (namespaced by issuer by the caller).
+        jti: String,
+        /// Unix seconds after which the record may be deleted.
+        expires_at: i64,
+        /// `true` = first use.
+        reply: Reply<bool, JtiError>,
+    },
+}
+
+/// The data plane's end of the channel.
+#[derive(Debug, Clone)]
+pub struct Commands(mpsc::Sender<Command>);
+
+impl Commands {
+    /// A connected pair: the sender for the data plane, the receiver for the control plane.
+    pub fn channel() -> (Self, mpsc::Receiver<Command>) {
+        Self::with_capacity(CHANNEL_CAPACITY)
+    }
+
+    /// A pair with another queue length (tests fill it).
+    pub fn with_capacity(capacity: usize) -> (Self, mpsc::Receiver<Command>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (Self(tx), rx)
+    }
+
+    /// Sends the command built by `make` around a fresh reply channel and waits for the
+    /// answer. A full queue is [`Refused::Busy`] at once (never a wait for room); a control
+    /// plane that has stopped, or dropped the command, is [`Refused::Stopped`], never a hang.
+    pub async fn call<T, E: From<Refused>>(
+        &self,
+        make: impl FnOnce(Reply<T, E>) -> Command,
+    ) -> Result<T, E> {
+        let (tx, rx) = oneshot::channel();
+        self.0.try_send(make(tx)).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => Refused::Busy,
+            mpsc::error::TrySendError::Closed(_) => Refused::Stopped,
+        })?;
+        rx.await.map_err(|_| Refused::Stopped)?
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn record(reply: Reply<bool, JtiError>) -> Command {
+        Command::RecordJti {
+            jti: "x".into(),
+            expires_at: 0,
+            reply,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopped_control_plane_is_an_error_not_a_hang() {
+        let (c, rx) = Commands::channel();
+        drop(rx);
+        let e = c.call(record).await.unwrap_err();
+        assert_eq!(e, JtiError::Refused(Refused::Stopped));
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_is_refused_at_once() {
+        let (c, mut rx) = Commands::with_capacity(1);
+        // The first command takes the only slot and is never answered while the second is
+        // sent: the second must not wait for room.
+        let first = tokio::spawn({
+            let c = c.clone();
+            async move { c.call(record).await }
+        });
+        while rx.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let e = c.call(record).await.unwrap_err();
+        assert_eq!(e, JtiError::Refused(Refused::Busy));
+        // Answering the first still works.
+        match rx.recv().await.unwrap() {
+            Command::RecordJti { reply, .. } => reply.send(Ok(true)).unwrap(),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(first.await.unwrap(), Ok(true));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_command_is_stopped() {
+        let (c, mut rx) = Commands::channel();
+        let call = tokio::spawn(async move { c.call(record).await });
+        drop(rx.recv().await.unwrap());
+        assert_eq!(
+            call.await.unwrap().unwrap_err(),
+            JtiError::Refused(Refused::Stopped)
+        );
+    }
+}
