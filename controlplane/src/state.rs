@@ -14,9 +14,8 @@ mod write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arc_swap::ArcSwap;
 use pharos_shared::config::Settings;
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::{Snapshot, SnapshotPublisher, SnapshotReader};
 use pharos_shared::time::Clock;
 use tokio::sync::Mutex;
 
@@ -45,7 +44,7 @@ pub struct ControlPlane {
     pub refresh_events: tokio::sync::Notify,
     /// Subordinates changed since the refresher last looked (it restarts or stops their polls).
     changed_subordinates: std::sync::Mutex<Vec<String>>,
-    snapshot: Arc<ArcSwap<Snapshot>>,
+    snapshot: SnapshotPublisher,
     generation: AtomicU64,
     versions: AtomicU64,
     /// Serialises writers: held from the first read that decides a write to its publication.
@@ -79,7 +78,7 @@ impl ControlPlane {
             key_events: tokio::sync::Notify::new(),
             refresh_events: tokio::sync::Notify::new(),
             changed_subordinates: std::sync::Mutex::new(Vec::new()),
-            snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
+            snapshot: SnapshotPublisher::new(snapshot),
             generation: AtomicU64::new(1),
             versions,
             write: Mutex::new(()),
@@ -91,8 +90,8 @@ impl ControlPlane {
     }
 
     /// The publication point the data plane reads from.
-    pub fn snapshot_handle(&self) -> pharos_shared::snapshot::SnapshotReader {
-        self.snapshot.clone().into()
+    pub fn snapshot_handle(&self) -> SnapshotReader {
+        self.snapshot.reader()
     }
 
     /// The current snapshot.

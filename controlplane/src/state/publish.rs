@@ -163,7 +163,7 @@ impl ControlPlane {
         if signing_inputs {
             next.keys_generation = next.generation;
         }
-        self.snapshot.store(Arc::new(next));
+        self.snapshot.publish(Arc::new(next));
         if !c.subordinates.is_empty()
             && let Ok(mut changed) = self.changed_subordinates.lock()
         {

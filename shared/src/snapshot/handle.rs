@@ -29,13 +29,6 @@ impl SnapshotReader {
     }
 }
 
-/// Reading the publication point of a control plane that keeps the `ArcSwap` itself.
-impl From<Arc<ArcSwap<Snapshot>>> for SnapshotReader {
-    fn from(point: Arc<ArcSwap<Snapshot>>) -> Self {
-        Self(point)
-    }
-}
-
 impl std::fmt::Debug for SnapshotReader {
     // The snapshot itself is 100,000 subordinates; its generation identifies it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
