@@ -1,5 +1,6 @@
 //! Admin API for constraints, additional claims, lifetime and critical operators, per
-//! subordinate and general, and the regression test for reference §13 item 7.
+//! subordinate and general, and the regression test for lighthouse's habit of copying the general
+//! values into a subordinate on every write.
 
 use crate::fetch_list::add;
 use crate::support::{Pharos, TestDb, backends};

@@ -22,12 +22,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin;
-use crate::commands;
+use crate::command_dispatch;
+use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
 use crate::refresh::Refreshers;
-use crate::state::ControlPlane;
 
 /// A running Pharos.
 #[derive(Debug)]
@@ -117,12 +117,12 @@ impl App {
         let mut tasks = vec![
             control.spawn_key_task(shutdown.clone()),
             control.spawn_reconciler(shutdown.clone()),
-            commands::spawn(refreshers.clone(), command_rx, shutdown.clone()),
+            command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
         if auth.jti_backend == JtiBackend::Db {
             let every = auth.jti_cleanup_interval.into();
-            tasks.push(commands::spawn_jti_cleanup(
+            tasks.push(command_dispatch::spawn_jti_cleanup(
                 control.clone(),
                 every,
                 shutdown.clone(),

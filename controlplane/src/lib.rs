@@ -5,13 +5,13 @@
 
 pub mod admin;
 pub mod app;
-pub mod commands;
+pub mod command_dispatch;
+pub mod control_plane;
 pub mod db;
 pub mod error;
 pub mod http;
 pub mod keys;
 pub mod logging;
 pub mod refresh;
-pub mod state;
 
 pub use error::{Error, Result};

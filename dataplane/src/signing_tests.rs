@@ -50,7 +50,7 @@ fn flight_key(snap: &Snapshot) -> (Arc<str>, u64, u64, u64) {
         sub.entity_id.clone(),
         sub.version,
         snap.subordinates.general_version,
-        snap.keys_generation,
+        snap.statements_generation,
     )
 }
 

@@ -163,7 +163,7 @@ impl SnapshotBuilder {
                 historical: Vec::new(),
             }),
             subordinates: Arc::new(Subordinates::new(self.subordinates, Arc::default(), 1)),
-            keys_generation: self.generation,
+            statements_generation: self.generation,
         }
     }
 }
@@ -173,7 +173,7 @@ impl SnapshotBuilder {
 pub fn invalidated(snap: &Snapshot) -> Snapshot {
     let mut next = snap.clone();
     next.generation += 1;
-    next.keys_generation = next.generation;
+    next.statements_generation = next.generation;
     next
 }
 

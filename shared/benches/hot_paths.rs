@@ -129,7 +129,7 @@ fn snapshot_with(subs: Subordinates) -> Snapshot {
             historical: vec![],
         }),
         subordinates: Arc::new(subs),
-        keys_generation: 1,
+        statements_generation: 1,
     }
 }
 

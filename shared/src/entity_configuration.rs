@@ -133,7 +133,7 @@ mod tests {
                 historical: Vec::new(),
             }),
             subordinates: Arc::default(),
-            keys_generation: 1,
+            statements_generation: 1,
         }
     }
 

@@ -35,9 +35,10 @@ pub struct Snapshot {
     pub keys: Arc<KeySet>,
     /// Every subordinate and the general statement settings.
     pub subordinates: Arc<Subordinates>,
-    /// Generation of the last change to our keys or the endpoint registry: together with a
-    /// subordinate's version and the general settings' version it keys signed statements.
-    pub keys_generation: u64,
+    /// Generation of the last change to what every signed statement depends on (our keys, the
+    /// endpoint registry): a statement signed before it is stale. Together with a
+    /// subordinate's version and the general settings' version it keys cached statements.
+    pub statements_generation: u64,
 }
 
 /// One federation endpoint as served.

@@ -123,7 +123,7 @@ pub struct SignedStatement {
     /// The general settings' version it applied.
     pub general_version: u64,
     /// The generation of our keys and endpoint registry it was signed under.
-    pub keys_generation: u64,
+    pub statements_generation: u64,
     /// When to sign a new one (before `exp`, or at the subordinate's next key change).
     pub refresh_at: i64,
     /// The compact JWS.
@@ -142,13 +142,13 @@ pub struct SignedStatement {
 pub struct StatementSlot(ArcSwapOption<SignedStatement>);
 
 impl StatementSlot {
-    /// The statement if it was made under `general_version` and `keys_generation` and is not
+    /// The statement if it was made under `general_version` and `statements_generation` and is not
     /// due for refreshing at `now`.
-    pub fn get(&self, general_version: u64, keys_generation: u64, now: i64) -> Option<Bytes> {
+    pub fn get(&self, general_version: u64, statements_generation: u64, now: i64) -> Option<Bytes> {
         let guard = self.0.load();
         let s = guard.as_ref()?;
         (s.general_version == general_version
-            && s.keys_generation == keys_generation
+            && s.statements_generation == statements_generation
             && now < s.refresh_at)
             .then(|| s.body.clone())
     }
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(slot.get(1, 1, 0), None);
         slot.put(SignedStatement {
             general_version: 1,
-            keys_generation: 2,
+            statements_generation: 2,
             refresh_at: 100,
             body: Bytes::from_static(b"jws"),
         });

@@ -65,7 +65,7 @@ fn snap(general: GeneralSettings, fetch_lifetime: Option<u64>) -> Snapshot {
             historical: vec![],
         }),
         subordinates: Arc::new(Subordinates::new([], Arc::new(general), 0)),
-        keys_generation: 1,
+        statements_generation: 1,
     }
 }
 

@@ -11,7 +11,7 @@ use axum::http::request::Parts;
 use base64::Engine as _;
 use pharos_shared::config::ActorSource;
 
-use crate::state::ControlPlane;
+use crate::control_plane::ControlPlane;
 
 /// The actor of an admin request, if one can be named.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -2,8 +2,9 @@
 //! elsewhere; Pharos only publishes them in its `jwks` (while valid) and in its historical keys
 //! (once expired or revoked), e.g. to announce a key before an external signer starts using it.
 //!
-//! Unlike the reference service (reference §13 item 6), rotating an API-managed key reads and
-//! writes the same key set, so the old key is found and the new one is published.
+//! Unlike lighthouse 0.22 (whose rotation writes to a key store named differently from the one
+//! API keys live in), rotating an API-managed key reads and writes the same key set, so the old
+//! key is found and the new one is published.
 
 use std::sync::Arc;
 
@@ -19,9 +20,9 @@ use super::body::Json;
 use super::kms::revoke_params;
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::keys::{self as repo, API, KeyRow};
 use crate::keys::rotation;
-use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 

@@ -21,8 +21,8 @@ use base64::Engine as _;
 use super::actor::Actor;
 use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::ControlPlane;
 use crate::db::users;
-use crate::state::ControlPlane;
 
 /// What the authentication middleware needs.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use super::body::{Json, http_url};
 use super::trust_anchors::TrustAnchorRecord;
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Section};
 use crate::db::endpoints::{self as repo, EndpointRow, EndpointWrite};
-use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
 

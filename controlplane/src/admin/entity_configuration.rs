@@ -13,9 +13,9 @@ use utoipa::ToSchema;
 use super::body::{Json, Text, entity_id, integer};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::entity_config::{self as repo, AuthorityHint, ClaimRow};
 use crate::db::settings;
-use crate::state::{ControlPlane, Section, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 

@@ -16,11 +16,11 @@ use utoipa::ToSchema;
 use super::body::{Json, Text, integer};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Write};
 use crate::db::settings;
 use crate::keys::lifecycle::check_reason;
 use crate::keys::rotation::{self, RotationSettings};
 use crate::keys::{current_alg, pending_alg, rsa_key_len};
-use crate::state::{ControlPlane, Write};
 
 type Cp = State<Arc<ControlPlane>>;
 

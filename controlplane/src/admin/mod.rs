@@ -26,7 +26,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::state::ControlPlane;
+use crate::control_plane::ControlPlane;
 
 /// Path prefix of every admin route.
 pub const PREFIX: &str = "/api/v1/admin";

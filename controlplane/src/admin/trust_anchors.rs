@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 use super::body::{Json, entity_id};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Section};
 use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
-use crate::state::{ControlPlane, Section};
 
 type Cp = State<Arc<ControlPlane>>;
 

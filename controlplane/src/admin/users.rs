@@ -17,8 +17,8 @@ use super::actor::Actor;
 use super::body::Json;
 use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::ControlPlane;
 use crate::db::users::{self as repo, UserRow};
-use crate::state::ControlPlane;
 
 type Cp = State<std::sync::Arc<ControlPlane>>;
 

@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::planner::{self, Action};
 use super::{PendingAlg, current_alg, new_row, pending_alg, plan_keys, rotation};
+use crate::control_plane::{ControlPlane, Section};
 use crate::db::keys::{API, FEDERATION, KeyRow};
 use crate::db::{self, settings};
 use crate::error::{Error, Result};
-use crate::state::{ControlPlane, Section};
 
 /// Longest sleep of the background task: it re-plans at least this often, in case the clock
 /// jumped or the database was changed behind our back.

@@ -86,7 +86,7 @@ pub fn new_row(g: kms::Generated, alg: Algorithm, now: i64, nbf: i64, exp: Optio
 /// Makes sure a key of ours is active at `now`, generating one when `auto_generate_keys`
 /// allows it (or recording the static key file's key).
 ///
-/// This is the one write outside [`crate::state::Write`]: it runs at start, before there is a
+/// This is the one write outside [`crate::control_plane::Write`]: it runs at start, before there is a
 /// snapshot to publish (the first snapshot is then built from what it stored).
 pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) -> Result<()> {
     let alg = current_alg(db, cfg).await?;

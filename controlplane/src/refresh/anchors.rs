@@ -12,8 +12,8 @@ use pharos_shared::key_update::check_configuration;
 use pharos_shared::refresh::{anchor_interval, kids};
 
 use super::{PollError, Polled, Refreshers};
+use crate::control_plane::Section;
 use crate::db::trust_anchors::{self, TrustAnchorWrite};
-use crate::state::Section;
 
 /// The settings an anchor is polled with; a change restarts its schedule entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

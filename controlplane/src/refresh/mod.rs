@@ -33,7 +33,7 @@ use pharos_shared::key_update::KeyCheckError;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::state::ControlPlane;
+use crate::control_plane::ControlPlane;
 use schedule::Schedule;
 
 pub use anchors::AnchorPoll;

@@ -9,8 +9,8 @@ use pharos_shared::key_update::SignedJwks;
 use pharos_shared::refresh::describe_change;
 
 use super::{FetchPermit, PollError, Refreshers};
+use crate::control_plane::ControlPlane;
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
-use crate::state::ControlPlane;
 
 /// Why a subordinate may not have its keys refreshed or pushed.
 enum NotKnown {

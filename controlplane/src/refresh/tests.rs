@@ -13,9 +13,9 @@ use pharos_shared::time::ManualClock;
 use serde_json::json;
 
 use super::*;
+use crate::control_plane::Section;
 use crate::db::Db;
 use crate::db::trust_anchors::{self, TrustAnchorWrite};
-use crate::state::Section;
 
 pub(super) const T0: i64 = 1_700_000_000;
 const TA: &str = "https://ta.example";

@@ -99,9 +99,13 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
 /// The statement already signed for this request, if there is one (the warm path: no await).
 pub(crate) fn cached(snap: &Snapshot, query: &str, now: i64) -> Option<Response> {
     let sub = subordinate(snap, query).ok()?;
-    let (general_version, keys_generation) =
-        (snap.subordinates.general_version, snap.keys_generation);
-    let body = sub.statement.get(general_version, keys_generation, now)?;
+    let (general_version, statements_generation) = (
+        snap.subordinates.general_version,
+        snap.statements_generation,
+    );
+    let body = sub
+        .statement
+        .get(general_version, statements_generation, now)?;
     Some(jwt(CONTENT_TYPE, body))
 }
 
@@ -126,9 +130,14 @@ async fn signed(
     now: i64,
 ) -> Result<Bytes, FedError> {
     let sub = subordinate(snap, query)?;
-    let (general_version, keys_generation) =
-        (snap.subordinates.general_version, snap.keys_generation);
-    if let Some(body) = sub.statement.get(general_version, keys_generation, now) {
+    let (general_version, statements_generation) = (
+        snap.subordinates.general_version,
+        snap.statements_generation,
+    );
+    if let Some(body) = sub
+        .statement
+        .get(general_version, statements_generation, now)
+    {
         return Ok(body);
     }
     // Concurrent first requests for one statement sign it once: after a key or registry
@@ -138,12 +147,15 @@ async fn signed(
         sub.entity_id.clone(),
         sub.version,
         general_version,
-        keys_generation,
+        statements_generation,
     );
     dp.fetch_flights
         .run(key, || async {
             // A flight that ended just before this one began has filled the slot.
-            if let Some(body) = sub.statement.get(general_version, keys_generation, now) {
+            if let Some(body) = sub
+                .statement
+                .get(general_version, statements_generation, now)
+            {
                 return Ok(body);
             }
             let source = entry.published_url(&snap.entity_id);
@@ -152,7 +164,7 @@ async fn signed(
                 .map_err(FedError::server_error)?;
             sub.statement.put(SignedStatement {
                 general_version,
-                keys_generation,
+                statements_generation,
                 refresh_at,
                 body: body.clone(),
             });

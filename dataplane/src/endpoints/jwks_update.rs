@@ -1,5 +1,5 @@
-//! The jwks_update_trigger and jwks_update endpoints (Pharos extensions, reference §1.13,
-//! §1.14). Both change state, so they end in a command to the control plane, which fetches or
+//! The jwks_update_trigger and jwks_update endpoints (Pharos extensions of the federation
+//! endpoints, compatible with lighthouse 0.22). Both change state, so they end in a command to the control plane, which fetches or
 //! verifies against the stored keys, commits and publishes, then replies. Everything that needs
 //! no database is checked here first — the request's form, the pushed token's form and claims,
 //! whether the snapshot knows the subordinate — so that untrusted input that is bound to be

@@ -11,7 +11,7 @@ use super::{Cp, created_or_ok};
 use crate::admin::actor::Actor;
 use crate::admin::body::Text;
 use crate::admin::error::{ApiError, ApiResult};
-use crate::state::ControlPlane;
+use crate::control_plane::ControlPlane;
 
 const KEY: &str = "allowed_entity_types";
 

@@ -13,9 +13,9 @@ use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Write};
 use crate::db::subordinate_claims as repo;
 use crate::db::subordinates::SubordinateRow;
-use crate::state::{ControlPlane, Write};
 
 /// Body of an additional claim.
 #[derive(Debug, Clone, Deserialize, ToSchema)]

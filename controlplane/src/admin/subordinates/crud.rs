@@ -185,7 +185,7 @@ pub struct UpdateInput {
 }
 
 async fn apply_update(
-    cp: &crate::state::ControlPlane,
+    cp: &crate::control_plane::ControlPlane,
     id: &str,
     actor: &Actor,
     u: UpdateInput,

@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 
 use super::find;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::settings;
 use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};
-use crate::state::{ControlPlane, Section, Write};
 
 /// Which document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use super::claims::{ClaimInput, check_claim};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, integer};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::{ControlPlane, GeneralClaim, Section, Write, general_claims};
 use crate::db::settings;
-use crate::state::{ControlPlane, GeneralClaim, Section, Write, general_claims};
 
 async fn store(
     cp: &ControlPlane,

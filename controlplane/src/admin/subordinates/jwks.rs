@@ -14,8 +14,8 @@ use crate::admin::actor::Actor;
 use crate::admin::body::Json;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
+use crate::control_plane::{ControlPlane, Write};
 use crate::db::subordinates::{self as repo, SubordinateRow};
-use crate::state::{ControlPlane, Write};
 
 async fn store(
     cp: &ControlPlane,

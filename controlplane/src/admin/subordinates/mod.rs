@@ -30,8 +30,8 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::ControlPlane;
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
-use crate::state::ControlPlane;
 
 type Cp = State<Arc<ControlPlane>>;
 

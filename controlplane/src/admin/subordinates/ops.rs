@@ -9,7 +9,7 @@ use super::created_or_ok;
 use super::docs::{self, Doc, target};
 use crate::admin::actor::Actor;
 use crate::admin::error::ApiResult;
-use crate::state::ControlPlane;
+use crate::control_plane::ControlPlane;
 
 /// GET: the member at `path` in effect; the whole document when `path` is empty, or
 /// `empty_default` (`{}`) when nothing is set and the route answers so.

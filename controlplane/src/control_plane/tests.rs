@@ -150,7 +150,7 @@ fn sources(dir: &std::path::Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// The compile-time half of the guarantee is privacy (nothing outside `state` can publish);
+/// The compile-time half of the guarantee is privacy (nothing outside `control_plane` can publish);
 /// this is the other half: nothing outside the write path opens a transaction, so nothing can
 /// commit without publishing.
 #[test]
@@ -162,7 +162,11 @@ fn only_the_write_path_opens_transactions() {
     );
     assert!(files.len() > 50, "sources not found");
     // The start-up key seed runs before there is a snapshot to publish.
-    let allowed = ["state/write.rs", "keys/mod.rs", "state/tests.rs"];
+    let allowed = [
+        "control_plane/write.rs",
+        "keys/mod.rs",
+        "control_plane/tests.rs",
+    ];
     for (path, text) in &files {
         if allowed.contains(&path.as_str()) {
             continue;
@@ -170,7 +174,7 @@ fn only_the_write_path_opens_transactions() {
         for (n, line) in text.lines().enumerate() {
             assert!(
                 !line.contains(".begin()"),
-                "{path}:{}: a transaction outside state::Write: {line}",
+                "{path}:{}: a transaction outside control_plane::Write: {line}",
                 n + 1
             );
         }

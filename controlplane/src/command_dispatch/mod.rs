@@ -31,9 +31,9 @@ use pharos_shared::chain::Fetcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::control_plane::ControlPlane;
 use crate::db;
 use crate::refresh::Refreshers;
-use crate::state::ControlPlane;
 use flights::{Flights, Joined};
 
 /// Pushed key sets verified and stored at once (each holds the writer lock while it works).

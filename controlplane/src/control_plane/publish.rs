@@ -1,4 +1,4 @@
-//! Reload-and-publish: the one place a new snapshot is made. Private to `state`, reached only
+//! Reload-and-publish: the one place a new snapshot is made. Private to `control_plane`, reached only
 //! through [`super::Write::commit`] and the reconciler, both under the writer lock.
 
 use std::collections::BTreeSet;
@@ -161,7 +161,7 @@ impl ControlPlane {
         }
         next.generation = self.next_generation();
         if signing_inputs {
-            next.keys_generation = next.generation;
+            next.statements_generation = next.generation;
         }
         self.snapshot.publish(Arc::new(next));
         if !c.subordinates.is_empty()

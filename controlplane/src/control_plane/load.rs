@@ -37,7 +37,7 @@ pub async fn snapshot(
         trust_anchors: Arc::new(trust_anchors(db).await?),
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
         subordinates: Arc::new(subordinates(db, versions).await?),
-        keys_generation: 1,
+        statements_generation: 1,
     })
 }
 

@@ -10,10 +10,10 @@ use pharos_shared::time::ManualClock;
 use tokio::sync::{Semaphore, oneshot};
 
 use super::Dispatcher;
+use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::db::subordinates::{self as subs, BasicWrite};
 use crate::refresh::Refreshers;
-use crate::state::ControlPlane;
 
 const A: &str = "https://a.example";
 const B: &str = "https://b.example";

@@ -1,6 +1,6 @@
-//! The control plane's state: the database, the published snapshot, and the one write path.
+//! The control plane: the database, the published snapshot, and the one write path.
 //!
-//! Every change goes through [`Write`] (see `state/write.rs`): it holds the writer lock and the
+//! Every change goes through [`Write`] (see `control_plane/write.rs`): it holds the writer lock and the
 //! transaction, and its `commit()` publishes exactly the snapshot sections it touched. The
 //! reload-and-publish step is private to this module, so nothing else can publish — and nothing
 //! can publish what is not committed. A publish that fails after a commit is not lost: its
