@@ -31,7 +31,11 @@ pub fn payload(snap: &Snapshot, now: i64) -> Map<String, Value> {
     let mut claims = Map::new();
     // Additional claims first, so that the protocol claims below always win.
     let mut crit = Vec::new();
-    for c in &ec.additional_claims {
+    for c in ec
+        .additional_claims
+        .iter()
+        .filter(|c| !crate::claims::is_reserved(&c.claim))
+    {
         claims.insert(c.claim.clone(), c.value.clone());
         if c.crit {
             crit.push(Value::String(c.claim.clone()));
@@ -113,6 +117,7 @@ fn copy_informational_claims(metadata: &Map<String, Value>, fe: &mut Map<String,
 #[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
+    use crate::claims::AdditionalClaim;
     use crate::endpoint::{EndpointConfig, EndpointType, FetchConfig};
     use crate::jose::SigningKey;
     use crate::snapshot::*;

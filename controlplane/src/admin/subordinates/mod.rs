@@ -10,13 +10,12 @@ pub mod allowed_types;
 pub mod claims;
 pub mod constraints;
 pub mod crud;
-pub mod docs;
 pub mod general;
+pub mod general_claims;
 pub mod general_policies;
 pub mod history;
 pub mod jwks;
 pub mod metadata;
-pub mod ops;
 pub mod policies;
 
 use std::sync::Arc;
@@ -34,6 +33,21 @@ use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::state::ControlPlane;
 
 type Cp = State<Arc<ControlPlane>>;
+
+/// The `/subordinates` routes: one line per file.
+pub fn routes() -> crate::admin::Routes {
+    crate::admin::Routes::new()
+        .merge(crud::routes())
+        .merge(history::routes())
+        .merge(jwks::routes())
+        .merge(claims::routes())
+        .merge(general::routes())
+        .merge(general_claims::routes())
+        .merge(constraints::routes())
+        .merge(metadata::routes())
+        .merge(policies::routes())
+        .merge(general_policies::routes())
+}
 
 /// The subordinate addressed by a path segment: a numeric database id or an entity identifier
 /// (URL-encoded in the path; axum has already decoded it).
