@@ -269,3 +269,8 @@ pub async fn move_general_claims(db: &Db, c: &mut AnyConnection, now: i64) -> Re
     settings::unset(db, c, scope, name).await?;
     Ok(moved)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "claims_tests.rs"]
+mod tests;
