@@ -211,6 +211,12 @@ mod tests {
                 value: json!(1),
                 crit: true,
             },
+            // Reserved, so only a hand-edited database holds it: never published.
+            AdditionalClaim {
+                claim: "trust_marks".into(),
+                value: json!(["forged"]),
+                crit: false,
+            },
         ];
         s.entity_configuration = Arc::new(ec);
         let p = payload(&s, 1);
@@ -226,6 +232,7 @@ mod tests {
         );
         assert_eq!(p["iss"], "https://pharos.example");
         assert_eq!(p["crit"], json!(["x_policy"]));
+        assert!(p.get("trust_marks").is_none());
     }
 
     #[test]
