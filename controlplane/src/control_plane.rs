@@ -23,7 +23,6 @@ use crate::db::Db;
 use crate::error::Result;
 use crate::keys;
 
-pub use load::{GeneralClaim, general_claims};
 pub use publish::{Changes, Section};
 pub use write::Write;
 

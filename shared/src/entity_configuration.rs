@@ -31,7 +31,11 @@ pub fn payload(snap: &Snapshot, now: i64) -> Map<String, Value> {
     let mut claims = Map::new();
     // Additional claims first, so that the protocol claims below always win.
     let mut crit = Vec::new();
-    for c in &ec.additional_claims {
+    for c in ec
+        .additional_claims
+        .iter()
+        .filter(|c| !crate::claims::is_reserved(&c.claim))
+    {
         claims.insert(c.claim.clone(), c.value.clone());
         if c.crit {
             crit.push(Value::String(c.claim.clone()));
@@ -113,6 +117,7 @@ fn copy_informational_claims(metadata: &Map<String, Value>, fe: &mut Map<String,
 #[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
+    use crate::claims::AdditionalClaim;
     use crate::endpoint::{EndpointConfig, EndpointType, FetchConfig};
     use crate::jose::SigningKey;
     use crate::snapshot::*;
@@ -206,6 +211,12 @@ mod tests {
                 value: json!(1),
                 crit: true,
             },
+            // Reserved, so only a hand-edited database holds it: never published.
+            AdditionalClaim {
+                claim: "trust_marks".into(),
+                value: json!(["forged"]),
+                crit: false,
+            },
         ];
         s.entity_configuration = Arc::new(ec);
         let p = payload(&s, 1);
@@ -221,6 +232,7 @@ mod tests {
         );
         assert_eq!(p["iss"], "https://pharos.example");
         assert_eq!(p["crit"], json!(["x_policy"]));
+        assert!(p.get("trust_marks").is_none());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::claims::AdditionalClaim;
 use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::jose::{Jwk, Jwks, Signer};
 use crate::subordinate::Subordinates;
@@ -145,17 +146,6 @@ impl Registry {
             .values()
             .any(|e| e.auth_enabled && e.kind.supports_client_auth())
     }
-}
-
-/// One additional claim of our Entity Configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdditionalClaim {
-    /// Claim name.
-    pub claim: String,
-    /// Claim value.
-    pub value: Value,
-    /// Listed in `crit` when true.
-    pub crit: bool,
 }
 
 /// Inputs of our Entity Configuration that live in the database.

@@ -11,8 +11,8 @@ use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use serde_json::Value;
 
+use crate::claims::AdditionalClaim;
 use crate::jose::Jwks;
-use crate::snapshot::AdditionalClaim;
 
 /// Lifetime of subordinate statements when nothing else is configured, seconds.
 pub const DEFAULT_STATEMENT_LIFETIME: i64 = 600_000;

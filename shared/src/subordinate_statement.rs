@@ -10,27 +10,12 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::claims::{self, AdditionalClaim};
 use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::jose::{Jwk, Jwks};
 use crate::policy::used_operators;
-use crate::snapshot::{AdditionalClaim, Snapshot};
+use crate::snapshot::Snapshot;
 use crate::subordinate::{DEFAULT_STATEMENT_LIFETIME, GeneralSettings, Subordinate};
-
-/// Claims that Pharos sets itself and that an additional claim must not shadow.
-pub const RESERVED_CLAIMS: [&str; 12] = [
-    "iss",
-    "sub",
-    "iat",
-    "exp",
-    "jwks",
-    "metadata",
-    "metadata_policy",
-    "metadata_policy_crit",
-    "constraints",
-    "crit",
-    "source_endpoint",
-    "authority_hints",
-];
 
 /// The statement lifetime in seconds (see the module documentation for the precedence).
 pub fn lifetime(snap: &Snapshot) -> i64 {
@@ -91,10 +76,7 @@ pub fn payload(
         &sub.additional_claims
     };
     let mut crit = Vec::new();
-    for c in extra
-        .iter()
-        .filter(|c| !RESERVED_CLAIMS.contains(&c.claim.as_str()))
-    {
+    for c in extra.iter().filter(|c| !claims::is_reserved(&c.claim)) {
         claims.insert(c.claim.clone(), c.value.clone());
         if c.crit {
             crit.push(Value::String(c.claim.clone()));

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::claims::AdditionalClaim;
 use crate::endpoint::{EndpointConfig, EndpointType, FetchConfig};
 use crate::jose::{Algorithm, Jwks, Signer as _, SigningKey};
 use crate::snapshot::*;

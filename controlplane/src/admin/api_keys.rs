@@ -26,6 +26,14 @@ use crate::keys::rotation;
 
 type Cp = State<Arc<ControlPlane>>;
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, add))
+        .routes(routes!(update, rotate, remove))
+}
+
 /// JWK members that would make a "public" key private.
 const PRIVATE_MEMBERS: [&str; 7] = ["d", "p", "q", "dp", "dq", "qi", "k"];
 

@@ -19,6 +19,15 @@ use crate::db::endpoints::{self as repo, EndpointRow, EndpointWrite};
 
 type Cp = State<Arc<ControlPlane>>;
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get, update, delete))
+        .routes(routes!(set_auth_trust_anchors))
+}
+
 /// Paths that belong to fixed routes and can never be endpoint paths.
 const RESERVED_PATHS: [&str; 3] = ["/.well-known/openid-federation", "/healthz", "/readyz"];
 const ADMIN_PREFIX: &str = "/api/v1/admin";

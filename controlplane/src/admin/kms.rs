@@ -24,6 +24,22 @@ use crate::keys::{current_alg, pending_alg, rsa_key_len};
 
 type Cp = State<Arc<ControlPlane>>;
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(get_kms))
+        .routes(routes!(put_alg))
+        .routes(routes!(put_rsa_key_len))
+        .routes(routes!(rotate))
+        .routes(routes!(get_rotation, put_rotation, patch_rotation))
+        .routes(routes!(
+            get_kms_rotation,
+            put_kms_rotation,
+            patch_kms_rotation
+        ))
+}
+
 /// The signing configuration as the reference service shows it (durations in seconds).
 async fn info(cp: &ControlPlane) -> ApiResult<Value> {
     let mut v = json!({

@@ -17,6 +17,14 @@ use crate::db::trust_anchors::{self as repo, TrustAnchorRow, TrustAnchorWrite};
 
 type Cp = State<Arc<ControlPlane>>;
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get, update, delete))
+}
+
 /// A trust anchor as the Admin API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TrustAnchorRecord {

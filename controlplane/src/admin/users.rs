@@ -22,6 +22,14 @@ use crate::db::users::{self as repo, UserRow};
 
 type Cp = State<std::sync::Arc<ControlPlane>>;
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get, update, delete))
+}
+
 /// An admin user as the API shows it (without the password hash).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct UserRecord {

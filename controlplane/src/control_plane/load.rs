@@ -5,17 +5,18 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pharos_shared::claims::AdditionalClaim;
 use pharos_shared::config::Settings;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::{
-    AdditionalClaim, EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
+    EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
 };
 use pharos_shared::subordinate::{
     GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
 };
 use serde_json::Value;
 
-use crate::db::entity_config::ClaimRow;
+use crate::db::claims::{self, ClaimRow, Scope};
 use crate::db::subordinates::SubordinateRow;
 use crate::db::{self, Db, settings};
 use crate::error::Result;
@@ -83,31 +84,6 @@ fn claim(c: ClaimRow) -> AdditionalClaim {
     }
 }
 
-/// One general additional claim as stored in the settings array (`{id, claim, value, crit}`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
-pub struct GeneralClaim {
-    /// Position-based id, 1..n.
-    pub id: i64,
-    /// Claim name.
-    pub claim: String,
-    /// Claim value.
-    #[schema(value_type = Object)]
-    pub value: Value,
-    /// Listed in `crit`.
-    #[serde(default)]
-    pub crit: bool,
-}
-
-/// The general additional claims as stored.
-pub async fn general_claims(db: &Db) -> Result<Vec<GeneralClaim>> {
-    Ok(
-        match settings::get(db, settings::SUBORDINATE, "additional_claims").await? {
-            Some(v) => serde_json::from_value(v).unwrap_or_default(),
-            None => Vec::new(),
-        },
-    )
-}
-
 /// The general settings as stored (unset values stay `None`: they are not defaults to copy).
 pub async fn general(db: &Db) -> Result<GeneralSettings> {
     let get = |name: &'static str| settings::get(db, settings::SUBORDINATE, name);
@@ -125,14 +101,10 @@ pub async fn general(db: &Db) -> Result<GeneralSettings> {
         metadata_policy: get("metadata_policy").await?.filter(|v| !v.is_null()),
         metadata_policy_crit: crit,
         constraints: get("constraints").await?.filter(|v| !v.is_null()),
-        additional_claims: general_claims(db)
+        additional_claims: claims::list(db, Scope::SubordinateGeneral)
             .await?
             .into_iter()
-            .map(|c| AdditionalClaim {
-                claim: c.claim,
-                value: c.value,
-                crit: c.crit,
-            })
+            .map(claim)
             .collect(),
     })
 }
@@ -187,7 +159,7 @@ pub async fn entity_configuration(db: &Db) -> Result<EcSettings> {
         .into_iter()
         .map(|h| h.entity_id)
         .collect();
-    let additional_claims = db::entity_config::claims(db)
+    let additional_claims = claims::list(db, Scope::EntityConfiguration)
         .await?
         .into_iter()
         .map(claim)

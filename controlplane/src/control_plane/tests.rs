@@ -162,10 +162,12 @@ fn only_the_write_path_opens_transactions() {
     );
     assert!(files.len() > 50, "sources not found");
     // The start-up key seed runs before there is a snapshot to publish.
+    // db/mod.rs: the one-time data move after migrations, also before the first snapshot.
     let allowed = [
         "control_plane/write.rs",
         "keys/mod.rs",
         "control_plane/tests.rs",
+        "db/mod.rs",
     ];
     for (path, text) in &files {
         if allowed.contains(&path.as_str()) {

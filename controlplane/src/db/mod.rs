@@ -5,13 +5,13 @@
 //! BIGINT 0/1, JSON documents TEXT. SQL is written with `?` placeholders and rewritten to `$n`
 //! for PostgreSQL by [`Db::sql`].
 
+pub mod claims;
 pub mod endpoints;
 pub mod entity_config;
 pub mod jti;
 pub mod jwks_polling;
 pub mod keys;
 pub mod settings;
-pub mod subordinate_claims;
 pub mod subordinate_events;
 pub mod subordinates;
 pub mod trust_anchors;
@@ -99,6 +99,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0004_jti.sql"),
         ],
     ),
+    (
+        5,
+        "additional_claims",
+        [
+            include_str!("../../../migrations/sqlite/0005_additional_claims.sql"),
+            include_str!("../../../migrations/mysql/0005_additional_claims.sql"),
+            include_str!("../../../migrations/postgres/0005_additional_claims.sql"),
+        ],
+    ),
 ];
 
 impl Db {
@@ -120,8 +129,16 @@ impl Db {
         Ok(Self { pool, dialect })
     }
 
-    /// Applies the embedded migrations of this dialect.
+    /// Applies the embedded migrations of this dialect, then the data moves that SQL cannot
+    /// express portably (see [`Db::move_data`]).
     pub async fn migrate(&self) -> Result<()> {
+        self.migrate_schema(None).await?;
+        self.move_data().await
+    }
+
+    /// Applies the embedded migrations up to `target` (all with `None`); tests use a target to
+    /// build a database as an older release left it.
+    pub async fn migrate_schema(&self, target: Option<i64>) -> Result<()> {
         let idx = match self.dialect {
             Dialect::Sqlite => 0,
             Dialect::Mysql => 1,
@@ -129,6 +146,7 @@ impl Db {
         };
         let migrations = MIGRATIONS
             .iter()
+            .filter(|(version, _, _)| target.is_none_or(|t| *version <= t))
             .map(|(version, name, sql)| {
                 Migration::new(
                     *version,
@@ -142,6 +160,24 @@ impl Db {
         Migrator::with_migrations(migrations)
             .run(&self.pool)
             .await?;
+        Ok(())
+    }
+
+    /// One-time data moves after the schema migrations, in one transaction, before the first
+    /// snapshot is built: the general additional claims leave their JSON array in `settings`
+    /// for rows of `additional_claims` (migration 5). Each move is a no-op once done, so a
+    /// crash between the schema migration and the move is repaired by the next start.
+    pub async fn move_data(&self) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        let mut tx = self.pool.begin().await?;
+        let moved = claims::move_general_claims(self, &mut tx, now).await?;
+        tx.commit().await?;
+        if moved > 0 {
+            tracing::info!(moved, "general additional claims moved into their table");
+        }
         Ok(())
     }
 

@@ -1,4 +1,5 @@
-//! `subordinates` and its child tables (registered entity types, additional claims): the
+//! `subordinates` and its child tables (registered entity types; additional claims through
+//! [`super::claims`]): the
 //! persistent side of the subordinate registry.
 //!
 //! `metadata`, `metadata_policy` and `constraints_json` are NULL when the subordinate has no
@@ -12,7 +13,7 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 
-use super::entity_config::ClaimRow;
+use super::claims::{self, ClaimRow, Scope};
 use super::{Db, flag};
 use crate::error::{Error, Result};
 
@@ -86,21 +87,6 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
     })
 }
 
-fn claim_from_row(r: &AnyRow) -> Result<(i64, ClaimRow)> {
-    let value: String = r.try_get("value")?;
-    Ok((
-        r.try_get("subordinate_id")?,
-        ClaimRow {
-            id: r.try_get("id")?,
-            created_at: r.try_get("created_at")?,
-            updated_at: r.try_get("updated_at")?,
-            claim: r.try_get("claim")?,
-            value: serde_json::from_str(&value).unwrap_or(Value::Null),
-            crit: r.try_get::<i64, _>("crit")? != 0,
-        },
-    ))
-}
-
 /// Every subordinate with its child rows, ordered by entity identifier (three queries, not
 /// 3n: this loads 100,000 subordinates at startup). Rows are converted as they stream in, so
 /// the driver's row buffers never exist for all of them at once.
@@ -127,17 +113,7 @@ pub async fn list(db: &Db) -> Result<Vec<SubordinateRow>> {
             .or_default()
             .push(r.try_get("entity_type")?);
     }
-    let mut claims: HashMap<i64, Vec<ClaimRow>> = HashMap::new();
-    let rows = sqlx::query(db.sql(
-        "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at \
-         FROM subordinate_additional_claims ORDER BY id",
-    ))
-    .fetch_all(&db.pool)
-    .await?;
-    for r in &rows {
-        let (sid, c) = claim_from_row(r)?;
-        claims.entry(sid).or_default().push(c);
-    }
+    let mut claims = claims::by_subordinate(db).await?;
     for s in &mut subs {
         s.registered_entity_types = types.remove(&s.id).unwrap_or_default();
         s.additional_claims = claims.remove(&s.id).unwrap_or_default();
@@ -178,16 +154,7 @@ pub async fn get(db: &Db, key: SubKey<'_>) -> Result<Option<SubordinateRow>> {
     .iter()
     .map(|r| r.try_get("entity_type"))
     .collect::<std::result::Result<_, _>>()?;
-    s.additional_claims = sqlx::query(db.sql(
-        "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at \
-         FROM subordinate_additional_claims WHERE subordinate_id = ? ORDER BY id",
-    ))
-    .bind(s.id)
-    .fetch_all(&db.pool)
-    .await?
-    .iter()
-    .map(|r| claim_from_row(r).map(|(_, c)| c))
-    .collect::<Result<_>>()?;
+    s.additional_claims = claims::list(db, Scope::Subordinate(s.id)).await?;
     Ok(Some(s))
 }
 
@@ -340,7 +307,7 @@ pub async fn set_types(db: &Db, c: &mut AnyConnection, id: i64, types: &[String]
 pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
     for sql in [
         "DELETE FROM subordinate_events WHERE subordinate_id = ?",
-        "DELETE FROM subordinate_additional_claims WHERE subordinate_id = ?",
+        "DELETE FROM additional_claims WHERE subordinate_id = ?",
         "DELETE FROM subordinate_entity_types WHERE subordinate_id = ?",
         "DELETE FROM subordinates WHERE id = ?",
     ] {

@@ -11,7 +11,7 @@
 //! a [`FetchPermit`] of one semaphore of `federation.refresh_concurrency` slots, so the number
 //! of outbound connections the refreshers open is bounded however the work arrives. Polls wait
 //! for a slot (they are background work); triggers take one only if it is free and are refused
-//! otherwise (see `crate::commands`), so a flood of triggers never queues.
+//! otherwise (see `crate::command_dispatch`), so a flood of triggers never queues.
 
 mod anchors;
 pub mod push;

@@ -7,8 +7,8 @@ use super::invalid;
 use crate::Result;
 use crate::jose::{self, Jwks};
 
-/// Claims defined by the spec; `crit` may not list them (§13.4), and operators' additional
-/// claims may not shadow them.
+/// Claims defined by the spec; `crit` may not list them (§13.4). Which of them an operator's
+/// additional claims may set is decided in [`crate::claims`].
 pub const STANDARD_CLAIMS: [&str; 18] = [
     "iss",
     "sub",

@@ -6,10 +6,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::docs::{self, Doc, target};
 use super::{Cp, created_or_ok};
 use crate::admin::actor::Actor;
 use crate::admin::body::Text;
+use crate::admin::documents::{self as docs, Doc, target};
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
 

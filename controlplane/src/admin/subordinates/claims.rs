@@ -1,33 +1,29 @@
-//! `additional-claims`: extra top-level claims of one subordinate's statement (rows in their
-//! own table) and of every statement without its own (the general array in `settings`).
+//! `/subordinates/{subordinateID}/additional-claims`: extra top-level claims of one
+//! subordinate's statement (storage and rules in [`crate::admin::claims`]). Each change is
+//! recorded in the subordinate's history.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use pharos_shared::subordinate_statement::RESERVED_CLAIMS;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{Cp, find};
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
-use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::claims::{self, ClaimInput};
+use crate::admin::error::ApiResult;
 use crate::control_plane::{ControlPlane, Write};
-use crate::db::subordinate_claims as repo;
+use crate::db::claims::Scope;
 use crate::db::subordinates::SubordinateRow;
 
-/// Body of an additional claim.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct ClaimInput {
-    /// Claim name.
-    pub claim: Option<String>,
-    /// Claim value (any JSON).
-    #[schema(value_type = Object)]
-    pub value: Value,
-    /// List the claim in `crit`.
-    #[serde(default)]
-    pub crit: bool,
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, replace, add))
+        .routes(routes!(get, put, delete))
 }
 
 /// A subordinate's additional claim as shown.
@@ -50,21 +46,6 @@ pub struct ClaimRecord {
     pub crit: bool,
 }
 
-/// The claim name, checked: present and not one Pharos sets itself.
-pub fn check_claim(c: &ClaimInput) -> ApiResult<String> {
-    let name = c
-        .claim
-        .clone()
-        .filter(|n| !n.is_empty() && n.len() <= 255)
-        .ok_or_else(|| ApiError::BadRequest("claim is required (at most 255 characters)".into()))?;
-    if RESERVED_CLAIMS.contains(&name.as_str()) {
-        return Err(ApiError::BadRequest(format!(
-            "claim {name:?} is set by Pharos itself"
-        )));
-    }
-    Ok(name)
-}
-
 fn records(row: &SubordinateRow) -> Vec<ClaimRecord> {
     row.additional_claims
         .iter()
@@ -81,10 +62,16 @@ fn records(row: &SubordinateRow) -> Vec<ClaimRecord> {
 }
 
 fn one(row: &SubordinateRow, key: &str) -> ApiResult<ClaimRecord> {
-    records(row)
-        .into_iter()
-        .find(|c| c.id.to_string() == key || c.claim == key)
-        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {key:?}")))
+    let c = claims::find(&row.additional_claims, key)?;
+    Ok(ClaimRecord {
+        id: c.id,
+        created_at: c.created_at,
+        updated_at: c.updated_at,
+        subordinate_id: row.id,
+        claim: c.claim.clone(),
+        value: c.value.clone(),
+        crit: c.crit,
+    })
 }
 
 /// Commits, publishes the subordinate and returns it as now stored.
@@ -119,20 +106,10 @@ pub async fn replace(
     actor: Actor,
     Json(list): Json<Vec<ClaimInput>>,
 ) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
-    let mut names = std::collections::HashSet::new();
-    for c in &list {
-        if !names.insert(check_claim(c)?) {
-            return Err(ApiError::Conflict("duplicate claim in the list".into()));
-        }
-    }
+    claims::check_list(&list)?;
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    let now = cp.now();
-    let tx = w.tx().await?;
-    repo::delete(&cp.db, tx, row.id, None).await?;
-    for c in &list {
-        repo::insert(&cp.db, tx, row.id, &check_claim(c)?, &c.value, c.crit, now).await?;
-    }
+    claims::replace(&cp, &mut w, Scope::Subordinate(row.id), &list).await?;
     w.subordinate_event(
         row.id,
         &row.status,
@@ -153,14 +130,11 @@ pub async fn add(
     actor: Actor,
     Json(c): Json<ClaimInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let name = check_claim(&c)?;
+    let name = c.name()?;
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    if row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
-    }
-    let tx = w.tx().await?;
-    repo::insert(&cp.db, tx, row.id, &name, &c.value, c.crit, cp.now()).await?;
+    let scope = Scope::Subordinate(row.id);
+    claims::add(&cp, &mut w, scope, &row.additional_claims, &c).await?;
     w.subordinate_event(
         row.id,
         &row.status,
@@ -191,28 +165,12 @@ pub async fn put(
     State(cp): Cp,
     Path((id, key)): Path<(String, String)>,
     actor: Actor,
-    Json(mut c): Json<ClaimInput>,
+    Json(c): Json<ClaimInput>,
 ) -> ApiResult<axum::Json<ClaimRecord>> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    let old = one(&row, &key)?;
-    c.claim = c.claim.or(Some(old.claim.clone()));
-    let name = check_claim(&c)?;
-    if name != old.claim && row.additional_claims.iter().any(|x| x.claim == name) {
-        return Err(ApiError::Conflict(format!("claim {name:?} already exists")));
-    }
-    let tx = w.tx().await?;
-    repo::update(
-        &cp.db,
-        tx,
-        row.id,
-        old.id,
-        &name,
-        &c.value,
-        c.crit,
-        cp.now(),
-    )
-    .await?;
+    let scope = Scope::Subordinate(row.id);
+    let (_, name) = claims::update(&cp, &mut w, scope, &row.additional_claims, &key, c).await?;
     w.subordinate_event(
         row.id,
         &row.status,
@@ -234,10 +192,9 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
-    let old = one(&row, &key)?;
-    let tx = w.tx().await?;
-    repo::delete(&cp.db, tx, row.id, Some(old.id)).await?;
-    let msg = format!("claim {} deleted", old.claim);
+    let scope = Scope::Subordinate(row.id);
+    let name = claims::remove(&cp, &mut w, scope, &row.additional_claims, &key).await?;
+    let msg = format!("claim {name} deleted");
     w.subordinate_event(row.id, &row.status, "claim_deleted", Some(msg))
         .await?;
     publish(&cp, w, &row, &id).await?;

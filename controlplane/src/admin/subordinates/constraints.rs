@@ -6,11 +6,61 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::docs::Doc;
-use super::{Cp, ops};
+use super::Cp;
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::documents::Doc;
+use crate::admin::documents::ops;
 use crate::admin::error::ApiResult;
+
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(
+            get_constraints,
+            put_constraints,
+            post_constraints,
+            delete_constraints
+        ))
+        .routes(routes!(
+            get_max_path_length,
+            put_max_path_length,
+            delete_max_path_length
+        ))
+        .routes(routes!(
+            get_naming_constraints,
+            put_naming_constraints,
+            delete_naming_constraints
+        ))
+        .routes(routes!(
+            get_allowed_entity_types,
+            put_allowed_entity_types,
+            super::allowed_types::post
+        ))
+        .routes(routes!(
+            general_get_constraints,
+            general_put_constraints,
+            general_delete_constraints
+        ))
+        .routes(routes!(
+            general_get_max_path_length,
+            general_put_max_path_length,
+            general_delete_max_path_length
+        ))
+        .routes(routes!(
+            general_get_naming_constraints,
+            general_put_naming_constraints,
+            general_delete_naming_constraints
+        ))
+        .routes(routes!(
+            general_get_allowed_entity_types,
+            general_put_allowed_entity_types,
+            super::allowed_types::general_post
+        ))
+        .routes(routes!(super::allowed_types::delete))
+        .routes(routes!(super::allowed_types::general_delete))
+}
 
 /// Shows the constraints (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]

@@ -15,6 +15,15 @@ use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, BasicWrite, SubKey};
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get, put, patch, delete))
+        .routes(routes!(set_status))
+}
+
 /// Filters of the subordinate list.
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct ListQuery {

@@ -1,5 +1,5 @@
-//! General (all-subordinates) settings that are not documents: the statement lifetime, the
-//! critical policy operators, and the general additional claims.
+//! General (all-subordinates) settings that are not documents: the statement lifetime and the
+//! critical policy operators (the general additional claims are in `general_claims.rs`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -8,12 +8,20 @@ use pharos_shared::policy::STANDARD_OPERATORS;
 use serde::Serialize;
 
 use super::Cp;
-use super::claims::{ClaimInput, check_claim};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, integer};
 use crate::admin::error::{ApiError, ApiResult};
-use crate::control_plane::{ControlPlane, GeneralClaim, Section, Write, general_claims};
+use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::settings;
+
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(get_lifetime, put_lifetime))
+        .routes(routes!(get_crit, put_crit, add_crit))
+        .routes(routes!(delete_crit))
+}
 
 async fn store(
     cp: &ControlPlane,
@@ -140,144 +148,5 @@ pub async fn delete_crit(
         )));
     }
     store(&cp, w, "metadata_policy_crit", &ops).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-fn find_general(list: &[GeneralClaim], key: &str) -> ApiResult<usize> {
-    list.iter()
-        .position(|c| c.id.to_string() == key || c.claim == key)
-        .ok_or_else(|| ApiError::NotFound(format!("unknown additional claim {key:?}")))
-}
-
-fn renumber(list: &mut [GeneralClaim]) {
-    for (i, c) in list.iter_mut().enumerate() {
-        c.id = i as i64 + 1;
-    }
-}
-
-/// Lists the general additional claims.
-#[utoipa::path(get, path = "/subordinates/additional-claims", tag = "subordinates",
-    responses((status = 200, body = [GeneralClaim])))]
-pub async fn list_claims(State(cp): Cp) -> ApiResult<axum::Json<Vec<GeneralClaim>>> {
-    Ok(axum::Json(general_claims(&cp.db).await?))
-}
-
-/// Replaces the general additional claims.
-#[utoipa::path(put, path = "/subordinates/additional-claims", tag = "subordinates",
-    request_body = [ClaimInput], responses((status = 200, body = [GeneralClaim]), (status = 400), (status = 409)))]
-pub async fn put_claims(
-    State(cp): Cp,
-    actor: Actor,
-    Json(input): Json<Vec<ClaimInput>>,
-) -> ApiResult<axum::Json<Vec<GeneralClaim>>> {
-    let mut list: Vec<GeneralClaim> = Vec::new();
-    for c in &input {
-        let claim = check_claim(c)?;
-        if list.iter().any(|x| x.claim == claim) {
-            return Err(ApiError::Conflict(format!("duplicate claim {claim:?}")));
-        }
-        list.push(GeneralClaim {
-            id: 0,
-            claim,
-            value: c.value.clone(),
-            crit: c.crit,
-        });
-    }
-    renumber(&mut list);
-    let w = cp.write(actor.name()).await;
-    store(&cp, w, "additional_claims", &list).await?;
-    Ok(axum::Json(list))
-}
-
-/// Adds one general additional claim.
-#[utoipa::path(post, path = "/subordinates/additional-claims", tag = "subordinates",
-    request_body = ClaimInput, responses((status = 201, body = GeneralClaim), (status = 400), (status = 409)))]
-pub async fn add_claim(
-    State(cp): Cp,
-    actor: Actor,
-    Json(c): Json<ClaimInput>,
-) -> ApiResult<impl IntoResponse> {
-    let claim = check_claim(&c)?;
-    let w = cp.write(actor.name()).await;
-    let mut list = general_claims(&cp.db).await?;
-    if list.iter().any(|x| x.claim == claim) {
-        return Err(ApiError::Conflict(format!(
-            "claim {claim:?} already exists"
-        )));
-    }
-    list.push(GeneralClaim {
-        id: 0,
-        claim,
-        value: c.value,
-        crit: c.crit,
-    });
-    renumber(&mut list);
-    store(&cp, w, "additional_claims", &list).await?;
-    let added = list
-        .last()
-        .cloned()
-        .ok_or_else(|| ApiError::Internal("empty list".into()))?;
-    Ok((StatusCode::CREATED, axum::Json(added)))
-}
-
-/// Shows one general additional claim (by id or claim name).
-#[utoipa::path(get, path = "/subordinates/additional-claims/{claimID}", tag = "subordinates",
-    params(("claimID" = String, Path)), responses((status = 200, body = GeneralClaim), (status = 404)))]
-pub async fn get_claim(
-    State(cp): Cp,
-    Path(key): Path<String>,
-) -> ApiResult<axum::Json<GeneralClaim>> {
-    let list = general_claims(&cp.db).await?;
-    Ok(axum::Json(list[find_general(&list, &key)?].clone()))
-}
-
-/// Updates one general additional claim.
-#[utoipa::path(put, path = "/subordinates/additional-claims/{claimID}", tag = "subordinates",
-    params(("claimID" = String, Path)), request_body = ClaimInput,
-    responses((status = 200, body = GeneralClaim), (status = 400), (status = 404), (status = 409)))]
-pub async fn put_claim(
-    State(cp): Cp,
-    actor: Actor,
-    Path(key): Path<String>,
-    Json(mut c): Json<ClaimInput>,
-) -> ApiResult<axum::Json<GeneralClaim>> {
-    let w = cp.write(actor.name()).await;
-    let mut list = general_claims(&cp.db).await?;
-    let i = find_general(&list, &key)?;
-    c.claim = c.claim.or(Some(list[i].claim.clone()));
-    let claim = check_claim(&c)?;
-    if list
-        .iter()
-        .enumerate()
-        .any(|(j, x)| j != i && x.claim == claim)
-    {
-        return Err(ApiError::Conflict(format!(
-            "claim {claim:?} already exists"
-        )));
-    }
-    list[i] = GeneralClaim {
-        id: list[i].id,
-        claim,
-        value: c.value,
-        crit: c.crit,
-    };
-    store(&cp, w, "additional_claims", &list).await?;
-    Ok(axum::Json(list[i].clone()))
-}
-
-/// Removes one general additional claim (the others are renumbered 1..n).
-#[utoipa::path(delete, path = "/subordinates/additional-claims/{claimID}", tag = "subordinates",
-    params(("claimID" = String, Path)), responses((status = 204), (status = 404)))]
-pub async fn delete_claim(
-    State(cp): Cp,
-    actor: Actor,
-    Path(key): Path<String>,
-) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
-    let mut list = general_claims(&cp.db).await?;
-    let i = find_general(&list, &key)?;
-    list.remove(i);
-    renumber(&mut list);
-    store(&cp, w, "additional_claims", &list).await?;
     Ok(StatusCode::NO_CONTENT)
 }

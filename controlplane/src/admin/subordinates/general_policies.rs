@@ -6,11 +6,40 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::docs::Doc;
-use super::{Cp, ops};
+use super::Cp;
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::documents::Doc;
+use crate::admin::documents::ops;
 use crate::admin::error::ApiResult;
+
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(
+            general_get_policy,
+            general_put_policy,
+            general_delete_policy
+        ))
+        .routes(routes!(
+            general_get_type,
+            general_put_type,
+            general_post_type,
+            general_delete_type
+        ))
+        .routes(routes!(
+            general_get_claim,
+            general_put_claim,
+            general_post_claim,
+            general_delete_claim
+        ))
+        .routes(routes!(
+            general_get_operator,
+            general_put_operator,
+            general_delete_operator
+        ))
+}
 
 /// Shows the general metadata policy (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/metadata-policies", tag = "subordinates", responses((status = 200, body = Object), (status = 404)))]

@@ -9,6 +9,14 @@ use super::{Cp, find};
 use crate::admin::error::{ApiError, ApiResult};
 use crate::db::subordinate_events::{Event, HistoryQuery};
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(history))
+        .routes(routes!(statement))
+}
+
 /// Query of the history route.
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct HistoryParams {

@@ -17,6 +17,14 @@ use crate::admin::trust_anchors::validate_jwks;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::subordinates::{self as repo, SubordinateRow};
 
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(get, put, add))
+        .routes(routes!(remove))
+}
+
 async fn store(
     cp: &ControlPlane,
     mut w: Write<'_>,

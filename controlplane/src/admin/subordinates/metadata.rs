@@ -6,11 +6,21 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::docs::Doc;
-use super::{Cp, ops};
+use super::Cp;
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::documents::Doc;
+use crate::admin::documents::ops;
 use crate::admin::error::ApiResult;
+
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(get_metadata, put_metadata))
+        .routes(routes!(get_type, put_type, post_type, delete_type))
+        .routes(routes!(get_claim, put_claim, delete_claim))
+}
 
 /// Shows the metadata (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]

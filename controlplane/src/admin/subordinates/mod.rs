@@ -3,20 +3,20 @@
 //! Every write to a subordinate runs in one database transaction together with its history
 //! event, then republishes only that subordinate (O(log n)). Per-subordinate documents
 //! (metadata, metadata policy, constraints, additional claims) are overrides: writes touch only
-//! the override, never copy the general value into it (reference §13 item 7); the general value
+//! the override, never copy the general value into it (lighthouse 0.22 does, freezing the general values of
+//! that moment into the subordinate); the general value
 //! applies at statement time to every subordinate without an override.
 
 pub mod allowed_types;
 pub mod claims;
 pub mod constraints;
 pub mod crud;
-pub mod docs;
 pub mod general;
+pub mod general_claims;
 pub mod general_policies;
 pub mod history;
 pub mod jwks;
 pub mod metadata;
-pub mod ops;
 pub mod policies;
 
 use std::sync::Arc;
@@ -34,6 +34,21 @@ use crate::control_plane::ControlPlane;
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 
 type Cp = State<Arc<ControlPlane>>;
+
+/// The `/subordinates` routes: one line per file.
+pub fn routes() -> crate::admin::Routes {
+    crate::admin::Routes::new()
+        .merge(crud::routes())
+        .merge(history::routes())
+        .merge(jwks::routes())
+        .merge(claims::routes())
+        .merge(general::routes())
+        .merge(general_claims::routes())
+        .merge(constraints::routes())
+        .merge(metadata::routes())
+        .merge(policies::routes())
+        .merge(general_policies::routes())
+}
 
 /// The subordinate addressed by a path segment: a numeric database id or an entity identifier
 /// (URL-encoded in the path; axum has already decoded it).

@@ -6,11 +6,22 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::Value;
 
-use super::docs::Doc;
-use super::{Cp, ops};
+use super::Cp;
 use crate::admin::actor::Actor;
 use crate::admin::body::Json;
+use crate::admin::documents::Doc;
+use crate::admin::documents::ops;
 use crate::admin::error::ApiResult;
+
+/// This module's routes, merged by [`crate::admin::routes`].
+pub fn routes() -> crate::admin::Routes {
+    use utoipa_axum::routes;
+    crate::admin::Routes::new()
+        .routes(routes!(get_policy, put_policy, post_policy, delete_policy))
+        .routes(routes!(get_type, put_type, post_type, delete_type))
+        .routes(routes!(get_claim, put_claim, post_claim, delete_claim))
+        .routes(routes!(get_operator, put_operator, delete_operator))
+}
 
 /// Shows the metadata policy (whole) in effect.
 #[utoipa::path(get, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 200, body = Object), (status = 404)))]

@@ -1,21 +1,21 @@
-//! Request-level operations on statement documents shared by the per-subordinate and the
-//! general routes, so that each route handler is one call.
+//! Request-level operations on statement documents shared by the per-subordinate, the general
+//! and the Entity Configuration routes, so that each route handler is one call.
 
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::created_or_ok;
-use super::docs::{self, Doc, target};
+use super::{self as docs, Doc, Owner, target};
 use crate::admin::actor::Actor;
 use crate::admin::error::ApiResult;
+use crate::admin::subordinates::created_or_ok;
 use crate::control_plane::ControlPlane;
 
 /// GET: the member at `path` in effect; the whole document when `path` is empty, or
 /// `empty_default` (`{}`) when nothing is set and the route answers so.
 pub async fn get(
     cp: &ControlPlane,
-    id: Option<&str>,
+    id: impl Into<Owner<'_>>,
     doc: Doc,
     path: &[&str],
     empty_default: bool,
@@ -31,7 +31,7 @@ pub async fn get(
 /// PUT: replaces the whole document (200) or sets one member (201 when new, else 200).
 pub async fn put(
     cp: &ControlPlane,
-    id: Option<&str>,
+    id: impl Into<Owner<'_>>,
     doc: Doc,
     path: &[&str],
     body: Value,
@@ -44,13 +44,13 @@ pub async fn put(
         return Ok(created_or_ok(false, body));
     }
     let created = docs::put_at(cp, &t, doc, path, body.clone(), w).await?;
-    Ok(created_or_ok(created, body))
+    Ok(created_or_ok(created && t.reports_created(), body))
 }
 
 /// POST on a member: merges the body's members into it (201 when new, else 200).
 pub async fn merge(
     cp: &ControlPlane,
-    id: Option<&str>,
+    id: impl Into<Owner<'_>>,
     doc: Doc,
     path: &[&str],
     body: Value,
@@ -59,7 +59,7 @@ pub async fn merge(
     let w = cp.write(actor.name()).await;
     let t = target(cp, id).await?;
     let (created, merged) = docs::merge_at(cp, &t, doc, path, body, w).await?;
-    Ok(created_or_ok(created, merged))
+    Ok(created_or_ok(created && t.reports_created(), merged))
 }
 
 /// POST on a subordinate's whole document: starts its override as a copy of the general
@@ -80,7 +80,7 @@ pub async fn copy_general(
 /// DELETE: removes the member at `path`, or the whole override/setting (204; 404 when absent).
 pub async fn delete(
     cp: &ControlPlane,
-    id: Option<&str>,
+    id: impl Into<Owner<'_>>,
     doc: Doc,
     path: &[&str],
     actor: &Actor,

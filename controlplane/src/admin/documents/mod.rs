@@ -1,17 +1,25 @@
-//! The JSON documents of statements (metadata, metadata policy, constraints), edited as a
-//! whole or member by member, for one subordinate (its override) or for all of them (the
-//! general setting).
+//! The document engine: the JSON documents of statements (metadata, metadata policy,
+//! constraints), edited as a whole or member by member, for one subordinate (its override), for
+//! all of them (the general setting), or for our Entity Configuration (its metadata). Every
+//! route that edits such a document goes through here (`ops.rs` is the per-request layer), so
+//! the three places answer alike except where lighthouse answers differently; those
+//! differences are [`Target`] methods, documented on the routes that have them.
 //!
 //! Reads show the value in effect (override, else general). Granular writes on a subordinate
 //! start from its own override, or from an empty document when it has none: they never copy
-//! the general value in (reference §13 item 7). `POST` on the whole document is the explicit
+//! the general value in (lighthouse 0.22 does, freezing it). `POST` on the whole document is the explicit
 //! way to start an override from a copy of the general value.
 
 use pharos_shared::policy::{Constraints, check_metadata_policy};
 use serde_json::{Map, Value};
 
-use super::find;
+pub mod ops;
+mod path;
+
+pub use path::{remove_path, set_path};
+
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::subordinates::find;
 use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::settings;
 use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};
@@ -56,20 +64,64 @@ impl Doc {
     }
 }
 
-/// One subordinate, or all of them.
+/// Whose document, as a route addresses it.
+#[derive(Debug, Clone, Copy)]
+pub enum Owner<'a> {
+    /// The subordinate `{subordinateID}`.
+    Sub(&'a str),
+    /// Every subordinate (the general setting).
+    General,
+    /// Our Entity Configuration.
+    EntityConfiguration,
+}
+
+/// Subordinate routes address a subordinate by an optional `{subordinateID}`.
+impl<'a> From<Option<&'a str>> for Owner<'a> {
+    fn from(id: Option<&'a str>) -> Self {
+        id.map_or(Self::General, Self::Sub)
+    }
+}
+
+/// Whose document, resolved.
 #[derive(Debug, Clone)]
 pub enum Target {
     /// A subordinate's override.
     Sub(Box<SubordinateRow>),
     /// The general setting.
     General,
+    /// Our Entity Configuration (metadata only).
+    EntityConfiguration,
 }
 
-/// The target addressed by an optional `{subordinateID}`.
-pub async fn target(cp: &ControlPlane, id: Option<&str>) -> ApiResult<Target> {
-    Ok(match id {
-        Some(id) => Target::Sub(Box::new(find(cp, id).await?)),
-        None => Target::General,
+impl Target {
+    /// Whether a write that creates a member answers `201` (subordinate and general routes) or
+    /// `200` like any other write (Entity Configuration routes, as lighthouse does).
+    pub fn reports_created(&self) -> bool {
+        !matches!(self, Self::EntityConfiguration)
+    }
+
+    /// Whether removing the last member of an object also removes the object (subordinate and
+    /// general documents). The Entity Configuration keeps the emptied entity type, as its
+    /// routes always have: deleting a metadata claim never unpublishes the entity type.
+    fn prunes_empty_parents(&self) -> bool {
+        !matches!(self, Self::EntityConfiguration)
+    }
+
+    /// Where a non-subordinate target's documents are stored in `settings`.
+    fn settings_scope(&self) -> &'static str {
+        match self {
+            Self::EntityConfiguration => settings::EC,
+            _ => settings::SUBORDINATE,
+        }
+    }
+}
+
+/// The target an [`Owner`] addresses (404 for an unknown subordinate).
+pub async fn target<'a>(cp: &ControlPlane, owner: impl Into<Owner<'a>>) -> ApiResult<Target> {
+    Ok(match owner.into() {
+        Owner::Sub(id) => Target::Sub(Box::new(find(cp, id).await?)),
+        Owner::General => Target::General,
+        Owner::EntityConfiguration => Target::EntityConfiguration,
     })
 }
 
@@ -88,6 +140,9 @@ pub async fn own(cp: &ControlPlane, t: &Target, doc: Doc) -> ApiResult<Option<Va
             Doc::Constraints => r.constraints.clone(),
         }),
         Target::General => general(cp, doc).await,
+        Target::EntityConfiguration => Ok(settings::get(&cp.db, settings::EC, doc.setting())
+            .await?
+            .filter(|v| !v.is_null())),
     }
 }
 
@@ -164,14 +219,18 @@ pub async fn save(
             w.subordinate_event(r.id, &r.status, kind, Some(kind.replace('_', " ")))
                 .await?;
         }
-        Target::General => match &value {
-            Some(v) => settings::set(&cp.db, tx, settings::SUBORDINATE, doc.setting(), v).await?,
-            None => settings::unset(&cp.db, tx, settings::SUBORDINATE, doc.setting()).await?,
-        },
+        Target::General | Target::EntityConfiguration => {
+            let scope = t.settings_scope();
+            match &value {
+                Some(v) => settings::set(&cp.db, tx, scope, doc.setting(), v).await?,
+                None => settings::unset(&cp.db, tx, scope, doc.setting()).await?,
+            }
+        }
     }
     match t {
         Target::Sub(r) => w.touch_subordinate(&r.entity_id),
         Target::General => w.touch(Section::SubordinateGeneral),
+        Target::EntityConfiguration => w.touch(Section::EntityConfiguration),
     }
     Ok(w.commit().await?)
 }
@@ -252,7 +311,7 @@ pub async fn delete_at(
         return save(cp, w, t, doc, None, true).await;
     }
     let mut root = base(cp, t, doc).await?;
-    if !remove_path(&mut root, path) {
+    if !remove_path(&mut root, path, t.prunes_empty_parents()) {
         return Err(ApiError::NotFound(format!(
             "no {} at {}",
             doc.setting(),
@@ -260,63 +319,4 @@ pub async fn delete_at(
         )));
     }
     save(cp, w, t, doc, Some(Value::Object(root)), true).await
-}
-
-/// Sets `root[path] = value`, creating intermediate objects; returns whether the member is new.
-pub fn set_path(root: &mut Map<String, Value>, path: &[&str], value: Value) -> ApiResult<bool> {
-    let Some((last, parents)) = path.split_last() else {
-        return Err(ApiError::BadRequest("empty path".into()));
-    };
-    let mut cur = root;
-    for p in parents {
-        let next = cur
-            .entry(p.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !next.is_object() {
-            *next = Value::Object(Map::new());
-        }
-        cur = match next {
-            Value::Object(m) => m,
-            _ => return Err(ApiError::Internal("unreachable: not an object".into())),
-        };
-    }
-    Ok(cur.insert(last.to_string(), value).is_none())
-}
-
-/// Removes `root[path]` and any parents left empty; returns whether it existed.
-pub fn remove_path(root: &mut Map<String, Value>, path: &[&str]) -> bool {
-    match path {
-        [] => false,
-        [last] => root.remove(*last).is_some(),
-        [first, rest @ ..] => {
-            let Some(Value::Object(child)) = root.get_mut(*first) else {
-                return false;
-            };
-            let removed = remove_path(child, rest);
-            if removed && child.is_empty() {
-                root.remove(*first);
-            }
-            removed
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn path_edits() {
-        let mut m = Map::new();
-        assert!(set_path(&mut m, &["rp", "contacts", "add"], json!(["a"])).unwrap());
-        assert!(!set_path(&mut m, &["rp", "contacts", "add"], json!(["b"])).unwrap());
-        assert_eq!(
-            Value::Object(m.clone()),
-            json!({"rp": {"contacts": {"add": ["b"]}}})
-        );
-        assert!(!remove_path(&mut m, &["rp", "scope"]));
-        assert!(remove_path(&mut m, &["rp", "contacts", "add"]));
-        assert!(m.is_empty(), "empty parents are pruned");
-    }
 }
