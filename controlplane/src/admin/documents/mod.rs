@@ -7,8 +7,8 @@
 //!
 //! Reads show the value in effect (override, else general). Granular writes on a subordinate
 //! start from its own override, or from an empty document when it has none: they never copy
-//! the general value in (lighthouse 0.22 does, freezing it). `POST` on the whole document is the explicit
-//! way to start an override from a copy of the general value.
+//! the general value in (lighthouse 0.22 does, freezing it). `POST` on the whole document is
+//! the explicit way to start an override from a copy of the general value.
 
 use pharos_shared::policy::{Constraints, check_metadata_policy};
 use serde_json::{Map, Value};

@@ -3,9 +3,9 @@
 //! Every write to a subordinate runs in one database transaction together with its history
 //! event, then republishes only that subordinate (O(log n)). Per-subordinate documents
 //! (metadata, metadata policy, constraints, additional claims) are overrides: writes touch only
-//! the override, never copy the general value into it (lighthouse 0.22 does, freezing the general values of
-//! that moment into the subordinate); the general value
-//! applies at statement time to every subordinate without an override.
+//! the override, never copy the general value into it (lighthouse 0.22 does, freezing the
+//! general values of that moment into the subordinate); the general value applies at statement
+//! time to every subordinate without an override.
 
 pub mod allowed_types;
 pub mod claims;
