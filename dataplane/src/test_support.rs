@@ -163,6 +163,7 @@ impl SnapshotBuilder {
                 historical: Vec::new(),
             }),
             subordinates: Arc::new(Subordinates::new(self.subordinates, Arc::default(), 1)),
+            trust_marks: Default::default(),
             statements_generation: self.generation,
         }
     }

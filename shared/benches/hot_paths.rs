@@ -129,6 +129,7 @@ fn snapshot_with(subs: Subordinates) -> Snapshot {
             historical: vec![],
         }),
         subordinates: Arc::new(subs),
+        trust_marks: Default::default(),
         statements_generation: 1,
     }
 }

@@ -50,6 +50,19 @@ pub fn payload(snap: &Snapshot, now: i64) -> Map<String, Value> {
     if !ec.authority_hints.is_empty() {
         claims.insert("authority_hints".into(), json!(ec.authority_hints));
     }
+    let tm = &snap.trust_marks;
+    let held: Vec<Value> = held_marks(snap, now)
+        .map(|m| json!({"trust_mark_type": m.trust_mark_type, "trust_mark": m.trust_mark}))
+        .collect();
+    if !held.is_empty() {
+        claims.insert("trust_marks".into(), Value::Array(held));
+    }
+    if let Some(v) = tm.issuers_claim() {
+        claims.insert("trust_mark_issuers".into(), v);
+    }
+    if let Some(v) = tm.owners_claim() {
+        claims.insert("trust_mark_owners".into(), v);
+    }
     if !crit.is_empty() {
         claims.insert("crit".into(), Value::Array(crit));
     }
@@ -57,13 +70,29 @@ pub fn payload(snap: &Snapshot, now: i64) -> Map<String, Value> {
 }
 
 /// `exp`: now + lifetime, lowered to the latest expiry of our published keys (a configuration
-/// must not outlive every key that could verify statements it vouches for).
+/// must not outlive every key that could verify statements it vouches for) and to the earliest
+/// expiry of the trust marks it carries (so that a client never holds a configuration whose
+/// marks have expired; the refresher renews them before).
 pub fn expiry(snap: &Snapshot, now: i64) -> i64 {
-    let exp = now + snap.entity_configuration.lifetime.max(1);
-    match snap.keys.latest_expiry() {
-        Some(k) if k < exp => k.max(now),
-        _ => exp,
+    let mut exp = now + snap.entity_configuration.lifetime.max(1);
+    if let Some(k) = snap.keys.latest_expiry() {
+        exp = exp.min(k.max(now));
     }
+    if let Some(m) = held_marks(snap, now).filter_map(|m| m.exp).min() {
+        exp = exp.min(m);
+    }
+    exp
+}
+
+/// The trust marks we hold that are still valid at `now`.
+fn held_marks(
+    snap: &Snapshot,
+    now: i64,
+) -> impl Iterator<Item = &crate::trust_mark_issuer::PublishedMark> {
+    snap.trust_marks
+        .published
+        .iter()
+        .filter(move |m| m.exp.is_none_or(|e| e > now))
 }
 
 /// Stored metadata with `federation_entity` deep-merged with the endpoint registry.
@@ -138,6 +167,7 @@ mod tests {
                 historical: Vec::new(),
             }),
             subordinates: Arc::default(),
+            trust_marks: Default::default(),
             statements_generation: 1,
         }
     }
@@ -154,6 +184,42 @@ mod tests {
     }
 
     use crate::jose::Signer as _;
+
+    #[test]
+    fn held_trust_marks_are_published_and_bound_exp() {
+        use crate::trust_mark_issuer::{PublishedMark, TrustMarkType, TrustMarks};
+        let mut s = snap(vec![]);
+        let mut tm = TrustMarks::default();
+        let mark = |t: &str, exp| PublishedMark {
+            trust_mark_type: t.into(),
+            trust_mark: format!("jwt-{t}"),
+            exp,
+        };
+        tm.published = vec![mark("a", Some(5_000)), mark("b", None), mark("c", Some(50))];
+        tm.types.insert(
+            "a".into(),
+            TrustMarkType {
+                owner: None,
+                issuers: vec!["https://tmi.example".into()],
+            },
+        );
+        s.trust_marks = Arc::new(tm);
+        let p = payload(&s, 100);
+        // The expired mark "c" is left out; the earliest remaining exp bounds ours.
+        assert_eq!(
+            p["trust_marks"],
+            serde_json::json!([
+                {"trust_mark_type": "a", "trust_mark": "jwt-a"},
+                {"trust_mark_type": "b", "trust_mark": "jwt-b"}
+            ])
+        );
+        assert_eq!(p["exp"], 5_000);
+        assert_eq!(
+            p["trust_mark_issuers"],
+            serde_json::json!({"a": ["https://tmi.example"]})
+        );
+        assert!(p.get("trust_mark_owners").is_none());
+    }
 
     #[test]
     fn publishes_enabled_endpoints_only() {

@@ -66,6 +66,7 @@ fn snap(general: GeneralSettings, fetch_lifetime: Option<u64>) -> Snapshot {
             historical: vec![],
         }),
         subordinates: Arc::new(Subordinates::new([], Arc::new(general), 0)),
+        trust_marks: Default::default(),
         statements_generation: 1,
     }
 }

@@ -14,6 +14,7 @@ use pharos_shared::snapshot::{
 use pharos_shared::subordinate::{
     GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
 };
+use pharos_shared::trust_mark_issuer::TrustMarks;
 use serde_json::Value;
 
 use crate::db::claims::{self, ClaimRow, Scope};
@@ -38,6 +39,7 @@ pub async fn snapshot(
         trust_anchors: Arc::new(trust_anchors(db).await?),
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
         subordinates: Arc::new(subordinates(db, versions).await?),
+        trust_marks: Arc::new(trust_marks(db, versions).await?),
         statements_generation: 1,
     })
 }
@@ -189,4 +191,9 @@ pub async fn trust_anchors(db: &Db) -> Result<TrustAnchors> {
             })
             .collect(),
     })
+}
+
+/// The Trust Mark Issuer's section as stored, specs and subjects stamped with fresh versions.
+pub async fn trust_marks(db: &Db, versions: &AtomicU64) -> Result<TrustMarks> {
+    db::trust_marks::load(db, versions).await
 }

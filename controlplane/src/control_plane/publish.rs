@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pharos_shared::snapshot::Snapshot;
+use pharos_shared::trust_mark_issuer::TrustMarks;
 use tokio_util::sync::CancellationToken;
 
 use super::{ControlPlane, load};
@@ -27,6 +28,9 @@ pub enum Section {
     /// The general subordinate statement settings (one subordinate's change is
     /// [`Changes::subordinate`], which does not reload the other 99,999).
     SubordinateGeneral,
+    /// Trust mark types, issuance specs, subjects and the marks we hold (one newly issued
+    /// instance is [`Changes::issued_mark`], which does not reload the others).
+    TrustMarks,
 }
 
 /// What a write touched: whole sections and single subordinates (by entity identifier).
@@ -34,6 +38,7 @@ pub enum Section {
 pub struct Changes {
     sections: BTreeSet<Section>,
     subordinates: BTreeSet<String>,
+    issued_marks: BTreeSet<String>,
 }
 
 impl Changes {
@@ -47,14 +52,20 @@ impl Changes {
         self.subordinates.insert(entity_id.to_owned());
     }
 
+    /// Adds one issued trust mark instance (by `jti`).
+    pub fn issued_mark(&mut self, jti: &str) {
+        self.issued_marks.insert(jti.to_owned());
+    }
+
     /// Nothing touched.
     pub fn is_empty(&self) -> bool {
-        self.sections.is_empty() && self.subordinates.is_empty()
+        self.sections.is_empty() && self.subordinates.is_empty() && self.issued_marks.is_empty()
     }
 
     fn absorb(&mut self, other: Changes) {
         self.sections.extend(other.sections);
         self.subordinates.extend(other.subordinates);
+        self.issued_marks.extend(other.issued_marks);
     }
 }
 
@@ -141,6 +152,9 @@ impl ControlPlane {
                         changed = true;
                     }
                 }
+                Section::TrustMarks => {
+                    next.trust_marks = Arc::new(load::trust_marks(&self.db, &self.versions).await?)
+                }
                 Section::SubordinateGeneral => {
                     let mut subs =
                         pharos_shared::subordinate::Subordinates::clone(&next.subordinates);
@@ -155,6 +169,17 @@ impl ControlPlane {
             let row = crate::db::subordinates::get(&self.db, SubKey::EntityId(id)).await?;
             let sub = row.map(|r| Arc::new(load::subordinate(r, self.next_version())));
             next.subordinates = Arc::new(next.subordinates.with(id, sub));
+        }
+        if !c.issued_marks.is_empty() && !c.sections.contains(&Section::TrustMarks) {
+            changed = true;
+            let mut tm = TrustMarks::clone(&next.trust_marks);
+            for jti in &c.issued_marks {
+                match crate::db::trust_marks::issued_one(&self.db, jti).await? {
+                    Some(m) => tm.issued.insert(Arc::from(jti.as_str()), Arc::new(m)),
+                    None => tm.issued.remove(jti.as_str()),
+                };
+            }
+            next.trust_marks = Arc::new(tm);
         }
         if !changed {
             return Ok(());

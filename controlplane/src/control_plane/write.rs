@@ -68,6 +68,11 @@ impl<'a> Write<'a> {
         self.changes.subordinate(entity_id);
     }
 
+    /// The issued trust mark instance `jti` must be (re)loaded on commit (and only it).
+    pub fn touch_issued_mark(&mut self, jti: &str) {
+        self.changes.issued_mark(jti);
+    }
+
     /// Records a history event of subordinate `id` (status after the change) in this
     /// transaction, with this write's actor.
     pub async fn subordinate_event(

@@ -15,6 +15,7 @@ pub mod settings;
 pub mod subordinate_events;
 pub mod subordinates;
 pub mod trust_anchors;
+pub mod trust_marks;
 pub mod users;
 
 use std::borrow::Cow;
@@ -106,6 +107,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/sqlite/0005_additional_claims.sql"),
             include_str!("../../../migrations/mysql/0005_additional_claims.sql"),
             include_str!("../../../migrations/postgres/0005_additional_claims.sql"),
+        ],
+    ),
+    (
+        6,
+        "trust_marks",
+        [
+            include_str!("../../../migrations/sqlite/0006_trust_marks.sql"),
+            include_str!("../../../migrations/mysql/0006_trust_marks.sql"),
+            include_str!("../../../migrations/postgres/0006_trust_marks.sql"),
         ],
     ),
 ];

@@ -1,0 +1,332 @@
+//! The Trust Mark Issuer's state as the snapshot holds it, and its pure rules: who is entitled
+//! to a mark, what an issued mark says, and what the status endpoint answers about one.
+//!
+//! The control plane loads [`TrustMarks`] from the database (`trust_mark_*` tables, see the
+//! migration `0006_trust_marks`); the data plane issues, checks and lists from it without a
+//! database. Issuing records the new instance through a command, and the snapshot gains it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::jose::Jwks;
+use crate::subordinate::SubordinateStatus;
+
+/// JWT `typ` (and media type) of a trust mark status response (§8.4.2).
+pub const STATUS_RESPONSE_TYP: &str = "trust-mark-status-response+jwt";
+
+/// Claims an issuance spec or a subject may not set: the issuer decides them.
+pub const PROTECTED_CLAIMS: [&str; 9] = [
+    "iss",
+    "sub",
+    "iat",
+    "exp",
+    "jti",
+    "trust_mark_type",
+    "id",
+    "delegation",
+    "trust_mark_id",
+];
+
+/// Status of a subject of an issuance spec: the subordinate words, with their meaning here.
+/// `active` = entitled; `pending` = requested, waiting for an administrator; `blocked` =
+/// refused (every issued instance revoked); `inactive` = not entitled (likewise revoked).
+pub type SubjectStatus = SubordinateStatus;
+
+/// Everything the Trust Mark Issuer (and holder) part of the data plane reads.
+#[derive(Debug, Clone, Default)]
+pub struct TrustMarks {
+    /// Trust mark types this entity knows, with their owner and issuers (published as
+    /// `trust_mark_owners` / `trust_mark_issuers` in our Entity Configuration).
+    pub types: BTreeMap<String, TrustMarkType>,
+    /// Issuance specs by `trust_mark_type`: the types we issue.
+    pub specs: HashMap<String, Arc<IssuanceSpec>>,
+    /// Subjects by (`trust_mark_type`, entity identifier).
+    pub subjects: HashMap<(String, String), Arc<Subject>>,
+    /// Every instance we issued, by `jti`.
+    pub issued: imbl::HashMap<Arc<str>, Arc<IssuedMark>>,
+    /// The marks we hold ourselves, published in our Entity Configuration's `trust_marks`.
+    pub published: Vec<PublishedMark>,
+}
+
+/// One trust mark type: its owner (delegation) and the issuers recognised for it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TrustMarkType {
+    /// The owner, when issuers issue on its behalf.
+    pub owner: Option<Owner>,
+    /// Entity identifiers of the recognised issuers (empty = any issuer, when published).
+    pub issuers: Vec<String>,
+}
+
+/// A trust mark type's owner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    /// The owner's entity identifier.
+    pub entity_id: String,
+    /// The keys its delegations are signed with.
+    pub jwks: Jwks,
+}
+
+/// How a spec decides who is entitled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EligibilityMode {
+    /// Only subjects stored `active`.
+    #[default]
+    DbOnly,
+    /// Only the checker.
+    CheckOnly,
+    /// Stored `active`, else the checker.
+    DbOrCheck,
+    /// Stored `active` and the checker.
+    DbAndCheck,
+}
+
+impl EligibilityMode {
+    /// Parses the configuration word (`db_only`, `check_only`, `db_or_check`, `db_and_check`;
+    /// lighthouse's `custom` is `check_only`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "db_only" | "" => Self::DbOnly,
+            "check_only" | "custom" => Self::CheckOnly,
+            "db_or_check" => Self::DbOrCheck,
+            "db_and_check" => Self::DbAndCheck,
+            _ => return None,
+        })
+    }
+
+    /// The configuration word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DbOnly => "db_only",
+            Self::CheckOnly => "check_only",
+            Self::DbOrCheck => "db_or_check",
+            Self::DbAndCheck => "db_and_check",
+        }
+    }
+}
+
+/// What we issue for one trust mark type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IssuanceSpec {
+    /// Database id.
+    pub id: i64,
+    /// The type.
+    pub trust_mark_type: String,
+    /// Seconds each mark is valid; `None` = the mark has no `exp`.
+    pub lifetime: Option<i64>,
+    /// `ref` claim.
+    pub ref_uri: Option<String>,
+    /// `logo_uri` claim.
+    pub logo_uri: Option<String>,
+    /// The owner's delegation JWT, carried as `delegation`.
+    pub delegation_jwt: Option<String>,
+    /// Extra claims of every mark of this type (a subject's own extra claims win).
+    pub additional_claims: Map<String, Value>,
+    /// Eligibility mode.
+    pub eligibility: EligibilityMode,
+    /// The checker configuration (`{"type", "config"}`), when the mode uses one.
+    pub checker: Option<Value>,
+    /// Seconds a checker's verdict is reused (0 = every time).
+    pub check_cache_ttl: i64,
+    /// Seconds an issued JWT may be handed out again (0 = a new one every time); never past
+    /// a revocation (the cache is keyed by the snapshot's version of the subject).
+    pub cache_ttl: i64,
+    /// Changes whenever the spec is stored again (cache keys).
+    pub version: u64,
+}
+
+/// One entity's standing for one spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subject {
+    /// Database id.
+    pub id: i64,
+    /// Entity identifier.
+    pub entity_id: String,
+    /// Standing.
+    pub status: SubjectStatus,
+    /// Extra claims of this subject's marks (over the spec's).
+    pub additional_claims: Map<String, Value>,
+    /// Changes whenever the subject is stored again (cache keys).
+    pub version: u64,
+}
+
+/// One issued instance, as the status and listing endpoints need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedMark {
+    /// `jti`.
+    pub jti: String,
+    /// `trust_mark_type`.
+    pub trust_mark_type: String,
+    /// `sub`.
+    pub subject: String,
+    /// `iat`.
+    pub issued_at: i64,
+    /// `exp`, when the mark has one.
+    pub expires_at: Option<i64>,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+/// A trust mark we hold, as published in our Entity Configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedMark {
+    /// `trust_mark_type`.
+    pub trust_mark_type: String,
+    /// The compact JWT.
+    pub trust_mark: String,
+    /// Its `exp` (our Entity Configuration never outlives it).
+    pub exp: Option<i64>,
+}
+
+/// The status endpoint's answer about an instance we issued (§8.4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkStatus {
+    /// Valid.
+    Active,
+    /// Past its `exp`.
+    Expired,
+    /// Revoked (its subject was blocked, made inactive or removed).
+    Revoked,
+}
+
+impl MarkStatus {
+    /// The `status` claim.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+        }
+    }
+}
+
+impl IssuedMark {
+    /// Its status at `now`: revocation wins over expiry.
+    pub fn status(&self, now: i64) -> MarkStatus {
+        if self.revoked_at.is_some_and(|r| r <= now) {
+            MarkStatus::Revoked
+        } else if self.expires_at.is_some_and(|e| e <= now) {
+            MarkStatus::Expired
+        } else {
+            MarkStatus::Active
+        }
+    }
+}
+
+/// Whether a subject may obtain a mark, judged from the stored standing alone (the
+/// checker-based modes add the checker's verdict on top; see [`EligibilityMode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Stored `active`.
+    Entitled,
+    /// Requested, waiting for an administrator.
+    Pending,
+    /// Refused.
+    Blocked,
+    /// Unknown or `inactive`.
+    NotEntitled,
+}
+
+/// The stored standing of `subject` (absent = unknown).
+pub fn standing(subject: Option<&Subject>) -> Standing {
+    match subject.map(|s| s.status) {
+        Some(SubordinateStatus::Active) => Standing::Entitled,
+        Some(SubordinateStatus::Pending) => Standing::Pending,
+        Some(SubordinateStatus::Blocked) => Standing::Blocked,
+        Some(SubordinateStatus::Inactive) | None => Standing::NotEntitled,
+    }
+}
+
+/// The claims of a new trust mark of `spec` for `sub`, issued by `iss` at `now` with `jti`.
+/// Spec extra claims are overlaid by the subject's; protected claims are never taken from
+/// either. With `legacy_id` the type is also carried as `id`, for clients of drafts before
+/// `trust_mark_type` existed.
+pub fn mark_claims(
+    iss: &str,
+    spec: &IssuanceSpec,
+    subject_claims: Option<&Map<String, Value>>,
+    sub: &str,
+    jti: &str,
+    now: i64,
+    legacy_id: bool,
+) -> Map<String, Value> {
+    let mut claims = Map::new();
+    let extras = spec
+        .additional_claims
+        .iter()
+        .chain(subject_claims.into_iter().flatten());
+    for (k, v) in extras {
+        if !PROTECTED_CLAIMS.contains(&k.as_str()) {
+            claims.insert(k.clone(), v.clone());
+        }
+    }
+    claims.insert("iss".into(), json!(iss));
+    claims.insert("sub".into(), json!(sub));
+    claims.insert("trust_mark_type".into(), json!(spec.trust_mark_type));
+    if legacy_id {
+        claims.insert("id".into(), json!(spec.trust_mark_type));
+    }
+    claims.insert("iat".into(), json!(now));
+    if let Some(l) = spec.lifetime.filter(|l| *l > 0) {
+        claims.insert("exp".into(), json!(now.saturating_add(l)));
+    }
+    if let Some(r) = &spec.ref_uri {
+        claims.insert("ref".into(), json!(r));
+    }
+    if let Some(l) = &spec.logo_uri {
+        claims.insert("logo_uri".into(), json!(l));
+    }
+    if let Some(d) = &spec.delegation_jwt {
+        claims.insert("delegation".into(), json!(d));
+    }
+    claims.insert("jti".into(), json!(jti));
+    claims
+}
+
+impl TrustMarks {
+    /// Entities holding a valid (unrevoked, unexpired) mark of `trust_mark_type` issued here,
+    /// sorted and distinct; with `sub`, only that entity (§8.5).
+    pub fn holders(&self, trust_mark_type: &str, sub: Option<&str>, now: i64) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .issued
+            .values()
+            .filter(|m| m.trust_mark_type == trust_mark_type)
+            .filter(|m| sub.is_none_or(|s| m.subject == s))
+            .filter(|m| m.status(now) == MarkStatus::Active)
+            .map(|m| m.subject.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// `trust_mark_issuers` of our Entity Configuration: types with at least one issuer.
+    pub fn issuers_claim(&self) -> Option<Value> {
+        let m: Map<String, Value> = self
+            .types
+            .iter()
+            .filter(|(_, t)| !t.issuers.is_empty())
+            .map(|(k, t)| (k.clone(), json!(t.issuers)))
+            .collect();
+        (!m.is_empty()).then_some(Value::Object(m))
+    }
+
+    /// `trust_mark_owners` of our Entity Configuration: types with an owner.
+    pub fn owners_claim(&self) -> Option<Value> {
+        let m: Map<String, Value> = self
+            .types
+            .iter()
+            .filter_map(|(k, t)| {
+                let o = t.owner.as_ref()?;
+                Some((k.clone(), json!({"sub": o.entity_id, "jwks": o.jwks})))
+            })
+            .collect();
+        (!m.is_empty()).then_some(Value::Object(m))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "trust_mark_issuer_tests.rs"]
+mod tests;

@@ -1,0 +1,169 @@
+use super::*;
+
+fn spec(lifetime: Option<i64>) -> IssuanceSpec {
+    IssuanceSpec {
+        id: 1,
+        trust_mark_type: "https://tm.example/member".into(),
+        lifetime,
+        ref_uri: Some("https://tm.example/ref".into()),
+        logo_uri: None,
+        delegation_jwt: None,
+        additional_claims: serde_json::from_value(json!({"level": "gold", "iss": "forged"}))
+            .unwrap(),
+        eligibility: EligibilityMode::DbOnly,
+        checker: None,
+        check_cache_ttl: 0,
+        cache_ttl: 0,
+        version: 1,
+    }
+}
+
+fn issued(expires_at: Option<i64>, revoked_at: Option<i64>) -> IssuedMark {
+    IssuedMark {
+        jti: "j".into(),
+        trust_mark_type: "t".into(),
+        subject: "https://rp.example".into(),
+        issued_at: 100,
+        expires_at,
+        revoked_at,
+    }
+}
+
+#[test]
+fn claims_carry_the_type_twice_and_protected_claims_are_ours() {
+    let subject: Map<String, Value> =
+        serde_json::from_value(json!({"level": "platinum", "jti": "x"})).unwrap();
+    let c = mark_claims(
+        "https://tmi.example",
+        &spec(Some(3600)),
+        Some(&subject),
+        "https://rp.example",
+        "j1",
+        1000,
+        true,
+    );
+    assert_eq!(c["iss"], "https://tmi.example");
+    assert_eq!(c["sub"], "https://rp.example");
+    assert_eq!(c["trust_mark_type"], "https://tm.example/member");
+    assert_eq!(c["id"], "https://tm.example/member");
+    assert_eq!(c["iat"], 1000);
+    assert_eq!(c["exp"], 4600);
+    assert_eq!(c["ref"], "https://tm.example/ref");
+    assert_eq!(c["jti"], "j1");
+    assert_eq!(
+        c["level"], "platinum",
+        "the subject's claim wins over the spec's"
+    );
+    assert!(!c.contains_key("logo_uri"));
+}
+
+#[test]
+fn no_lifetime_means_no_exp_and_no_legacy_id_when_off() {
+    let c = mark_claims("i", &spec(None), None, "s", "j", 5, false);
+    assert!(!c.contains_key("exp"));
+    assert!(!c.contains_key("id"));
+    assert_eq!(c["level"], "gold");
+}
+
+#[test]
+fn status_revocation_wins_over_expiry() {
+    assert_eq!(issued(Some(200), None).status(150), MarkStatus::Active);
+    assert_eq!(issued(Some(200), None).status(200), MarkStatus::Expired);
+    assert_eq!(issued(None, None).status(1 << 40), MarkStatus::Active);
+    assert_eq!(
+        issued(Some(200), Some(120)).status(300),
+        MarkStatus::Revoked
+    );
+    assert_eq!(issued(None, Some(120)).status(119), MarkStatus::Active);
+}
+
+#[test]
+fn standing_follows_the_stored_status() {
+    let s = |status| Subject {
+        id: 1,
+        entity_id: "e".into(),
+        status,
+        additional_claims: Map::new(),
+        version: 1,
+    };
+    assert_eq!(
+        standing(Some(&s(SubjectStatus::Active))),
+        Standing::Entitled
+    );
+    assert_eq!(
+        standing(Some(&s(SubjectStatus::Pending))),
+        Standing::Pending
+    );
+    assert_eq!(
+        standing(Some(&s(SubjectStatus::Blocked))),
+        Standing::Blocked
+    );
+    assert_eq!(
+        standing(Some(&s(SubjectStatus::Inactive))),
+        Standing::NotEntitled
+    );
+    assert_eq!(standing(None), Standing::NotEntitled);
+}
+
+#[test]
+fn holders_are_distinct_sorted_and_valid() {
+    let mut tm = TrustMarks::default();
+    let mut add = |jti: &str, sub: &str, exp: Option<i64>, rev: Option<i64>| {
+        let m = IssuedMark {
+            jti: jti.into(),
+            trust_mark_type: "t".into(),
+            subject: sub.into(),
+            issued_at: 1,
+            expires_at: exp,
+            revoked_at: rev,
+        };
+        tm.issued.insert(jti.into(), Arc::new(m));
+    };
+    add("1", "https://b", None, None);
+    add("2", "https://a", Some(100), None);
+    add("3", "https://b", Some(10), None);
+    add("4", "https://c", None, Some(5));
+    assert_eq!(tm.holders("t", None, 50), vec!["https://a", "https://b"]);
+    assert_eq!(tm.holders("t", Some("https://a"), 50), vec!["https://a"]);
+    assert_eq!(tm.holders("t", Some("https://c"), 50), Vec::<String>::new());
+    assert!(tm.holders("other", None, 50).is_empty());
+}
+
+#[test]
+fn ec_claims_skip_types_without_issuers_or_owner() {
+    let mut tm = TrustMarks::default();
+    assert!(tm.issuers_claim().is_none() && tm.owners_claim().is_none());
+    tm.types.insert("a".into(), TrustMarkType::default());
+    tm.types.insert(
+        "b".into(),
+        TrustMarkType {
+            owner: Some(Owner {
+                entity_id: "https://owner".into(),
+                jwks: Jwks::default(),
+            }),
+            issuers: vec!["https://tmi".into()],
+        },
+    );
+    assert_eq!(tm.issuers_claim().unwrap(), json!({"b": ["https://tmi"]}));
+    assert_eq!(
+        tm.owners_claim().unwrap(),
+        json!({"b": {"sub": "https://owner", "jwks": {"keys": []}}})
+    );
+}
+
+#[test]
+fn eligibility_modes_parse() {
+    for m in [
+        EligibilityMode::DbOnly,
+        EligibilityMode::CheckOnly,
+        EligibilityMode::DbOrCheck,
+        EligibilityMode::DbAndCheck,
+    ] {
+        assert_eq!(EligibilityMode::parse(m.as_str()), Some(m));
+    }
+    assert_eq!(
+        EligibilityMode::parse("custom"),
+        Some(EligibilityMode::CheckOnly)
+    );
+    assert_eq!(EligibilityMode::parse("bogus"), None);
+}
