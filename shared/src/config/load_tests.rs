@@ -258,3 +258,10 @@ fn refresh_concurrency_is_read_and_must_be_positive() {
     let p = problems(None, &[("SVC_FEDERATION_REFRESH_CONCURRENCY", "0")]);
     assert!(p.iter().any(|m| m.contains("refresh_concurrency")), "{p:?}");
 }
+
+#[test]
+fn trust_mark_legacy_id_defaults_on_and_can_be_turned_off() {
+    assert!(ok(None, &[]).settings.federation.trust_mark_legacy_id);
+    let s = ok(None, &[("SVC_FEDERATION_TRUST_MARK_LEGACY_ID", "false")]).settings;
+    assert!(!s.federation.trust_mark_legacy_id);
+}
