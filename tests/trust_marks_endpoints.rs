@@ -136,7 +136,10 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
         let d = jose::verify(&mark, &keys).unwrap();
         assert_eq!(d.header["typ"], "trust-mark+jwt");
         let c = &d.claims;
-        assert_eq!((&c["iss"], &c["sub"]), (&json!(p.entity_id()), &json!(LEAF)));
+        assert_eq!(
+            (&c["iss"], &c["sub"]),
+            (&json!(p.entity_id()), &json!(LEAF))
+        );
         assert_eq!((&c["trust_mark_type"], &c["id"]), (&json!(TM), &json!(TM)));
         assert_eq!((&c["iat"], &c["exp"]), (&json!(NOW), &json!(NOW + 3600)));
         assert_eq!(c["level"], 2, "the spec's extra claim");
@@ -145,7 +148,10 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
 
         assert_eq!(status(&p, &mark, &keys).await, "active", "{b:?}");
         let listing = p
-            .get(&format!("/trust-mark-listing?trust_mark_type={}", crate::support::enc(TM)))
+            .get(&format!(
+                "/trust-mark-listing?trust_mark_type={}",
+                crate::support::enc(TM)
+            ))
             .await;
         assert_eq!(listing.json::<Value>().await.unwrap(), json!([LEAF]));
 
@@ -165,9 +171,10 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
         let s = &snap.trust_marks.subjects[&(TM.to_owned(), new.to_owned())];
         assert_eq!(s.status, SubjectStatus::Pending);
         let cp = control(&p);
-        let row = sqlx::query(cp.db.sql(
-            "SELECT type, status, actor FROM trust_mark_events WHERE subject = ?",
-        ))
+        let row = sqlx::query(
+            cp.db
+                .sql("SELECT type, status, actor FROM trust_mark_events WHERE subject = ?"),
+        )
         .bind(new)
         .fetch_one(&cp.db.pool)
         .await

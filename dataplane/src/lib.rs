@@ -26,6 +26,8 @@ mod test_support;
 #[cfg(test)]
 #[path = "trust_mark_router_tests.rs"]
 mod trust_mark_router_tests;
+#[cfg(test)]
+mod trust_mark_test_support;
 
 use std::sync::Arc;
 

@@ -1,196 +1,17 @@
-//! The Trust Mark Issuer's endpoints through the public router, in process: the control plane
-//! is played by a task that answers the commands by publishing the snapshot it would.
+//! The Trust Mark Issuer's endpoints through the public router, in process (see
+//! [`crate::trust_mark_test_support`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
-use pharos_shared::config::{FederationSettings, JtiBackend};
-use pharos_shared::endpoint::EndpointType;
-use pharos_shared::snapshot::{Snapshot, SnapshotPublisher};
-use pharos_shared::time::ManualClock;
-use pharos_shared::trust_mark_issuer::{IssuedMark, Subject, SubjectStatus, TrustMarks};
-use serde_json::{Value, json};
-use tower::ServiceExt as _;
+use axum::http::StatusCode;
+use pharos_shared::config::FederationSettings;
+use pharos_shared::trust_mark_issuer::{IssuedMark, Subject, SubjectStatus};
+use serde_json::json;
 
-use crate::DataPlane;
-use crate::command::{Command, Commands, MarkRequestOutcome, RecordMarkError};
-use crate::test_support::{Answer, ENTITY_ID, NOW, RP, SnapshotBuilder, get};
-
-/// The type issued in these tests.
-pub const TM: &str = "https://marks.example.org/member";
-/// Query of a trust mark request for [`RP`] and [`TM`].
-pub const TM_RP: &str =
-    "/tm?sub=https%3A%2F%2Frp.example.org&trust_mark_type=https%3A%2F%2Fmarks.example.org%2Fmember";
-
-/// A Trust Mark Issuer at `/tm`, `/status`, `/listing`, `/request` (and `/list`) issuing
-/// [`TM`] (one hour, a `ref`, extra claims `a` and `b`) to the active subject [`RP`] (whose
-/// own `b` wins).
-pub fn issuer() -> SnapshotBuilder {
-    SnapshotBuilder::new()
-        .endpoint(EndpointType::TrustMark, "/tm")
-        .endpoint(EndpointType::TrustMarkStatus, "/status")
-        .endpoint(EndpointType::TrustMarkListing, "/listing")
-        .endpoint(EndpointType::TrustMarkRequest, "/request")
-        .endpoint(EndpointType::List, "/list")
-        .subordinate(RP)
-        .mark_spec(TM, |s| {
-            s.lifetime = Some(3600);
-            s.ref_uri = Some("https://marks.example.org/about".into());
-            s.additional_claims = json!({"a": 1, "b": "spec", "iss": "forged"})
-                .as_object()
-                .cloned()
-                .unwrap();
-        })
-        .mark_subject(TM, RP, SubjectStatus::Active, json!({"b": "subject"}), 1)
-}
-
-/// How the fake control plane answers [`Command::RecordIssuedTrustMark`].
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Records {
-    /// Inserts the instance and publishes.
-    Work,
-    /// Fails (a database error).
-    Fail,
-}
-
-/// A running issuer over `first`, its clock and its publisher.
-pub struct Issuer {
-    pub dp: Arc<DataPlane>,
-    pub publisher: Arc<SnapshotPublisher>,
-    pub clock: Arc<ManualClock>,
-}
-
-impl Issuer {
-    pub fn start(first: Snapshot, records: Records, federation: &FederationSettings) -> Self {
-        let publisher = Arc::new(SnapshotPublisher::new(first));
-        let clock = ManualClock::new(NOW);
-        let (commands, mut rx) = Commands::channel();
-        let dp = DataPlane::connected(
-            publisher.reader(),
-            clock.clone(),
-            federation,
-            commands,
-            &JtiBackend::Cache,
-        );
-        let p = publisher.clone();
-        tokio::spawn(async move {
-            while let Some(cmd) = rx.recv().await {
-                match cmd {
-                    Command::RecordIssuedTrustMark { reply, .. } if records == Records::Fail => {
-                        let _ = reply.send(Err(RecordMarkError::Internal));
-                    }
-                    Command::RecordIssuedTrustMark { mark, reply } => {
-                        change(&p, |tm| {
-                            let jti = Arc::from(mark.jti.as_str());
-                            tm.issued.insert(jti, Arc::new(mark));
-                        });
-                        let _ = reply.send(Ok(()));
-                    }
-                    Command::RequestTrustMark {
-                        trust_mark_type,
-                        sub,
-                        reply,
-                        ..
-                    } => {
-                        change(&p, |tm| {
-                            let subject = Subject {
-                                id: 99,
-                                entity_id: sub.clone(),
-                                status: SubjectStatus::Pending,
-                                additional_claims: Default::default(),
-                                version: 99,
-                            };
-                            tm.subjects
-                                .insert((trust_mark_type, sub), Arc::new(subject));
-                        });
-                        let _ = reply.send(Ok(MarkRequestOutcome::Pending));
-                    }
-                    other => panic!("unexpected command {other:?}"),
-                }
-            }
-        });
-        Self {
-            dp,
-            publisher,
-            clock,
-        }
-    }
-
-    /// With working records and default settings.
-    pub fn new(first: Snapshot) -> Self {
-        Self::start(first, Records::Work, &FederationSettings::default())
-    }
-
-    pub fn snap(&self) -> Arc<Snapshot> {
-        self.publisher.load_full()
-    }
-
-    pub async fn get(&self, uri: &str) -> Answer {
-        get(&self.dp, uri).await
-    }
-
-    /// `POST uri` with a form body.
-    pub async fn post(&self, uri: &str, form: &[(&str, &str)]) -> Answer {
-        let body = form_urlencoded::Serializer::new(String::new())
-            .extend_pairs(form)
-            .finish();
-        let req = Request::builder()
-            .method("POST")
-            .uri(uri)
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(Body::from(body))
-            .unwrap();
-        let resp = crate::router(self.dp.clone()).oneshot(req).await.unwrap();
-        let (parts, body) = resp.into_parts();
-        Answer {
-            status: parts.status,
-            headers: parts.headers,
-            body: axum::body::to_bytes(body, usize::MAX).await.unwrap(),
-        }
-    }
-
-    /// Publishes the snapshot with its trust marks changed by `f`.
-    pub fn change(&self, f: impl FnOnce(&mut TrustMarks)) {
-        change(&self.publisher, f);
-    }
-}
-
-fn change(p: &SnapshotPublisher, f: impl FnOnce(&mut TrustMarks)) {
-    let mut next = Snapshot::clone(&p.load_full());
-    let mut tm = TrustMarks::clone(&next.trust_marks);
-    f(&mut tm);
-    next.trust_marks = Arc::new(tm);
-    next.generation += 1;
-    p.publish(Arc::new(next));
-}
-
-/// An instance of [`TM`] for `subject`.
-pub fn instance(jti: &str, subject: &str, expires_at: Option<i64>, revoked_at: Option<i64>) -> IssuedMark {
-    IssuedMark {
-        jti: jti.into(),
-        trust_mark_type: TM.into(),
-        subject: subject.into(),
-        issued_at: NOW - 100,
-        expires_at,
-        revoked_at,
-    }
-}
-
-/// `s` percent-encoded for a query.
-pub fn enc(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
-/// Asserts an error answer.
-pub fn refused(a: &Answer, status: u16, code: &str) {
-    assert_eq!(a.status.as_u16(), status, "{:?}", a.body);
-    assert_eq!(a.content_type(), "application/json");
-    assert_eq!(a.json()["error"], code, "{:?}", a.body);
-}
-
+use crate::test_support::{ENTITY_ID, NOW, RP, get};
+use crate::trust_mark_test_support::{Issuer, Records, TM, TM_RP, enc, instance, issuer, refused};
 #[tokio::test]
 async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_out() {
     let i = Issuer::new(issuer().build());
@@ -202,7 +23,18 @@ async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_o
     names.sort_unstable();
     assert_eq!(
         names,
-        ["a", "b", "exp", "iat", "id", "iss", "jti", "ref", "sub", "trust_mark_type"]
+        [
+            "a",
+            "b",
+            "exp",
+            "iat",
+            "id",
+            "iss",
+            "jti",
+            "ref",
+            "sub",
+            "trust_mark_type"
+        ]
     );
     assert_eq!(mark["iss"], ENTITY_ID, "a spec claim cannot set iss");
     assert_eq!(mark["sub"], RP);
@@ -213,7 +45,10 @@ async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_o
     assert_eq!(mark["ref"], "https://marks.example.org/about");
     assert_eq!((&mark["a"], &mark["b"]), (&json!(1), &json!("subject")));
     let jti = mark["jti"].as_str().unwrap();
-    assert!(jti.len() == 32 && jti.chars().all(|c| c.is_ascii_hexdigit()), "{jti}");
+    assert!(
+        jti.len() == 32 && jti.chars().all(|c| c.is_ascii_hexdigit()),
+        "{jti}"
+    );
     let snap = i.snap();
     let recorded = snap.trust_marks.issued.get(jti).expect("recorded");
     let expected = IssuedMark {
@@ -236,10 +71,17 @@ async fn without_lifetime_there_is_no_exp_and_the_legacy_id_can_be_turned_off() 
         ..FederationSettings::default()
     };
     let i = Issuer::start(snap, Records::Work, &off);
-    let mark = i.get(TM_RP).await.verified(&i.snap(), "trust-mark+jwt").claims;
+    let mark = i
+        .get(TM_RP)
+        .await
+        .verified(&i.snap(), "trust-mark+jwt")
+        .claims;
     assert!(mark.get("exp").is_none(), "{mark:?}");
     assert!(mark.get("id").is_none(), "{mark:?}");
-    assert!(mark.get("a").is_none(), "the spec was replaced without extra claims");
+    assert!(
+        mark.get("a").is_none(),
+        "the spec was replaced without extra claims"
+    );
     assert_eq!(mark["b"], "subject");
     let jti = mark["jti"].as_str().unwrap();
     assert_eq!(i.snap().trust_marks.issued[jti].expires_at, None);
@@ -249,25 +91,57 @@ async fn without_lifetime_there_is_no_exp_and_the_legacy_id_can_be_turned_off() 
 async fn refusals_follow_the_specification_and_the_subject_standing() {
     let other = "https://other.example.org";
     let snap = issuer()
-        .mark_subject(TM, "https://blocked.example.org", SubjectStatus::Blocked, json!({}), 2)
-        .mark_subject(TM, "https://pending.example.org", SubjectStatus::Pending, json!({}), 3)
-        .mark_subject(TM, "https://inactive.example.org", SubjectStatus::Inactive, json!({}), 4)
+        .mark_subject(
+            TM,
+            "https://blocked.example.org",
+            SubjectStatus::Blocked,
+            json!({}),
+            2,
+        )
+        .mark_subject(
+            TM,
+            "https://pending.example.org",
+            SubjectStatus::Pending,
+            json!({}),
+            3,
+        )
+        .mark_subject(
+            TM,
+            "https://inactive.example.org",
+            SubjectStatus::Inactive,
+            json!({}),
+            4,
+        )
         .build();
     let i = Issuer::new(snap);
-    let q = |sub: &str, tm: &str| {
-        format!(
-            "/tm?sub={}&trust_mark_type={}",
-            enc(sub),
-            enc(tm)
-        )
-    };
-    refused(&i.get("/tm?trust_mark_type=x").await, 400, "invalid_request");
+    let q = |sub: &str, tm: &str| format!("/tm?sub={}&trust_mark_type={}", enc(sub), enc(tm));
+    refused(
+        &i.get("/tm?trust_mark_type=x").await,
+        400,
+        "invalid_request",
+    );
     refused(&i.get("/tm?sub=x").await, 400, "invalid_request");
-    refused(&i.get(&format!("{TM_RP}&sub=x")).await, 400, "invalid_request");
-    refused(&i.get(&q(RP, "https://unknown.example.org")).await, 404, "not_found");
+    refused(
+        &i.get(&format!("{TM_RP}&sub=x")).await,
+        400,
+        "invalid_request",
+    );
+    refused(
+        &i.get(&q(RP, "https://unknown.example.org")).await,
+        404,
+        "not_found",
+    );
     refused(&i.get(&q(other, TM)).await, 404, "not_found");
-    refused(&i.get(&q("https://inactive.example.org", TM)).await, 404, "not_found");
-    refused(&i.get(&q("https://blocked.example.org", TM)).await, 403, "invalid_request");
+    refused(
+        &i.get(&q("https://inactive.example.org", TM)).await,
+        404,
+        "not_found",
+    );
+    refused(
+        &i.get(&q("https://blocked.example.org", TM)).await,
+        403,
+        "invalid_request",
+    );
     let pending = i.get(&q("https://pending.example.org", TM)).await;
     refused(&pending, 202, "invalid_request");
     assert!(
@@ -282,7 +156,12 @@ async fn refusals_follow_the_specification_and_the_subject_standing() {
 #[tokio::test]
 async fn eligibility_modes_decide_on_the_stored_standing_until_checkers_exist() {
     use pharos_shared::trust_mark_issuer::EligibilityMode::*;
-    for (mode, status) in [(CheckOnly, 404), (DbOrCheck, 200), (DbAndCheck, 200), (DbOnly, 200)] {
+    for (mode, status) in [
+        (CheckOnly, 404),
+        (DbOrCheck, 200),
+        (DbAndCheck, 200),
+        (DbOnly, 200),
+    ] {
         let snap = issuer().mark_spec(TM, |s| s.eligibility = mode).build();
         let i = Issuer::new(snap);
         assert_eq!(i.get(TM_RP).await.status.as_u16(), status, "{mode:?}");
@@ -291,7 +170,11 @@ async fn eligibility_modes_decide_on_the_stored_standing_until_checkers_exist() 
 
 #[tokio::test]
 async fn a_mark_that_cannot_be_recorded_is_not_handed_out() {
-    let i = Issuer::start(issuer().build(), Records::Fail, &FederationSettings::default());
+    let i = Issuer::start(
+        issuer().build(),
+        Records::Fail,
+        &FederationSettings::default(),
+    );
     refused(&i.get(TM_RP).await, 500, "server_error");
     // No control plane at all: 503.
     let (dp, _p) = crate::test_support::data_plane(issuer().build());
@@ -354,7 +237,10 @@ async fn a_cached_mark_is_served_again_but_never_past_a_subject_change() {
         tm.issued.insert(Arc::from(jti.as_str().unwrap()), revoked);
     });
     let fourth = i.get(TM_RP).await;
-    assert_ne!(fourth.body, third.body, "a revoked instance is never served again");
+    assert_ne!(
+        fourth.body, third.body,
+        "a revoked instance is never served again"
+    );
 }
 
 #[path = "trust_mark_router_tests_more.rs"]

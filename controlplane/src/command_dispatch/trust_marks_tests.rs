@@ -103,7 +103,10 @@ async fn requests_store_pending_subjects_with_their_actor() {
         async move { rx.await.unwrap() }
     };
     use MarkRequestOutcome::*;
-    assert_eq!(outcome(TM, "https://active.example").await, Ok(AlreadyEntitled));
+    assert_eq!(
+        outcome(TM, "https://active.example").await,
+        Ok(AlreadyEntitled)
+    );
     assert_eq!(
         outcome(TM, "https://blocked.example").await,
         Err(MarkRequestError::Blocked)
@@ -118,10 +121,15 @@ async fn requests_store_pending_subjects_with_their_actor() {
         let s = &snap.trust_marks.subjects[&(TM.to_owned(), sub.to_owned())];
         assert_eq!(s.status, SubjectStatus::Pending, "{sub}");
     }
-    assert_eq!(outcome(TM, "https://new.example").await, Ok(Pending), "again");
-    let rows = sqlx::query(cp.db.sql(
-        "SELECT subject, type, status, actor FROM trust_mark_events ORDER BY id",
-    ))
+    assert_eq!(
+        outcome(TM, "https://new.example").await,
+        Ok(Pending),
+        "again"
+    );
+    let rows = sqlx::query(
+        cp.db
+            .sql("SELECT subject, type, status, actor FROM trust_mark_events ORDER BY id"),
+    )
     .fetch_all(&cp.db.pool)
     .await
     .unwrap();

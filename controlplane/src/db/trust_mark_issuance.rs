@@ -41,9 +41,9 @@ pub async fn subject(
     spec_id: i64,
     entity_id: &str,
 ) -> Result<Option<(i64, SubjectStatus)>> {
-    let row = sqlx::query(db.sql(
-        "SELECT id, status FROM trust_mark_subjects WHERE spec_id = ? AND entity_id = ?",
-    ))
+    let row = sqlx::query(
+        db.sql("SELECT id, status FROM trust_mark_subjects WHERE spec_id = ? AND entity_id = ?"),
+    )
     .bind(spec_id)
     .bind(entity_id)
     .fetch_optional(&db.pool)
@@ -85,14 +85,12 @@ pub async fn set_subject_status(
     status: SubjectStatus,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(db.sql(
-        "UPDATE trust_mark_subjects SET status = ?, updated_at = ? WHERE id = ?",
-    ))
-    .bind(status.as_str())
-    .bind(now)
-    .bind(id)
-    .execute(&mut *c)
-    .await?;
+    sqlx::query(db.sql("UPDATE trust_mark_subjects SET status = ?, updated_at = ? WHERE id = ?"))
+        .bind(status.as_str())
+        .bind(now)
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
     Ok(())
 }
 

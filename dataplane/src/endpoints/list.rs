@@ -178,7 +178,11 @@ fn trust_marked(snap: &Snapshot, f: &Filters, now: i64) -> Bytes {
     let holders: HashSet<&str> = tm
         .issued
         .values()
-        .filter(|m| f.trust_mark_type.as_ref().is_none_or(|t| *t == m.trust_mark_type))
+        .filter(|m| {
+            f.trust_mark_type
+                .as_ref()
+                .is_none_or(|t| *t == m.trust_mark_type)
+        })
         .filter(|m| m.status(now) == MarkStatus::Active)
         .map(|m| m.subject.as_str())
         .collect();
@@ -203,7 +207,10 @@ mod tests {
         assert!(filters("trust_marked=true").unwrap().trust_marked);
         assert!(!filters("trust_marked=false").unwrap().by_trust_marks());
         assert_eq!(
-            filters("trust_mark_type=x").unwrap().trust_mark_type.as_deref(),
+            filters("trust_mark_type=x")
+                .unwrap()
+                .trust_mark_type
+                .as_deref(),
             Some("x")
         );
         assert_eq!(
@@ -211,7 +218,9 @@ mod tests {
             "invalid_request"
         );
         assert_eq!(
-            filters("trust_mark_type=x&trust_mark_type=y").unwrap_err().code,
+            filters("trust_mark_type=x&trust_mark_type=y")
+                .unwrap_err()
+                .code,
             "invalid_request"
         );
         assert_eq!(

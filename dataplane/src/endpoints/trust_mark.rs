@@ -22,8 +22,7 @@ use moka::future::Cache;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::TRUST_MARK_TYP;
 use pharos_shared::trust_mark_issuer::{
-    EligibilityMode, IssuanceSpec, IssuedMark, MarkStatus, Standing, Subject, mark_claims,
-    standing,
+    EligibilityMode, IssuanceSpec, IssuedMark, MarkStatus, Standing, Subject, mark_claims, standing,
 };
 
 use super::Call;
@@ -84,7 +83,10 @@ pub(crate) fn optional_param<'p>(
 }
 
 /// The issuance spec of `trust_mark_type`, or 404.
-pub(crate) fn spec<'s>(snap: &'s Snapshot, trust_mark_type: &str) -> Result<&'s Arc<IssuanceSpec>, FedError> {
+pub(crate) fn spec<'s>(
+    snap: &'s Snapshot,
+    trust_mark_type: &str,
+) -> Result<&'s Arc<IssuanceSpec>, FedError> {
     snap.trust_marks
         .specs
         .get(trust_mark_type)
@@ -159,7 +161,15 @@ async fn issue(
     }
     let jti = new_jti()?;
     let extras = Some(&subject.additional_claims);
-    let claims = mark_claims(&snap.entity_id, spec, extras, sub, &jti, now, dp.trust_mark_legacy_id);
+    let claims = mark_claims(
+        &snap.entity_id,
+        spec,
+        extras,
+        sub,
+        &jti,
+        now,
+        dp.trust_mark_legacy_id,
+    );
     let expires_at = claims.get("exp").and_then(serde_json::Value::as_i64);
     let token = signing::sign(&snap.keys.signer, TRUST_MARK_TYP, claims)
         .await
@@ -177,7 +187,9 @@ async fn issue(
         .await?;
     let body = Bytes::from(token);
     if spec.cache_ttl > 0 {
-        let until = expires_at.map_or(i64::MAX, |e| e).min(now.saturating_add(spec.cache_ttl));
+        let until = expires_at
+            .unwrap_or(i64::MAX)
+            .min(now.saturating_add(spec.cache_ttl));
         let cached = CachedMark {
             body: body.clone(),
             jti: Arc::from(jti),
@@ -193,7 +205,13 @@ async fn issue(
 
 /// Whether a cached mark may be handed out again: made from the spec and subject as they are
 /// now, with our current keys, in time, and its instance still active.
-fn fresh(hit: &CachedMark, snap: &Snapshot, spec: &IssuanceSpec, subject: &Subject, now: i64) -> bool {
+fn fresh(
+    hit: &CachedMark,
+    snap: &Snapshot,
+    spec: &IssuanceSpec,
+    subject: &Subject,
+    now: i64,
+) -> bool {
     hit.spec_version == spec.version
         && hit.subject_version == subject.version
         && hit.statements_generation == snap.statements_generation

@@ -31,7 +31,11 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
     }
 }
 
-fn holders(snap: &Snapshot, params: &[(String, String)], now: i64) -> Result<Vec<String>, FedError> {
+fn holders(
+    snap: &Snapshot,
+    params: &[(String, String)],
+    now: i64,
+) -> Result<Vec<String>, FedError> {
     let tm_type = param(params, "trust_mark_type")?;
     let sub = optional_param(params, "sub")?;
     spec(snap, tm_type)?;
