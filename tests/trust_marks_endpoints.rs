@@ -10,7 +10,7 @@ use pharos_shared::trust_mark_issuer::SubjectStatus;
 use serde_json::{Value, json};
 use sqlx::Row;
 
-use crate::fetch_list::enable;
+use crate::fetch_list::{add, enable};
 use crate::support::{Pharos, TestDb, backends};
 
 const NOW: i64 = 1_900_000_000;
@@ -122,10 +122,13 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
             ("trust_mark_status", "/trust-mark-status"),
             ("trust_mark_listing", "/trust-mark-listing"),
             ("trust_mark_request", "/trust-mark-request"),
+            ("list", "/list"),
         ] {
             enable(&p, kind, path, json!({})).await;
         }
         seed(&p, TM, 3600, LEAF).await;
+        add(&p, LEAF, json!({})).await;
+        add(&p, "https://other.example.org", json!({})).await;
 
         let r = p.get(&format!("/trust-mark?{}", query(LEAF))).await;
         assert_eq!(r.status(), 200, "{b:?}");
@@ -154,12 +157,16 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
             ))
             .await;
         assert_eq!(listing.json::<Value>().await.unwrap(), json!([LEAF]));
+        let list = p.get("/list?trust_marked=true").await;
+        assert_eq!(list.json::<Value>().await.unwrap(), json!([LEAF]), "{b:?}");
 
         clock.set(NOW + 3600);
         assert_eq!(status(&p, &mark, &keys).await, "expired");
         clock.set(NOW + 10);
         block(&p, TM, LEAF).await;
         assert_eq!(status(&p, &mark, &keys).await, "revoked", "{b:?}");
+        let list = p.get("/list?trust_marked=true").await;
+        assert_eq!(list.json::<Value>().await.unwrap(), json!([]), "revoked");
         let r = p.get(&format!("/trust-mark?{}", query(LEAF))).await;
         assert_eq!(r.status(), 403);
 

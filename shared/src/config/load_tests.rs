@@ -262,7 +262,11 @@ fn refresh_concurrency_is_read_and_must_be_positive() {
 #[test]
 fn trust_mark_legacy_id_defaults_on_and_can_be_turned_off() {
     assert!(ok(None, &[]).settings.federation.trust_mark_legacy_id);
-    assert!(env_names().unwrap().contains_key("SVC_FEDERATION_TRUST_MARK_LEGACY_ID"));
+    assert!(
+        env_names()
+            .unwrap()
+            .contains_key("SVC_FEDERATION_TRUST_MARK_LEGACY_ID")
+    );
     let s = ok(None, &[("SVC_FEDERATION_TRUST_MARK_LEGACY_ID", "false")]).settings;
     assert!(!s.federation.trust_mark_legacy_id);
 }
