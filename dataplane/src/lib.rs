@@ -23,6 +23,11 @@ pub mod signing;
 pub mod single_flight;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+#[path = "trust_mark_router_tests.rs"]
+mod trust_mark_router_tests;
+#[cfg(test)]
+mod trust_mark_test_support;
 
 use std::sync::Arc;
 
@@ -45,6 +50,9 @@ pub struct DataPlane {
     historical_cache: endpoints::historical_keys::HistoricalKeysCache,
     list_cache: endpoints::list::ListCache,
     fetch_flights: endpoints::fetch::Flights,
+    trust_mark_cache: endpoints::trust_mark::MarkCache,
+    /// `federation.trust_mark_legacy_id`: issued marks also carry `id`.
+    trust_mark_legacy_id: bool,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -93,6 +101,8 @@ impl DataPlane {
             historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
             list_cache: endpoints::list::ListCache::new(),
             fetch_flights: endpoints::fetch::Flights::default(),
+            trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
+            trust_mark_legacy_id: federation.trust_mark_legacy_id,
         })
     }
 

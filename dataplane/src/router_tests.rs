@@ -103,12 +103,8 @@ async fn a_wrong_method_is_405_naming_the_allowed_one() {
 #[tokio::test]
 async fn types_not_built_yet_answer_501() {
     let not_built = [
-        EndpointType::TrustMarkStatus,
-        EndpointType::TrustMarkListing,
-        EndpointType::TrustMark,
         EndpointType::Enroll,
         EndpointType::EnrollRequest,
-        EndpointType::TrustMarkRequest,
         EndpointType::EntityCollection,
     ];
     let mut builder = federation();

@@ -16,7 +16,10 @@ use pharos_shared::subordinate::{
     StatementSlot, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
 };
 use pharos_shared::time::ManualClock;
-use serde_json::Value;
+use pharos_shared::trust_mark_issuer::{
+    EligibilityMode, IssuanceSpec, IssuedMark, Subject, SubjectStatus, TrustMarks,
+};
+use serde_json::{Map, Value};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
@@ -83,6 +86,7 @@ pub struct SnapshotBuilder {
     signer: Arc<dyn Signer>,
     endpoints: Vec<EndpointEntry>,
     subordinates: Vec<Arc<Subordinate>>,
+    trust_marks: TrustMarks,
 }
 
 impl SnapshotBuilder {
@@ -93,7 +97,59 @@ impl SnapshotBuilder {
             signer: Arc::new(SigningKey::generate(Algorithm::ES256, 0).unwrap()),
             endpoints: Vec::new(),
             subordinates: Vec::new(),
+            trust_marks: TrustMarks::default(),
         }
+    }
+
+    /// An issuance spec of `trust_mark_type` (db_only, no cache) shaped by `f`.
+    pub fn mark_spec(mut self, trust_mark_type: &str, f: impl FnOnce(&mut IssuanceSpec)) -> Self {
+        let mut spec = IssuanceSpec {
+            id: i64::try_from(self.trust_marks.specs.len()).unwrap() + 1,
+            trust_mark_type: trust_mark_type.into(),
+            lifetime: None,
+            ref_uri: None,
+            logo_uri: None,
+            delegation_jwt: None,
+            additional_claims: Map::new(),
+            eligibility: EligibilityMode::DbOnly,
+            checker: None,
+            check_cache_ttl: 0,
+            cache_ttl: 0,
+            version: 1,
+        };
+        f(&mut spec);
+        self.trust_marks
+            .specs
+            .insert(trust_mark_type.into(), Arc::new(spec));
+        self
+    }
+
+    /// Subject `entity_id` of `trust_mark_type` with `status`, extra claims and `version`.
+    pub fn mark_subject(
+        mut self,
+        trust_mark_type: &str,
+        entity_id: &str,
+        status: SubjectStatus,
+        claims: Value,
+        version: u64,
+    ) -> Self {
+        let subject = Subject {
+            id: i64::try_from(self.trust_marks.subjects.len()).unwrap() + 1,
+            entity_id: entity_id.into(),
+            status,
+            additional_claims: claims.as_object().cloned().unwrap_or_default(),
+            version,
+        };
+        let key = (trust_mark_type.to_owned(), entity_id.to_owned());
+        self.trust_marks.subjects.insert(key, Arc::new(subject));
+        self
+    }
+
+    /// An instance issued earlier.
+    pub fn issued_mark(mut self, mark: IssuedMark) -> Self {
+        let jti: Arc<str> = Arc::from(mark.jti.as_str());
+        self.trust_marks.issued.insert(jti, Arc::new(mark));
+        self
     }
 
     /// Our signing key.
@@ -163,7 +219,7 @@ impl SnapshotBuilder {
                 historical: Vec::new(),
             }),
             subordinates: Arc::new(Subordinates::new(self.subordinates, Arc::default(), 1)),
-            trust_marks: Default::default(),
+            trust_marks: Arc::new(self.trust_marks),
             statements_generation: self.generation,
         }
     }

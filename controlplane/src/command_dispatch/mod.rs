@@ -12,16 +12,22 @@
 //!   that fetch's outcome instead of starting another, without a task of its own.
 //! - jwks_update: [`PUSHES_AT_ONCE`] (each takes the writer lock; more would only queue).
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
+//! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
+//!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
 //! stays fixed however many requests arrive.
 
 pub mod flights;
+mod trust_marks;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod trust_marks_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +46,10 @@ use flights::{Flights, Joined};
 pub const PUSHES_AT_ONCE: usize = 8;
 /// Client assertion identifiers recorded at once (one small insert each).
 pub const JTI_RECORDS_AT_ONCE: usize = 64;
+/// Issued trust marks recorded at once (each takes the writer lock for one insert).
+pub const MARK_RECORDS_AT_ONCE: usize = 64;
+/// Trust mark requests stored at once (each takes the writer lock).
+pub const MARK_REQUESTS_AT_ONCE: usize = 8;
 /// Triggers that may wait for one subordinate's fetch (each is one stored reply channel).
 pub const TRIGGER_WAITERS: usize = 1_024;
 
@@ -53,6 +63,8 @@ pub struct Dispatcher<F> {
     triggers: Arc<Flights<TriggerOutcome>>,
     pushes: Arc<Semaphore>,
     jti_records: Arc<Semaphore>,
+    mark_records: Arc<Semaphore>,
+    mark_requests: Arc<Semaphore>,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
@@ -63,6 +75,8 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             triggers: Flights::new(TRIGGER_WAITERS),
             pushes: Arc::new(Semaphore::new(PUSHES_AT_ONCE)),
             jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
+            mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
+            mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
         }
     }
 
@@ -99,6 +113,36 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                 let cp = self.refreshers.control().clone();
                 tokio::spawn(async move {
                     let result = record_jti(&cp, &jti, expires_at).await;
+                    drop(permit);
+                    let _ = reply.send(result);
+                });
+            }
+            Command::RecordIssuedTrustMark { mark, reply } => {
+                let Ok(permit) = self.mark_records.clone().try_acquire_owned() else {
+                    let _ = reply.send(Err(Refused::Busy.into()));
+                    return;
+                };
+                let cp = self.refreshers.control().clone();
+                tokio::spawn(async move {
+                    let result = trust_marks::record_issued(&cp, &mark).await;
+                    drop(permit);
+                    let _ = reply.send(result);
+                });
+            }
+            Command::RequestTrustMark {
+                trust_mark_type,
+                sub,
+                actor,
+                reply,
+            } => {
+                let Ok(permit) = self.mark_requests.clone().try_acquire_owned() else {
+                    let _ = reply.send(Err(Refused::Busy.into()));
+                    return;
+                };
+                let cp = self.refreshers.control().clone();
+                tokio::spawn(async move {
+                    let actor = actor.as_deref();
+                    let result = trust_marks::request(&cp, &trust_mark_type, &sub, actor).await;
                     drop(permit);
                     let _ = reply.send(result);
                 });

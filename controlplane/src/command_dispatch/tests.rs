@@ -20,7 +20,7 @@ const B: &str = "https://b.example";
 
 /// Every fetch waits for a permit, then fails.
 #[derive(Debug)]
-struct Gate {
+pub(super) struct Gate {
     fetches: AtomicUsize,
     open: Semaphore,
 }
@@ -37,7 +37,7 @@ impl pharos_shared::chain::Fetcher for Gate {
     }
 }
 
-async fn setup(slots: u32) -> (Dispatcher<Gate>, Arc<Gate>, tempfile::TempDir) {
+pub(super) async fn setup(slots: u32) -> (Dispatcher<Gate>, Arc<Gate>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
     let db = Db::connect(&url, 4).await.unwrap();

@@ -15,6 +15,7 @@ pub mod settings;
 pub mod subordinate_events;
 pub mod subordinates;
 pub mod trust_anchors;
+pub mod trust_mark_issuance;
 pub mod trust_marks;
 pub mod users;
 

@@ -83,6 +83,35 @@ pub enum JtiError {
     Internal,
 }
 
+/// Why an issued trust mark could not be recorded (it is then not handed out: a mark the
+/// status endpoint cannot find would be answered 404 there).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordMarkError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
+/// Why a trust mark request was not stored as pending.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MarkRequestError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// No issuance spec has this type (any more).
+    #[error("'trust_mark_type' not known")]
+    UnknownType,
+    /// The subject is blocked for this type.
+    #[error("subject cannot obtain this trust mark")]
+    Blocked,
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
 fn refused(r: Refused) -> FedError {
     FedError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -145,6 +174,27 @@ impl From<JtiError> for FedError {
     }
 }
 
+impl From<RecordMarkError> for FedError {
+    fn from(e: RecordMarkError) -> Self {
+        match e {
+            RecordMarkError::Refused(r) => refused(r),
+            RecordMarkError::Internal => internal(),
+        }
+    }
+}
+
+impl From<MarkRequestError> for FedError {
+    fn from(e: MarkRequestError) -> Self {
+        let d = e.to_string();
+        match e {
+            MarkRequestError::Refused(r) => refused(r),
+            MarkRequestError::UnknownType => FedError::not_found(d),
+            MarkRequestError::Blocked => FedError::new(StatusCode::FORBIDDEN, "invalid_request", d),
+            MarkRequestError::Internal => internal(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +249,18 @@ mod tests {
             (503, "temporarily_unavailable")
         );
         assert_eq!(status(JtiError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn trust_mark_errors_keep_their_statuses() {
+        let busy = RecordMarkError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        assert_eq!(status(RecordMarkError::Internal), (500, "server_error"));
+        let busy = MarkRequestError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));
+        assert_eq!(status(MarkRequestError::Blocked), (403, "invalid_request"));
+        assert_eq!(status(MarkRequestError::Internal), (500, "server_error"));
     }
 
     #[test]

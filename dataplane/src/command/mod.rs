@@ -16,15 +16,16 @@
 //! Statistics must not travel here: a refused command fails its request, whereas a statistics
 //! record should be dropped, never cost a request; they get a bounded buffer of their own.
 //!
-//! Later state-changing features (enroll, enroll_request, trust_mark_request, recording issued
-//! trust marks) become new variants with their own error types; nothing else changes.
+//! Later state-changing features (enroll, enroll_request) become new variants with their own
+//! error types; nothing else changes.
 
 pub mod errors;
 
 use pharos_shared::key_update::SignedJwks;
+use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
-pub use errors::{JtiError, PushError, Refused, TriggerError};
+pub use errors::{JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError};
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
 /// The dispatcher never waits while taking a command (it admits or refuses at once), so the
@@ -68,6 +69,39 @@ pub enum Command {
         /// `true` = first use.
         reply: Reply<bool, JtiError>,
     },
+    /// Record a trust mark instance the data plane has just signed (trust_mark endpoint). The
+    /// JWT is handed out only after this replies, so every mark a client holds is one the
+    /// status and listing endpoints know.
+    RecordIssuedTrustMark {
+        /// The instance (`jti`, type, subject, `iat`, `exp`).
+        mark: IssuedMark,
+        /// Replies once the instance is committed and published.
+        reply: Reply<(), RecordMarkError>,
+    },
+    /// Store `sub` as a pending subject of `trust_mark_type` (trust_mark_request). The data
+    /// plane has checked that the type is issued here and that the subject is neither
+    /// entitled, blocked nor pending in its snapshot; the control plane decides again under
+    /// the writer lock.
+    RequestTrustMark {
+        /// The trust mark type.
+        trust_mark_type: String,
+        /// The entity asking for (or asked for) the mark.
+        sub: String,
+        /// The authenticated client, recorded as the event's actor (`None` without client
+        /// authentication).
+        actor: Option<String>,
+        /// What the control plane found.
+        reply: Reply<MarkRequestOutcome, MarkRequestError>,
+    },
+}
+
+/// The answer to [`Command::RequestTrustMark`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkRequestOutcome {
+    /// The subject is (now) pending an administrator's decision.
+    Pending,
+    /// An administrator approved it meanwhile: it is entitled already.
+    AlreadyEntitled,
 }
 
 /// The data plane's end of the channel.

@@ -2,9 +2,11 @@
 //!
 //! Filters: `entity_type` (repeatable, any-of, as the reference service and the resolve
 //! endpoint read it), `intermediate=true` (subordinates that are federation authorities
-//! themselves, see [`Subordinate::is_intermediate`]). `trust_marked` and `trust_mark_type`
-//! answer `unsupported_parameter` until Pharos tracks issued trust marks. Parameters the
-//! specification does not define are ignored, as OAuth endpoints ignore unknown parameters.
+//! themselves, see [`Subordinate::is_intermediate`]), `trust_marked=true` (holding a valid mark
+//! issued here, of any type) and `trust_mark_type` (holding a valid mark of that type issued
+//! here; the instances the trust mark endpoint recorded, see
+//! [`pharos_shared::trust_mark_issuer::TrustMarks::holders`]). Parameters the specification
+//! does not define are ignored, as OAuth endpoints ignore unknown parameters.
 //!
 //! Entity types that no active subordinate is registered with are dropped from the filter
 //! before anything else (they match nothing), so the distinct filters a client can make are
@@ -12,8 +14,10 @@
 //! walking every record (`intermediate=true` still walks, it needs each record). Every answer
 //! is serialised once per snapshot generation and filter set (the unfiltered list of 100,000
 //! identifiers, and each filtered list asked for), so a repeated request copies a `Bytes`
-//! handle; concurrent first requests for one key compute it once.
+//! handle; concurrent first requests for one key compute it once. Trust mark filters are not
+//! cached: marks expire with the clock, not with a new snapshot.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -22,6 +26,7 @@ use bytes::Bytes;
 use moka::future::Cache;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate::Subordinate;
+use pharos_shared::trust_mark_issuer::MarkStatus;
 
 use super::Call;
 use crate::error::FedError;
@@ -55,14 +60,24 @@ impl ListCache {
 struct Filters {
     entity_types: Vec<String>,
     intermediate: bool,
+    trust_marked: bool,
+    trust_mark_type: Option<String>,
 }
 
-fn unsupported(p: &str) -> FedError {
-    FedError::new(
-        StatusCode::BAD_REQUEST,
-        "unsupported_parameter",
-        format!("parameter '{p}' is not supported"),
-    )
+impl Filters {
+    fn by_trust_marks(&self) -> bool {
+        self.trust_marked || self.trust_mark_type.is_some()
+    }
+}
+
+fn flag(name: &str, v: &str) -> Result<bool, FedError> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(FedError::invalid_request(format!(
+            "parameter '{name}' must be true or false"
+        ))),
+    }
 }
 
 fn filters(query: &str) -> Result<Filters, FedError> {
@@ -70,16 +85,14 @@ fn filters(query: &str) -> Result<Filters, FedError> {
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         match &*k {
             "entity_type" if !v.is_empty() => f.entity_types.push(v.into_owned()),
-            "trust_marked" | "trust_mark_type" => return Err(unsupported(&k)),
-            "intermediate" => match &*v {
-                "true" => f.intermediate = true,
-                "false" => {}
-                _ => {
-                    return Err(FedError::invalid_request(
-                        "parameter 'intermediate' must be true or false",
-                    ));
-                }
-            },
+            "trust_marked" => f.trust_marked = flag(&k, &v)?,
+            "trust_mark_type" if f.trust_mark_type.is_some() => {
+                return Err(FedError::invalid_request(
+                    "parameter 'trust_mark_type' given more than once",
+                ));
+            }
+            "trust_mark_type" if !v.is_empty() => f.trust_mark_type = Some(v.into_owned()),
+            "intermediate" => f.intermediate = flag(&k, &v)?,
             _ => {}
         }
     }
@@ -108,22 +121,26 @@ fn serialise_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Bytes {
 
 /// Answers a list request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let now = call.now;
     if let Some(query) = call.raw_query() {
-        return handle(&call.dp.list_cache, &call.snap, query).await;
+        return handle(&call.dp.list_cache, &call.snap, query, now).await;
     }
     let (cache, snap) = (&call.dp.list_cache, call.snap.clone());
     match call.query().await {
-        Ok(query) => handle(cache, &snap, &query).await,
+        Ok(query) => handle(cache, &snap, &query, now).await,
         Err(e) => e.into_response(),
     }
 }
 
-/// Answers a list request whose query string is `query`.
-async fn handle(cache: &ListCache, snap: &Snapshot, query: &str) -> Response {
+/// Answers a list request whose query string is `query`, at `now`.
+async fn handle(cache: &ListCache, snap: &Snapshot, query: &str, now: i64) -> Response {
     let mut f = match filters(query) {
         Ok(f) => f,
         Err(e) => return e.into_response(),
     };
+    if f.by_trust_marks() {
+        return json(trust_marked(snap, &f, now));
+    }
     // Types no active subordinate has cannot match (the filter is any-of): dropped, so that the
     // cache keys stay few whatever clients send, and a filter of only such types is `[]`.
     if !f.entity_types.is_empty() {
@@ -154,6 +171,29 @@ async fn handle(cache: &ListCache, snap: &Snapshot, query: &str) -> Response {
     json(body)
 }
 
+/// The active subordinates matching `f` that hold a valid mark issued here (of
+/// `f.trust_mark_type`, or of any type).
+fn trust_marked(snap: &Snapshot, f: &Filters, now: i64) -> Bytes {
+    let tm = &snap.trust_marks;
+    let holders: HashSet<&str> = tm
+        .issued
+        .values()
+        .filter(|m| {
+            f.trust_mark_type
+                .as_ref()
+                .is_none_or(|t| *t == m.trust_mark_type)
+        })
+        .filter(|m| m.status(now) == MarkStatus::Active)
+        .map(|m| m.subject.as_str())
+        .collect();
+    let subs = &snap.subordinates;
+    serialise(subs.active().filter(|s| {
+        holders.contains(&*s.entity_id)
+            && s.has_any_type(&f.entity_types)
+            && (!f.intermediate || s.is_intermediate(&subs.general))
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,13 +204,24 @@ mod tests {
             filters("entity_type=b&entity_type=a&entity_type=b&iss=x&intermediate=true").unwrap();
         assert_eq!(f.entity_types, ["a", "b"], "sorted, without duplicates");
         assert!(f.intermediate);
+        assert!(filters("trust_marked=true").unwrap().trust_marked);
+        assert!(!filters("trust_marked=false").unwrap().by_trust_marks());
         assert_eq!(
-            filters("trust_marked=true").unwrap_err().code,
-            "unsupported_parameter"
+            filters("trust_mark_type=x")
+                .unwrap()
+                .trust_mark_type
+                .as_deref(),
+            Some("x")
         );
         assert_eq!(
-            filters("trust_mark_type=x").unwrap_err().code,
-            "unsupported_parameter"
+            filters("trust_marked=yes").unwrap_err().code,
+            "invalid_request"
+        );
+        assert_eq!(
+            filters("trust_mark_type=x&trust_mark_type=y")
+                .unwrap_err()
+                .code,
+            "invalid_request"
         );
         assert_eq!(
             filters("intermediate=yes").unwrap_err().code,

@@ -17,6 +17,10 @@ pub mod historical_keys;
 pub mod jwks_update;
 pub mod list;
 pub mod resolve;
+pub mod trust_mark;
+pub mod trust_mark_listing;
+pub mod trust_mark_request;
+pub mod trust_mark_status;
 
 use std::sync::Arc;
 
@@ -147,13 +151,13 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::HistoricalKeys => historical_keys::serve(call).await,
         EndpointType::JwksUpdate => jwks_update_push(call).await,
         EndpointType::JwksUpdateTrigger => jwks_update_trigger(call).await,
-        EndpointType::TrustMarkStatus
-        | EndpointType::TrustMarkListing
-        | EndpointType::TrustMark
-        | EndpointType::Enroll
-        | EndpointType::EnrollRequest
-        | EndpointType::TrustMarkRequest
-        | EndpointType::EntityCollection => not_implemented(call).await,
+        EndpointType::TrustMark => trust_mark::serve(call).await,
+        EndpointType::TrustMarkStatus => trust_mark_status::serve(call).await,
+        EndpointType::TrustMarkListing => trust_mark_listing::serve(call).await,
+        EndpointType::TrustMarkRequest => trust_mark_request::serve(call).await,
+        EndpointType::Enroll | EndpointType::EnrollRequest | EndpointType::EntityCollection => {
+            not_implemented(call).await
+        }
     }
 }
 

@@ -208,7 +208,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 101);
+    assert_eq!(table.len(), 102);
 }
 
 #[test]
@@ -257,4 +257,16 @@ fn refresh_concurrency_is_read_and_must_be_positive() {
     assert_eq!(s.federation.refresh_concurrency, 4);
     let p = problems(None, &[("SVC_FEDERATION_REFRESH_CONCURRENCY", "0")]);
     assert!(p.iter().any(|m| m.contains("refresh_concurrency")), "{p:?}");
+}
+
+#[test]
+fn trust_mark_legacy_id_defaults_on_and_can_be_turned_off() {
+    assert!(ok(None, &[]).settings.federation.trust_mark_legacy_id);
+    assert!(
+        env_names()
+            .unwrap()
+            .contains_key("SVC_FEDERATION_TRUST_MARK_LEGACY_ID")
+    );
+    let s = ok(None, &[("SVC_FEDERATION_TRUST_MARK_LEGACY_ID", "false")]).settings;
+    assert!(!s.federation.trust_mark_legacy_id);
 }

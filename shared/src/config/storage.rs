@@ -109,7 +109,8 @@ pub struct CacheSettings {
     pub redis_db: u32,
 }
 
-/// `federation.*`: limits on outbound fetches of other entities' statements.
+/// `federation.*`: limits on outbound fetches of other entities' statements, and how the
+/// trust marks we issue are shaped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FederationSettings {
@@ -124,6 +125,10 @@ pub struct FederationSettings {
     /// triggers cannot open more outbound connections than the polls may; a trigger that finds
     /// every slot taken is refused at once (503) instead of queueing.
     pub refresh_concurrency: u32,
+    /// Whether the trust marks we issue also carry the type as `id` (the claim's name before
+    /// `trust_mark_type` existed), so that clients of earlier drafts read them. Extra claims
+    /// are allowed, so carrying both costs conforming clients nothing.
+    pub trust_mark_legacy_id: bool,
 }
 
 impl Default for FederationSettings {
@@ -133,6 +138,7 @@ impl Default for FederationSettings {
             http_timeout: Duration::from_secs(20),
             max_response_bytes: 1_048_576,
             refresh_concurrency: 16,
+            trust_mark_legacy_id: true,
         }
     }
 }

@@ -1,0 +1,72 @@
+//! The Trust Mark Issuer's commands: recording an instance the data plane has signed, and
+//! storing a trust mark request as a pending subject. Both go through [`Write`], so the data
+//! plane's next request sees the change.
+//!
+//! [`Write`]: crate::control_plane::Write
+
+use pharos_dataplane::command::{MarkRequestError, MarkRequestOutcome, RecordMarkError};
+use pharos_shared::trust_mark_issuer::{IssuedMark, SubjectStatus};
+
+use crate::control_plane::ControlPlane;
+use crate::db::trust_mark_issuance as repo;
+
+/// Records `mark` (actor: the service itself) and publishes it.
+pub async fn record_issued(cp: &ControlPlane, mark: &IssuedMark) -> Result<(), RecordMarkError> {
+    let stored = async {
+        let mut w = cp.write(None).await;
+        repo::insert_issued(&cp.db, w.tx().await?, mark).await?;
+        w.touch_issued_mark(&mark.jti);
+        w.commit().await
+    };
+    stored.await.map_err(|e| {
+        tracing::error!(error = %e, jti = %mark.jti, "cannot record an issued trust mark");
+        RecordMarkError::Internal
+    })
+}
+
+/// Stores `sub` as a pending subject of `trust_mark_type` unless the database already decided
+/// otherwise, with a `requested` history event by `actor`.
+pub async fn request(
+    cp: &ControlPlane,
+    trust_mark_type: &str,
+    sub: &str,
+    actor: Option<&str>,
+) -> Result<MarkRequestOutcome, MarkRequestError> {
+    store_request(cp, trust_mark_type, sub, actor)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, %trust_mark_type, %sub, "cannot store a trust mark request");
+            Err(MarkRequestError::Internal)
+        })
+}
+
+/// The outer `Result` is a database failure, the inner one the answer.
+async fn store_request(
+    cp: &ControlPlane,
+    trust_mark_type: &str,
+    sub: &str,
+    actor: Option<&str>,
+) -> crate::Result<Result<MarkRequestOutcome, MarkRequestError>> {
+    let mut w = cp.write(actor).await;
+    // Read under the writer lock: an administrator's decision cannot slip in before the commit.
+    let Some(spec_id) = repo::spec_id(&cp.db, trust_mark_type).await? else {
+        return Ok(Err(MarkRequestError::UnknownType));
+    };
+    let now = cp.now();
+    match repo::subject(&cp.db, spec_id, sub).await? {
+        Some((_, SubjectStatus::Active)) => return Ok(Ok(MarkRequestOutcome::AlreadyEntitled)),
+        Some((_, SubjectStatus::Blocked)) => return Ok(Err(MarkRequestError::Blocked)),
+        Some((_, SubjectStatus::Pending)) => return Ok(Ok(MarkRequestOutcome::Pending)),
+        Some((id, SubjectStatus::Inactive)) => {
+            repo::set_subject_status(&cp.db, w.tx().await?, id, SubjectStatus::Pending, now)
+                .await?;
+        }
+        None => repo::insert_pending_subject(&cp.db, w.tx().await?, spec_id, sub, now).await?,
+    }
+    let pending = Some(SubjectStatus::Pending.as_str());
+    w.trust_mark_event(trust_mark_type, Some(sub), pending, "requested", None)
+        .await?;
+    w.touch(crate::control_plane::Section::TrustMarks);
+    w.commit().await?;
+    Ok(Ok(MarkRequestOutcome::Pending))
+}

@@ -1,0 +1,197 @@
+//! A Trust Mark Issuer for in-process router tests: the control plane is played by a task
+//! that answers the trust mark commands by publishing the snapshot it would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, header};
+use pharos_shared::config::{FederationSettings, JtiBackend};
+use pharos_shared::endpoint::EndpointType;
+use pharos_shared::snapshot::{Snapshot, SnapshotPublisher};
+use pharos_shared::time::ManualClock;
+use pharos_shared::trust_mark_issuer::{IssuedMark, Subject, SubjectStatus, TrustMarks};
+use serde_json::json;
+use tower::ServiceExt as _;
+
+use crate::DataPlane;
+use crate::command::{Command, Commands, MarkRequestOutcome, RecordMarkError};
+use crate::test_support::{Answer, NOW, RP, SnapshotBuilder, get};
+
+/// The type issued in these tests.
+pub const TM: &str = "https://marks.example.org/member";
+/// Query of a trust mark request for [`RP`] and [`TM`].
+pub const TM_RP: &str =
+    "/tm?sub=https%3A%2F%2Frp.example.org&trust_mark_type=https%3A%2F%2Fmarks.example.org%2Fmember";
+
+/// A Trust Mark Issuer at `/tm`, `/status`, `/listing`, `/request` (and `/list`) issuing
+/// [`TM`] (one hour, a `ref`, extra claims `a` and `b`) to the active subject [`RP`] (whose
+/// own `b` wins).
+pub fn issuer() -> SnapshotBuilder {
+    SnapshotBuilder::new()
+        .endpoint(EndpointType::TrustMark, "/tm")
+        .endpoint(EndpointType::TrustMarkStatus, "/status")
+        .endpoint(EndpointType::TrustMarkListing, "/listing")
+        .endpoint(EndpointType::TrustMarkRequest, "/request")
+        .endpoint(EndpointType::List, "/list")
+        .subordinate(RP)
+        .mark_spec(TM, |s| {
+            s.lifetime = Some(3600);
+            s.ref_uri = Some("https://marks.example.org/about".into());
+            s.additional_claims = json!({"a": 1, "b": "spec", "iss": "forged"})
+                .as_object()
+                .cloned()
+                .unwrap();
+        })
+        .mark_subject(TM, RP, SubjectStatus::Active, json!({"b": "subject"}), 1)
+}
+
+/// How the fake control plane answers [`Command::RecordIssuedTrustMark`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Records {
+    /// Inserts the instance and publishes.
+    Work,
+    /// Fails (a database error).
+    Fail,
+}
+
+/// A running issuer over `first`, its clock and its publisher.
+pub struct Issuer {
+    pub dp: Arc<DataPlane>,
+    pub publisher: Arc<SnapshotPublisher>,
+    pub clock: Arc<ManualClock>,
+}
+
+impl Issuer {
+    pub fn start(first: Snapshot, records: Records, federation: &FederationSettings) -> Self {
+        let publisher = Arc::new(SnapshotPublisher::new(first));
+        let clock = ManualClock::new(NOW);
+        let (commands, mut rx) = Commands::channel();
+        let dp = DataPlane::connected(
+            publisher.reader(),
+            clock.clone(),
+            federation,
+            commands,
+            &JtiBackend::Cache,
+        );
+        let p = publisher.clone();
+        tokio::spawn(async move {
+            while let Some(cmd) = rx.recv().await {
+                match cmd {
+                    Command::RecordIssuedTrustMark { reply, .. } if records == Records::Fail => {
+                        let _ = reply.send(Err(RecordMarkError::Internal));
+                    }
+                    Command::RecordIssuedTrustMark { mark, reply } => {
+                        change(&p, |tm| {
+                            let jti = Arc::from(mark.jti.as_str());
+                            tm.issued.insert(jti, Arc::new(mark));
+                        });
+                        let _ = reply.send(Ok(()));
+                    }
+                    Command::RequestTrustMark {
+                        trust_mark_type,
+                        sub,
+                        reply,
+                        ..
+                    } => {
+                        change(&p, |tm| {
+                            let subject = Subject {
+                                id: 99,
+                                entity_id: sub.clone(),
+                                status: SubjectStatus::Pending,
+                                additional_claims: Default::default(),
+                                version: 99,
+                            };
+                            tm.subjects
+                                .insert((trust_mark_type, sub), Arc::new(subject));
+                        });
+                        let _ = reply.send(Ok(MarkRequestOutcome::Pending));
+                    }
+                    other => panic!("unexpected command {other:?}"),
+                }
+            }
+        });
+        Self {
+            dp,
+            publisher,
+            clock,
+        }
+    }
+
+    /// With working records and default settings.
+    pub fn new(first: Snapshot) -> Self {
+        Self::start(first, Records::Work, &FederationSettings::default())
+    }
+
+    pub fn snap(&self) -> Arc<Snapshot> {
+        self.publisher.load_full()
+    }
+
+    pub async fn get(&self, uri: &str) -> Answer {
+        get(&self.dp, uri).await
+    }
+
+    /// `POST uri` with a form body.
+    pub async fn post(&self, uri: &str, form: &[(&str, &str)]) -> Answer {
+        let body = form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let req = Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap();
+        let resp = crate::router(self.dp.clone()).oneshot(req).await.unwrap();
+        let (parts, body) = resp.into_parts();
+        Answer {
+            status: parts.status,
+            headers: parts.headers,
+            body: axum::body::to_bytes(body, usize::MAX).await.unwrap(),
+        }
+    }
+
+    /// Publishes the snapshot with its trust marks changed by `f`.
+    pub fn change(&self, f: impl FnOnce(&mut TrustMarks)) {
+        change(&self.publisher, f);
+    }
+}
+
+fn change(p: &SnapshotPublisher, f: impl FnOnce(&mut TrustMarks)) {
+    let mut next = Snapshot::clone(&p.load_full());
+    let mut tm = TrustMarks::clone(&next.trust_marks);
+    f(&mut tm);
+    next.trust_marks = Arc::new(tm);
+    next.generation += 1;
+    p.publish(Arc::new(next));
+}
+
+/// An instance of [`TM`] for `subject`.
+pub fn instance(
+    jti: &str,
+    subject: &str,
+    expires_at: Option<i64>,
+    revoked_at: Option<i64>,
+) -> IssuedMark {
+    IssuedMark {
+        jti: jti.into(),
+        trust_mark_type: TM.into(),
+        subject: subject.into(),
+        issued_at: NOW - 100,
+        expires_at,
+        revoked_at,
+    }
+}
+
+/// `s` percent-encoded for a query.
+pub fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// Asserts an error answer.
+pub fn refused(a: &Answer, status: u16, code: &str) {
+    assert_eq!(a.status.as_u16(), status, "{:?}", a.body);
+    assert_eq!(a.content_type(), "application/json");
+    assert_eq!(a.json()["error"], code, "{:?}", a.body);
+}

@@ -1,0 +1,196 @@
+//! The Trust Mark Issuer's federation endpoints end to end: a mark obtained at the trust_mark
+//! endpoint verifies with our Entity Configuration's keys, the status endpoint follows it
+//! through expiry (injected clock) and revocation, the listing names its holder, and a
+//! trust_mark_request leaves a pending subject with its history row.
+
+use pharos_controlplane::control_plane::Section;
+use pharos_shared::jose::{self, Jwks};
+use pharos_shared::time::ManualClock;
+use pharos_shared::trust_mark_issuer::SubjectStatus;
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use crate::fetch_list::{add, enable};
+use crate::support::{Pharos, TestDb, backends};
+
+const NOW: i64 = 1_900_000_000;
+const TM: &str = "https://marks.example.org/member";
+const LEAF: &str = "https://leaf.example.org";
+
+fn control(p: &Pharos) -> &pharos_controlplane::control_plane::ControlPlane {
+    &p.app.as_ref().unwrap().control
+}
+
+/// Stores an issuance spec of `tm_type` (`lifetime` seconds) with `subject` active, through
+/// the control plane's write path. The one place to switch to the trust mark Admin API.
+async fn seed(p: &Pharos, tm_type: &str, lifetime: i64, subject: &str) {
+    let cp = control(p);
+    let (db, now) = (cp.db.clone(), cp.now());
+    let mut w = cp.write(Some("test")).await;
+    let c = w.tx().await.unwrap();
+    sqlx::query(db.sql(
+        "INSERT INTO trust_mark_specs (trust_mark_type, lifetime, additional_claims, \
+         description, cache_ttl, created_at, updated_at) VALUES (?, ?, '{\"level\": 2}', '', 0, ?, ?)",
+    ))
+    .bind(tm_type)
+    .bind(lifetime)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *c)
+    .await
+    .unwrap();
+    sqlx::query(db.sql(
+        "INSERT INTO trust_mark_subjects (spec_id, entity_id, status, additional_claims, \
+         description, created_at, updated_at) \
+         SELECT id, ?, 'active', '{}', '', ?, ? FROM trust_mark_specs WHERE trust_mark_type = ?",
+    ))
+    .bind(subject)
+    .bind(now)
+    .bind(now)
+    .bind(tm_type)
+    .execute(&mut *c)
+    .await
+    .unwrap();
+    w.touch(Section::TrustMarks);
+    w.commit().await.unwrap();
+}
+
+/// Blocks `subject` and revokes its marks, as the Admin API's status route does.
+async fn block(p: &Pharos, tm_type: &str, subject: &str) {
+    let cp = control(p);
+    let (db, now) = (cp.db.clone(), cp.now());
+    let mut w = cp.write(Some("test")).await;
+    let c = w.tx().await.unwrap();
+    sqlx::query(db.sql(
+        "UPDATE trust_mark_subjects SET status = 'blocked', updated_at = ? WHERE entity_id = ?",
+    ))
+    .bind(now)
+    .bind(subject)
+    .execute(&mut *c)
+    .await
+    .unwrap();
+    sqlx::query(db.sql(
+        "UPDATE issued_trust_marks SET revoked_at = ? \
+         WHERE trust_mark_type = ? AND subject = ? AND revoked_at IS NULL",
+    ))
+    .bind(now)
+    .bind(tm_type)
+    .bind(subject)
+    .execute(&mut *c)
+    .await
+    .unwrap();
+    w.touch(Section::TrustMarks);
+    w.commit().await.unwrap();
+}
+
+fn query(sub: &str) -> String {
+    let q: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("sub", sub)
+        .append_pair("trust_mark_type", TM)
+        .finish();
+    q
+}
+
+/// The verified status claims for `mark` (keys from our Entity Configuration).
+async fn status(p: &Pharos, mark: &str, keys: &Jwks) -> Value {
+    let r = p
+        .client
+        .post(p.main_url("/trust-mark-status"))
+        .form(&[("trust_mark", mark)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/trust-mark-status-response+jwt"
+    );
+    let d = jose::verify(&r.text().await.unwrap(), keys).unwrap();
+    assert_eq!(d.header["typ"], "trust-mark-status-response+jwt");
+    assert_eq!(d.claims["trust_mark"], mark);
+    d.claims["status"].clone()
+}
+
+#[tokio::test]
+async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let clock = ManualClock::new(NOW);
+        let p = Pharos::start_with(&db, |_| {}, clock.clone()).await;
+        for (kind, path) in [
+            ("trust_mark", "/trust-mark"),
+            ("trust_mark_status", "/trust-mark-status"),
+            ("trust_mark_listing", "/trust-mark-listing"),
+            ("trust_mark_request", "/trust-mark-request"),
+            ("list", "/list"),
+        ] {
+            enable(&p, kind, path, json!({})).await;
+        }
+        seed(&p, TM, 3600, LEAF).await;
+        add(&p, LEAF, json!({})).await;
+        add(&p, "https://other.example.org", json!({})).await;
+
+        let r = p.get(&format!("/trust-mark?{}", query(LEAF))).await;
+        assert_eq!(r.status(), 200, "{b:?}");
+        assert_eq!(r.headers()["content-type"], "application/trust-mark+jwt");
+        let mark = r.text().await.unwrap();
+        let ec = p.entity_configuration().await;
+        let keys: Jwks = serde_json::from_value(ec.claims["jwks"].clone()).unwrap();
+        let d = jose::verify(&mark, &keys).unwrap();
+        assert_eq!(d.header["typ"], "trust-mark+jwt");
+        let c = &d.claims;
+        assert_eq!(
+            (&c["iss"], &c["sub"]),
+            (&json!(p.entity_id()), &json!(LEAF))
+        );
+        assert_eq!((&c["trust_mark_type"], &c["id"]), (&json!(TM), &json!(TM)));
+        assert_eq!((&c["iat"], &c["exp"]), (&json!(NOW), &json!(NOW + 3600)));
+        assert_eq!(c["level"], 2, "the spec's extra claim");
+        let jti = c["jti"].as_str().unwrap();
+        assert!(control(&p).snapshot().trust_marks.issued.contains_key(jti));
+
+        assert_eq!(status(&p, &mark, &keys).await, "active", "{b:?}");
+        let listing = p
+            .get(&format!(
+                "/trust-mark-listing?trust_mark_type={}",
+                crate::support::enc(TM)
+            ))
+            .await;
+        assert_eq!(listing.json::<Value>().await.unwrap(), json!([LEAF]));
+        let list = p.get("/list?trust_marked=true").await;
+        assert_eq!(list.json::<Value>().await.unwrap(), json!([LEAF]), "{b:?}");
+
+        clock.set(NOW + 3600);
+        assert_eq!(status(&p, &mark, &keys).await, "expired");
+        clock.set(NOW + 10);
+        block(&p, TM, LEAF).await;
+        assert_eq!(status(&p, &mark, &keys).await, "revoked", "{b:?}");
+        let list = p.get("/list?trust_marked=true").await;
+        assert_eq!(list.json::<Value>().await.unwrap(), json!([]), "revoked");
+        let r = p.get(&format!("/trust-mark?{}", query(LEAF))).await;
+        assert_eq!(r.status(), 403);
+
+        // A request leaves a pending subject and a history row.
+        let new = "https://new.example.org";
+        let r = p.get(&format!("/trust-mark-request?{}", query(new))).await;
+        assert_eq!(r.status(), 202, "{b:?}");
+        let snap = control(&p).snapshot();
+        let s = &snap.trust_marks.subjects[&(TM.to_owned(), new.to_owned())];
+        assert_eq!(s.status, SubjectStatus::Pending);
+        let cp = control(&p);
+        let row = sqlx::query(
+            cp.db
+                .sql("SELECT type, status, actor FROM trust_mark_events WHERE subject = ?"),
+        )
+        .bind(new)
+        .fetch_one(&cp.db.pool)
+        .await
+        .unwrap();
+        assert_eq!(row.try_get::<String, _>("type").unwrap(), "requested");
+        assert_eq!(row.try_get::<String, _>("status").unwrap(), "pending");
+        assert_eq!(row.try_get::<Option<String>, _>("actor").unwrap(), None);
+        let r = p.get(&format!("/trust-mark?{}", query(new))).await;
+        assert_eq!(r.status(), 202, "pending: no mark yet");
+        p.stop().await;
+    }
+}
