@@ -38,3 +38,5 @@ mod subordinate_docs;
 mod subordinate_settings;
 mod subordinates;
 mod tls;
+mod trust_marks_held;
+mod trust_marks_held_refused;
