@@ -39,3 +39,5 @@ mod subordinate_settings;
 mod subordinates;
 mod tls;
 mod trust_marks_endpoints;
+mod trust_marks_held;
+mod trust_marks_held_refused;

@@ -68,8 +68,14 @@ impl HttpFetcher {
         }
     }
 
-    /// GET `url` and return the body as text, enforcing status, content type and size.
+    /// GET `url` and return the body as text, enforcing status, content type (entity
+    /// statements) and size.
     pub async fn get(&self, url: &str) -> Result<String> {
+        self.get_typed(url, CONTENT_TYPE).await
+    }
+
+    /// [`Self::get`] for a response of media type `media` (sent as `Accept` and required).
+    pub async fn get_typed(&self, url: &str, media_type: &str) -> Result<String> {
         let parsed =
             url::Url::parse(url).map_err(|e| Error::Fetch(format!("{url}: bad URL: {e}")))?;
         check_url(&parsed, self.block_private)?;
@@ -77,7 +83,7 @@ impl HttpFetcher {
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
         let mut resp = client
             .get(parsed)
-            .header(reqwest::header::ACCEPT, CONTENT_TYPE)
+            .header(reqwest::header::ACCEPT, media_type)
             .send()
             .await
             .map_err(fail)?;
@@ -90,9 +96,9 @@ impl HttpFetcher {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let media = ct.split(';').next().unwrap_or("").trim();
-        if !media.eq_ignore_ascii_case(CONTENT_TYPE) {
+        if !media.eq_ignore_ascii_case(media_type) {
             return Err(Error::Fetch(format!(
-                "{url}: content type {ct:?}, expected {CONTENT_TYPE}"
+                "{url}: content type {ct:?}, expected {media_type}"
             )));
         }
         if resp.content_length().is_some_and(|n| n > self.max_bytes) {
@@ -126,6 +132,24 @@ impl Fetcher for HttpFetcher {
     async fn subordinate_statement(&self, fetch_endpoint: &str, sub: &str) -> Result<String> {
         self.get(&fetch_url(fetch_endpoint, sub)?).await
     }
+
+    async fn trust_mark(&self, endpoint: &str, trust_mark_type: &str, sub: &str) -> Result<String> {
+        let url = trust_mark_url(endpoint, trust_mark_type, sub)?;
+        self.get_typed(&url, TRUST_MARK_CONTENT_TYPE).await
+    }
+}
+
+/// Media type of a trust mark response (§8.6.2).
+const TRUST_MARK_CONTENT_TYPE: &str = "application/trust-mark+jwt";
+
+/// `<trust_mark_endpoint>?trust_mark_type=<type>&sub=<sub>`, keeping any query it has.
+pub fn trust_mark_url(endpoint: &str, trust_mark_type: &str, sub: &str) -> Result<String> {
+    let mut u = url::Url::parse(endpoint)
+        .map_err(|e| Error::Fetch(format!("bad trust mark endpoint {endpoint}: {e}")))?;
+    u.query_pairs_mut()
+        .append_pair("trust_mark_type", trust_mark_type)
+        .append_pair("sub", sub);
+    Ok(u.into())
 }
 
 /// An error and its causes on one line: reqwest's own message omits them ("error sending

@@ -19,6 +19,7 @@ pub mod subordinate;
 pub mod subordinate_statement;
 pub mod time;
 pub mod trust_mark;
+pub mod trust_mark_holder;
 pub mod trust_mark_issuer;
 
 pub use error::{Error, Result};

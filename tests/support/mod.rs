@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod trust_mark_issuer;
+
 use std::sync::Arc;
 
 use pharos_controlplane::app::{App, Listeners};

@@ -11,6 +11,7 @@ pub mod entity_config;
 pub mod jti;
 pub mod jwks_polling;
 pub mod keys;
+pub mod published_marks;
 pub mod settings;
 pub mod subordinate_events;
 pub mod subordinates;

@@ -1,10 +1,10 @@
 //! Keeping other entities' keys fresh: the trust anchor and subordinate key refreshers, the
 //! on-demand refresh of the jwks_update_trigger endpoint and the signed push of the
-//! jwks_update endpoint.
+//! jwks_update endpoint; and keeping the trust marks we hold fresh (`held_marks`).
 //!
-//! One background task drives both refreshers: it calls [`Refreshers::tick`] whenever the
-//! earliest entry of either [`schedule::Schedule`] is due, or when the control plane reports
-//! a change of trust anchors or subordinates. Tests call `tick(now)` directly with a manual
+//! One background task drives all refreshers: it calls [`Refreshers::tick`] whenever the
+//! earliest entry of any [`schedule::Schedule`] is due, or when the control plane reports
+//! a change of trust anchors, subordinates or held trust marks. Tests call `tick(now)` directly with a manual
 //! clock and an in-memory fetcher, so the schedule is tested without sleeping.
 //!
 //! Every Entity Configuration fetched here — anchor polls, subordinate polls, triggers — holds
@@ -14,6 +14,7 @@
 //! otherwise (see `crate::command_dispatch`), so a flood of triggers never queues.
 
 mod anchors;
+pub mod held_marks;
 pub mod push;
 pub mod schedule;
 mod subordinates;
@@ -37,6 +38,7 @@ use crate::control_plane::ControlPlane;
 use schedule::Schedule;
 
 pub use anchors::AnchorPoll;
+pub use held_marks::HeldPoll;
 pub use subordinates::SubordinatePoll;
 
 /// Longest sleep of the refresher task; it re-checks at least this often.
@@ -105,6 +107,8 @@ pub struct Refreshers<F> {
     pub anchors: Mutex<Schedule<AnchorPoll>>,
     /// Subordinates polled, by entity identifier.
     pub subordinates: Mutex<Schedule<SubordinatePoll>>,
+    /// The trust marks we hold, by `trust_mark_type`.
+    pub held_marks: Mutex<Schedule<HeldPoll>>,
     booted: std::sync::atomic::AtomicBool,
 }
 
@@ -118,6 +122,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             fetches: Arc::new(Semaphore::new(slots)),
             anchors: Mutex::new(Schedule::default()),
             subordinates: Mutex::new(Schedule::default()),
+            held_marks: Mutex::new(Schedule::default()),
             booted: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -149,13 +154,15 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         self.fetches.available_permits()
     }
 
-    /// Syncs both schedules with the stored state and polls everything due at `now`.
+    /// Syncs the schedules with the stored state and polls (or renews) everything due at
+    /// `now`.
     pub async fn tick(self: &Arc<Self>, now: i64) {
         if let Err(e) = self.sync(now).await {
             tracing::error!(error = %e, "cannot read what to poll; retrying later");
         }
         self.poll_due_anchors(now).await;
         self.poll_due_subordinates(now).await;
+        self.tick_held_marks(now).await;
     }
 
     async fn sync(&self, now: i64) -> crate::error::Result<()> {
@@ -168,11 +175,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         self.sync_changed_subordinates(now).await
     }
 
-    /// The earliest due time of either schedule.
+    /// The earliest due time of any schedule.
     pub async fn next_wake(&self) -> Option<i64> {
         let a = self.anchors.lock().await.next_wake();
         let s = self.subordinates.lock().await.next_wake();
-        [a, s].into_iter().flatten().min()
+        let h = self.held_marks.lock().await.next_wake();
+        [a, s, h].into_iter().flatten().min()
     }
 
     /// Runs the refreshers until `stop` is cancelled.

@@ -106,6 +106,25 @@ impl<S: PartialEq + Clone> Schedule<S> {
         Some(delay)
     }
 
+    /// [`Self::failed`] with the caller's delay rule: `delay` gets the number of consecutive
+    /// failures, this one included (held trust marks back off from their own rate limit).
+    pub fn failed_with(
+        &mut self,
+        id: &str,
+        settings: &S,
+        now: i64,
+        delay: impl FnOnce(u32) -> i64,
+    ) -> Option<i64> {
+        let e = self
+            .entries
+            .get_mut(id)
+            .filter(|e| e.settings == *settings)?;
+        e.backoff.fail();
+        let d = delay(e.backoff.failures()).max(1);
+        e.next_at = now + d;
+        Some(d)
+    }
+
     /// The earliest due time, if anything is polled.
     pub fn next_wake(&self) -> Option<i64> {
         self.entries.values().map(|e| e.next_at).min()
@@ -157,6 +176,18 @@ mod tests {
         s.succeeded("a", &(), 1_000, 50);
         assert_eq!(s.get("a").unwrap().next_at, 1_050);
         assert_eq!(s.failed("a", &(), 1_050), Some(1));
+    }
+
+    #[test]
+    fn a_caller_rule_sets_the_failure_delay_and_a_success_resets_the_count() {
+        let mut s = Schedule::default();
+        s.sync("a", Some(()), 0);
+        let rule = |f: u32| 60 * i64::from(f);
+        assert_eq!(s.failed_with("a", &(), 0, rule), Some(60));
+        assert_eq!(s.failed_with("a", &(), 60, rule), Some(120));
+        assert_eq!(s.get("a").unwrap().next_at, 180);
+        s.succeeded("a", &(), 200, 10);
+        assert_eq!(s.failed_with("a", &(), 210, rule), Some(60));
     }
 
     #[test]

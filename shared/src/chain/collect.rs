@@ -29,6 +29,24 @@ pub trait Fetcher: Send + Sync {
         fetch_endpoint: &str,
         sub: &str,
     ) -> impl Future<Output = Result<String>> + Send;
+
+    /// The compact JWT from `<trust_mark_endpoint>?trust_mark_type=<type>&sub=<sub>` (§8.6),
+    /// served as `application/trust-mark+jwt`: how the control plane obtains the trust marks
+    /// it holds. Chain collection never calls it, so fetchers that serve only statements (the
+    /// tests' in-memory ones) need not implement it.
+    fn trust_mark(
+        &self,
+        trust_mark_endpoint: &str,
+        trust_mark_type: &str,
+        sub: &str,
+    ) -> impl Future<Output = Result<String>> + Send {
+        let _ = (trust_mark_endpoint, trust_mark_type, sub);
+        async {
+            Err(Error::Fetch(
+                "this fetcher does not fetch trust marks".into(),
+            ))
+        }
+    }
 }
 
 /// A candidate chain: compact JWSs from the subject's EC to the anchor's EC, plus the index of

@@ -1,10 +1,11 @@
 //! `/entity-configuration`: what our Entity Configuration says, edited at run time. The
-//! preview, the published keys and the lifetime are here; metadata, authority hints and
-//! additional claims have a file each.
+//! preview, the published keys and the lifetime are here; metadata, authority hints,
+//! additional claims and the trust marks we hold have a file each.
 
 mod claims;
 mod hints;
 mod metadata;
+mod trust_marks;
 
 use std::sync::Arc;
 
@@ -55,6 +56,12 @@ pub fn routes() -> crate::admin::Routes {
             claims::get_claim_row,
             claims::put_claim_row,
             claims::delete_claim_row
+        ))
+        .routes(routes!(trust_marks::list_held, trust_marks::add_held))
+        .routes(routes!(
+            trust_marks::get_held,
+            trust_marks::put_held,
+            trust_marks::delete_held
         ))
 }
 
