@@ -52,7 +52,7 @@ pub fn payload(snap: &Snapshot, now: i64) -> Map<String, Value> {
     }
     let tm = &snap.trust_marks;
     let held: Vec<Value> = held_marks(snap, now)
-        .map(|m| json!({"trust_mark_type": m.trust_mark_type, "trust_mark": m.trust_mark}))
+        .map(|m| crate::trust_mark_issuer::entry(&m.trust_mark_type, &m.trust_mark, tm.legacy_id))
         .collect();
     if !held.is_empty() {
         claims.insert("trust_marks".into(), Value::Array(held));

@@ -30,9 +30,10 @@ pub struct VerifiedTrustMark {
 }
 
 impl VerifiedTrustMark {
-    /// The `{"trust_mark_type", "trust_mark"}` object of an EC or resolve response.
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({"trust_mark_type": self.trust_mark_type, "trust_mark": self.trust_mark})
+    /// The `{"trust_mark_type", "trust_mark"}` object of an EC or resolve response (with the
+    /// `id` alias when `legacy_id`, see [`crate::trust_mark_issuer::entry`]).
+    pub fn to_json(&self, legacy_id: bool) -> Value {
+        crate::trust_mark_issuer::entry(&self.trust_mark_type, &self.trust_mark, legacy_id)
     }
 }
 

@@ -48,6 +48,20 @@ pub struct TrustMarks {
     pub issued: imbl::HashMap<Arc<str>, Arc<IssuedMark>>,
     /// The marks we hold ourselves, published in our Entity Configuration's `trust_marks`.
     pub published: Vec<PublishedMark>,
+    /// `federation.trust_mark_legacy_id`: `trust_marks` entries (in our Entity Configuration
+    /// and in resolve responses) and marks we issue also carry the type as `id`, which clients
+    /// of drafts before `trust_mark_type` require (e.g. `@openid-federation/core` 0.2 rejects a
+    /// configuration whose entries lack it).
+    pub legacy_id: bool,
+}
+
+/// A `trust_marks` entry: `{trust_mark_type, trust_mark}`, plus `id` with `legacy_id`.
+pub fn entry(trust_mark_type: &str, trust_mark: &str, legacy_id: bool) -> Value {
+    let mut e = json!({"trust_mark_type": trust_mark_type, "trust_mark": trust_mark});
+    if legacy_id {
+        e["id"] = json!(trust_mark_type);
+    }
+    e
 }
 
 /// One trust mark type: its owner (delegation) and the issuers recognised for it.

@@ -46,7 +46,7 @@ fn a_valid_mark_from_an_admitted_issuer_is_kept() {
     assert_eq!(c[0].1, TMI);
     let v = verify(&entry, LEAF, &ta, &jwks(&k), NOW).unwrap();
     assert_eq!(v.exp, Some(NOW + 600));
-    assert_eq!(v.to_json(), entry);
+    assert_eq!(v.to_json(false), entry);
 }
 
 #[test]

@@ -39,7 +39,7 @@ pub async fn snapshot(
         trust_anchors: Arc::new(trust_anchors(db).await?),
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
         subordinates: Arc::new(subordinates(db, versions).await?),
-        trust_marks: Arc::new(trust_marks(db, versions).await?),
+        trust_marks: Arc::new(trust_marks(db, settings, versions).await?),
         statements_generation: 1,
     })
 }
@@ -194,6 +194,8 @@ pub async fn trust_anchors(db: &Db) -> Result<TrustAnchors> {
 }
 
 /// The Trust Mark Issuer's section as stored, specs and subjects stamped with fresh versions.
-pub async fn trust_marks(db: &Db, versions: &AtomicU64) -> Result<TrustMarks> {
-    db::trust_marks::load(db, versions).await
+pub async fn trust_marks(db: &Db, settings: &Settings, versions: &AtomicU64) -> Result<TrustMarks> {
+    let mut tm = db::trust_marks::load(db, versions).await?;
+    tm.legacy_id = settings.federation.trust_mark_legacy_id;
+    Ok(tm)
 }

@@ -153,7 +153,8 @@ impl ControlPlane {
                     }
                 }
                 Section::TrustMarks => {
-                    next.trust_marks = Arc::new(load::trust_marks(&self.db, &self.versions).await?)
+                    next.trust_marks =
+                        Arc::new(load::trust_marks(&self.db, &self.settings, &self.versions).await?)
                 }
                 Section::SubordinateGeneral => {
                     let mut subs =

@@ -33,6 +33,8 @@ pub async fn load(db: &Db, versions: &AtomicU64) -> Result<TrustMarks> {
         subjects: subjects(db, &version).await?,
         issued: issued(db).await?,
         published: published(db).await?,
+        // A setting, not a row: the caller sets it.
+        legacy_id: false,
     })
 }
 

@@ -172,7 +172,15 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
         entity_types: job.entity_types.clone(),
     };
     let res = ctx.resolver.resolve(&q, grace_rule(cfg), now).await?;
-    let claims = response_claims(&snap.entity_id, &res.chain, &res.marks, now, None);
+    let legacy_id = snap.trust_marks.legacy_id;
+    let claims = response_claims(
+        &snap.entity_id,
+        &res.chain,
+        &res.marks,
+        now,
+        None,
+        legacy_id,
+    );
     let jwt = signing::sign(
         &snap.keys.signer,
         pharos_shared::chain::RESOLVE_RESPONSE_TYP,

@@ -84,6 +84,7 @@ pub async fn sign(
     aud: Option<&str>,
     now: i64,
 ) -> Result<String> {
-    let claims = response_claims(&snap.entity_id, &res.chain, &res.marks, now, aud);
+    let legacy_id = snap.trust_marks.legacy_id;
+    let claims = response_claims(&snap.entity_id, &res.chain, &res.marks, now, aud, legacy_id);
     signing::sign(&snap.keys.signer, RESOLVE_RESPONSE_TYP, claims).await
 }

@@ -30,6 +30,7 @@ pub fn response_claims(
     marks: &[VerifiedTrustMark],
     now: i64,
     aud: Option<&str>,
+    legacy_id: bool,
 ) -> Map<String, Value> {
     let subject = chain
         .subject_claims
@@ -44,7 +45,7 @@ pub fn response_claims(
     c.insert("metadata".into(), chain.metadata.clone());
     c.insert("trust_chain".into(), json!(chain.chain));
     if !marks.is_empty() {
-        let marks: Vec<Value> = marks.iter().map(VerifiedTrustMark::to_json).collect();
+        let marks: Vec<Value> = marks.iter().map(|m| m.to_json(legacy_id)).collect();
         c.insert("trust_marks".into(), Value::Array(marks));
     }
     if let Some(aud) = aud {
@@ -95,7 +96,7 @@ mod tests {
 
     #[test]
     fn claims_carry_aud_and_trust_marks_only_when_there_are_some() {
-        let c = response_claims("https://r.example", &chain(), &[], 1_000, None);
+        let c = response_claims("https://r.example", &chain(), &[], 1_000, None, true);
         assert_eq!(c["sub"], "https://leaf.example");
         assert_eq!(c["iat"], 1_000);
         assert_eq!(c["trust_chain"], json!(["a.b.c", "d.e.f"]));
@@ -106,9 +107,14 @@ mod tests {
             &[mark(Some(1_200))],
             1_000,
             Some("https://c"),
+            true,
         );
         assert_eq!(c["aud"], "https://c");
         assert_eq!(c["exp"], 1_200);
         assert_eq!(c["trust_marks"][0]["trust_mark"], "x.y.z");
+        let tm_type = &c["trust_marks"][0]["trust_mark_type"];
+        assert_eq!(&c["trust_marks"][0]["id"], tm_type, "the legacy id alias");
+        let c = response_claims("https://r", &chain(), &[mark(None)], 1_000, None, false);
+        assert!(c["trust_marks"][0].get("id").is_none());
     }
 }
