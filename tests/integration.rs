@@ -38,3 +38,4 @@ mod subordinate_docs;
 mod subordinate_settings;
 mod subordinates;
 mod tls;
+mod trust_marks_admin;

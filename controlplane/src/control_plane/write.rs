@@ -17,6 +17,7 @@ use tokio::sync::MutexGuard;
 
 use super::{Changes, ControlPlane, Section};
 use crate::db::subordinate_events::{self, NewEvent};
+use crate::db::trust_mark_events::{self, NewTrustMarkEvent};
 use crate::error::Result;
 
 /// A change in progress; see the module documentation.
@@ -93,6 +94,32 @@ impl<'a> Write<'a> {
             actor: actor.as_deref(),
         };
         subordinate_events::record(&db, c, id, now, &e).await
+    }
+
+    /// Records a history event of trust mark type `trust_mark_type` (of its `subject`, when
+    /// given; `status` = the subject's status after the change) in this transaction, with this
+    /// write's actor.
+    pub async fn trust_mark_event(
+        &mut self,
+        trust_mark_type: &str,
+        subject: Option<&str>,
+        status: Option<&str>,
+        kind: &str,
+        message: Option<String>,
+    ) -> Result<()> {
+        let now = self.cp.now();
+        let actor = self.actor.clone();
+        let db = self.cp.db.clone();
+        let c = self.tx().await?;
+        let e = NewTrustMarkEvent {
+            trust_mark_type,
+            subject,
+            kind,
+            status,
+            message,
+            actor: actor.as_deref(),
+        };
+        trust_mark_events::record(&db, c, now, &e).await
     }
 
     /// Commits the transaction (if one was begun), then publishes what was touched while the
