@@ -84,11 +84,21 @@ pub fn claims_object(field: &str, v: Option<Value>) -> ApiResult<Map<String, Val
 /// The eligibility configuration, normalised to `{mode, checker, check_cache_ttl}`; absent or
 /// null = none (`db_only`). The checker is kept as given once it names its type.
 fn eligibility(v: Option<Value>) -> ApiResult<Option<Value>> {
-    let m = match v {
+    let mut m = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(m)) => m,
         Some(_) => return Err(bad("eligibility_config must be a JSON object".into())),
     };
+    // The enroll endpoint's flat form (`checker_type` + `checker_config`) is accepted too.
+    if let Some(t) = m.remove("checker_type") {
+        let config = m.remove("checker_config").unwrap_or(Value::Null);
+        if m.contains_key("checker") {
+            return Err(bad(
+                "eligibility_config: give either checker or checker_type, not both".into(),
+            ));
+        }
+        m.insert("checker".into(), json!({"type": t, "config": config}));
+    }
     if let Some(k) = m
         .keys()
         .find(|k| !["mode", "checker", "check_cache_ttl"].contains(&k.as_str()))
@@ -229,66 +239,5 @@ pub fn patched(stored: SpecRow, patch: Map<String, Value>) -> ApiResult<SpecInpu
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn input(v: Value) -> ApiResult<SpecWrite> {
-        serde_json::from_value::<SpecInput>(v).unwrap().into_write()
-    }
-
-    #[test]
-    fn lifetimes_are_seconds_or_duration_strings() {
-        let t = "https://tm.example/a";
-        assert_eq!(
-            input(json!({"trust_mark_type": t, "lifetime": 86400}))
-                .unwrap()
-                .lifetime,
-            86400
-        );
-        assert_eq!(
-            input(json!({"trust_mark_type": t, "lifetime": "24h"}))
-                .unwrap()
-                .lifetime,
-            86400
-        );
-        assert_eq!(
-            input(json!({"trust_mark_type": t, "lifetime": "7d"}))
-                .unwrap()
-                .lifetime,
-            604_800
-        );
-        assert_eq!(input(json!({"trust_mark_type": t})).unwrap().lifetime, 0);
-        for bad in [json!("soon"), json!(-5), json!([1])] {
-            let e = input(json!({"trust_mark_type": t, "lifetime": bad})).unwrap_err();
-            assert!(e.to_string().starts_with("lifetime"), "{e}");
-        }
-    }
-
-    #[test]
-    fn protected_claims_unknown_modes_and_shapeless_checkers_are_refused() {
-        let t = "https://tm.example/a";
-        let e =
-            input(json!({"trust_mark_type": t, "additional_claims": {"sub": "x"}})).unwrap_err();
-        assert!(e.to_string().contains("\"sub\""), "{e}");
-        let e = input(json!({"trust_mark_type": t, "eligibility_config": {"mode": "magic"}}))
-            .unwrap_err();
-        assert!(e.to_string().contains("eligibility_config.mode"), "{e}");
-        let e = input(json!({"trust_mark_type": t, "eligibility_config": {"mode": "check_only", "checker": {"config": {}}}}))
-            .unwrap_err();
-        assert!(e.to_string().contains("checker"), "{e}");
-        let ok = input(json!({"trust_mark_type": t, "eligibility_config":
-            {"mode": "db_or_check", "checker": {"type": "none"}, "check_cache_ttl": "1m"}}))
-        .unwrap();
-        assert_eq!(
-            ok.eligibility_config,
-            Some(
-                json!({"mode": "db_or_check", "checker": {"type": "none"}, "check_cache_ttl": 60})
-            )
-        );
-        assert!(input(json!({"lifetime": 5})).is_err(), "type required");
-        assert!(
-            input(json!({"trust_mark_type": "42"})).is_err(),
-            "numeric type"
-        );
-    }
-}
+#[path = "spec_input_tests.rs"]
+mod tests;
