@@ -38,6 +38,7 @@ mod subordinate_docs;
 mod subordinate_settings;
 mod subordinates;
 mod tls;
+mod trust_marks_admin;
 mod trust_marks_endpoints;
 mod trust_marks_held;
 mod trust_marks_held_refused;

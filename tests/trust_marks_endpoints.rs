@@ -3,15 +3,15 @@
 //! through expiry (injected clock) and revocation, the listing names its holder, and a
 //! trust_mark_request leaves a pending subject with its history row.
 
-use pharos_controlplane::control_plane::Section;
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::time::ManualClock;
 use pharos_shared::trust_mark_issuer::SubjectStatus;
+use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
 use crate::fetch_list::{add, enable};
-use crate::support::{Pharos, TestDb, backends};
+use crate::support::{Pharos, TestDb, backends, enc};
 
 const NOW: i64 = 1_900_000_000;
 const TM: &str = "https://marks.example.org/member";
@@ -21,66 +21,30 @@ fn control(p: &Pharos) -> &pharos_controlplane::control_plane::ControlPlane {
     &p.app.as_ref().unwrap().control
 }
 
-/// Stores an issuance spec of `tm_type` (`lifetime` seconds) with `subject` active, through
-/// the control plane's write path. The one place to switch to the trust mark Admin API.
+/// Creates an issuance spec of `tm_type` (`lifetime` seconds, extra claim `level: 2`) with
+/// `subject` active, through the Admin API.
 async fn seed(p: &Pharos, tm_type: &str, lifetime: i64, subject: &str) {
-    let cp = control(p);
-    let (db, now) = (cp.db.clone(), cp.now());
-    let mut w = cp.write(Some("test")).await;
-    let c = w.tx().await.unwrap();
-    sqlx::query(db.sql(
-        "INSERT INTO trust_mark_specs (trust_mark_type, lifetime, additional_claims, \
-         description, cache_ttl, created_at, updated_at) VALUES (?, ?, '{\"level\": 2}', '', 0, ?, ?)",
-    ))
-    .bind(tm_type)
-    .bind(lifetime)
-    .bind(now)
-    .bind(now)
-    .execute(&mut *c)
-    .await
-    .unwrap();
-    sqlx::query(db.sql(
-        "INSERT INTO trust_mark_subjects (spec_id, entity_id, status, additional_claims, \
-         description, created_at, updated_at) \
-         SELECT id, ?, 'active', '{}', '', ?, ? FROM trust_mark_specs WHERE trust_mark_type = ?",
-    ))
-    .bind(subject)
-    .bind(now)
-    .bind(now)
-    .bind(tm_type)
-    .execute(&mut *c)
-    .await
-    .unwrap();
-    w.touch(Section::TrustMarks);
-    w.commit().await.unwrap();
+    let spec = json!({"trust_mark_type": tm_type, "lifetime": lifetime,
+        "additional_claims": {"level": 2}});
+    let (s, v) = p
+        .admin(Method::POST, "/trust-marks/issuance-spec", Some(spec))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let path = format!("/trust-marks/issuance-spec/{}/subjects", enc(tm_type));
+    let body = json!({"entity_id": subject, "status": "active"});
+    let (s, v) = p.admin(Method::POST, &path, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
 }
 
-/// Blocks `subject` and revokes its marks, as the Admin API's status route does.
+/// Blocks `subject` through the Admin API's status route (which revokes its marks).
 async fn block(p: &Pharos, tm_type: &str, subject: &str) {
-    let cp = control(p);
-    let (db, now) = (cp.db.clone(), cp.now());
-    let mut w = cp.write(Some("test")).await;
-    let c = w.tx().await.unwrap();
-    sqlx::query(db.sql(
-        "UPDATE trust_mark_subjects SET status = 'blocked', updated_at = ? WHERE entity_id = ?",
-    ))
-    .bind(now)
-    .bind(subject)
-    .execute(&mut *c)
-    .await
-    .unwrap();
-    sqlx::query(db.sql(
-        "UPDATE issued_trust_marks SET revoked_at = ? \
-         WHERE trust_mark_type = ? AND subject = ? AND revoked_at IS NULL",
-    ))
-    .bind(now)
-    .bind(tm_type)
-    .bind(subject)
-    .execute(&mut *c)
-    .await
-    .unwrap();
-    w.touch(Section::TrustMarks);
-    w.commit().await.unwrap();
+    let path = format!(
+        "/trust-marks/issuance-spec/{}/subjects/{}/status",
+        enc(tm_type),
+        enc(subject)
+    );
+    let (s, v) = p.admin_raw(Method::PUT, &path, Some("blocked")).await;
+    assert_eq!(s, 200, "{v}");
 }
 
 fn query(sub: &str) -> String {

@@ -130,45 +130,83 @@ fn check_delegation(jwt: &str, owner: &Value, issuer: &str, tm_type: &str, now: 
         .cloned()
         .and_then(|j| serde_json::from_value(j).ok())
         .ok_or_else(|| bad("trust_mark_owners entry has no usable jwks"))?;
-    let d = jose::verify(jwt, &keys).map_err(|e| bad(format!("delegation: {e}")))?;
-    jose::check_typ(&d, DELEGATION_TYP)?;
+    delegation_problem(jwt, owner_id, &keys, issuer, tm_type, now).map_err(bad)
+}
+
+/// The issuer's side of §7.2: a delegation JWT an administrator stores with an issuance spec
+/// must be one a resolver will accept, so it is checked when stored rather than discovered
+/// broken by every relying party. Same rule as a resolver applies ([`verify`]): `typ`
+/// `trust-mark-delegation+jwt`, signed with one of `owner_jwks`, `iss` = `owner_id`, `sub` =
+/// `issuer` (us), `trust_mark_type` = `tm_type`, `iat` not in the future, `exp` (when present)
+/// in the future. The error names the problem, for the operator.
+pub fn check_delegation_for_issuer(
+    jwt: &str,
+    owner_id: &str,
+    owner_jwks: &Jwks,
+    issuer: &str,
+    tm_type: &str,
+    now: i64,
+) -> std::result::Result<(), String> {
+    delegation_problem(jwt, owner_id, owner_jwks, issuer, tm_type, now)
+}
+
+/// The one delegation rule behind [`verify`] and [`check_delegation_for_issuer`].
+fn delegation_problem(
+    jwt: &str,
+    owner_id: &str,
+    keys: &Jwks,
+    issuer: &str,
+    tm_type: &str,
+    now: i64,
+) -> std::result::Result<(), String> {
+    let unverified = jose::decode_unverified(jwt).map_err(|e| format!("delegation: {e}"))?;
+    jose::check_typ(&unverified, DELEGATION_TYP).map_err(|e| format!("delegation: {e}"))?;
+    let d = jose::verify(jwt, keys)
+        .map_err(|e| format!("delegation is not signed by the owner's keys: {e}"))?;
     let c = &d.claims;
-    if str_claim(c, "iss")? != owner_id {
-        return Err(bad("delegation is not issued by the owner"));
+    if claim(c, "iss")? != owner_id {
+        return Err("delegation is not issued by the owner".into());
     }
-    if str_claim(c, "sub")? != issuer {
-        return Err(bad("delegation is for another issuer"));
+    if claim(c, "sub")? != issuer {
+        return Err("delegation is for another issuer".into());
     }
-    if str_claim(c, "trust_mark_type")? != tm_type {
-        return Err(bad("delegation is for another trust_mark_type"));
+    if claim(c, "trust_mark_type")? != tm_type {
+        return Err("delegation is for another trust_mark_type".into());
     }
-    check_times(c, now).map(|_| ())
+    times(c, now)
+        .map(|_| ())
+        .map_err(|e| format!("delegation: {e}"))
 }
 
 /// `iat` required and not in the future (with [`CLOCK_SKEW`]); `exp` optional and, when
 /// present, in the future. Returns `exp`.
 fn check_times(c: &Map<String, Value>, now: i64) -> Result<Option<i64>> {
-    let iat = c
-        .get("iat")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| bad("iat missing"))?;
+    times(c, now).map_err(bad)
+}
+
+fn times(c: &Map<String, Value>, now: i64) -> std::result::Result<Option<i64>, String> {
+    let iat = c.get("iat").and_then(Value::as_i64).ok_or("iat missing")?;
     if iat > now + CLOCK_SKEW {
-        return Err(bad("iat is in the future"));
+        return Err("iat is in the future".into());
     }
     let exp = match c.get("exp") {
         None => None,
-        Some(v) => Some(v.as_i64().ok_or_else(|| bad("exp is not a number"))?),
+        Some(v) => Some(v.as_i64().ok_or("exp is not a number")?),
     };
     if exp.is_some_and(|e| e <= now) {
-        return Err(bad("expired"));
+        return Err("expired".into());
     }
     Ok(exp)
 }
 
 fn str_claim<'a>(c: &'a Map<String, Value>, name: &str) -> Result<&'a str> {
+    claim(c, name).map_err(bad)
+}
+
+fn claim<'a>(c: &'a Map<String, Value>, name: &str) -> std::result::Result<&'a str, String> {
     c.get(name)
         .and_then(Value::as_str)
-        .ok_or_else(|| bad(format!("{name} missing")))
+        .ok_or_else(|| format!("{name} missing"))
 }
 
 /// The keys of `entity_id` from its Entity Configuration `jws`, after checking that the EC is

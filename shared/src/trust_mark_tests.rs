@@ -151,3 +151,97 @@ fn self_signed_keys_come_from_a_current_self_issued_configuration() {
     assert!(self_signed_keys(&ec(TMI, NOW - 1), TMI, NOW).is_err());
     assert!(self_signed_keys(&ec(LEAF, NOW + 60), TMI, NOW).is_err());
 }
+
+/// The issuer's check of a delegation it is asked to store: one case per refusal.
+mod issuer_side_delegation {
+    use super::*;
+
+    fn delegation(signer: &SigningKey, typ: &str, claims: Value) -> String {
+        sign(signer, typ, claims.as_object().unwrap(), None).unwrap()
+    }
+
+    fn good() -> Value {
+        json!({"iss": OWNER, "sub": TMI, "trust_mark_type": TYPE, "iat": NOW - 5, "exp": NOW + 600})
+    }
+
+    fn check(jwt: &str, owner: &SigningKey) -> std::result::Result<(), String> {
+        check_delegation_for_issuer(jwt, OWNER, &jwks(owner), TMI, TYPE, NOW)
+    }
+
+    fn with(field: &str, v: Value) -> Value {
+        let mut c = good();
+        c[field] = v;
+        c
+    }
+
+    #[test]
+    fn a_current_delegation_from_the_owner_to_us_is_accepted() {
+        let owner = key();
+        assert_eq!(
+            check(&delegation(&owner, DELEGATION_TYP, good()), &owner),
+            Ok(())
+        );
+        let mut no_exp = good();
+        no_exp.as_object_mut().unwrap().remove("exp");
+        assert_eq!(
+            check(&delegation(&owner, DELEGATION_TYP, no_exp), &owner),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn wrong_typ_is_refused() {
+        let owner = key();
+        let e = check(&delegation(&owner, TRUST_MARK_TYP, good()), &owner).unwrap_err();
+        assert!(e.contains("typ"), "{e}");
+    }
+
+    #[test]
+    fn a_signature_by_another_key_is_refused() {
+        let (owner, other) = (key(), key());
+        let e = check(&delegation(&other, DELEGATION_TYP, good()), &owner).unwrap_err();
+        assert!(e.contains("not signed by the owner"), "{e}");
+    }
+
+    #[test]
+    fn another_issuer_owner_or_type_is_refused() {
+        let owner = key();
+        let cases = [
+            ("sub", "https://else.example", "another issuer"),
+            ("iss", "https://else.example", "not issued by the owner"),
+            (
+                "trust_mark_type",
+                "https://tm.example/other",
+                "another trust_mark_type",
+            ),
+        ];
+        for (field, value, want) in cases {
+            let jwt = delegation(&owner, DELEGATION_TYP, with(field, json!(value)));
+            let e = check(&jwt, &owner).unwrap_err();
+            assert!(e.contains(want), "{field}: {e}");
+        }
+    }
+
+    #[test]
+    fn expired_future_or_timeless_delegations_are_refused() {
+        let owner = key();
+        let expired = delegation(&owner, DELEGATION_TYP, with("exp", json!(NOW - 1)));
+        assert!(check(&expired, &owner).unwrap_err().contains("expired"));
+        let future = delegation(&owner, DELEGATION_TYP, with("iat", json!(NOW + 3600)));
+        assert!(check(&future, &owner).unwrap_err().contains("future"));
+        let mut no_iat = good();
+        no_iat.as_object_mut().unwrap().remove("iat");
+        let e = check(&delegation(&owner, DELEGATION_TYP, no_iat), &owner).unwrap_err();
+        assert!(e.contains("iat missing"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_claim_or_garbage_is_refused() {
+        let owner = key();
+        let mut no_sub = good();
+        no_sub.as_object_mut().unwrap().remove("sub");
+        let e = check(&delegation(&owner, DELEGATION_TYP, no_sub), &owner).unwrap_err();
+        assert!(e.contains("sub missing"), "{e}");
+        assert!(check("not.a.jwt", &owner).is_err());
+    }
+}

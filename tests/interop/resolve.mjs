@@ -27,6 +27,8 @@ try {
     chains: chains.length,
     lengths: chains.map((c) => c.chain.length),
     metadata: chains[0]?.resolvedLeafMetadata ?? null,
+    // The leaf's trust marks as the client parsed them (its schema requires `id`).
+    trust_marks: chains[0]?.rawLeafEntityConfiguration?.trust_marks ?? [],
   }));
 } catch (e) {
   console.log(JSON.stringify({ error: String(e?.stack ?? e), cause: e?.cause?.issues ?? String(e?.cause ?? '') }));

@@ -17,6 +17,7 @@ pub mod kms;
 pub mod password;
 pub mod subordinates;
 pub mod trust_anchors;
+pub mod trust_marks;
 pub mod users;
 
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(api_keys::routes())
         .merge(kms::routes())
         .merge(subordinates::routes())
+        .merge(trust_marks::routes())
         .split_for_parts()
         .map_doc(tidy_document)
 }

@@ -8,7 +8,9 @@ use pharos_dataplane::command::{MarkRequestError, MarkRequestOutcome, RecordMark
 use pharos_shared::trust_mark_issuer::{IssuedMark, SubjectStatus};
 
 use crate::control_plane::ControlPlane;
-use crate::db::trust_mark_issuance as repo;
+use crate::db::trust_mark_parties::Key;
+use crate::db::trust_mark_subjects::{self as subjects, SubjectWrite};
+use crate::db::{trust_mark_issuance as repo, trust_mark_specs as specs};
 
 /// Records `mark` (actor: the service itself) and publishes it.
 pub async fn record_issued(cp: &ControlPlane, mark: &IssuedMark) -> Result<(), RecordMarkError> {
@@ -49,22 +51,40 @@ async fn store_request(
 ) -> crate::Result<Result<MarkRequestOutcome, MarkRequestError>> {
     let mut w = cp.write(actor).await;
     // Read under the writer lock: an administrator's decision cannot slip in before the commit.
-    let Some(spec_id) = repo::spec_id(&cp.db, trust_mark_type).await? else {
+    let Some(spec) = specs::get(&cp.db, Key::Name(trust_mark_type)).await? else {
         return Ok(Err(MarkRequestError::UnknownType));
     };
     let now = cp.now();
-    match repo::subject(&cp.db, spec_id, sub).await? {
-        Some((_, SubjectStatus::Active)) => return Ok(Ok(MarkRequestOutcome::AlreadyEntitled)),
-        Some((_, SubjectStatus::Blocked)) => return Ok(Err(MarkRequestError::Blocked)),
-        Some((_, SubjectStatus::Pending)) => return Ok(Ok(MarkRequestOutcome::Pending)),
-        Some((id, SubjectStatus::Inactive)) => {
-            repo::set_subject_status(&cp.db, w.tx().await?, id, SubjectStatus::Pending, now)
-                .await?;
+    let pending = SubjectStatus::Pending.as_str();
+    let stored = subjects::get(&cp.db, spec.id, Key::Name(sub)).await?;
+    match stored
+        .as_ref()
+        .map(|r| (r, SubjectStatus::parse(&r.status)))
+    {
+        Some((_, Some(SubjectStatus::Active))) => {
+            return Ok(Ok(MarkRequestOutcome::AlreadyEntitled));
         }
-        None => repo::insert_pending_subject(&cp.db, w.tx().await?, spec_id, sub, now).await?,
+        Some((_, Some(SubjectStatus::Blocked))) => return Ok(Err(MarkRequestError::Blocked)),
+        Some((_, Some(SubjectStatus::Pending))) => return Ok(Ok(MarkRequestOutcome::Pending)),
+        // Inactive (or a hand-edited unknown word): the request starts over.
+        Some((r, _)) => {
+            let back = SubjectWrite {
+                status: pending,
+                additional_claims: &r.additional_claims,
+                description: &r.description,
+            };
+            subjects::update(&cp.db, w.tx().await?, r.id, &back, now).await?;
+        }
+        None => {
+            let new = SubjectWrite {
+                status: pending,
+                additional_claims: &Default::default(),
+                description: "requested at the trust_mark_request endpoint",
+            };
+            subjects::insert(&cp.db, w.tx().await?, spec.id, sub, &new, now).await?;
+        }
     }
-    let pending = Some(SubjectStatus::Pending.as_str());
-    w.trust_mark_event(trust_mark_type, Some(sub), pending, "requested", None)
+    w.trust_mark_event(trust_mark_type, Some(sub), Some(pending), "requested", None)
         .await?;
     w.touch(crate::control_plane::Section::TrustMarks);
     w.commit().await?;

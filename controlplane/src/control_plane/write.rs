@@ -17,7 +17,7 @@ use tokio::sync::MutexGuard;
 
 use super::{Changes, ControlPlane, Section};
 use crate::db::subordinate_events::{self, NewEvent};
-use crate::db::trust_mark_issuance::{self, NewMarkEvent};
+use crate::db::trust_mark_events::{self, NewTrustMarkEvent};
 use crate::error::Result;
 
 /// A change in progress; see the module documentation.
@@ -96,8 +96,9 @@ impl<'a> Write<'a> {
         subordinate_events::record(&db, c, id, now, &e).await
     }
 
-    /// Records a history event of trust mark type `trust_mark_type` (and `subject`, with its
-    /// status after the change) in this transaction, with this write's actor.
+    /// Records a history event of trust mark type `trust_mark_type` (of its `subject`, when
+    /// given; `status` = the subject's status after the change) in this transaction, with this
+    /// write's actor.
     pub async fn trust_mark_event(
         &mut self,
         trust_mark_type: &str,
@@ -110,7 +111,7 @@ impl<'a> Write<'a> {
         let actor = self.actor.clone();
         let db = self.cp.db.clone();
         let c = self.tx().await?;
-        let e = NewMarkEvent {
+        let e = NewTrustMarkEvent {
             trust_mark_type,
             subject,
             kind,
@@ -118,7 +119,7 @@ impl<'a> Write<'a> {
             message,
             actor: actor.as_deref(),
         };
-        trust_mark_issuance::record_event(&db, c, now, &e).await
+        trust_mark_events::record(&db, c, now, &e).await
     }
 
     /// Commits the transaction (if one was begun), then publishes what was touched while the

@@ -16,7 +16,12 @@ pub mod settings;
 pub mod subordinate_events;
 pub mod subordinates;
 pub mod trust_anchors;
+pub mod trust_mark_events;
 pub mod trust_mark_issuance;
+pub mod trust_mark_parties;
+pub mod trust_mark_specs;
+pub mod trust_mark_subjects;
+pub mod trust_mark_types;
 pub mod trust_marks;
 pub mod users;
 

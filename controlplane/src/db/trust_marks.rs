@@ -17,7 +17,7 @@ use super::Db;
 use crate::error::Result;
 
 /// A JSON object stored as text; anything else (a hand-edited row) reads as empty.
-fn object(text: Option<String>) -> Map<String, Value> {
+pub(crate) fn object(text: Option<String>) -> Map<String, Value> {
     match text.and_then(|t| serde_json::from_str(&t).ok()) {
         Some(Value::Object(m)) => m,
         _ => Map::new(),

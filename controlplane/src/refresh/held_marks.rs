@@ -183,6 +183,14 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 "changed by an administrator during the renewal".into(),
             ));
         }
+        // Another renewal (a concurrent tick) stored a mark since this one read the row: that
+        // one stays, so a mark that was read as current is not replaced behind its reader.
+        if current.trust_mark != row.trust_mark
+            && let Some(theirs) = current.trust_mark.as_deref()
+            && let Ok(held) = holder::check(theirs, us, &row.trust_mark_type, None, now, 0)
+        {
+            return Ok(held);
+        }
         let tx = w.tx().await?;
         repo::set_mark(&self.cp.db, tx, row.id, jwt).await?;
         w.touch(Section::TrustMarks);
