@@ -40,5 +40,6 @@ mod subordinates;
 mod tls;
 mod trust_marks_admin;
 mod trust_marks_endpoints;
+mod trust_marks_federation;
 mod trust_marks_held;
 mod trust_marks_held_refused;

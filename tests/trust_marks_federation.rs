@@ -1,0 +1,151 @@
+//! Trust marks across a federation of Pharos instances on loopback: an issuer Pharos issues a
+//! mark to a leaf Pharos, the leaf obtains it from the issuer's trust_mark endpoint, publishes
+//! it and renews it before it expires; the anchor, which names the issuer in
+//! `trust_mark_issuers`, carries it in its resolve response; and an independent client
+//! (`@openid-federation/core`) sees it in the chain it resolves.
+
+use std::sync::Arc;
+
+use pharos_shared::jose::{self, Jwks};
+use pharos_shared::time::{Clock, ManualClock, SystemClock};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::interop::{node_available, node_resolve};
+use crate::resolve::{enable_resolve, resolve};
+use crate::support::{Backend, Pharos, TestDb, enc};
+
+const TM: &str = "https://marks.example.org/member";
+
+async fn ok(p: &Pharos, method: Method, path: &str, body: Value) -> Value {
+    let (s, v) = p.admin(method, path, Some(body)).await;
+    assert!((200..300).contains(&s), "{path}: {s} {v}");
+    v
+}
+
+/// The verified payload of a held trust mark entry, checked against the issuer's keys.
+fn verify_mark(entry: &Value, issuer_keys: &Jwks) -> Value {
+    assert_eq!(entry["trust_mark_type"], TM, "{entry}");
+    assert_eq!(entry["id"], TM, "the legacy id alias: {entry}");
+    let jwt = entry["trust_mark"].as_str().unwrap();
+    let d = jose::verify(jwt, issuer_keys).unwrap();
+    assert_eq!(d.header["typ"], "trust-mark+jwt");
+    Value::Object(d.claims)
+}
+
+#[tokio::test]
+async fn a_mark_issued_by_pharos_is_held_resolved_and_seen_by_an_independent_client() {
+    let b = Backend::Sqlite;
+    let (db_ta, db_i, db_l) = (
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+    );
+    let ta = Pharos::start(&db_ta).await;
+    let issuer = Pharos::start(&db_i).await;
+    let clock = ManualClock::new(SystemClock.now());
+    let leaf = Pharos::start_with(&db_l, |_| {}, clock.clone() as Arc<dyn Clock>).await;
+    let (ta_id, i_id, l_id) = (
+        ta.entity_id().to_owned(),
+        issuer.entity_id().to_owned(),
+        leaf.entity_id().to_owned(),
+    );
+
+    // The anchor: a superior of the leaf that admits the issuer for the type, and a resolver.
+    let fetch = json!({"type": "fetch", "path": "/fetch", "config": {}});
+    ok(&ta, Method::POST, "/federation-endpoints", fetch).await;
+    enable_resolve(&ta, json!({"allowed_trust_anchors": [ta_id]})).await;
+    let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
+    let sub = json!({"entity_id": l_id, "jwks": leaf_keys});
+    ok(&ta, Method::POST, "/subordinates", sub).await;
+    let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": i_id}]});
+    ok(&ta, Method::POST, "/trust-marks/types", tm_type).await;
+    let ta_ec = ta.entity_configuration().await.claims;
+    assert_eq!(ta_ec["trust_mark_issuers"], json!({TM: [i_id]}));
+
+    // The issuer: a trust_mark endpoint and the leaf entitled.
+    let tm = json!({"type": "trust_mark", "path": "/trust-mark", "config": {}});
+    ok(&issuer, Method::POST, "/federation-endpoints", tm).await;
+    let spec = json!({"trust_mark_type": TM, "lifetime": "1h"});
+    ok(&issuer, Method::POST, "/trust-marks/issuance-spec", spec).await;
+    let path = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
+    ok(&issuer, Method::POST, &path, json!({"entity_id": l_id})).await;
+    let issuer_keys: Jwks =
+        serde_json::from_value(issuer.entity_configuration().await.claims["jwks"].clone()).unwrap();
+
+    // The leaf: under the anchor, holding the issuer's mark.
+    let hint = json!({"entity_id": ta_id});
+    ok(
+        &leaf,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
+    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": i_id,
+        "refresh_grace_period": 600, "refresh_rate_limit": 1});
+    ok(
+        &leaf,
+        Method::POST,
+        "/entity-configuration/trust-marks",
+        held,
+    )
+    .await;
+    let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
+    let mut marks = Value::Null;
+    for _ in 0..100 {
+        refreshers.tick(clock.now()).await;
+        marks = leaf.entity_configuration().await.claims["trust_marks"].clone();
+        if marks.is_array() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let first = marks[0].clone();
+    let claims = verify_mark(&first, &issuer_keys);
+    assert_eq!(
+        (claims["iss"].as_str(), claims["sub"].as_str()),
+        (Some(i_id.as_str()), Some(l_id.as_str()))
+    );
+    assert_eq!(claims["id"], TM);
+    let mark_exp = claims["exp"].as_i64().unwrap();
+    assert!(
+        leaf.entity_configuration().await.claims["exp"]
+            .as_i64()
+            .unwrap()
+            <= mark_exp
+    );
+
+    // The anchor's resolve response carries the mark it admits.
+    let (s, body) = resolve(&ta, &l_id, &[&ta_id], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    let resolved = jose::decode_unverified(&body).unwrap().claims;
+    let carried = &resolved["trust_marks"];
+    assert_eq!(carried.as_array().map(Vec::len), Some(1), "{resolved:?}");
+    assert_eq!(carried[0]["trust_mark"], first["trust_mark"]);
+    assert!(resolved["exp"].as_i64().unwrap() <= mark_exp);
+
+    // An independent client resolves the chain and reads the mark from the leaf.
+    if node_available() {
+        let v = node_resolve(&l_id, &ta_id).await;
+        assert_eq!(v["chains"], 1, "{v}");
+        assert_eq!(v["trust_marks"][0]["id"], TM, "{v}");
+        // The client decodes and checks the mark's JWT against its own schema.
+        let parsed = &v["trust_marks"][0]["trust_mark"];
+        assert_eq!(parsed["header"]["typ"], "trust-mark+jwt", "{v}");
+        assert_eq!(parsed["claims"]["iss"], i_id.as_str(), "{v}");
+        assert_eq!(parsed["claims"]["sub"], l_id.as_str(), "{v}");
+    }
+
+    // Before expiry (inside the leaf's 600 s grace period) the leaf renews the mark.
+    clock.advance(3_600 - 500);
+    refreshers.tick(clock.now()).await;
+    let renewed = leaf.entity_configuration().await.claims["trust_marks"][0].clone();
+    let again = verify_mark(&renewed, &issuer_keys);
+    assert_ne!(renewed["trust_mark"], first["trust_mark"]);
+    assert_ne!(again["jti"], claims["jti"]);
+
+    for p in [ta, issuer, leaf] {
+        p.stop().await;
+    }
+}
