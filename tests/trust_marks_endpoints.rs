@@ -158,3 +158,85 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
         p.stop().await;
     }
 }
+
+/// PUT …/subjects/{subject}/status as `actor`; the status code.
+async fn decide(p: &Pharos, subject: &str, status: &str, actor: &str) -> u16 {
+    let path = format!(
+        "/trust-marks/issuance-spec/{}/subjects/{}/status",
+        enc(TM),
+        enc(subject)
+    );
+    crate::trust_marks_admin::as_actor(p, Method::PUT, &path, status, actor)
+        .await
+        .0
+}
+
+/// The subject's history as (type, status, actor), newest first.
+async fn history(p: &Pharos, subject: &str) -> Vec<(String, String, String)> {
+    let path = format!(
+        "/trust-marks/issuance-spec/{}/subjects/{}/history",
+        enc(TM),
+        enc(subject)
+    );
+    let (s, h) = p.admin(Method::GET, &path, None).await;
+    assert_eq!(s, 200, "{h}");
+    let field = |e: &Value, k: &str| e[k].as_str().unwrap_or("").to_owned();
+    h["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (field(e, "type"), field(e, "status"), field(e, "actor")))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_request_is_approved_or_declined_by_an_administrator_and_history_says_who() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = Pharos::start(&db).await;
+        enable(&p, "trust_mark", "/trust-mark", json!({})).await;
+        enable(&p, "trust_mark_request", "/trust-mark-request", json!({})).await;
+        seed(&p, TM, 3600, LEAF).await;
+        let (yes, no) = (
+            "https://approved.example.org",
+            "https://declined.example.org",
+        );
+        for who in [yes, no] {
+            let r = p.get(&format!("/trust-mark-request?{}", query(who))).await;
+            assert_eq!(r.status(), 202, "{b:?}: pending");
+            let r = p.get(&format!("/trust-mark?{}", query(who))).await;
+            assert_eq!(r.status(), 202, "{b:?}: no mark while pending");
+        }
+        // Approve: the entity obtains the mark; asking again is 204 (already entitled).
+        assert_eq!(decide(&p, yes, "active", "alice").await, 200);
+        let r = p.get(&format!("/trust-mark?{}", query(yes))).await;
+        assert_eq!(r.status(), 200, "{b:?}");
+        assert_eq!(r.headers()["content-type"], "application/trust-mark+jwt");
+        let r = p.get(&format!("/trust-mark-request?{}", query(yes))).await;
+        assert_eq!(r.status(), 204);
+        // Decline: no mark (404, the entity does not hold it).
+        assert_eq!(decide(&p, no, "inactive", "bob").await, 200);
+        let r = p.get(&format!("/trust-mark?{}", query(no))).await;
+        assert_eq!(r.status(), 404, "{b:?}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"], "not_found");
+        // Each step in the history, with its actor (the anonymous request has none).
+        let step = |t: &str, s: &str, a: &str| (t.to_owned(), s.to_owned(), a.to_owned());
+        assert_eq!(
+            history(&p, yes).await,
+            [
+                step("status_updated", "active", "alice"),
+                step("requested", "pending", "")
+            ],
+            "{b:?}"
+        );
+        assert_eq!(
+            history(&p, no).await,
+            [
+                step("status_updated", "inactive", "bob"),
+                step("requested", "pending", "")
+            ]
+        );
+        p.stop().await;
+    }
+}
