@@ -51,6 +51,7 @@ pub struct DataPlane {
     list_cache: endpoints::list::ListCache,
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_cache: endpoints::trust_mark::MarkCache,
+    trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
     /// `federation.trust_mark_legacy_id`: issued marks also carry `id`.
     trust_mark_legacy_id: bool,
     /// The control plane's command channel (state changes requested by requests).
@@ -102,6 +103,7 @@ impl DataPlane {
             list_cache: endpoints::list::ListCache::new(),
             fetch_flights: endpoints::fetch::Flights::default(),
             trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
+            trust_mark_status_cache: Default::default(),
             trust_mark_legacy_id: federation.trust_mark_legacy_id,
         })
     }

@@ -39,6 +39,31 @@ async fn status(i: &Issuer, token: &str) -> String {
 }
 
 #[tokio::test]
+async fn repeated_status_checks_follow_a_revocation_at_once() {
+    let i = Issuer::new(issuer().build());
+    let issued = String::from_utf8(i.get(TM_RP).await.body.to_vec()).unwrap();
+    let jti = jose::decode_unverified(&issued).unwrap().claims["jti"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Asked twice (cached verification and answer), then revoked within the same second.
+    assert_eq!(status(&i, &issued).await, "active");
+    assert_eq!(status(&i, &issued).await, "active");
+    i.change(|tm| {
+        let mut m = pharos_shared::trust_mark_issuer::IssuedMark::clone(&tm.issued[jti.as_str()]);
+        m.revoked_at = Some(NOW - 1);
+        tm.issued.insert(Arc::from(jti.as_str()), Arc::new(m));
+    });
+    assert_eq!(status(&i, &issued).await, "revoked");
+    // A forgery stays invalid however often it is asked about.
+    let forger = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    let forged = token(&forger, "trust-mark+jwt", mark_claims(&jti));
+    for _ in 0..2 {
+        assert_eq!(status(&i, &forged).await, "invalid");
+    }
+}
+
+#[tokio::test]
 async fn status_answers_active_expired_revoked_invalid_and_404() {
     let old = SigningKey::generate(Algorithm::ES256, 0).unwrap();
     let mut snap = issuer()

@@ -217,6 +217,27 @@ print(f'{m(p):.0f}|{m(p):.0f} ({min(p):.0f}–{max(p):.0f}) | {m(n):.0f} | {m(a)
     row "| $label | ${line#*|} |"
 }
 
+# compare_responder LABEL PHAROS_URL REF LUA: like `compare`, for requests nginx cannot answer
+# from a static file (a POST): REPEATS interleaved rounds of Pharos and the responder only.
+compare_responder() {
+    local label=$1 url=$2 ref=$3 lua=$4 r p a
+    local ps=() as=()
+    log "$label: $REPEATS rounds of $DURATION, $CONNS connections, $THREADS threads (no nginx)"
+    for r in $(seq 1 "$REPEATS"); do
+        p=$(wrk_run "$url" "$lua" | rps_of)
+        a=$(wrk_run "$RESPONDER_URL/$ref" "$lua" | rps_of)
+        echo "   round $r: pharos $p responder $a" >&2
+        ps+=("$p"); as+=("$a")
+    done
+    row "| $label | $(py "
+import statistics as s
+p=[float(x) for x in '${ps[*]}'.split()]; a=[float(x) for x in '${as[*]}'.split()]
+ra=[x/y for x,y in zip(p,a)]
+m=s.median
+print(f'{m(p):.0f} ({min(p):.0f}–{max(p):.0f}) | (POST: no static file) | {m(a):.0f} | | **{m(p)/m(a):.2f}** ({min(ra):.2f}–{max(ra):.2f})')
+") |"
+}
+
 # p99_at_half LABEL URL [REF [RPS]]: p99 latency at a constant offered load of half of RPS
 # (default MAX_RPS, Pharos's median from the last `compare`), for Pharos and, with REF, for
 # nginx and the responder at the same offered load. Debian's wrk has no -R (wrk2), so every

@@ -10,9 +10,18 @@
 //!
 //! The answer is a `trust-mark-status-response+jwt` with `iss`, `iat`, `trust_mark` (the
 //! token asked about) and `status`.
+//!
+//! Relying parties ask about the same marks again and again, so two bounded caches spare the
+//! work: a token's verification (signature and `jti`, valid while our keys are unchanged:
+//! keyed by `statements_generation`) and the signed answer for one (token, status) within one
+//! second (its `iat`), so a burst of checks of one mark costs one signature a second.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use moka::sync::Cache;
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::TRUST_MARK_TYP;
@@ -28,38 +37,116 @@ use crate::signing;
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/trust-mark-status-response+jwt";
 
+/// Largest total size of the cached tokens, and of the cached answers (each a few hundred
+/// bytes to a few kilobytes; the tokens are client-chosen, so the bound is in bytes).
+const CACHE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// What a token verified to: its `jti`, or `None` for a forgery or a mark of another issuer.
+#[derive(Clone, Debug)]
+struct Verified {
+    statements_generation: u64,
+    jti: Option<Arc<str>>,
+}
+
+/// The status endpoint's caches (see the module documentation).
+#[derive(Debug)]
+pub struct StatusCache {
+    verified: Cache<Arc<str>, Verified>,
+    answers: Cache<(Arc<str>, &'static str, i64), Bytes>,
+}
+
+impl Default for StatusCache {
+    fn default() -> Self {
+        let weigh = |k: &Arc<str>| u32::try_from(k.len()).unwrap_or(u32::MAX);
+        Self {
+            verified: Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .weigher(move |k: &Arc<str>, _: &Verified| weigh(k))
+                .build(),
+            answers: Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .weigher(|k: &(Arc<str>, &'static str, i64), v: &Bytes| {
+                    u32::try_from(k.0.len() + v.len()).unwrap_or(u32::MAX)
+                })
+                .time_to_live(Duration::from_secs(2))
+                .build(),
+        }
+    }
+}
+
 /// Answers a status request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    let (snap, now) = (call.snap.clone(), call.now);
+    let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
     let params = match call.params().await {
         Ok((p, _)) => p,
         Err(e) => return e.into_response(),
     };
-    let status = match param(&params, "trust_mark").and_then(|t| status(&snap, t, now)) {
+    let token: Arc<str> = match param(&params, "trust_mark") {
+        Ok(t) => Arc::from(t),
+        Err(e) => return e.into_response(),
+    };
+    let cache = &dp.trust_mark_status_cache;
+    let status = match status(cache, &snap, &token, now) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
     };
+    let key = (token, status, now);
+    if let Some(body) = cache.answers.get(&key) {
+        return jwt(CONTENT_TYPE, body);
+    }
     let mut claims = Map::new();
     claims.insert("iss".into(), json!(&*snap.entity_id));
     claims.insert("iat".into(), json!(now));
-    if let Some(t) = params.iter().find(|(k, _)| k == "trust_mark") {
-        claims.insert("trust_mark".into(), json!(t.1));
-    }
+    claims.insert("trust_mark".into(), json!(&*key.0));
     claims.insert("status".into(), json!(status));
     match signing::sign(&snap.keys.signer, STATUS_RESPONSE_TYP, claims).await {
-        Ok(token) => jwt(CONTENT_TYPE, Bytes::from(token)),
+        Ok(signed) => {
+            let body = Bytes::from(signed);
+            cache.answers.insert(key, body.clone());
+            jwt(CONTENT_TYPE, body)
+        }
         Err(e) => FedError::server_error(e).into_response(),
     }
 }
 
 /// The `status` claim for `token`, or the error to answer with.
-fn status(snap: &Snapshot, token: &str, now: i64) -> Result<&'static str, FedError> {
+fn status(
+    cache: &StatusCache,
+    snap: &Snapshot,
+    token: &Arc<str>,
+    now: i64,
+) -> Result<&'static str, FedError> {
+    let generation = snap.statements_generation;
+    let verified = match cache.verified.get(token) {
+        Some(v) if v.statements_generation == generation => v,
+        _ => {
+            let v = Verified {
+                statements_generation: generation,
+                jti: verify(snap, token)?,
+            };
+            cache.verified.insert(token.clone(), v.clone());
+            v
+        }
+    };
+    let Some(jti) = verified.jti else {
+        return Ok("invalid");
+    };
+    match snap.trust_marks.issued.get(&*jti) {
+        Some(m) => Ok(m.status(now).as_str()),
+        None => Err(FedError::not_found("trust mark not issued here")),
+    }
+}
+
+/// `Some(jti)` when `token` is a mark signed by us (an empty `jti` when it has none: never one
+/// we issued, so 404), `None` for a forgery or a mark of another issuer; an error for what is
+/// not a trust mark at all.
+fn verify(snap: &Snapshot, token: &str) -> Result<Option<Arc<str>>, FedError> {
     let decoded = jose::decode_unverified(token)
         .map_err(|e| FedError::invalid_request(format!("'trust_mark' is not a JWT: {e}")))?;
     jose::check_typ(&decoded, TRUST_MARK_TYP)
         .map_err(|e| FedError::invalid_request(format!("'trust_mark' is not a trust mark: {e}")))?;
     if decoded.claims.get("iss").and_then(Value::as_str) != Some(&*snap.entity_id) {
-        return Ok("invalid");
+        return Ok(None);
     }
     let keys = Jwks {
         keys: snap
@@ -71,15 +158,13 @@ fn status(snap: &Snapshot, token: &str, now: i64) -> Result<&'static str, FedErr
             .collect(),
     };
     let Ok(verified) = jose::verify(token, &keys) else {
-        return Ok("invalid");
+        return Ok(None);
     };
-    let issued = verified
+    // No `jti`: verified but never issued here (every mark we issue has one): 404 below.
+    let jti = verified
         .claims
         .get("jti")
         .and_then(Value::as_str)
-        .and_then(|jti| snap.trust_marks.issued.get(jti));
-    match issued {
-        Some(m) => Ok(m.status(now).as_str()),
-        None => Err(FedError::not_found("trust mark not issued here")),
-    }
+        .unwrap_or("");
+    Ok(Some(Arc::from(jti)))
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::any;
 use bytes::Bytes;
 
 fn usage(msg: &str) -> ExitCode {
@@ -42,7 +42,8 @@ async fn main() -> ExitCode {
         };
         router = router.route(
             path,
-            get(move || {
+            // Any method: the POST-only trust_mark_status endpoint is compared against it too.
+            any(move || {
                 let (body, ctype) = (body.clone(), ctype.clone());
                 async move {
                     let mut r: Response = body.into_response();
