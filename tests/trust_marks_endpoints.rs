@@ -240,3 +240,46 @@ async fn a_request_is_approved_or_declined_by_an_administrator_and_history_says_
         p.stop().await;
     }
 }
+
+#[tokio::test]
+async fn oversized_bodies_get_the_error_format_and_change_nothing() {
+    let db = TestDb::new(backends()[0]).await;
+    let p = Pharos::start(&db).await;
+    enable(&p, "trust_mark_status", "/trust-mark-status", json!({})).await;
+    enable(&p, "trust_mark_request", "/trust-mark-request", json!({})).await;
+    seed(&p, TM, 3600, LEAF).await;
+    let post = |path: &'static str, body: String| {
+        p.client
+            .post(p.main_url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    // Above server.body_limit (1 MiB): 413; above the form limit (64 KiB): 400.
+    for (size, code) in [(2 << 20, 413), (100 << 10, 400)] {
+        let r = post(
+            "/trust-mark-status",
+            format!("trust_mark={}", "a".repeat(size)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status(), code);
+        let e: Value = r.json().await.unwrap();
+        assert!(
+            e["error"].is_string() && e["error_description"].is_string(),
+            "{e}"
+        );
+    }
+    // The request endpoint (GET without client authentication) refuses an oversized body
+    // before anything else looks at it.
+    let padding = "x".repeat(2 << 20);
+    let body = format!(
+        "sub=https%3A%2F%2Fnew.example&trust_mark_type={}&p={padding}",
+        enc(TM)
+    );
+    let r = post("/trust-mark-request", body).await.unwrap();
+    assert_eq!(r.status(), 413);
+    let snap = control(&p).snapshot();
+    assert_eq!(snap.trust_marks.subjects.len(), 1, "no subject stored");
+    p.stop().await;
+}
