@@ -5,7 +5,7 @@
 //! migration `0006_trust_marks`); the data plane issues, checks and lists from it without a
 //! database. Issuing records the new instance through a command, and the snapshot gains it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -40,10 +40,12 @@ pub struct TrustMarks {
     /// Trust mark types this entity knows, with their owner and issuers (published as
     /// `trust_mark_owners` / `trust_mark_issuers` in our Entity Configuration).
     pub types: BTreeMap<String, TrustMarkType>,
-    /// Issuance specs by `trust_mark_type`: the types we issue.
-    pub specs: HashMap<String, Arc<IssuanceSpec>>,
+    /// Issuance specs by `trust_mark_type`: the types we issue. Persistent maps (here and
+    /// below): recording one issued instance copies the section, which must not copy every
+    /// subject.
+    pub specs: imbl::HashMap<String, Arc<IssuanceSpec>>,
     /// Subjects by (`trust_mark_type`, entity identifier).
-    pub subjects: HashMap<(String, String), Arc<Subject>>,
+    pub subjects: imbl::HashMap<(String, String), Arc<Subject>>,
     /// Every instance we issued, by `jti`.
     pub issued: imbl::HashMap<Arc<str>, Arc<IssuedMark>>,
     /// The marks we hold ourselves, published in our Entity Configuration's `trust_marks`.

@@ -2,7 +2,7 @@
 //! Issuer's state into its snapshot form ([`TrustMarks`]). Writes live with the Admin API
 //! resources and commands that make them, and take the caller's transaction.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -80,14 +80,14 @@ async fn types(db: &Db) -> Result<BTreeMap<String, TrustMarkType>> {
 async fn specs(
     db: &Db,
     version: &(dyn Fn() -> u64 + Sync),
-) -> Result<HashMap<String, Arc<IssuanceSpec>>> {
+) -> Result<imbl::HashMap<String, Arc<IssuanceSpec>>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, lifetime, ref_uri, logo_uri, delegation_jwt, \
          additional_claims, eligibility_config, cache_ttl FROM trust_mark_specs",
     ))
     .fetch_all(&db.pool)
     .await?;
-    let mut out = HashMap::with_capacity(rows.len());
+    let mut out = imbl::HashMap::new();
     for r in &rows {
         let eligibility = object(r.try_get("eligibility_config")?);
         let mode = eligibility
@@ -126,14 +126,14 @@ async fn specs(
 async fn subjects(
     db: &Db,
     version: &(dyn Fn() -> u64 + Sync),
-) -> Result<HashMap<(String, String), Arc<Subject>>> {
+) -> Result<imbl::HashMap<(String, String), Arc<Subject>>> {
     let rows = sqlx::query(db.sql(
         "SELECT s.id, s.entity_id, s.status, s.additional_claims, p.trust_mark_type \
          FROM trust_mark_subjects s JOIN trust_mark_specs p ON p.id = s.spec_id",
     ))
     .fetch_all(&db.pool)
     .await?;
-    let mut out = HashMap::with_capacity(rows.len());
+    let mut out = imbl::HashMap::new();
     for r in &rows {
         let status: String = r.try_get("status")?;
         let subject = Subject {
