@@ -1,11 +1,12 @@
 //! The control plane: the database, the published snapshot, and the one write path.
 //!
-//! Every change goes through [`Write`] (see `control_plane/write.rs`): it holds the writer lock and the
-//! transaction, and its `commit()` publishes exactly the snapshot sections it touched. The
-//! reload-and-publish step is private to this module, so nothing else can publish — and nothing
-//! can publish what is not committed. A publish that fails after a commit is not lost: its
-//! sections stay marked dirty and are reloaded by the next publish or by the reconciler task,
-//! so the snapshot never stays behind the database.
+//! Every change goes through [`Write`] (`control_plane/write.rs`): it holds the writer lock
+//! and the transaction, and its `commit()` publishes exactly the snapshot sections it touched.
+//! The reload-and-publish step (`control_plane/publish.rs`) is private to this module, so
+//! nothing else can publish — and nothing can publish what is not committed. A publish that
+//! fails after a commit is not lost: its sections stay marked dirty and are reloaded by the
+//! next publish or by the reconciler task, so the snapshot never stays behind the database.
+//! Loading the snapshot from the database lives in `control_plane/load.rs`.
 
 mod load;
 mod publish;
