@@ -52,8 +52,6 @@ pub struct DataPlane {
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_cache: endpoints::trust_mark::MarkCache,
     trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
-    /// `federation.trust_mark_legacy_id`: issued marks also carry `id`.
-    trust_mark_legacy_id: bool,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -104,7 +102,6 @@ impl DataPlane {
             fetch_flights: endpoints::fetch::Flights::default(),
             trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
             trust_mark_status_cache: Default::default(),
-            trust_mark_legacy_id: federation.trust_mark_legacy_id,
         })
     }
 

@@ -97,7 +97,11 @@ impl SnapshotBuilder {
             signer: Arc::new(SigningKey::generate(Algorithm::ES256, 0).unwrap()),
             endpoints: Vec::new(),
             subordinates: Vec::new(),
-            trust_marks: TrustMarks::default(),
+            // As configured by default (`federation.trust_mark_legacy_id`).
+            trust_marks: TrustMarks {
+                legacy_id: true,
+                ..TrustMarks::default()
+            },
         }
     }
 

@@ -65,12 +65,12 @@ async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_o
 
 #[tokio::test]
 async fn without_lifetime_there_is_no_exp_and_the_legacy_id_can_be_turned_off() {
-    let snap = issuer().mark_spec(TM, |_| {}).build();
-    let off = FederationSettings {
-        trust_mark_legacy_id: false,
-        ..FederationSettings::default()
-    };
-    let i = Issuer::start(snap, Records::Work, &off);
+    let mut snap = issuer().mark_spec(TM, |_| {}).build();
+    // `federation.trust_mark_legacy_id: false`, as the control plane loads it.
+    let mut tm = pharos_shared::trust_mark_issuer::TrustMarks::clone(&snap.trust_marks);
+    tm.legacy_id = false;
+    snap.trust_marks = Arc::new(tm);
+    let i = Issuer::start(snap, Records::Work, &FederationSettings::default());
     let mark = i
         .get(TM_RP)
         .await

@@ -168,7 +168,7 @@ async fn issue(
         sub,
         &jti,
         now,
-        dp.trust_mark_legacy_id,
+        snap.trust_marks.legacy_id,
     );
     let expires_at = claims.get("exp").and_then(serde_json::Value::as_i64);
     let token = signing::sign(&snap.keys.signer, TRUST_MARK_TYP, claims)
