@@ -9,7 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::records::{IssuerWithTypes, TypeRef, issuer_with_types};
-use super::{Cp, find_issuer, find_type, type_key};
+use super::{Cp, find_issuer, find_type, named_type, named_types, record_in_types, type_key};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
@@ -51,14 +51,6 @@ impl IssuerBody {
     }
 }
 
-async fn record(w: &mut Write<'_>, types: &[TypeRow], kind: &str, msg: &str) -> ApiResult<()> {
-    for t in types {
-        w.trust_mark_event(&t.trust_mark_type, None, None, kind, Some(msg.to_string()))
-            .await?;
-    }
-    Ok(())
-}
-
 /// Recognises issuer `id` (named `name`) for exactly `types`; history `issuer_removed` in the
 /// types it lost, `issuer_added` in the ones it has now.
 async fn replace_types(
@@ -68,13 +60,7 @@ async fn replace_types(
     name: &str,
     types: &[Value],
 ) -> ApiResult<()> {
-    let mut new: Vec<TypeRow> = Vec::new();
-    for t in types {
-        let t = find_type(cp, &type_key(t)?).await.map_err(bad)?;
-        if !new.iter().any(|n| n.id == t.id) {
-            new.push(t);
-        }
-    }
+    let new = named_types(cp, types).await?;
     let old = types_repo::of_issuer(&cp.db, id).await?;
     let c = w.tx().await?;
     types_repo::clear_types_of_issuer(&cp.db, c, id).await?;
@@ -85,22 +71,14 @@ async fn replace_types(
         .into_iter()
         .filter(|o| !new.iter().any(|n| n.id == o.id))
         .collect();
-    record(
+    record_in_types(
         w,
         &lost,
         "issuer_removed",
         &format!("issuer {name} removed"),
     )
     .await?;
-    record(w, &new, "issuer_added", &format!("issuer {name} added")).await
-}
-
-/// A type named in a body that does not exist is a bad request, not a missing resource.
-fn bad(e: ApiError) -> ApiError {
-    match e {
-        ApiError::NotFound(m) => ApiError::BadRequest(m),
-        e => e,
-    }
+    record_in_types(w, &new, "issuer_added", &format!("issuer {name} added")).await
 }
 
 /// Lists the global issuers with their types.
@@ -172,7 +150,7 @@ pub async fn put(
     let d = b.description.clone().unwrap_or(i.description.clone());
     parties::update_issuer(&cp.db, w.tx().await?, i.id, &name, &d, cp.now()).await?;
     let linked = types_repo::of_issuer(&cp.db, i.id).await?;
-    record(
+    record_in_types(
         &mut w,
         &linked,
         "issuer_updated",
@@ -196,7 +174,7 @@ pub async fn delete(State(cp): Cp, actor: Actor, Path(key): Path<String>) -> Api
     let mut w = cp.write(actor.name()).await;
     let i = find_issuer(&cp, &key).await?;
     let linked = types_repo::of_issuer(&cp.db, i.id).await?;
-    record(
+    record_in_types(
         &mut w,
         &linked,
         "issuer_removed",
@@ -256,7 +234,7 @@ pub async fn add_type(
     let t_key = body.trim_matches('"').to_string();
     let mut w = cp.write(actor.name()).await;
     let i = find_issuer(&cp, &key).await?;
-    let t = find_type(&cp, &t_key).await.map_err(bad)?;
+    let t = named_type(&cp, &Value::String(t_key)).await?;
     types_repo::link_issuer(&cp.db, w.tx().await?, t.id, i.id).await?;
     let msg = Some(format!("issuer {} added", i.issuer));
     w.trust_mark_event(&t.trust_mark_type, None, None, "issuer_added", msg)

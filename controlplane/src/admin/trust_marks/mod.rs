@@ -26,7 +26,7 @@ use std::sync::Arc;
 use axum::extract::State;
 
 use crate::admin::error::{ApiError, ApiResult};
-use crate::control_plane::ControlPlane;
+use crate::control_plane::{ControlPlane, Write};
 use crate::db::trust_mark_parties::{self as parties, IssuerRow, Key, OwnerRow};
 use crate::db::trust_mark_specs::{self as specs_repo, SpecRow};
 use crate::db::trust_mark_subjects::{self as subjects_repo, SubjectRow};
@@ -80,6 +80,42 @@ pub async fn find_subject(cp: &ControlPlane, spec: &SpecRow, key: &str) -> ApiRe
     subjects_repo::get(&cp.db, spec.id, Key::parse(key))
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("unknown subject {key:?}")))
+}
+
+/// A type named in a body (`types` of an owner or issuer): a missing one is a bad request,
+/// not a missing resource.
+pub async fn named_type(cp: &ControlPlane, v: &serde_json::Value) -> ApiResult<TypeRow> {
+    find_type(cp, &type_key(v)?).await.map_err(|e| match e {
+        ApiError::NotFound(m) => ApiError::BadRequest(m),
+        e => e,
+    })
+}
+
+/// The distinct types named in a body, in order (see [`named_type`]).
+pub async fn named_types(cp: &ControlPlane, vs: &[serde_json::Value]) -> ApiResult<Vec<TypeRow>> {
+    let mut out: Vec<TypeRow> = Vec::new();
+    for v in vs {
+        let t = named_type(cp, v).await?;
+        if !out.iter().any(|o| o.id == t.id) {
+            out.push(t);
+        }
+    }
+    Ok(out)
+}
+
+/// Records `kind` in the history of each of `types` (a change to an owner or issuer concerns
+/// every type it is linked to).
+pub async fn record_in_types(
+    w: &mut Write<'_>,
+    types: &[TypeRow],
+    kind: &str,
+    msg: &str,
+) -> ApiResult<()> {
+    for t in types {
+        w.trust_mark_event(&t.trust_mark_type, None, None, kind, Some(msg.to_string()))
+            .await?;
+    }
+    Ok(())
 }
 
 /// A type referred to in a body: its numeric id or its identifier (lighthouse sends either).

@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::records::{OwnerWithTypes, TypeRef, owner_with_types};
-use super::{Cp, find_owner, find_type, type_key};
+use super::{Cp, find_owner, find_type, named_type, named_types, record_in_types, type_key};
 use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
@@ -64,15 +64,6 @@ impl OwnerBody {
     }
 }
 
-/// Records `kind` in the history of each of `types`.
-async fn record(w: &mut Write<'_>, types: &[TypeRow], kind: &str, msg: &str) -> ApiResult<()> {
-    for t in types {
-        w.trust_mark_event(&t.trust_mark_type, None, None, kind, Some(msg.to_string()))
-            .await?;
-    }
-    Ok(())
-}
-
 /// Makes `owner_id` the owner of exactly `types` (types it owned before and not listed lose
 /// their owner); returns the types it owns now. History: `owner_removed` in the types it lost,
 /// `owner_set` in the ones it owns.
@@ -82,15 +73,7 @@ async fn replace_types(
     owner: &OwnerRow,
     types: &[Value],
 ) -> ApiResult<Vec<TypeRow>> {
-    let mut new: Vec<TypeRow> = Vec::new();
-    for t in types {
-        let t = find_type(cp, &type_key(t)?)
-            .await
-            .map_err(not_found_is_bad)?;
-        if !new.iter().any(|n| n.id == t.id) {
-            new.push(t);
-        }
-    }
+    let new = named_types(cp, types).await?;
     let old = types_repo::of_owner(&cp.db, owner.id).await?;
     let now = cp.now();
     let c = w.tx().await?;
@@ -103,17 +86,9 @@ async fn replace_types(
         .filter(|o| !new.iter().any(|n| n.id == o.id))
         .collect();
     let e = &owner.entity_id;
-    record(w, &lost, "owner_removed", &format!("owner {e} unlinked")).await?;
-    record(w, &new, "owner_set", &format!("owner {e} linked")).await?;
+    record_in_types(w, &lost, "owner_removed", &format!("owner {e} unlinked")).await?;
+    record_in_types(w, &new, "owner_set", &format!("owner {e} linked")).await?;
     Ok(new)
-}
-
-/// A type named in a body that does not exist is a bad request, not a missing resource.
-fn not_found_is_bad(e: ApiError) -> ApiError {
-    match e {
-        ApiError::NotFound(m) => ApiError::BadRequest(m),
-        e => e,
-    }
 }
 
 /// Lists the global owners with their types.
@@ -196,7 +171,7 @@ pub async fn put(
     let d = b.description.clone().unwrap_or(o.description.clone());
     parties::update_owner(&cp.db, w.tx().await?, o.id, &e, &jwks, &d, cp.now()).await?;
     let owned = types_repo::of_owner(&cp.db, o.id).await?;
-    record(
+    record_in_types(
         &mut w,
         &owned,
         "owner_updated",
@@ -221,7 +196,7 @@ pub async fn delete(State(cp): Cp, actor: Actor, Path(key): Path<String>) -> Api
     let o = find_owner(&cp, &key).await?;
     let owned = types_repo::of_owner(&cp.db, o.id).await?;
     let msg = format!("owner {} deleted", o.entity_id);
-    record(&mut w, &owned, "owner_removed", &msg).await?;
+    record_in_types(&mut w, &owned, "owner_removed", &msg).await?;
     parties::delete_owner(&cp.db, w.tx().await?, o.id).await?;
     w.touch(Section::TrustMarks);
     w.commit().await?;
@@ -275,7 +250,7 @@ pub async fn add_type(
     let t_key = body.trim_matches('"').to_string();
     let mut w = cp.write(actor.name()).await;
     let o = find_owner(&cp, &key).await?;
-    let t = find_type(&cp, &t_key).await.map_err(not_found_is_bad)?;
+    let t = named_type(&cp, &Value::String(t_key)).await?;
     types_repo::set_owner(&cp.db, w.tx().await?, t.id, Some(o.id), cp.now()).await?;
     let msg = Some(format!("owner {} linked", o.entity_id));
     w.trust_mark_event(&t.trust_mark_type, None, None, "owner_set", msg)
