@@ -35,8 +35,9 @@ async fn preflights_get_each_ports_configured_headers() {
             s.server.cors.allow_origins = "https://rp.example".into();
             s.server.cors.allow_methods = "GET,POST".into();
             s.server.cors.max_age = 600;
-            // Admin defaults: origins "*" with credentials → the request origin is echoed.
+            // Credentials need listed origins ("*" with credentials is refused at start).
             s.api.admin.cors.enabled = true;
+            s.api.admin.cors.allow_origins = "https://ui.example".into();
             s.api.admin.cors.expose_headers = "X-Request-ID".into();
         },
         plain.clone(),
@@ -139,7 +140,7 @@ async fn chunked_post(addr: &str, path: &str, body: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut req = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     );
     for c in body.as_bytes().chunks(512) {
         req.push_str(&format!(

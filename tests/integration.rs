@@ -14,6 +14,7 @@ mod support;
 
 mod admin_auth;
 mod admin_input;
+mod admin_secure;
 mod claims;
 mod cli;
 mod client_auth;

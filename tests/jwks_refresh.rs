@@ -300,7 +300,13 @@ struct HeldFirstFetch {
 impl HeldFirstFetch {
     fn new() -> Arc<Self> {
         Arc::new(Self {
-            inner: pharos_dataplane::outbound::HttpFetcher::new(&Default::default()),
+            // The test federation is on loopback.
+            inner: pharos_dataplane::outbound::HttpFetcher::new(
+                &pharos_shared::config::FederationSettings {
+                    block_private_addresses: false,
+                    ..Default::default()
+                },
+            ),
             first: true.into(),
             fetched: tokio::sync::Notify::new(),
             release: tokio::sync::Notify::new(),

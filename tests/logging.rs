@@ -70,6 +70,7 @@ async fn json_logs_parse_and_never_contain_the_password() {
     let users = format!("{base}/api/v1/admin/users");
     let r = c
         .post(&users)
+        .header("content-type", "application/json")
         .body(format!(r#"{{"username":"ops","password":"{PASSWORD}"}}"#))
         .send()
         .await
@@ -93,6 +94,7 @@ async fn json_logs_parse_and_never_contain_the_password() {
     let r = c
         .put(format!("{users}/ops"))
         .basic_auth("ops", Some(PASSWORD))
+        .header("content-type", "application/json")
         .body(format!(r#"{{"password":"{PASSWORD}-2"}}"#))
         .send()
         .await

@@ -1,7 +1,7 @@
 //! Admin API for subordinates: records, status, history and keys, on every database.
 
 use crate::fetch_list::{add, jwk};
-use crate::support::{Pharos, TestDb, backends, enc};
+use crate::support::{Pharos, TestDb, backends, content_type, enc};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -11,6 +11,7 @@ async fn as_actor(p: &Pharos, method: Method, path: &str, body: &str, actor: &st
         .client
         .request(method, p.url(&format!("/api/v1/admin{path}")))
         .header("X-Actor", actor)
+        .header("content-type", content_type(body))
         .body(body.to_string())
         .send()
         .await

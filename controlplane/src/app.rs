@@ -40,6 +40,8 @@ pub struct App {
     pub control: Arc<ControlPlane>,
     /// The key refreshers (tests drive `tick` directly instead of waiting).
     pub refreshers: Arc<Refreshers<HttpFetcher>>,
+    /// Who may use the Admin API before its first user exists.
+    pub admin_bootstrap: Arc<admin::bootstrap::Bootstrap>,
     shutdown: CancellationToken,
     drain: std::time::Duration,
     tasks: Vec<JoinHandle<()>>,
@@ -96,8 +98,10 @@ impl App {
         let separate_admin = admin.enabled && admin.port != 0;
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
+        let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate());
         let admin_router = || {
-            let r = layers::extractor_limit(admin::router(control.clone()), &settings.server);
+            let api = admin::router(control.clone(), bootstrap.clone());
+            let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),
                 None => r,
@@ -179,12 +183,23 @@ impl App {
                  stays required, and users cannot be managed through the API"
             );
         }
+        if admin.enabled && !crate::db::users::any(&control.db).await? {
+            let token = bootstrap.token().unwrap_or("(none: no randomness)");
+            tracing::warn!(
+                "no admin user exists: the Admin API answers only clients on this machine \
+                 (loopback), or requests with `Authorization: Bearer {token}`, until the first \
+                 user is created (POST /api/v1/admin/users); create one now"
+            );
+        } else {
+            bootstrap.spend();
+        }
         tracing::info!(%addr, ?admin_addr, entity_id = %settings.entity_id, "pharos is serving");
         Ok(Self {
             addr,
             admin_addr,
             control,
             refreshers,
+            admin_bootstrap: bootstrap,
             shutdown,
             drain,
             tasks,

@@ -6,8 +6,8 @@
 //! must be `application/entity-statement+jwt`. With `federation.block_private_addresses` the
 //! host is resolved and refused when *any* of its addresses is loopback, private, link-local
 //! or otherwise non-public (SSRF protection: a resolver fetches URLs chosen by whoever
-//! publishes `authority_hints`). That switch defaults to off so that federations on one
-//! machine work; production resolvers reachable from the Internet should turn it on.
+//! publishes `authority_hints`). That switch is on by default; federations on one machine
+//! (tests, demos) turn it off explicitly.
 //!
 //! Coalescing (one in-flight fetch per URL) happens one layer up, in the statement cache,
 //! through moka's `try_get_with`.

@@ -142,9 +142,27 @@ impl Pharos {
         settings.entity_id = format!("http://127.0.0.1:{port}");
         settings.server.ip_listen = "127.0.0.1".into();
         settings.server.port = port;
+        // Test federations live on loopback: they say so (the default blocks private addresses).
+        settings.federation.block_private_addresses = false;
         db.configure(&mut settings);
         f(&mut settings);
         Self::launch(settings, clock, listener, None).await
+    }
+
+    /// Starts Pharos listening on every interface (`0.0.0.0:0`), as a fresh `pharos serve` on
+    /// a server does, so that clients can reach it through a non-loopback address.
+    pub async fn start_on_all_interfaces(db: &TestDb, f: impl FnOnce(&mut Settings)) -> Self {
+        let listener = TcpListener::bind("0.0.0.0:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut settings = Settings::default();
+        settings.entity_id = format!("http://127.0.0.1:{port}");
+        settings.server.ip_listen = "0.0.0.0".into();
+        settings.server.port = port;
+        db.configure(&mut settings);
+        f(&mut settings);
+        let mut p = Self::launch(settings, Arc::new(SystemClock), listener, None).await;
+        p.base = format!("http://127.0.0.1:{port}");
+        p
     }
 
     /// Starts Pharos with the Admin API on a separate port (bound here on `127.0.0.1:0`);
@@ -174,6 +192,7 @@ impl Pharos {
         settings.server.ip_listen = "127.0.0.1".into();
         settings.server.port = port;
         settings.api.admin.port = admin_port;
+        settings.federation.block_private_addresses = false;
         db.configure(&mut settings);
         f(&mut settings);
         Self::launch(settings, Arc::new(SystemClock), listener, Some(admin)).await
@@ -268,6 +287,9 @@ impl Pharos {
             r = r.basic_auth(user, Some(password));
         }
         if let Some(b) = body {
+            if path.starts_with("/api/v1/admin") {
+                r = r.header(reqwest::header::CONTENT_TYPE, "application/json");
+            }
             r = r.body(b.to_string());
         }
         r.send().await.unwrap()
@@ -317,4 +339,25 @@ impl Pharos {
 /// Percent-encodes an entity identifier for use as one path segment.
 pub fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// An IPv4 address of this machine that is not loopback (the source address of its default
+/// route), if it has one: requests sent to it reach a local server from a non-loopback peer.
+pub fn non_loopback_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // Connecting a UDP socket sends nothing; it only picks the route and source address.
+    s.connect("192.0.2.254:9")
+        .or_else(|_| s.connect("8.8.8.8:53"))
+        .ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// The media type of a raw admin body: JSON unless it is a bare status word.
+pub fn content_type(body: &str) -> &'static str {
+    if serde_json::from_str::<Value>(body).is_ok() {
+        "application/json"
+    } else {
+        "text/plain"
+    }
 }

@@ -10,7 +10,7 @@ use pharos_shared::time::SystemClock;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Pharos, TestDb};
+use crate::support::{Pharos, TestDb, content_type};
 
 mod specs;
 mod subjects;
@@ -29,6 +29,7 @@ pub async fn as_actor(p: &Pharos, m: Method, path: &str, body: &str, actor: &str
         .client
         .request(m, p.url(&format!("/api/v1/admin{path}")))
         .header("X-Actor", actor)
+        .header("content-type", content_type(body))
         .body(body.to_string())
         .send()
         .await

@@ -1,7 +1,10 @@
 //! Who made an admin change, for the audit trail (subordinate history, logs).
 //!
-//! Per `api.admin.actor_source`: the Basic-auth username with the actor header as fallback
-//! (`basic_auth`), or the header with the Basic-auth username as fallback (`header`).
+//! A request authenticated as an admin user is that user's, whatever it claims: the actor
+//! header cannot replace an authenticated identity in the audit trail. Without an
+//! authenticated user (bootstrap, before the first user exists), per `api.admin.actor_source`:
+//! the Basic-auth username with the actor header as fallback (`basic_auth`), or the header
+//! with the Basic-auth username as fallback (`header`).
 
 use std::sync::Arc;
 
@@ -23,6 +26,10 @@ impl Actor {
         self.0.as_deref()
     }
 }
+
+/// The user the request authenticated as (set by the authentication middleware).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthenticatedUser(pub String);
 
 /// The username of an HTTP Basic `Authorization` header, if well-formed.
 pub fn basic_username(parts: &Parts) -> Option<String> {
@@ -46,6 +53,9 @@ impl FromRequestParts<Arc<ControlPlane>> for Actor {
         parts: &mut Parts,
         cp: &Arc<ControlPlane>,
     ) -> Result<Self, Self::Rejection> {
+        if let Some(AuthenticatedUser(user)) = parts.extensions.get::<AuthenticatedUser>() {
+            return Ok(Actor(Some(user.clone())));
+        }
         let admin = &cp.settings.api.admin;
         let header = parts
             .headers

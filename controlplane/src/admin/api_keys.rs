@@ -107,14 +107,24 @@ fn row(
     nbf: i64,
     exp: Option<i64>,
 ) -> ApiResult<KeyRow> {
-    if key.get("kty").and_then(Value::as_str).is_none() {
-        return Err(ApiError::BadRequest("key must be a JWK with kty".into()));
+    match key.get("kty").and_then(Value::as_str) {
+        Some("RSA" | "EC" | "OKP") => {}
+        Some(other) => {
+            return Err(ApiError::BadRequest(format!(
+                "key must be a public signing key (kty RSA, EC or OKP), not kty {other:?}"
+            )));
+        }
+        None => return Err(ApiError::BadRequest("key must be a JWK with kty".into())),
     }
     if let Some(m) = PRIVATE_MEMBERS.iter().find(|m| key.contains_key(**m)) {
         return Err(ApiError::BadRequest(format!(
             "key must be a public key (it has the private member {m:?})"
         )));
     }
+    // The thumbprint needs the key's required members: a key without them is the operator's
+    // mistake (400), not ours, also when a kid is given.
+    let print = thumbprint(&key)
+        .map_err(|e| ApiError::BadRequest(format!("key is not a usable public JWK: {e}")))?;
     let own = key.get("kid").and_then(Value::as_str).map(String::from);
     let kid = match (kid, own) {
         (Some(a), Some(b)) if a != b => {
@@ -123,7 +133,7 @@ fn row(
             )));
         }
         (Some(k), _) | (None, Some(k)) => k,
-        (None, None) => thumbprint(&key)?,
+        (None, None) => print,
     };
     key.insert("kid".into(), json!(kid));
     let alg = key

@@ -1,24 +1,34 @@
 //! HTTP Basic authentication of the Admin API, and the audit log line of every admin write.
 //!
 //! The rule is evaluated on every request against the database, not a cached flag: while the
-//! `users` table is empty everything is allowed (so the first user can be created); from the
-//! moment one exists every request needs valid Basic credentials of an enabled user. Creating
-//! the first user therefore locks the API at once and deleting the last one reopens it, also
-//! when another process changed the table.
+//! `users` table is empty only bootstrap clients are let in (loopback peers or the start-up
+//! token, see [`super::bootstrap`]), so that the first user can be created but not by a
+//! stranger; from the moment one exists every request needs valid Basic credentials of an
+//! enabled user. Creating the first user therefore locks the API at once, also when another
+//! process changed the table.
+//!
+//! Before any credential is looked at, a write from another web origin is refused
+//! ([`super::guard`]), and a client over its failed-login limit gets 429 ([`super::login_limit`]).
+//! The authenticated user is put into the request's extensions: it is the audit actor, and no
+//! header can replace it ([`super::actor`]).
 //!
 //! The rule does not depend on `api.admin.users_enabled`: that switch only removes the `/users`
 //! routes. Turning user management off must not silently open an API whose users exist.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 
-use super::actor::Actor;
+use super::actor::{Actor, AuthenticatedUser};
+use super::bootstrap::Bootstrap;
+use super::guard;
+use super::login_limit::FailedLogins;
 use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
@@ -31,6 +41,10 @@ pub struct AuthState {
     pub cp: Arc<ControlPlane>,
     /// The password verifier shared with the `/users` handlers.
     pub passwords: Passwords,
+    /// Who may use the API while no user exists.
+    pub bootstrap: Arc<Bootstrap>,
+    /// Failed logins per client.
+    pub failures: FailedLogins,
 }
 
 /// Username and password of an HTTP Basic `Authorization` header, if well-formed.
@@ -48,19 +62,33 @@ pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
     Some((user.to_string(), password.to_string()))
 }
 
-/// Middleware: authenticates the request, runs it, and logs admin writes with their actor.
-pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next) -> Response {
-    if let Err(e) = authenticate(&auth, req.headers()).await {
-        let mut r = e.into_response();
-        if r.status() == axum::http::StatusCode::UNAUTHORIZED {
-            r.headers_mut().insert(
-                WWW_AUTHENTICATE,
-                HeaderValue::from_static("Basic realm=\"admin\""),
-            );
-        }
-        return r;
+/// Middleware: refuses cross-origin writes, authenticates the request, runs it, and logs admin
+/// writes with their actor.
+pub async fn middleware(State(auth): State<AuthState>, mut req: Request, next: Next) -> Response {
+    let write = guard::is_write(req.method());
+    if write && let Err(e) = guard::check_origin(req.headers(), &auth.cp.settings.api.admin.cors) {
+        return e.into_response();
     }
-    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    match authenticate(&auth, req.headers(), peer).await {
+        Ok(Some(user)) => {
+            req.extensions_mut().insert(AuthenticatedUser(user));
+        }
+        Ok(None) => {}
+        Err(e) => {
+            let mut r = e.into_response();
+            if r.status() == axum::http::StatusCode::UNAUTHORIZED {
+                r.headers_mut().insert(
+                    WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Basic realm=\"admin\""),
+                );
+            }
+            return r;
+        }
+    }
     if !write {
         return next.run(req).await;
     }
@@ -83,20 +111,43 @@ pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next)
     response
 }
 
-async fn authenticate(auth: &AuthState, headers: &HeaderMap) -> ApiResult<()> {
+/// The authenticated username (`None` while no user exists and the client may bootstrap).
+async fn authenticate(
+    auth: &AuthState,
+    headers: &HeaderMap,
+    peer: Option<IpAddr>,
+) -> ApiResult<Option<String>> {
     let db = &auth.cp.db;
     if !users::any(db).await? {
-        return Ok(());
+        if auth.bootstrap.admits(peer, headers) {
+            return Ok(None);
+        }
+        return Err(ApiError::Unauthorized(
+            "no admin user exists yet: create the first one from this machine (loopback) or \
+             with the bootstrap token written to the log at start (Authorization: Bearer)"
+                .into(),
+        ));
+    }
+    auth.bootstrap.spend();
+    // Unknown peers (never on a real listener) share one bucket rather than escaping the limit.
+    let client = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    if let Some(retry_after) = auth.failures.retry_after(client) {
+        return Err(ApiError::TooManyRequests {
+            message: "too many failed logins from this client; try again later".into(),
+            retry_after,
+        });
     }
     let Some((username, password)) = basic_credentials(headers) else {
         return Err(ApiError::Unauthorized("missing credentials".into()));
     };
     let row = users::get(db, &username).await?;
     let stored = row.as_ref().map(|r| r.password_hash.as_str());
-    let ok = auth.passwords.verify(&username, &password, stored).await;
+    let ok = auth.passwords.verify(&username, &password, stored).await?;
     let Some(user) = row.filter(|u| ok && !u.disabled) else {
+        auth.failures.record(client);
         return Err(ApiError::Unauthorized("invalid credentials".into()));
     };
+    auth.failures.clear(client);
     if auth.passwords.needs_rehash(&user.password_hash) {
         // Parameters changed since this password was set: upgrade the hash while the
         // plaintext is at hand. A failure only costs the upgrade, not the login.
@@ -113,5 +164,5 @@ async fn authenticate(auth: &AuthState, headers: &HeaderMap) -> ApiResult<()> {
             Err(e) => tracing::warn!(user = %username, error = %e, "password re-hash failed"),
         }
     }
-    Ok(())
+    Ok(Some(user.username))
 }

@@ -1,7 +1,12 @@
 //! Request-body extractors of the Admin API.
 //!
 //! axum's own `Json` answers malformed input with plain-text 4xx bodies; operators' scripts get
-//! the federation error shape instead, and a missing `Content-Type` is tolerated (curl users).
+//! the federation error shape instead.
+//!
+//! A JSON body must be declared `application/json` (or a `+json` type): a web page can send
+//! `text/plain` or form bodies to any address without a CORS preflight, so accepting them would
+//! let any site an operator visits write to the Admin API (cross-site request forgery). The
+//! `Origin` check in [`crate::admin::guard`] is the second line of the same defence.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -26,6 +31,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(media_type(&req).as_deref()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body must be sent as Content-Type: application/json".into(),
+            ));
+        }
         let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         serde_json::from_slice(&bytes)
             .map(Json)
@@ -41,11 +51,42 @@ impl<S: Send + Sync> FromRequest<S> for Text {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        // A status word or a number, given bare (`text/plain`, or no type from a script) or as
+        // JSON; cross-site `text/plain` writes are stopped by the `Origin` check.
+        match media_type(&req).as_deref() {
+            None | Some("text/plain") => {}
+            m if is_json(m) => {}
+            Some(other) => {
+                return Err(ApiError::UnsupportedMediaType(format!(
+                    "the body must be text/plain or application/json, not {other}"
+                )));
+            }
+        }
         let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         let s = std::str::from_utf8(&bytes)
             .map_err(|_| ApiError::BadRequest("body is not UTF-8 text".into()))?;
         Ok(Text(s.trim().to_string()))
     }
+}
+
+/// The request's media type, lower-cased and without parameters (`None` when not sent).
+fn media_type(req: &Request) -> Option<String> {
+    let v = req.headers().get(axum::http::header::CONTENT_TYPE)?;
+    let v = v.to_str().unwrap_or("invalid");
+    Some(
+        v.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase(),
+    )
+}
+
+/// `application/json` or a structured `+json` type.
+fn is_json(media_type: Option<&str>) -> bool {
+    media_type.is_some_and(|m| {
+        m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+    })
 }
 
 /// Parses an integer given as raw text or as a JSON number/string.

@@ -27,6 +27,25 @@ pub enum ApiError {
     /// Missing or wrong admin credentials (401 `invalid_client`).
     #[error("{0}")]
     Unauthorized(String),
+    /// A write from a web page of another origin (403 `invalid_request`): cross-site request
+    /// forgery protection.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A body of another media type than the route reads (415 `invalid_request`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// Too many failed logins from this client (429 `invalid_client`, `Retry-After` seconds).
+    #[error("{message}")]
+    TooManyRequests {
+        /// What happened.
+        message: String,
+        /// Seconds until the client may try again.
+        retry_after: u64,
+    },
+    /// Busy: the password verifier's queue is full (503 `temporarily_unavailable`, retry in a
+    /// second).
+    #[error("{0}")]
+    Unavailable(String),
     /// Our fault (500 `server_error`); the detail goes to the log, never to the client.
     #[error("{0}")]
     Internal(String),
@@ -44,6 +63,12 @@ impl ApiError {
             Self::Conflict(_) => (StatusCode::CONFLICT, "invalid_request"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "invalid_client"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "invalid_request"),
+            Self::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_request")
+            }
+            Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "invalid_client"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable"),
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }
@@ -91,13 +116,23 @@ impl From<sqlx::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.parts();
-        let description = if status.is_server_error() {
+        let retry_after = match &self {
+            Self::TooManyRequests { retry_after, .. } => Some(*retry_after),
+            Self::Unavailable(_) => Some(1),
+            _ => None,
+        };
+        let description = if status == StatusCode::INTERNAL_SERVER_ERROR {
             tracing::error!(error = %self, "admin request failed");
             "internal error".to_string()
         } else {
             self.to_string()
         };
-        pharos_dataplane::error::json_error(status, code, &description)
+        let mut r = pharos_dataplane::error::json_error(status, code, &description);
+        if let Some(secs) = retry_after {
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        r
     }
 }
 

@@ -7,13 +7,16 @@ pub mod actor;
 pub mod api_keys;
 pub mod auth;
 pub mod body;
+pub mod bootstrap;
 pub mod claims;
 pub mod docs;
 pub mod documents;
 pub mod endpoints;
 pub mod entity_configuration;
 pub mod error;
+pub mod guard;
 pub mod kms;
+pub mod login_limit;
 pub mod password;
 pub mod subordinates;
 pub mod trust_anchors;
@@ -162,18 +165,30 @@ fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
 
 /// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
 /// documentation routes (see [`docs`]).
-pub fn router(cp: Arc<ControlPlane>) -> Router {
+pub fn router(cp: Arc<ControlPlane>, bootstrap: Arc<bootstrap::Bootstrap>) -> Router {
     let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
     let (api, doc) = routes(&cp.settings.api.admin);
     let auth = auth::AuthState {
         cp: cp.clone(),
         passwords: passwords.clone(),
+        bootstrap,
+        failures: login_limit::FailedLogins::default(),
     };
     let api = api
         .layer(axum::middleware::from_fn_with_state(auth, auth::middleware))
-        .layer(Extension(passwords));
+        .layer(Extension(passwords))
+        .layer(axum::middleware::map_response(no_store));
     Router::new()
         .nest(PREFIX, api)
         .with_state(cp)
         .merge(docs::router(&doc))
+}
+
+/// Admin answers carry configuration and history: no cache may keep them.
+async fn no_store(mut r: axum::response::Response) -> axum::response::Response {
+    r.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    r
 }

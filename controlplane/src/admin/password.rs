@@ -2,7 +2,9 @@
 //!
 //! Hashing costs tens of milliseconds of CPU and 64 MiB by default, so it never runs on the async
 //! workers: every hash or verification goes to `spawn_blocking` behind a small semaphore, so a
-//! burst of logins queues here instead of starving the public port. Successful verifications are
+//! burst of logins queues here instead of starving the public port. The queue itself is
+//! bounded ([`QUEUED`]): beyond it a login is answered 503 at once, so a flood of wrong
+//! passwords cannot hold real logins behind an ever-growing line. Successful verifications are
 //! remembered for a short time (keyed by a SHA-256 of user and password, bound to the stored
 //! hash), which keeps a script that sends Basic credentials on every call from costing a full
 //! argon2 run each time. Unknown users are verified against a dummy hash so that response time
@@ -20,6 +22,8 @@ use crate::admin::error::{ApiError, ApiResult};
 
 /// Concurrent argon2 runs; each default run uses 64 MiB and one core per lane.
 const PERMITS: usize = 2;
+/// Hashes and verifications that may wait for a permit; more are refused (503).
+const QUEUED: usize = 16;
 /// How long a successful verification is trusted without re-running argon2.
 const CACHE_TTL: Duration = Duration::from_secs(60);
 
@@ -28,6 +32,8 @@ const CACHE_TTL: Duration = Duration::from_secs(60);
 pub struct Passwords {
     cfg: PasswordHashing,
     permits: Arc<Semaphore>,
+    /// Running plus waiting runs ([`PERMITS`] + [`QUEUED`]), taken without waiting.
+    line: Arc<Semaphore>,
     verified: moka::future::Cache<[u8; 32], Arc<str>>,
     dummy: Arc<OnceCell<String>>,
 }
@@ -44,6 +50,7 @@ impl Passwords {
         Self {
             cfg,
             permits: Arc::new(Semaphore::new(PERMITS)),
+            line: Arc::new(Semaphore::new(PERMITS + QUEUED)),
             verified: moka::future::Cache::builder()
                 .max_capacity(1_000)
                 .time_to_live(CACHE_TTL)
@@ -60,20 +67,23 @@ impl Passwords {
     }
 
     /// Whether `password` is right for `username`, whose stored hash is `stored` (`None` for an
-    /// unknown user, which is checked against a dummy hash and always fails).
-    pub async fn verify(&self, username: &str, password: &str, stored: Option<&str>) -> bool {
+    /// unknown user, which is checked against a dummy hash and always fails). Busy (the queue
+    /// is full) is an error, not a wrong password.
+    pub async fn verify(
+        &self,
+        username: &str,
+        password: &str,
+        stored: Option<&str>,
+    ) -> ApiResult<bool> {
         let key = cache_key(username, password);
         if let Some(stored) = stored
             && self.verified.get(&key).await.as_deref() == Some(stored)
         {
-            return true;
+            return Ok(true);
         }
         let target = match stored {
             Some(s) => s.to_string(),
-            None => match self.dummy().await {
-                Ok(d) => d,
-                Err(_) => return false,
-            },
+            None => self.dummy().await?,
         };
         let pw = password.to_string();
         let t = target.clone();
@@ -83,12 +93,11 @@ impl Passwords {
                     .map(|h| Argon2::default().verify_password(pw.as_bytes(), &h).is_ok())
                     .unwrap_or(false)
             })
-            .await
-            .unwrap_or(false);
+            .await?;
         if ok && stored.is_some() {
             self.verified.insert(key, Arc::from(target)).await;
         }
-        ok && stored.is_some()
+        Ok(ok && stored.is_some())
     }
 
     /// Remembers that `password` matches `hash` (after a re-hash, so the next call is cheap).
@@ -131,6 +140,11 @@ impl Passwords {
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> ApiResult<T> {
+        let Ok(_place) = self.line.try_acquire() else {
+            return Err(ApiError::Unavailable(
+                "too many password checks in progress; retry shortly".into(),
+            ));
+        };
         let _permit = self
             .permits
             .acquire()
@@ -196,9 +210,9 @@ mod tests {
         let p = Passwords::new(small());
         let h = p.hash("s3cret").await.unwrap();
         assert!(h.starts_with("$argon2id$v=19$m=64,t=1,p=1$"), "{h}");
-        assert!(p.verify("a", "s3cret", Some(&h)).await);
-        assert!(!p.verify("a", "wrong", Some(&h)).await);
-        assert!(!p.verify("nobody", "s3cret", None).await);
+        assert!(p.verify("a", "s3cret", Some(&h)).await.unwrap());
+        assert!(!p.verify("a", "wrong", Some(&h)).await.unwrap());
+        assert!(!p.verify("nobody", "s3cret", None).await.unwrap());
         assert!(!p.needs_rehash(&h));
         let mut other = small();
         other.salt_len = 32;
@@ -210,8 +224,17 @@ mod tests {
         let p = Passwords::new(small());
         let h1 = p.hash("one").await.unwrap();
         let h2 = p.hash("two").await.unwrap();
-        assert!(p.verify("a", "one", Some(&h1)).await);
+        assert!(p.verify("a", "one", Some(&h1)).await.unwrap());
         // The cache remembers ("a","one") → h1; a changed stored hash must not match.
-        assert!(!p.verify("a", "one", Some(&h2)).await);
+        assert!(!p.verify("a", "one", Some(&h2)).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_at_once_instead_of_waiting() {
+        let p = Passwords::new(small());
+        let h = p.hash("s3cret").await.unwrap();
+        let _all = p.line.try_acquire_many((PERMITS + QUEUED) as u32).unwrap();
+        let e = p.verify("a", "wrong", Some(&h)).await.unwrap_err();
+        assert!(matches!(e, ApiError::Unavailable(_)), "{e:?}");
     }
 }

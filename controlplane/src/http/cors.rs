@@ -1,9 +1,12 @@
 //! CORS from `server.cors.*` (main port) and `api.admin.cors.*` (Admin API).
 //!
-//! The admin defaults combine `allow_origins: "*"` with `allow_credentials: true`, which browsers
-//! reject (and tower-http refuses at start-up). With credentials, `*` therefore means "echo the
-//! request's origin" (and the same for methods and headers); `expose_headers: "*"` has no such
-//! equivalent and is refused at start-up with a message naming the option.
+//! `allow_origins: "*"` together with `allow_credentials: true` is refused at start-up, with a
+//! message naming the option: browsers reject the literal combination, and the usual
+//! workaround (echoing whatever origin asks) would let every web site an operator visits use
+//! the operator's credentials. The admin defaults have both, so enabling admin CORS means
+//! listing the origins of the consoles that may call it. With credentials, `*` for methods and
+//! headers means "echo the request's"; `expose_headers: "*"` has no such equivalent and is
+//! refused like the origins.
 
 use std::time::Duration;
 
@@ -99,10 +102,13 @@ pub fn layer(spec: &CorsSpec) -> Result<Option<CorsLayer>> {
     let creds = spec.allow_credentials;
     let origin = if is_star(&spec.allow_origins) {
         if creds {
-            AllowOrigin::mirror_request()
-        } else {
-            AllowOrigin::any()
+            return Err(Error::Internal(format!(
+                "{0}.allow_origins \"*\" cannot be combined with {0}.allow_credentials: it would \
+                 let every web site act with the operator's credentials; list the allowed origins",
+                spec.name
+            )));
         }
+        AllowOrigin::any()
     } else {
         AllowOrigin::list(parsed(spec, "allow_origins", &spec.allow_origins, |s| {
             HeaderValue::from_str(s).ok()
@@ -160,11 +166,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn admin_defaults_build_and_star_expose_with_credentials_is_refused() {
+    fn wildcards_with_credentials_are_refused() {
         let mut c = AdminCors {
             enabled: true,
             ..AdminCors::default()
         };
+        // The defaults: any origin, with credentials.
+        let e = layer(&(&c).into()).unwrap_err().to_string();
+        assert!(e.contains("api.admin.cors.allow_origins"), "{e}");
+        c.allow_origins = "https://console.example".into();
         assert!(layer(&(&c).into()).unwrap().is_some());
         c.expose_headers = "*".into();
         let e = layer(&(&c).into()).unwrap_err().to_string();

@@ -114,7 +114,10 @@ pub struct CacheSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FederationSettings {
-    /// Refuse to fetch from loopback/private/link-local addresses (SSRF protection).
+    /// Refuse to fetch from loopback/private/link-local addresses (SSRF protection). On by
+    /// default: a resolver fetches URLs chosen by whoever publishes `authority_hints`, so a
+    /// fresh instance must not be a scanner of its own network. Federations on one machine
+    /// (tests, demos) turn it off explicitly.
     pub block_private_addresses: bool,
     /// Timeout of one outbound HTTP request.
     pub http_timeout: Duration,
@@ -134,7 +137,7 @@ pub struct FederationSettings {
 impl Default for FederationSettings {
     fn default() -> Self {
         Self {
-            block_private_addresses: false,
+            block_private_addresses: true,
             http_timeout: Duration::from_secs(20),
             max_response_bytes: 1_048_576,
             refresh_concurrency: 16,

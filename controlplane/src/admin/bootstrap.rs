@@ -1,0 +1,116 @@
+//! Who may use the Admin API before its first user exists.
+//!
+//! An empty `users` table cannot mean "open to everyone": whoever reached the port first would
+//! create the first administrator and own the federation. Until a user exists, the Admin API
+//! answers only clients on the same machine (the socket's peer address is loopback; forwarded
+//! headers are not believed) and holders of a bootstrap token generated at start and written
+//! to the log, which an operator of a container or remote host can read. The token is good for
+//! one bootstrap: once a user exists it is spent, also if every user is deleted later (then
+//! only loopback clients may create one again).
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+/// The start-up bootstrap token.
+#[derive(Debug)]
+pub struct Bootstrap {
+    token: String,
+    spent: AtomicBool,
+}
+
+impl Bootstrap {
+    /// A fresh random token (256 bits), or `None` when the system has no randomness (then only
+    /// loopback clients may bootstrap).
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 32];
+        let token = match getrandom::fill(&mut bytes) {
+            Ok(()) => base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
+            Err(e) => {
+                tracing::warn!(error = %e, "no randomness for an admin bootstrap token");
+                String::new()
+            }
+        };
+        Self {
+            token,
+            spent: AtomicBool::new(false),
+        }
+    }
+
+    /// The token, to print at start (`None` once spent or when none could be made).
+    pub fn token(&self) -> Option<&str> {
+        (!self.token.is_empty() && !self.spent.load(Ordering::Relaxed)).then_some(&*self.token)
+    }
+
+    /// Marks the token used (a user exists now).
+    pub fn spend(&self) {
+        self.spent.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a request from `peer` with `headers` may use the API while no user exists.
+    pub fn admits(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
+        peer.is_some_and(is_loopback) || self.token().is_some_and(|t| bearer_matches(headers, t))
+    }
+}
+
+/// Loopback, also as an IPv4-mapped IPv6 address (`::ffff:127.0.0.1` on dual-stack sockets).
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// `Authorization: Bearer <token>`, compared through SHA-256 digests so that the time taken
+/// does not depend on how much of a guess is right.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim())
+    else {
+        return false;
+    };
+    Sha256::digest(given.as_bytes()) == Sha256::digest(token.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn loopback_or_the_token_until_it_is_spent() {
+        let b = Bootstrap::generate();
+        let token = b.token().map(str::to_owned).unwrap_or_default();
+        assert_eq!(token.len(), 43);
+        let remote: IpAddr = [192, 0, 2, 7].into();
+        let none = HeaderMap::new();
+        assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
+        assert!(b.admits(Some("::ffff:127.0.0.1".parse().unwrap_or(remote)), &none));
+        assert!(!b.admits(Some(remote), &none));
+        assert!(!b.admits(None, &none));
+        let mut with = HeaderMap::new();
+        let bearer = HeaderValue::from_str(&format!("Bearer {token}"));
+        with.insert(
+            AUTHORIZATION,
+            bearer.unwrap_or(HeaderValue::from_static("x")),
+        );
+        assert!(b.admits(Some(remote), &with));
+        let mut wrong = HeaderMap::new();
+        wrong.insert(AUTHORIZATION, HeaderValue::from_static("Bearer nope"));
+        assert!(!b.admits(Some(remote), &wrong));
+        b.spend();
+        assert!(!b.admits(Some(remote), &with));
+        assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
+    }
+}

@@ -1,0 +1,295 @@
+//! A fresh instance does not hand its Admin API to strangers (issue 22): bootstrap only from
+//! loopback or with the start-up token, cross-site writes refused, failed logins limited, the
+//! authenticated user is the audit actor, security headers on both ports.
+
+use std::net::IpAddr;
+
+use crate::support::{Backend, Pharos, TestDb, backends, non_loopback_address};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// `path` of `p`'s admin API reached through `ip` (a non-loopback address of this machine).
+fn via(p: &Pharos, ip: IpAddr, path: &str) -> String {
+    let port = p.settings.server.port;
+    format!("http://{ip}:{port}/api/v1/admin{path}")
+}
+
+async fn users(p: &Pharos) -> usize {
+    let db = p.app.as_ref().unwrap().control.db.clone();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    n as usize
+}
+
+#[tokio::test]
+async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_api() {
+    let Some(ip) = non_loopback_address() else {
+        eprintln!("SKIP: this machine has no non-loopback address");
+        return;
+    };
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = Pharos::start_on_all_interfaces(&db, |_| {}).await;
+        let body = json!({"username": "mallory", "password": "owned"}).to_string();
+        let post = |url: String, token: Option<String>| {
+            let mut r = p
+                .client
+                .post(url)
+                .header("content-type", "application/json")
+                .body(body.clone());
+            if let Some(t) = token {
+                r = r.bearer_auth(t);
+            }
+            r.send()
+        };
+        // Another host (a non-loopback peer): refused, nothing stored.
+        let r = post(via(&p, ip, "/users"), None).await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{b:?}");
+        let err: Value = r.json().await.unwrap();
+        assert_eq!(err["error"], "invalid_client");
+        assert!(
+            err["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("bootstrap token")
+        );
+        let r = p
+            .client
+            .get(via(&p, ip, "/trust-anchors"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(users(&p).await, 0);
+        // A wrong token does not help.
+        let r = post(via(&p, ip, "/users"), Some("guess".into()))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        // Loopback may read.
+        assert_eq!(p.admin(Method::GET, "/trust-anchors", None).await.0, 200);
+        // The token from the log lets a remote operator create the first user.
+        let token = p
+            .app
+            .as_ref()
+            .unwrap()
+            .admin_bootstrap
+            .token()
+            .unwrap()
+            .to_owned();
+        let r = post(via(&p, ip, "/users"), Some(token.clone()))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED, "{b:?}");
+        assert_eq!(users(&p).await, 1);
+        // From then on Basic credentials are needed, and the token is spent.
+        let r = p
+            .client
+            .get(via(&p, ip, "/trust-anchors"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let r = p
+            .client
+            .get(via(&p, ip, "/trust-anchors"))
+            .basic_auth("mallory", Some("owned"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(p.app.as_ref().unwrap().admin_bootstrap.token().is_none());
+        p.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn cross_site_writes_are_refused_and_json_must_say_so() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let url = p.url("/api/v1/admin/users");
+    let body = json!({"username": "eve", "password": "x"}).to_string();
+    // What a page can send without a preflight: text/plain.
+    let r = p
+        .client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let r = p.client.post(&url).body(body.clone()).send().await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "no content type"
+    );
+    // A page of another origin, even with the right type.
+    let r = p
+        .client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("origin", "https://evil.example")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["error"], "invalid_request");
+    let db_users = {
+        let db = p.app.as_ref().unwrap().control.db.clone();
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM users")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(db_users, 0);
+    // The API's own origin (its console) may write.
+    let own = p.base.clone();
+    let r = p
+        .client
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("origin", own)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn failed_logins_are_limited_per_client_and_the_user_is_the_actor() {
+    let Some(ip) = non_loopback_address() else {
+        eprintln!("SKIP: this machine has no non-loopback address");
+        return;
+    };
+    let db = TestDb::new(Backend::Sqlite).await;
+    let mut p = Pharos::start_on_all_interfaces(&db, |_| {}).await;
+    let (s, _) = p
+        .admin(
+            Method::POST,
+            "/users",
+            Some(json!({"username": "alice", "password": "right"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let get =
+        |url: String, pw: &'static str| p.client.get(url).basic_auth("alice", Some(pw)).send();
+    for _ in 0..10 {
+        let r = get(via(&p, ip, "/trust-anchors"), "wrong").await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    // Over the limit: refused before the password is checked, even a right one.
+    let r = get(via(&p, ip, "/trust-anchors"), "right").await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    // Another client is not affected.
+    let r = get(p.url("/api/v1/admin/trust-anchors"), "right")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+
+    // The audit actor is the authenticated user, whatever the actor header claims.
+    p.login("alice", "right");
+    let r = p
+        .client
+        .post(p.url("/api/v1/admin/subordinates"))
+        .basic_auth("alice", Some("right"))
+        .header("content-type", "application/json")
+        .header("x-actor", "bob")
+        .body(json!({"entity_id": "https://leaf.example.org", "jwks": {"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED, "{:?}", r.text().await);
+    let (s, hist) = p.admin(Method::GET, "/subordinates/1/history", None).await;
+    assert_eq!(s, 200, "{hist}");
+    let actors: Vec<&str> = hist["events"]
+        .as_array()
+        .or(hist.as_array())
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["actor"].as_str())
+        .collect();
+    assert!(
+        !actors.is_empty() && actors.iter().all(|a| *a == "alice"),
+        "{hist}"
+    );
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn both_ports_send_security_headers_and_admin_answers_are_not_stored() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    for path in [
+        "/.well-known/openid-federation",
+        "/api/v1/admin/trust-anchors",
+        "/nope",
+    ] {
+        let r = p.client.get(p.url(path)).send().await.unwrap();
+        let h = r.headers();
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+    }
+    let r = p.get("/api/v1/admin/trust-anchors").await;
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn a_symmetric_key_is_a_bad_request_not_a_server_error() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    for key in [
+        json!({"kty": "oct"}),
+        json!({"kty": "oct", "kid": "s"}),
+        json!({"kty": "EC", "kid": "e"}),
+    ] {
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                "/entity-configuration/keys",
+                Some(json!({"key": key})),
+            )
+            .await;
+        assert_eq!(s, 400, "{key} → {v}");
+        assert_eq!(v["error"], "invalid_request");
+    }
+    p.stop().await;
+}
+
+#[tokio::test]
+async fn admin_cors_with_credentials_and_any_origin_refuses_to_start() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let mut s = pharos_shared::config::Settings::default();
+    db.configure(&mut s);
+    s.server.ip_listen = "127.0.0.1".into();
+    s.api.admin.cors.enabled = true; // defaults: allow_origins "*", allow_credentials true
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let e = pharos_controlplane::app::App::start(
+        s,
+        std::sync::Arc::new(pharos_shared::time::SystemClock),
+        pharos_controlplane::app::Listeners {
+            main: Some(l),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("api.admin.cors.allow_origins"), "{e}");
+}
