@@ -293,3 +293,31 @@ async fn admin_cors_with_credentials_and_any_origin_refuses_to_start() {
     .to_string();
     assert!(e.contains("api.admin.cors.allow_origins"), "{e}");
 }
+
+#[tokio::test]
+async fn plain_http_entity_identifiers_are_refused_except_on_loopback() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]});
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/trust-anchors",
+            Some(json!({"entity_id": "http://ta.example.org", "jwks": jwks})),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["error_description"].as_str().unwrap().contains("https"),
+        "{v}"
+    );
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/trust-anchors",
+            Some(json!({"entity_id": "http://127.0.0.1:9", "jwks": jwks})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    p.stop().await;
+}

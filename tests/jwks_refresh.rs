@@ -271,7 +271,7 @@ async fn a_signed_push_replaces_the_keys_and_every_rejection_changes_nothing() {
                 ct,
                 signed_jwks(
                     old.as_ref(),
-                    json!({"iss": "https://x.example", "sub": "https://x.example", "keys": after.keys}),
+                    json!({"iss": "https://x.example", "sub": "https://x.example", "iat": now, "keys": after.keys}),
                 ),
             ),
         ];
@@ -279,10 +279,24 @@ async fn a_signed_push_replaces_the_keys_and_every_rejection_changes_nothing() {
             assert_eq!(push(&sup, ctype, body).await, status, "{b:?} {ctype}");
             assert_statement_has(&sup, &leaf, &before).await;
         }
-        assert_eq!(push(&sup, ct, signed_jwks(old.as_ref(), claims)).await, 204);
+        let accepted = signed_jwks(old.as_ref(), claims);
+        assert_eq!(push(&sup, ct, accepted.clone()).await, 204);
         assert_statement_has(&sup, &leaf, &after).await;
+        // Replays change nothing: the same push again, and an older one still signed by a
+        // stored key that would put the keys from before back.
+        let older = json!({"iss": sub, "sub": sub, "iat": now - 10, "keys": before.keys});
+        let older = signed_jwks(old.as_ref(), older);
+        for replay in [accepted, older] {
+            assert_eq!(push(&sup, ct, replay).await, 400, "{b:?}");
+            assert_statement_has(&sup, &leaf, &after).await;
+        }
         let h = history(&sup, &leaf).await;
         assert_eq!(h[0].0, "jwks_updated", "{h:?}");
+        assert_eq!(
+            h.iter().filter(|e| e.0 == "jwks_updated").count(),
+            1,
+            "{h:?}"
+        );
         sup.stop().await;
         leaf.stop().await;
     }

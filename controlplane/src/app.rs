@@ -87,7 +87,7 @@ impl App {
             clock,
             &settings.federation,
             commands,
-            &auth.jti_backend,
+            auth,
         );
         let refreshers = Refreshers::new(
             control.clone(),

@@ -55,7 +55,7 @@ pub async fn authenticate(
     let claims = jose::decode_unverified(assertion)
         .map_err(|e| FedError::invalid_request(format!("client_assertion is not a JWT: {e}")))?
         .claims;
-    let checked = check_claims(&claims, &snap.entity_id, now)?;
+    let checked = check_claims(&claims, &snap.entity_id, now, dp.max_assertion_lifetime)?;
     let keys = client_keys(dp, snap, entry, &checked.client, now).await?;
     jose::verify(assertion, &keys)
         .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))?;
@@ -82,8 +82,14 @@ pub struct Checked {
 
 /// The claims rules, in order: `iss`, `sub` (equal), `aud` exactly `us` (a string, or an
 /// array holding only it), `exp` required and not passed, `iat` (if any) at most
-/// [`IAT_SKEW`] seconds ahead, `jti` required.
-pub fn check_claims(c: &Map<String, Value>, us: &str, now: i64) -> Result<Checked, FedError> {
+/// [`IAT_SKEW`] seconds ahead, `nbf` (if any) not ahead either, a lifetime (`exp` − `iat`, or
+/// `exp` − now without `iat`) of at most `max_lifetime` seconds, `jti` required.
+pub fn check_claims(
+    c: &Map<String, Value>,
+    us: &str,
+    now: i64,
+    max_lifetime: i64,
+) -> Result<Checked, FedError> {
     let text = |n: &str| c.get(n).and_then(Value::as_str).filter(|s| !s.is_empty());
     let (Some(iss), Some(sub)) = (text("iss"), text("sub")) else {
         return Err(FedError::invalid_request(
@@ -112,19 +118,23 @@ pub fn check_claims(c: &Map<String, Value>, us: &str, now: i64) -> Result<Checke
     if exp < now {
         return Err(unauthorized("client_assertion has expired"));
     }
-    match c.get("iat") {
-        None => {}
-        Some(v) => match v.as_i64() {
-            Some(iat) if iat > now + IAT_SKEW => {
-                return Err(unauthorized("client_assertion iat is in the future"));
-            }
-            Some(_) => {}
-            None => {
-                return Err(FedError::invalid_request(
-                    "client_assertion iat must be a number",
-                ));
-            }
-        },
+    let time = |name: &str| match c.get(name) {
+        None => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
+            FedError::invalid_request(format!("client_assertion {name} must be a number"))
+        }),
+    };
+    let iat = time("iat")?;
+    if iat.is_some_and(|iat| iat > now + IAT_SKEW) {
+        return Err(unauthorized("client_assertion iat is in the future"));
+    }
+    if time("nbf")?.is_some_and(|nbf| nbf > now + IAT_SKEW) {
+        return Err(unauthorized("client_assertion is not valid yet (nbf)"));
+    }
+    if exp.saturating_sub(iat.unwrap_or(now)) > max_lifetime {
+        return Err(unauthorized(format!(
+            "client_assertion lives longer than {max_lifetime} seconds"
+        )));
     }
     let jti = text("jti").ok_or_else(|| FedError::invalid_request("client_assertion needs jti"))?;
     Ok(Checked {

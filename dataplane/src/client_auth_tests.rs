@@ -6,7 +6,7 @@ const US: &str = "https://op.example";
 const C: &str = "https://client.example";
 
 fn check(v: Value) -> Result<Checked, FedError> {
-    check_claims(v.as_object().unwrap(), US, 1_000)
+    check_claims(v.as_object().unwrap(), US, 1_000, 300)
 }
 
 fn base() -> Value {
@@ -58,6 +58,15 @@ fn lifetime_and_identity_rules() {
     assert_eq!(status(check(without("exp"))), 400);
     assert_eq!(status(check(with("iat", json!(1_006)))), 401);
     assert_eq!(status(check(without("jti"))), 400);
+    // Longer-lived than allowed (counted from iat, or from now without it), or not yet valid.
+    assert!(check(with("exp", json!(1_300))).is_ok());
+    assert_eq!(status(check(with("exp", json!(1_301)))), 401);
+    let mut long = without("iat");
+    long["exp"] = json!(1_301);
+    assert_eq!(status(check(long)), 401);
+    assert_eq!(status(check(with("nbf", json!(1_006)))), 401);
+    assert!(check(with("nbf", json!(1_000))).is_ok());
+    assert_eq!(status(check(with("nbf", json!("soon")))), 400);
     assert_eq!(status(check(with("sub", json!("https://x.example")))), 401);
     assert_eq!(status(check(without("iss"))), 400);
 }

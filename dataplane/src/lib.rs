@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::config::{FederationSettings, JtiBackend};
+use pharos_shared::config::{EndpointAuth, FederationSettings};
 use pharos_shared::snapshot::{Snapshot, SnapshotReader};
 use pharos_shared::time::Clock;
 
@@ -56,6 +56,8 @@ pub struct DataPlane {
     pub commands: Commands,
     /// Used client assertion identifiers.
     pub replay: replay::ReplayStore,
+    /// `storage.endpoint_auth.max_assertion_lifetime`, seconds.
+    pub max_assertion_lifetime: i64,
 }
 
 impl DataPlane {
@@ -74,20 +76,29 @@ impl DataPlane {
     ) -> Arc<Self> {
         // No control plane: state-changing requests answer 503, replays are kept in memory.
         let (commands, _) = Commands::channel();
-        Self::connected(snapshot, clock, federation, commands, &JtiBackend::Cache)
+        Self::connected(
+            snapshot,
+            clock,
+            federation,
+            commands,
+            &EndpointAuth::default(),
+        )
     }
 
     /// A data plane wired to the control plane: `commands` carries its state changes, and
-    /// used `jti`s go to the store `jti_backend` names (`db` = through the control plane).
+    /// client authentication follows `auth` (used `jti`s go to the store its `jti_backend`
+    /// names, `db` = through the control plane).
     pub fn connected(
         snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
         federation: &FederationSettings,
         commands: Commands,
-        jti_backend: &JtiBackend,
+        auth: &EndpointAuth,
     ) -> Arc<Self> {
         Arc::new(Self {
-            replay: replay::ReplayStore::new(jti_backend, commands.clone()),
+            replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
+            max_assertion_lifetime: i64::try_from(auth.max_assertion_lifetime.get().as_secs())
+                .unwrap_or(i64::MAX),
             commands,
             resolve: resolver::service::ResolveService::start(
                 snapshot.clone(),

@@ -5,7 +5,14 @@
 //! them in the database through the control plane's command channel (the data plane never
 //! touches the database), so a replay is refused after a restart and across instances.
 //! Check and record are one atomic step in both stores.
+//!
+//! The in-process store never forgets an identifier before its assertion has expired: a cache
+//! that evicted when full would let an attacker flush a used `jti` out and replay it. Instead
+//! it refuses new assertions while it is full (503, retry shortly); since assertions live at
+//! most `storage.endpoint_auth.max_assertion_lifetime`, entries leave on their own soon.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use moka::Expiry;
@@ -16,10 +23,19 @@ use sha2::{Digest, Sha256};
 use crate::command::{Command, Commands};
 use crate::error::FedError;
 
-/// Most identifiers the in-process store holds (an attacker cannot grow it past this).
-const MAX_CACHED: u64 = 1_000_000;
+/// Most identifiers the in-process store holds (an attacker cannot grow it past this; when it
+/// is full, new assertions are refused, never old identifiers evicted).
+pub const MAX_CACHED: u64 = 1_000_000;
 /// Kept this long after the assertion's `exp` (clock skew between client and us).
 const EXTRA_TTL: i64 = 60;
+
+/// How many identifiers the in-process store holds, exactly (moka's own count lags behind
+/// inserts), and how many it may.
+#[derive(Debug)]
+pub struct Held {
+    now: AtomicU64,
+    limit: u64,
+}
 
 /// Per-entry lifetime: the value is the entry's time to live in seconds.
 struct UntilExp;
@@ -33,8 +49,8 @@ impl Expiry<String, i64> for UntilExp {
 /// Where used `jti`s are remembered.
 #[derive(Clone)]
 pub enum ReplayStore {
-    /// In this process.
-    Cache(Cache<String, i64>),
+    /// In this process (no size bound of its own: [`MAX_CACHED`] is enforced by refusing).
+    Cache(Cache<String, i64>, Arc<Held>),
     /// In the database, through the control plane.
     Db(Commands),
 }
@@ -42,7 +58,7 @@ pub enum ReplayStore {
 impl std::fmt::Debug for ReplayStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Self::Cache(_) => "ReplayStore::Cache",
+            Self::Cache(..) => "ReplayStore::Cache",
             Self::Db(_) => "ReplayStore::Db",
         })
     }
@@ -51,14 +67,27 @@ impl std::fmt::Debug for ReplayStore {
 impl ReplayStore {
     /// The store `backend` names.
     pub fn new(backend: &JtiBackend, commands: Commands) -> Self {
+        Self::with_limit(backend, commands, MAX_CACHED)
+    }
+
+    /// As [`Self::new`], holding at most `limit` identifiers in process (tests fill it).
+    pub fn with_limit(backend: &JtiBackend, commands: Commands, limit: u64) -> Self {
         match backend {
             JtiBackend::Db => Self::Db(commands),
-            JtiBackend::Cache => Self::Cache(
-                Cache::builder()
-                    .max_capacity(MAX_CACHED)
+            JtiBackend::Cache => {
+                let held = Arc::new(Held {
+                    now: AtomicU64::new(0),
+                    limit,
+                });
+                let h = held.clone();
+                let cache = Cache::builder()
                     .expire_after(UntilExp)
-                    .build(),
-            ),
+                    .eviction_listener(move |_, _, _| {
+                        h.now.fetch_sub(1, Ordering::Relaxed);
+                    })
+                    .build();
+                Self::Cache(cache, held)
+            }
         }
     }
 
@@ -72,9 +101,26 @@ impl ReplayStore {
     ) -> Result<bool, FedError> {
         let key = key(iss, jti);
         match self {
-            Self::Cache(c) => {
+            Self::Cache(c, held) => {
+                if c.contains_key(&key) {
+                    return Ok(false);
+                }
+                if held.now.load(Ordering::Relaxed) >= held.limit {
+                    c.run_pending_tasks().await; // expired entries leave
+                    if held.now.load(Ordering::Relaxed) >= held.limit {
+                        return Err(FedError::new(
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            "temporarily_unavailable",
+                            "too many client assertions in flight; retry shortly",
+                        ));
+                    }
+                }
                 let ttl = (exp - now + EXTRA_TTL).max(1);
-                Ok(c.entry(key).or_insert(ttl).await.is_fresh())
+                let fresh = c.entry(key).or_insert(ttl).await.is_fresh();
+                if fresh {
+                    held.now.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(fresh)
             }
             Self::Db(commands) => commands
                 .call(|reply| Command::RecordJti {
@@ -111,5 +157,20 @@ mod tests {
         assert!(s.first_use("b", "1", 100, 0).await.unwrap());
         assert_eq!(key("a", "1").len(), 64);
         assert_ne!(key("a", "1"), key("a1", ""));
+    }
+
+    #[tokio::test]
+    async fn a_full_cache_refuses_new_assertions_and_never_forgets_used_ones() {
+        let (c, _rx) = Commands::channel();
+        let s = ReplayStore::with_limit(&JtiBackend::Cache, c, 3);
+        for jti in ["1", "2", "3"] {
+            assert!(s.first_use("a", jti, 100, 0).await.unwrap());
+        }
+        let e = s.first_use("a", "4", 100, 0).await.unwrap_err();
+        assert_eq!(e.status.as_u16(), 503);
+        // Every used identifier is still refused (an evicting cache would have dropped one).
+        for jti in ["1", "2", "3"] {
+            assert!(!s.first_use("a", jti, 100, 0).await.unwrap(), "{jti}");
+        }
     }
 }

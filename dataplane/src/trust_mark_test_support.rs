@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, header};
-use pharos_shared::config::{FederationSettings, JtiBackend};
+use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::snapshot::{Snapshot, SnapshotPublisher};
 use pharos_shared::time::ManualClock;
@@ -73,7 +73,7 @@ impl Issuer {
             clock.clone(),
             federation,
             commands,
-            &JtiBackend::Cache,
+            &Default::default(),
         );
         let p = publisher.clone();
         tokio::spawn(async move {

@@ -37,13 +37,16 @@ fn invalid(m: impl Into<String>) -> KeyCheckError {
     KeyCheckError::Invalid(m.into())
 }
 
-/// Checks `jws`, the Entity Configuration of `entity_id`: `typ`, `iss` = `sub` = `entity_id`,
-/// a `jwks`, and a signature by one of `stored` — or, when nothing is stored yet (first-poll
-/// seed), by one of its own keys.
+/// Checks `jws`, the Entity Configuration of `entity_id` at `now`: `typ`, `iss` = `sub` =
+/// `entity_id`, a `jwks`, a signature by one of `stored` — or, when nothing is stored yet
+/// (first-poll seed), by one of its own keys — and that it is current (`exp`, when present,
+/// not passed; `iat`, when present, not in the future): an expired configuration replayed by
+/// whoever sits on the path must not put old keys back.
 pub fn check_configuration(
     jws: &str,
     entity_id: &str,
     stored: Option<&Jwks>,
+    now: i64,
 ) -> Result<ConfigurationKeys, KeyCheckError> {
     let decoded = jose::decode_unverified(jws).map_err(|e| invalid(e.to_string()))?;
     jose::check_typ(&decoded, ENTITY_STATEMENT_TYP).map_err(|e| invalid(e.to_string()))?;
@@ -69,6 +72,17 @@ pub fn check_configuration(
         .get("exp")
         .and_then(Value::as_i64)
         .filter(|e| *e > 0);
+    if exp.is_some_and(|e| e < now) {
+        return Err(invalid("the Entity Configuration has expired"));
+    }
+    if decoded
+        .claims
+        .get("iat")
+        .and_then(Value::as_i64)
+        .is_some_and(|iat| iat > now + crate::chain::CLOCK_SKEW)
+    {
+        return Err(invalid("the Entity Configuration's iat is in the future"));
+    }
     Ok(ConfigurationKeys { jwks: own, exp })
 }
 
@@ -90,6 +104,8 @@ pub struct SignedJwks {
     pub sub: String,
     /// The new keys.
     pub keys: Jwks,
+    /// When it was made: a push must be newer than the last one accepted.
+    pub iat: i64,
     token: String,
 }
 
@@ -101,7 +117,9 @@ impl SignedJwks {
 }
 
 /// Checks the form of a pushed signed JWK Set at `now`: `typ`, a `kid` header, `iss` = `sub`,
-/// non-empty `keys` with unique non-empty `kid`s, and an `exp` (if any) not passed.
+/// non-empty `keys` with unique non-empty `kid`s, an `iat` not in the future (it orders pushes:
+/// the control plane accepts only one newer than the last it stored, so a captured older push
+/// cannot put a removed key back), and an `exp` (if any) not passed.
 pub fn parse_signed_jwks(token: &str, now: i64) -> Result<SignedJwks, KeyCheckError> {
     let bad = |m: &str| invalid(format!("invalid signed JWK Set: {m}"));
     let d = jose::decode_unverified(token).map_err(|e| bad(&e.to_string()))?;
@@ -140,9 +158,18 @@ pub fn parse_signed_jwks(token: &str, now: i64) -> Result<SignedJwks, KeyCheckEr
     {
         return Err(bad("expired"));
     }
+    let iat = d
+        .claims
+        .get("iat")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| bad("iat is required (pushes are ordered by it)"))?;
+    if iat > now + crate::chain::CLOCK_SKEW {
+        return Err(bad("iat is in the future"));
+    }
     Ok(SignedJwks {
         sub: sub.to_owned(),
         keys,
+        iat,
         token: token.to_owned(),
     })
 }

@@ -29,21 +29,40 @@ fn configuration_verifies_with_stored_keys_or_seeds_from_its_own() {
     let (old, new) = (key(), key());
     let published = jwks_of(&[&old, &new]);
     let jws = configuration(&old, &published);
-    let got = check_configuration(&jws, SUB, Some(&jwks_of(&[&old]))).unwrap();
+    let got = check_configuration(&jws, SUB, Some(&jwks_of(&[&old])), 100).unwrap();
     assert_eq!(got.jwks, published);
     assert_eq!(got.exp, Some(5_000));
     // Nothing stored: the first poll seeds from the configuration's own keys.
-    assert!(check_configuration(&jws, SUB, None).is_ok());
-    assert!(check_configuration(&jws, SUB, Some(&Jwks::default())).is_ok());
+    assert!(check_configuration(&jws, SUB, None, 100).is_ok());
+    assert!(check_configuration(&jws, SUB, Some(&Jwks::default()), 100).is_ok());
+}
+
+#[test]
+fn an_expired_or_future_configuration_is_refused() {
+    let k = key();
+    let jws = configuration(&k, &jwks_of(&[&k])); // iat 1, exp 5_000
+    let e = check_configuration(&jws, SUB, Some(&jwks_of(&[&k])), 5_001).unwrap_err();
+    assert!(
+        matches!(e, KeyCheckError::Invalid(ref m) if m.contains("expired")),
+        "{e}"
+    );
+    let future =
+        claims(json!({"iss": SUB, "sub": SUB, "iat": 1_000, "exp": 5_000, "jwks": jwks_of(&[&k])}));
+    let jws = sign(&k, ENTITY_STATEMENT_TYP, &future, None).unwrap();
+    let e = check_configuration(&jws, SUB, None, 100).unwrap_err();
+    assert!(
+        matches!(e, KeyCheckError::Invalid(ref m) if m.contains("future")),
+        "{e}"
+    );
 }
 
 #[test]
 fn configuration_signed_by_an_unknown_key_is_a_signature_failure() {
     let (stored, stranger) = (key(), key());
     let jws = configuration(&stranger, &jwks_of(&[&stranger]));
-    let e = check_configuration(&jws, SUB, Some(&jwks_of(&[&stored]))).unwrap_err();
+    let e = check_configuration(&jws, SUB, Some(&jwks_of(&[&stored])), 100).unwrap_err();
     assert!(matches!(e, KeyCheckError::Signature(_)), "{e}");
-    let e = check_configuration(&jws, "https://other.example", None).unwrap_err();
+    let e = check_configuration(&jws, "https://other.example", None, 100).unwrap_err();
     assert!(matches!(e, KeyCheckError::Invalid(_)), "{e}");
 }
 
@@ -57,11 +76,12 @@ fn signed_jwk_set_form_is_checked() {
     let keys = jwks_of(&[&k]).keys;
     let ok = signed_jwks(
         &k,
-        json!({"iss": SUB, "sub": SUB, "keys": keys, "exp": 200}),
+        json!({"iss": SUB, "sub": SUB, "keys": keys, "iat": 90, "exp": 200}),
     );
     let got = parse_signed_jwks(&ok, 100).unwrap();
     assert_eq!(got.sub, SUB);
     assert_eq!(got.keys.keys, keys);
+    assert_eq!(got.iat, 90);
 
     let cases = [
         json!({"iss": SUB, "sub": SUB, "keys": keys, "exp": 99}),
@@ -71,6 +91,9 @@ fn signed_jwk_set_form_is_checked() {
         json!({"iss": SUB, "sub": SUB, "keys": [{"kty": "EC"}]}),
         json!({"iss": SUB, "sub": SUB, "keys": [{"kid": "a"}, {"kid": "a"}]}),
         json!({"iss": SUB, "sub": SUB, "keys": keys, "iat": "yesterday"}),
+        // No iat: pushes could not be ordered, so an old one could be replayed.
+        json!({"iss": SUB, "sub": SUB, "keys": keys}),
+        json!({"iss": SUB, "sub": SUB, "keys": keys, "iat": 100 + 61}),
     ];
     for c in cases {
         let t = signed_jwks(&k, c.clone());

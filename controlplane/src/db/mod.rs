@@ -125,6 +125,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0006_trust_marks.sql"),
         ],
     ),
+    (
+        11,
+        "push_freshness",
+        [
+            include_str!("../../../migrations/sqlite/0011_push_freshness.sql"),
+            include_str!("../../../migrations/mysql/0011_push_freshness.sql"),
+            include_str!("../../../migrations/postgres/0011_push_freshness.sql"),
+        ],
+    ),
 ];
 
 impl Db {

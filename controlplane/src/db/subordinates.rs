@@ -257,6 +257,38 @@ pub async fn set_jwks(
     Ok(())
 }
 
+/// The `iat` of the last signed JWK Set subordinate `id` pushed and we accepted.
+pub async fn last_push_iat(db: &Db, id: i64) -> Result<Option<i64>> {
+    Ok(
+        sqlx::query_scalar(db.sql("SELECT jwks_push_iat FROM subordinates WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&db.pool)
+            .await?
+            .flatten(),
+    )
+}
+
+/// Stores pushed keys and the push's `iat` (so an older push cannot be replayed later).
+pub async fn set_pushed_jwks(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    jwks: &Jwks,
+    iat: i64,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        db.sql("UPDATE subordinates SET jwks = ?, jwks_push_iat = ?, updated_at = ? WHERE id = ?"),
+    )
+    .bind(to_text(&Some(jwks))?)
+    .bind(iat)
+    .bind(now)
+    .bind(id)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
 /// Sets (or clears, with `None`) one JSON document override of subordinate `id`.
 pub async fn set_doc(
     db: &Db,

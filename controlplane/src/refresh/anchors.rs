@@ -67,7 +67,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
         drop(slot);
-        let fetched = check_configuration(&jws, id, stored.jwks.as_ref())?;
+        let fetched = check_configuration(&jws, id, stored.jwks.as_ref(), now)?;
         let mut w = self.cp.write(None).await;
         // Re-read under the writer lock: a change may have landed during the fetch.
         let row = trust_anchors::get(&self.cp.db, id)

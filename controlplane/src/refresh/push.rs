@@ -100,8 +100,8 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 impl ControlPlane {
     /// jwks_update: checks the signature of `pushed` (whose form the data plane checked)
     /// against the keys stored now (under the writer lock, so no concurrent change slips
-    /// between check and store), replaces them, records `jwks_updated` and publishes. Every
-    /// refusal leaves everything as it was.
+    /// between check and store) and its `iat` against the last accepted push's, replaces
+    /// them, records `jwks_updated` and publishes. Every refusal leaves everything as it was.
     pub async fn push_jwks(&self, pushed: &SignedJwks, now: i64) -> Result<(), PushError> {
         let internal = |e: String| {
             logged(e);
@@ -119,12 +119,19 @@ impl ControlPlane {
         }
         jose::verify(pushed.token(), &stored)
             .map_err(|e| PushError::NotSignedByCurrentKey(e.to_string()))?;
+        // Read under the writer lock, like the keys: two pushes cannot both pass this.
+        let last = repo::last_push_iat(&self.db, row.id)
+            .await
+            .map_err(|e| internal(e.to_string()))?;
+        if let Some(last) = last.filter(|l| pushed.iat <= *l) {
+            return Err(PushError::Stale { last });
+        }
         // The signature covers the very token `pushed` was read from, so its claims are now
         // authentic; reading them again here would only repeat the data plane's work.
         let message =
             describe_change(&stored, &pushed.keys).unwrap_or_else(|| "added: ; removed: ".into());
         let tx = w.tx().await.map_err(|e| internal(e.to_string()))?;
-        repo::set_jwks(&self.db, tx, row.id, &pushed.keys, now)
+        repo::set_pushed_jwks(&self.db, tx, row.id, &pushed.keys, pushed.iat, now)
             .await
             .map_err(|e| internal(e.to_string()))?;
         w.subordinate_event(row.id, &row.status, "jwks_updated", Some(message))

@@ -119,7 +119,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .entity_configuration(id)
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
-        let fetched = check_configuration(&jws, id, before.as_ref())?;
+        let fetched = check_configuration(&jws, id, before.as_ref(), now)?;
         if fetched.exp.is_none() {
             return Err(no_exp());
         }

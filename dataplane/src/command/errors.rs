@@ -67,6 +67,13 @@ pub enum PushError {
     /// The signature does not verify with a stored key.
     #[error("not signed by a current key: {0}")]
     NotSignedByCurrentKey(String),
+    /// Its `iat` is not newer than the last push accepted: a replay of an older push (which
+    /// could put a removed key back), or pushes out of order.
+    #[error("not newer than the last accepted push (iat {last})")]
+    Stale {
+        /// The `iat` of the last accepted push.
+        last: i64,
+    },
     /// Database or snapshot failure (logged by the control plane).
     #[error("internal error")]
     Internal,
@@ -155,7 +162,7 @@ impl From<PushError> for FedError {
         let d = e.to_string();
         match e {
             PushError::Refused(r) => refused(r),
-            PushError::Invalid(_) => FedError::invalid_request(d),
+            PushError::Invalid(_) | PushError::Stale { .. } => FedError::invalid_request(d),
             PushError::UnknownSubordinate | PushError::NotActiveOrPending => FedError::not_found(d),
             PushError::NoStoredKeys | PushError::NotSignedByCurrentKey(_) => {
                 FedError::new(StatusCode::UNAUTHORIZED, "invalid_client", d)
@@ -234,6 +241,10 @@ mod tests {
             (503, "temporarily_unavailable")
         );
         assert_eq!(status(PushError::Invalid(m())), (400, "invalid_request"));
+        assert_eq!(
+            status(PushError::Stale { last: 1 }),
+            (400, "invalid_request")
+        );
         assert_eq!(status(PushError::UnknownSubordinate), (404, "not_found"));
         assert_eq!(status(PushError::NotActiveOrPending), (404, "not_found"));
         assert_eq!(status(PushError::NoStoredKeys), (401, "invalid_client"));

@@ -70,6 +70,10 @@ pub struct EndpointAuth {
     pub jti_backend: JtiBackend,
     /// How often expired `jti` rows are deleted (db backend only).
     pub jti_cleanup_interval: Duration,
+    /// Longest lifetime a client assertion may have (`exp` − `iat`, or `exp` − now without
+    /// `iat`): a long-lived assertion is a bearer credential for that long, and its `jti` must
+    /// be remembered for as long.
+    pub max_assertion_lifetime: Duration,
 }
 
 impl Default for EndpointAuth {
@@ -77,6 +81,7 @@ impl Default for EndpointAuth {
         Self {
             jti_backend: JtiBackend::Cache,
             jti_cleanup_interval: Duration::from_secs(3_600),
+            max_assertion_lifetime: Duration::from_secs(300),
         }
     }
 }
