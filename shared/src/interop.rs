@@ -124,8 +124,8 @@ const MAX_NOTED_ANCHORS: usize = 10_000;
 
 /// Log, once per anchor for the life of the process, that its Entity Configuration's
 /// `constraints` are being ignored (`anchor_ec_constraints: ignore`): an operator must learn
-/// that a protection is off, but not once per request.
-pub fn note_ignored_constraints(anchor: &str, constraints: &serde_json::Value) {
+/// that a protection is off, but not once per request. Returns whether this call logged.
+pub fn note_ignored_constraints(anchor: &str, constraints: &serde_json::Value) -> bool {
     static NOTED: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
     let noted = NOTED.get_or_init(|| Mutex::new(HashSet::new()));
     let first = match noted.lock() {
@@ -140,6 +140,7 @@ pub fn note_ignored_constraints(anchor: &str, constraints: &serde_json::Value) {
             "the trust anchor's Entity Configuration carries constraints; ignored (federation.anchor_ec_constraints: ignore)"
         );
     }
+    first
 }
 
 #[cfg(test)]
@@ -162,6 +163,14 @@ mod tests {
             Interop::default(),
             Interop::for_anchor(Profile::Interop, Apply, None)
         );
+    }
+
+    #[test]
+    fn ignored_constraints_are_logged_once_per_anchor() {
+        let c = serde_json::json!({"max_path_length": 1});
+        assert!(note_ignored_constraints("https://once.example", &c));
+        assert!(!note_ignored_constraints("https://once.example", &c));
+        assert!(note_ignored_constraints("https://other.example", &c));
     }
 
     #[test]

@@ -165,7 +165,7 @@ fn anchor_constraints<'a>(es: &'a [Statement], anchor: &AnchorSpec) -> Option<&'
         AnchorEcConstraints::Apply => Some(c),
         AnchorEcConstraints::Ignore => {
             let raw = ta.claims.get("constraints").unwrap_or(&Value::Null);
-            note_ignored_constraints(&anchor.entity_id, raw);
+            let _first = note_ignored_constraints(&anchor.entity_id, raw);
             None
         }
         AnchorEcConstraints::Refuse => None,
