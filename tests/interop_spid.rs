@@ -19,7 +19,7 @@ use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use pharos_shared::interop::Profile;
+use pharos_shared::interop::{AnchorEcConstraints, Profile};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -319,6 +319,25 @@ async fn anchor_ec_constraints_apply_ignore_refuse_and_the_strict_profile() {
                 "{b:?} {leaf}: {body}"
             );
         }
+
+        // Back to the interop profile with `federation.anchor_ec_constraints: refuse`: the
+        // record's override (ignore) wins; once cleared, the setting decides.
+        r.settings.federation.profile = Profile::Interop;
+        r.settings.federation.anchor_ec_constraints = AnchorEcConstraints::Refuse;
+        r = r.restart().await;
+        assert_eq!(status(&r, &fed, "leaf-old").await.0, 200, "{b:?}");
+        let (s, rec) = set(&r, &fed, Value::Null).await;
+        assert_eq!(
+            (s, &rec["anchor_ec_constraints"]),
+            (200, &Value::Null),
+            "{rec}"
+        );
+        let (s, code, body) = status(&r, &fed, "leaf-direct").await;
+        assert_eq!(
+            (s, code.as_str()),
+            (400, "invalid_trust_chain"),
+            "{b:?} {body}"
+        );
         r.stop().await;
     }
     server.abort();
