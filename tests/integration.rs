@@ -25,6 +25,7 @@ mod entity_configuration;
 mod federation;
 mod fetch_list;
 mod interop;
+mod interop_spid;
 mod jwks_refresh;
 mod keys;
 mod keys_admin;

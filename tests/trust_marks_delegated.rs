@@ -65,13 +65,20 @@ async fn a_delegated_mark_verifies_against_the_owner_keys_the_anchor_names() {
         let entry = json!({"trust_mark_type": TM, "trust_mark": mark});
 
         // §7.3 with the owner's keys as the anchor names them: valid.
-        let ok = trust_mark::verify(&entry, LEAF, &anchor(&me, Some(jwks(&owner))), &keys, now());
+        let ok = trust_mark::verify(
+            &entry,
+            LEAF,
+            &anchor(&me, Some(jwks(&owner))),
+            &keys,
+            now(),
+            false,
+        );
         assert!(ok.is_ok(), "{b:?}: {ok:?}");
         // Another owner key: the delegation does not verify.
         let bad = anchor(&me, Some(jwks(&stranger)));
-        assert!(trust_mark::verify(&entry, LEAF, &bad, &keys, now()).is_err());
+        assert!(trust_mark::verify(&entry, LEAF, &bad, &keys, now(), false).is_err());
         // No owner named by the anchor: a delegation it cannot check is refused too.
-        assert!(trust_mark::verify(&entry, LEAF, &anchor(&me, None), &keys, now()).is_err());
+        assert!(trust_mark::verify(&entry, LEAF, &anchor(&me, None), &keys, now(), false).is_err());
         // Another subject, or the issuer's keys replaced: refused.
         let other_sub = trust_mark::verify(
             &entry,
@@ -79,6 +86,7 @@ async fn a_delegated_mark_verifies_against_the_owner_keys_the_anchor_names() {
             &anchor(&me, Some(jwks(&owner))),
             &keys,
             now(),
+            false,
         );
         assert!(other_sub.is_err());
         let wrong_keys: Jwks = serde_json::from_value(jwks(&stranger)).unwrap();
@@ -88,6 +96,7 @@ async fn a_delegated_mark_verifies_against_the_owner_keys_the_anchor_names() {
             &anchor(&me, Some(jwks(&owner))),
             &wrong_keys,
             now(),
+            false,
         );
         assert!(forged.is_err());
         p.stop().await;

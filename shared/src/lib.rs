@@ -10,6 +10,7 @@ pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
 pub mod error;
+pub mod interop;
 pub mod jose;
 pub mod key_update;
 pub mod policy;

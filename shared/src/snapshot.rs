@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::claims::AdditionalClaim;
 use crate::endpoint::{EndpointConfig, EndpointType};
+use crate::interop::{AnchorEcConstraints, Interop, Profile};
 use crate::jose::{Jwk, Jwks, Signer};
 use crate::subordinate::Subordinates;
 
@@ -185,13 +186,32 @@ pub struct TrustAnchor {
     pub enable_jwks_update: bool,
     /// Polling interval, seconds (0 = derive from its configuration's `exp`).
     pub key_poll_interval: i64,
+    /// This anchor's override of `federation.anchor_ec_constraints` (`None`: the setting).
+    pub anchor_ec_constraints: Option<AnchorEcConstraints>,
 }
 
-/// The trust anchor repository: every anchor and its keys, read live by every usage.
+/// The trust anchor repository: every anchor and its keys, read live by every usage, and the
+/// settings that decide how chains to any anchor treat draft-era shapes.
 #[derive(Debug, Clone, Default)]
 pub struct TrustAnchors {
     /// Anchors by entity identifier.
     pub by_id: HashMap<String, Arc<TrustAnchor>>,
+    /// `federation.profile`.
+    pub profile: Profile,
+    /// `federation.anchor_ec_constraints`.
+    pub anchor_ec_constraints: AnchorEcConstraints,
+}
+
+impl TrustAnchors {
+    /// The leniencies for chains to `entity_id`: the settings, with the anchor's own override
+    /// when the repository holds it (an anchor named only in a request has none).
+    pub fn interop(&self, entity_id: &str) -> Interop {
+        let own = self
+            .by_id
+            .get(entity_id)
+            .and_then(|a| a.anchor_ec_constraints);
+        Interop::for_anchor(self.profile, self.anchor_ec_constraints, own)
+    }
 }
 
 /// Our keys as the data plane sees them.

@@ -37,6 +37,36 @@ impl VerifiedTrustMark {
     }
 }
 
+/// The Trust Mark type an entry of `trust_marks` or a Trust Mark's claims name:
+/// `trust_mark_type`; with `draft_shapes`, when it is absent, the names of earlier drafts,
+/// `trust_mark_id` or `id` (spid-cie-oidc, Sphereon). Old names that disagree name no type:
+/// a mark whose type is ambiguous is not understood.
+pub fn mark_type(obj: &Map<String, Value>, draft_shapes: bool) -> Option<&str> {
+    if let Some(t) = obj.get("trust_mark_type") {
+        return t.as_str();
+    }
+    if !draft_shapes {
+        return None;
+    }
+    let by_id = obj.get("trust_mark_id").and_then(Value::as_str);
+    let id = obj.get("id").and_then(Value::as_str);
+    match (by_id, id) {
+        (Some(a), Some(b)) if a != b => None,
+        (Some(a), _) => Some(a),
+        (None, b) => b,
+    }
+}
+
+/// The anchor's `trust_mark_issuers`; with `draft_shapes`, when it is absent, the
+/// `trust_marks_issuers` of earlier drafts (spid-cie-oidc before November 2023).
+pub fn mark_issuers(anchor_claims: &Map<String, Value>, draft_shapes: bool) -> Option<&Value> {
+    anchor_claims.get("trust_mark_issuers").or_else(|| {
+        draft_shapes
+            .then(|| anchor_claims.get("trust_marks_issuers"))
+            .flatten()
+    })
+}
+
 fn bad(msg: impl std::fmt::Display) -> Error {
     Error::Jws(format!("trust mark rejected: {msg}"))
 }
@@ -44,19 +74,21 @@ fn bad(msg: impl std::fmt::Display) -> Error {
 /// The Trust Marks of a subject's EC claims that the anchor's `trust_mark_issuers` admits,
 /// as `(entry, issuer)` pairs, so the caller knows whose keys to obtain. Entries that are
 /// malformed or whose issuer the anchor does not recognise for the type are left out: the
-/// response may contain only marks the anchor trusts (§8.3.2, §17.5).
+/// response may contain only marks the anchor trusts (§8.3.2, §17.5). `draft_shapes`: see
+/// [`mark_type`] and [`mark_issuers`].
 pub fn candidates<'a>(
     subject_claims: &'a Map<String, Value>,
     anchor_claims: &Map<String, Value>,
+    draft_shapes: bool,
 ) -> Vec<(&'a Value, String)> {
     let Some(marks) = subject_claims.get("trust_marks").and_then(Value::as_array) else {
         return Vec::new();
     };
-    let issuers = anchor_claims.get("trust_mark_issuers");
+    let issuers = mark_issuers(anchor_claims, draft_shapes);
     marks
         .iter()
         .filter_map(|entry| {
-            let tm_type = entry.get("trust_mark_type")?.as_str()?;
+            let tm_type = mark_type(entry.as_object()?, draft_shapes)?;
             let jwt = entry.get("trust_mark")?.as_str()?;
             let iss = jose::decode_unverified(jwt)
                 .ok()?
@@ -75,17 +107,19 @@ pub fn candidates<'a>(
 /// the Trust Anchor whose EC claims are `anchor_claims`: `typ`, `sub`, `trust_mark_type`,
 /// `iat`, `exp` (when present), the signature, and delegation when the anchor names an owner
 /// for the type (§7.2.2). The caller has already applied the `trust_mark_issuers` policy
-/// ([`candidates`]).
+/// ([`candidates`]). With `draft_shapes` the type may be named as earlier drafts did
+/// ([`mark_type`]); the result names it `trust_mark_type`, as the anchor admitted it.
 pub fn verify(
     entry: &Value,
     subject: &str,
     anchor_claims: &Map<String, Value>,
     issuer_keys: &Jwks,
     now: i64,
+    draft_shapes: bool,
 ) -> Result<VerifiedTrustMark> {
     let tm_type = entry
-        .get("trust_mark_type")
-        .and_then(Value::as_str)
+        .as_object()
+        .and_then(|e| mark_type(e, draft_shapes))
         .ok_or_else(|| bad("entry has no trust_mark_type"))?;
     let jwt = entry
         .get("trust_mark")
@@ -98,7 +132,7 @@ pub fn verify(
     if str_claim(c, "sub")? != subject {
         return Err(bad(format!("sub is not {subject}")));
     }
-    if str_claim(c, "trust_mark_type")? != tm_type {
+    if mark_type(c, draft_shapes).ok_or_else(|| bad("trust_mark_type missing"))? != tm_type {
         return Err(bad("trust_mark_type differs from the entry's"));
     }
     let exp = check_times(c, now)?;

@@ -35,14 +35,11 @@ pub struct HeldMark {
     pub exp: Option<i64>,
 }
 
-/// The type a mark names: `trust_mark_type`, else the legacy `id` of drafts before
-/// `trust_mark_type` existed. (lighthouse reads only `id`, reference §13.9; we read the
-/// current claim first.)
+/// The type a mark we hold names: the one rule of [`crate::trust_mark::mark_type`], with the
+/// draft-era names always understood (a mark we hold is judged by its issuer, not by a chain).
+/// (lighthouse reads only `id`, reference §13.9; we read the current claim first.)
 pub fn mark_type(claims: &Map<String, Value>) -> Option<&str> {
-    claims
-        .get("trust_mark_type")
-        .or_else(|| claims.get("id"))
-        .and_then(Value::as_str)
+    crate::trust_mark::mark_type(claims, true)
 }
 
 /// Checks a trust mark we are to hold for `tm_type`: a JWS with `typ: trust-mark+jwt`, `sub`

@@ -41,10 +41,10 @@ fn a_valid_mark_from_an_admitted_issuer_is_kept() {
     let entry = mark(&k, TRUST_MARK_TYP, claims());
     let ta = anchor(json!({TYPE: [TMI]}));
     let subject = json!({"trust_marks": [entry.clone()]});
-    let c = candidates(subject.as_object().unwrap(), &ta);
+    let c = candidates(subject.as_object().unwrap(), &ta, true);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].1, TMI);
-    let v = verify(&entry, LEAF, &ta, &jwks(&k), NOW).unwrap();
+    let v = verify(&entry, LEAF, &ta, &jwks(&k), NOW, true).unwrap();
     assert_eq!(v.exp, Some(NOW + 600));
     assert_eq!(v.to_json(false), entry);
 }
@@ -55,10 +55,10 @@ fn issuers_the_anchor_does_not_list_are_not_candidates() {
     let entry = mark(&k, TRUST_MARK_TYP, claims());
     let subject = json!({"trust_marks": [entry]});
     let s = subject.as_object().unwrap();
-    assert!(candidates(s, &anchor(json!({TYPE: ["https://other.example"]}))).is_empty());
-    assert!(candidates(s, &anchor(json!({"https://other/type": []}))).is_empty());
-    assert!(candidates(s, &Map::new()).is_empty());
-    assert_eq!(candidates(s, &anchor(json!({TYPE: []}))).len(), 1);
+    assert!(candidates(s, &anchor(json!({TYPE: ["https://other.example"]})), true).is_empty());
+    assert!(candidates(s, &anchor(json!({"https://other/type": []})), true).is_empty());
+    assert!(candidates(s, &Map::new(), true).is_empty());
+    assert_eq!(candidates(s, &anchor(json!({TYPE: []})), true).len(), 1);
 }
 
 #[test]
@@ -90,12 +90,12 @@ fn wrong_typ_subject_type_expiry_or_key_is_rejected() {
     ];
     for (i, entry) in cases.iter().enumerate() {
         assert!(
-            verify(entry, LEAF, &ta, &jwks(&k), NOW).is_err(),
+            verify(entry, LEAF, &ta, &jwks(&k), NOW, true).is_err(),
             "case {i}"
         );
     }
     let entry = mark(&k, TRUST_MARK_TYP, claims());
-    assert!(verify(&entry, LEAF, &ta, &jwks(&key()), NOW).is_err());
+    assert!(verify(&entry, LEAF, &ta, &jwks(&key()), NOW, true).is_err());
 }
 
 #[test]
@@ -106,7 +106,15 @@ fn a_mark_without_exp_never_expires() {
         TRUST_MARK_TYP,
         json!({"iss": TMI, "sub": LEAF, "trust_mark_type": TYPE, "iat": NOW}),
     );
-    let v = verify(&entry, LEAF, &anchor(json!({TYPE: []})), &jwks(&k), NOW).unwrap();
+    let v = verify(
+        &entry,
+        LEAF,
+        &anchor(json!({TYPE: []})),
+        &jwks(&k),
+        NOW,
+        true,
+    )
+    .unwrap();
     assert_eq!(v.exp, None);
 }
 
@@ -128,13 +136,13 @@ fn an_owned_type_needs_a_valid_delegation_from_the_owner() {
         mark(&tmi, TRUST_MARK_TYP, c)
     };
     let ok = with(delegation(&owner, TMI));
-    assert!(verify(&ok, LEAF, &ta, &jwks(&tmi), NOW).is_ok());
+    assert!(verify(&ok, LEAF, &ta, &jwks(&tmi), NOW, true).is_ok());
     let missing = mark(&tmi, TRUST_MARK_TYP, claims());
-    assert!(verify(&missing, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+    assert!(verify(&missing, LEAF, &ta, &jwks(&tmi), NOW, true).is_err());
     let forged = with(delegation(&tmi, TMI));
-    assert!(verify(&forged, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+    assert!(verify(&forged, LEAF, &ta, &jwks(&tmi), NOW, true).is_err());
     let other_issuer = with(delegation(&owner, "https://else.example"));
-    assert!(verify(&other_issuer, LEAF, &ta, &jwks(&tmi), NOW).is_err());
+    assert!(verify(&other_issuer, LEAF, &ta, &jwks(&tmi), NOW, true).is_err());
 }
 
 #[test]
@@ -244,4 +252,55 @@ mod issuer_side_delegation {
         assert!(e.contains("sub missing"), "{e}");
         assert!(check("not.a.jwt", &owner).is_err());
     }
+}
+
+/// A mark shaped as spid-cie-oidc (before 2025: `id`; 2025: `trust_mark_id`) or Sphereon shape
+/// it: the type is read from the old names, in the entry and in the JWT, unless strict.
+#[test]
+fn draft_era_type_names_are_understood_unless_strict() {
+    let k = key();
+    let ta = anchor(json!({TYPE: [TMI]}));
+    for name in ["id", "trust_mark_id"] {
+        let c = json!({"iss": TMI, "sub": LEAF, name: TYPE, "iat": NOW - 10});
+        let jwt = sign(&k, TRUST_MARK_TYP, c.as_object().unwrap(), None).unwrap();
+        let entry = json!({name: TYPE, "trust_mark": jwt});
+        let subject = json!({"trust_marks": [entry.clone()]});
+        let s = subject.as_object().unwrap();
+        assert_eq!(candidates(s, &ta, true).len(), 1, "{name}");
+        let v = verify(&entry, LEAF, &ta, &jwks(&k), NOW, true).unwrap();
+        assert_eq!(v.trust_mark_type, TYPE);
+        assert_eq!(
+            v.to_json(false),
+            json!({"trust_mark_type": TYPE, "trust_mark": jwt})
+        );
+        assert!(candidates(s, &ta, false).is_empty(), "{name} strict");
+        assert!(verify(&entry, LEAF, &ta, &jwks(&k), NOW, false).is_err());
+    }
+}
+
+#[test]
+fn old_names_that_disagree_name_no_type() {
+    let both = json!({"trust_mark_id": TYPE, "id": "https://other/type"});
+    assert_eq!(mark_type(both.as_object().unwrap(), true), None);
+    let current = json!({"trust_mark_type": TYPE, "id": "https://other/type"});
+    assert_eq!(mark_type(current.as_object().unwrap(), false), Some(TYPE));
+}
+
+/// spid-cie-oidc anchors before November 2023 named the claim `trust_marks_issuers`.
+#[test]
+fn the_draft_era_issuers_claim_admits_marks_unless_strict() {
+    let k = key();
+    let entry = mark(&k, TRUST_MARK_TYP, claims());
+    let subject = json!({"trust_marks": [entry]});
+    let s = subject.as_object().unwrap();
+    let old = json!({"trust_marks_issuers": {TYPE: [TMI]}});
+    let old = old.as_object().unwrap();
+    assert_eq!(candidates(s, old, true).len(), 1);
+    assert!(candidates(s, old, false).is_empty());
+    let mut both = old.clone();
+    both.insert("trust_mark_issuers".into(), json!({}));
+    assert!(
+        candidates(s, &both, true).is_empty(),
+        "the current claim wins"
+    );
 }

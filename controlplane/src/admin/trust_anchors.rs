@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use pharos_shared::interop::AnchorEcConstraints;
 use pharos_shared::jose::Jwks;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -43,6 +44,24 @@ pub struct TrustAnchorRecord {
     pub enable_jwks_update: bool,
     /// Poll interval, seconds (0 = derive from the configuration's `exp`).
     pub key_poll_interval: i64,
+    /// What chain validation does with `constraints` in this anchor's own Entity
+    /// Configuration; null follows `federation.anchor_ec_constraints` (`docs/interop.md`).
+    #[schema(value_type = Option<AnchorEcConstraintsValue>)]
+    pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+}
+
+/// The values of `anchor_ec_constraints`, for the OpenAPI document (the type itself lives in
+/// the shared crate, which does not depend on utoipa).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)] // never built: it only describes the shared enum's JSON form
+pub enum AnchorEcConstraintsValue {
+    /// Enforce them as if the anchor's statement about each immediate subordinate carried them.
+    Apply,
+    /// Disregard them (logged once per anchor).
+    Ignore,
+    /// Refuse every chain to this anchor while its Entity Configuration carries them.
+    Refuse,
 }
 
 impl From<TrustAnchorRow> for TrustAnchorRecord {
@@ -55,6 +74,7 @@ impl From<TrustAnchorRow> for TrustAnchorRecord {
             jwks: r.jwks,
             enable_jwks_update: r.enable_jwks_update,
             key_poll_interval: r.key_poll_interval,
+            anchor_ec_constraints: r.anchor_ec_constraints,
         }
     }
 }
@@ -73,6 +93,12 @@ pub struct TrustAnchorInput {
     /// Poll interval, seconds (0 = derive).
     #[serde(default)]
     pub key_poll_interval: i64,
+    /// Override of `federation.anchor_ec_constraints` for chains to this anchor: `apply`,
+    /// `ignore` or `refuse`; absent or null follows the setting. `federation.profile: strict`
+    /// refuses whatever this says.
+    #[serde(default)]
+    #[schema(value_type = Option<AnchorEcConstraintsValue>)]
+    pub anchor_ec_constraints: Option<AnchorEcConstraints>,
 }
 
 /// Checks a JWK Set given for a trust anchor or subordinate (the shared rule:
@@ -157,6 +183,7 @@ pub async fn create(
             jwks: input.jwks,
             enable_jwks_update: input.enable_jwks_update,
             key_poll_interval: input.key_poll_interval,
+            anchor_ec_constraints: input.anchor_ec_constraints,
         },
         now,
     )
@@ -205,6 +232,7 @@ pub async fn update(
             jwks,
             enable_jwks_update: input.enable_jwks_update,
             key_poll_interval: input.key_poll_interval,
+            anchor_ec_constraints: input.anchor_ec_constraints,
         },
         now,
     )

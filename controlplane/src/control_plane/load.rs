@@ -36,7 +36,7 @@ pub async fn snapshot(
         entity_id: settings.entity_id.as_str().into(),
         registry: Arc::new(registry(db, now).await?),
         entity_configuration: Arc::new(entity_configuration(db).await?),
-        trust_anchors: Arc::new(trust_anchors(db).await?),
+        trust_anchors: Arc::new(trust_anchors(db, settings).await?),
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
         subordinates: Arc::new(subordinates(db, versions).await?),
         trust_marks: Arc::new(trust_marks(db, settings, versions).await?),
@@ -174,10 +174,13 @@ pub async fn entity_configuration(db: &Db) -> Result<EcSettings> {
     })
 }
 
-/// The trust anchor repository as stored.
-pub async fn trust_anchors(db: &Db) -> Result<TrustAnchors> {
+/// The trust anchor repository as stored, with the settings that decide, together with each
+/// record's override, how chains to an anchor treat draft-era shapes.
+pub async fn trust_anchors(db: &Db, settings: &Settings) -> Result<TrustAnchors> {
     let rows = db::trust_anchors::list(db).await?;
     Ok(TrustAnchors {
+        profile: settings.federation.profile,
+        anchor_ec_constraints: settings.federation.anchor_ec_constraints,
         by_id: rows
             .into_iter()
             .map(|r| {
@@ -186,6 +189,7 @@ pub async fn trust_anchors(db: &Db) -> Result<TrustAnchors> {
                     jwks: r.jwks,
                     enable_jwks_update: r.enable_jwks_update,
                     key_poll_interval: r.key_poll_interval,
+                    anchor_ec_constraints: r.anchor_ec_constraints,
                 };
                 (r.entity_id, Arc::new(ta))
             })

@@ -138,7 +138,8 @@ impl ControlPlane {
                         Arc::new(load::entity_configuration(&self.db).await?)
                 }
                 Section::TrustAnchors => {
-                    next.trust_anchors = Arc::new(load::trust_anchors(&self.db).await?)
+                    next.trust_anchors =
+                        Arc::new(load::trust_anchors(&self.db, &self.settings).await?)
                 }
                 Section::Keys => {
                     let keys = keys::load_keyset(&self.db, &self.kms, now).await?;

@@ -30,6 +30,7 @@ async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
         jwks: None,
         enable_jwks_update: false,
         key_poll_interval: 0,
+        anchor_ec_constraints: None,
     };
     trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
         .await
@@ -117,6 +118,7 @@ async fn a_dropped_write_rolls_back_and_publishes_nothing() {
             jwks: None,
             enable_jwks_update: false,
             key_poll_interval: 0,
+            anchor_ec_constraints: None,
         };
         trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
             .await

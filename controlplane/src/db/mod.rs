@@ -126,6 +126,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
         ],
     ),
     (
+        9,
+        "anchor_constraints",
+        [
+            include_str!("../../../migrations/sqlite/0009_anchor_constraints.sql"),
+            include_str!("../../../migrations/mysql/0009_anchor_constraints.sql"),
+            include_str!("../../../migrations/postgres/0009_anchor_constraints.sql"),
+        ],
+    ),
+    (
         11,
         "push_freshness",
         [

@@ -1,5 +1,6 @@
 //! `trust_anchors`: the persistent side of the trust anchor repository.
 
+use pharos_shared::interop::AnchorEcConstraints;
 use pharos_shared::jose::Jwks;
 use sqlx::{AnyConnection, Row};
 
@@ -19,6 +20,8 @@ pub struct TrustAnchorRow {
     pub enable_jwks_update: bool,
     /// Poll interval, seconds (0 = derive).
     pub key_poll_interval: i64,
+    /// Override of `federation.anchor_ec_constraints` (`None`: the setting).
+    pub anchor_ec_constraints: Option<AnchorEcConstraints>,
     /// Creation time.
     pub created_at: i64,
     /// Last update time.
@@ -27,12 +30,20 @@ pub struct TrustAnchorRow {
 
 fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
     let jwks: Option<String> = r.try_get("jwks")?;
+    let rule: Option<String> = r.try_get("anchor_ec_constraints")?;
+    // Only the Admin API writes the column, from the same enum: an unknown value is a damaged
+    // row, reported rather than silently read as the setting.
+    let anchor_ec_constraints = rule
+        .map(|v| v.parse::<AnchorEcConstraints>())
+        .transpose()
+        .map_err(|e| Error::Internal(format!("trust_anchors.anchor_ec_constraints: {e}")))?;
     Ok(TrustAnchorRow {
         id: r.try_get("id")?,
         entity_id: r.try_get("entity_id")?,
         jwks: jwks.and_then(|j| serde_json::from_str(&j).ok()),
         enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
         key_poll_interval: r.try_get("key_poll_interval")?,
+        anchor_ec_constraints,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -41,7 +52,8 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
 /// Every trust anchor, ordered by entity identifier.
 pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
     let rows = sqlx::query(db.sql(
-        "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, created_at, updated_at \
+        "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
+         created_at, updated_at \
          FROM trust_anchors ORDER BY entity_id",
     ))
     .fetch_all(&db.pool)
@@ -52,7 +64,8 @@ pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
 /// One trust anchor by entity identifier.
 pub async fn get(db: &Db, entity_id: &str) -> Result<Option<TrustAnchorRow>> {
     let row = sqlx::query(db.sql(
-        "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, created_at, updated_at \
+        "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
+         created_at, updated_at \
          FROM trust_anchors WHERE entity_id = ?",
     ))
     .bind(entity_id)
@@ -72,6 +85,8 @@ pub struct TrustAnchorWrite {
     pub enable_jwks_update: bool,
     /// Poll interval.
     pub key_poll_interval: i64,
+    /// Override of `federation.anchor_ec_constraints` (`None`: the setting).
+    pub anchor_ec_constraints: Option<AnchorEcConstraints>,
 }
 
 fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
@@ -83,13 +98,14 @@ fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
 /// Inserts a trust anchor.
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i64) -> Result<()> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_anchors (entity_id, jwks, enable_jwks_update, key_poll_interval, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO trust_anchors (entity_id, jwks, enable_jwks_update, key_poll_interval, \
+         anchor_ec_constraints, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     ))
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
     .bind(flag(w.enable_jwks_update))
     .bind(w.key_poll_interval)
+    .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
     .bind(now)
     .bind(now)
     .execute(&mut *c)
@@ -107,13 +123,14 @@ pub async fn update(
     now: i64,
 ) -> Result<()> {
     sqlx::query(db.sql(
-        "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, updated_at = ? \
-         WHERE id = ?",
+        "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, \
+         anchor_ec_constraints = ?, updated_at = ? WHERE id = ?",
     ))
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
     .bind(flag(w.enable_jwks_update))
     .bind(w.key_poll_interval)
+    .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
     .bind(now)
     .bind(id)
     .execute(&mut *c)

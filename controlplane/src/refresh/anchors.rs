@@ -85,6 +85,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 jwks: Some(fetched.jwks.clone()),
                 enable_jwks_update: row.enable_jwks_update,
                 key_poll_interval: row.key_poll_interval,
+                anchor_ec_constraints: row.anchor_ec_constraints,
             };
             trust_anchors::update(&self.cp.db, tx, row.id, &update, now).await?;
             w.touch(Section::TrustAnchors);

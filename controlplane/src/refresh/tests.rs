@@ -103,6 +103,7 @@ async fn add_anchor(r: &Refreshers<Memory>, jwks: Option<Jwks>, interval: i64) {
         jwks,
         enable_jwks_update: true,
         key_poll_interval: interval,
+        anchor_ec_constraints: None,
     };
     let mut wr = cp.write(None).await;
     let tx = wr.tx().await.unwrap();

@@ -49,9 +49,10 @@ pub struct Query {
 }
 
 impl Query {
-    /// The cache key: every input that changes the answer. Pinned keys enter as a hash, so a
-    /// key rollover at an anchor starts a new entry instead of reusing a chain checked with
-    /// the old keys.
+    /// The cache key: every input that changes the answer. Pinned keys and the interoperation
+    /// rules enter as a hash, so a key rollover at an anchor, or a change of its
+    /// `anchor_ec_constraints`, starts a new entry instead of reusing a chain checked under
+    /// the old ones.
     pub fn key(&self) -> String {
         let mut k = self.subject.clone();
         for a in &self.anchors {
@@ -59,6 +60,7 @@ impl Query {
             serde_json::to_string(&a.jwks)
                 .unwrap_or_default()
                 .hash(&mut h);
+            a.interop.hash(&mut h);
             k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
         }
         k.push('\n');
@@ -162,7 +164,12 @@ impl<F: Fetcher + 'static> Resolver<F> {
             max_depth: DEFAULT_MAX_DEPTH,
         };
         let chain = chain::resolve(&fetcher, &req).await?;
-        let marks = verified_marks(&fetcher, &chain, now).await;
+        let draft_shapes = q
+            .anchors
+            .iter()
+            .find(|a| a.entity_id == chain.trust_anchor)
+            .is_some_and(|a| a.interop.draft_shapes);
+        let marks = verified_marks(&fetcher, &chain, now, draft_shapes).await;
         Ok(Arc::new(Resolution {
             chain,
             marks,
@@ -175,21 +182,27 @@ impl<F: Fetcher + 'static> Resolver<F> {
 /// The subject's Trust Marks that the chosen anchor admits (`trust_mark_issuers`) and that
 /// verify with their issuer's keys (taken from the issuer's own, cached, Entity
 /// Configuration), including delegation when the anchor names an owner. Others are dropped.
+/// `draft_shapes`: whether marks may name their type as earlier drafts did (the chosen
+/// anchor's rule).
 async fn verified_marks<F: Fetcher + 'static>(
     fetcher: &CachedFetcher<'_, F>,
     chain: &ResolvedChain,
     now: i64,
+    draft_shapes: bool,
 ) -> Vec<VerifiedTrustMark> {
     let subject = chain.subject_claims.get("sub").and_then(|s| s.as_str());
     let Some(subject) = subject else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (entry, issuer) in trust_mark::candidates(&chain.subject_claims, &chain.anchor_claims) {
+    let draft = draft_shapes;
+    for (entry, issuer) in
+        trust_mark::candidates(&chain.subject_claims, &chain.anchor_claims, draft)
+    {
         let checked = async {
             let ec = fetcher.entity_configuration(&issuer).await?;
             let keys = trust_mark::self_signed_keys(&ec, &issuer, now)?;
-            trust_mark::verify(entry, subject, &chain.anchor_claims, &keys, now)
+            trust_mark::verify(entry, subject, &chain.anchor_claims, &keys, now, draft)
         };
         match checked.await {
             Ok(m) => out.push(m),
@@ -230,8 +243,13 @@ pub fn allowed_anchors(snap: &Snapshot, cfg: &ResolveConfig) -> Option<Vec<Strin
     (!cfg.allowed_trust_anchors.is_empty()).then(|| cfg.allowed_trust_anchors.clone())
 }
 
-/// An anchor with its keys pinned when our trust anchor repository holds them; otherwise its
-/// keys will come from its own Entity Configuration.
+/// An anchor with its keys pinned when our trust anchor repository holds them (otherwise its
+/// keys will come from its own Entity Configuration) and the draft-era leniencies in force for
+/// it (`federation.profile`, `federation.anchor_ec_constraints` and the record's override).
+///
+/// The one place the data plane builds an [`AnchorSpec`]: every chain validator (resolve, the
+/// proactive resolver, client authentication, enrollment's `trust_path` checker, entity
+/// collection) takes its anchors from here, so the rules apply wherever a chain is validated.
 pub fn anchor_spec(snap: &Snapshot, entity_id: &str) -> AnchorSpec {
     AnchorSpec {
         entity_id: entity_id.to_owned(),
@@ -240,6 +258,7 @@ pub fn anchor_spec(snap: &Snapshot, entity_id: &str) -> AnchorSpec {
             .by_id
             .get(entity_id)
             .and_then(|a| a.jwks.clone()),
+        interop: snap.trust_anchors.interop(entity_id),
     }
 }
 

@@ -142,6 +142,7 @@ fn query() -> Query {
         anchors: vec![AnchorSpec {
             entity_id: TA.into(),
             jwks: None,
+            ..AnchorSpec::default()
         }],
         entity_types: Vec::new(),
     }

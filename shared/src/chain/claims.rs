@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::invalid;
 use crate::Result;
 use crate::jose::{self, Jwks};
+use crate::trust_mark::mark_type;
 
 /// Claims defined by the spec; `crit` may not list them (§13.4). Which of them an operator's
 /// additional claims may set is decided in [`crate::claims`].
@@ -130,15 +131,23 @@ pub(crate) fn non_empty_strings(name: &str, v: &Value) -> Result<Vec<String>> {
 
 /// `trust_marks`, `trust_mark_issuers` and `trust_mark_owners` have the shapes of §3.1.2, and
 /// each Trust Mark's `trust_mark_type` equals the one inside its JWT (a syntax check only:
-/// the marks themselves are evaluated later, §7.3).
-pub(crate) fn check_trust_mark_claims(claims: &Map<String, Value>) -> Result<()> {
-    if let Some(v) = claims.get("trust_marks") {
+/// the marks themselves are evaluated later, §7.3). With `draft_shapes` the type may be named
+/// as earlier drafts did ([`crate::trust_mark::mark_type`]), the anchor's issuers may come as
+/// `trust_marks_issuers`, and `trust_marks` of a Subordinate Statement (`is_ec` false; where
+/// spid-cie-oidc puts a copy) are not read at all.
+pub(crate) fn check_trust_mark_claims(
+    claims: &Map<String, Value>,
+    draft_shapes: bool,
+    is_ec: bool,
+) -> Result<()> {
+    let marks = claims.get("trust_marks").filter(|_| is_ec || !draft_shapes);
+    if let Some(v) = marks {
         let marks = v
             .as_array()
             .ok_or_else(|| invalid("trust_marks must be an array"))?;
         for m in marks {
             let (Some(typ), Some(jwt)) = (
-                m.get("trust_mark_type").and_then(Value::as_str),
+                m.as_object().and_then(|e| mark_type(e, draft_shapes)),
                 m.get("trust_mark").and_then(Value::as_str),
             ) else {
                 return Err(invalid(
@@ -147,14 +156,14 @@ pub(crate) fn check_trust_mark_claims(claims: &Map<String, Value>) -> Result<()>
             };
             let inner = jose::decode_unverified(jwt)
                 .map_err(|e| invalid(format!("trust mark {typ}: {e}")))?;
-            if inner.claims.get("trust_mark_type").and_then(Value::as_str) != Some(typ) {
+            if mark_type(&inner.claims, draft_shapes) != Some(typ) {
                 return Err(invalid(format!(
                     "trust mark {typ}: the JWT's trust_mark_type differs"
                 )));
             }
         }
     }
-    if let Some(v) = claims.get("trust_mark_issuers") {
+    if let Some(v) = crate::trust_mark::mark_issuers(claims, draft_shapes) {
         let ok = v.as_object().is_some_and(|m| {
             m.values().all(|issuers| {
                 issuers

@@ -33,6 +33,7 @@ mod tests;
 use serde_json::{Map, Value};
 
 use crate::Error;
+use crate::interop::Interop;
 use crate::jose::Jwks;
 
 pub use claims::STANDARD_CLAIMS;
@@ -67,12 +68,19 @@ pub const MAX_FETCHES: usize = 256;
 /// The keys are pinned when the trust anchor repository holds them; otherwise (`None`) the
 /// anchor's keys are taken from its own self-signed Entity Configuration (trust on first use,
 /// as go-oidfed does).
+///
+/// Every chain validator (resolve, client authentication, enrollment's `trust_path` checker,
+/// entity collection) receives its anchors in this form, built by the data plane in one place
+/// (`resolver::anchor_spec`), so the interoperation rules apply wherever a chain is validated.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AnchorSpec {
     /// The Trust Anchor's Entity Identifier, compared code point by code point (§16).
     pub entity_id: String,
     /// Keys configured out of band that must verify the anchor's Entity Configuration.
     pub jwks: Option<Jwks>,
+    /// The draft-era leniencies in force for chains to this anchor (settings and the trust
+    /// anchor record; see [`crate::interop`]).
+    pub interop: Interop,
 }
 
 /// What [`resolve`] needs: one request of the resolve endpoint, plus the clock and the depth

@@ -65,8 +65,20 @@ pub(crate) fn authority_hints(claims: &Map<String, Value>) -> Vec<&str> {
         .collect()
 }
 
-/// Decode `jws` and run the single-statement checks of §3.2 at time `now`.
-pub(crate) fn parse(jws: &str, now: i64) -> Result<Statement> {
+/// What [`parse`] accepts beyond the final text (see [`crate::interop`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Lenience {
+    /// `constraints` in this Entity Configuration: set for the Trust Anchor's own, unless
+    /// `anchor_ec_constraints` is `refuse`.
+    pub ec_constraints: bool,
+    /// Draft-era shapes: Trust Mark type names, `trust_marks_issuers`, `trust_marks` in a
+    /// Subordinate Statement (accepted and not read).
+    pub draft_shapes: bool,
+}
+
+/// Decode `jws` and run the single-statement checks of §3.2 at time `now`, accepting what
+/// `lenience` allows besides.
+pub(crate) fn parse(jws: &str, now: i64, lenience: Lenience) -> Result<Statement> {
     let decoded = jose::decode_unverified(jws).map_err(|e| invalid(e.to_string()))?;
     jose::check_typ(&decoded, ENTITY_STATEMENT_TYP).map_err(|e| invalid(e.to_string()))?;
     match decoded.header.get("kid") {
@@ -95,7 +107,15 @@ pub(crate) fn parse(jws: &str, now: i64) -> Result<Statement> {
     check_crit(&claims)?;
     let is_ec = iss == sub;
     let misplaced = if is_ec { &SS_ONLY[..] } else { &EC_ONLY[..] };
-    if let Some(c) = misplaced.iter().find(|c| claims.contains_key(**c)) {
+    let tolerated = |c: &str| match (is_ec, c) {
+        (true, "constraints") => lenience.ec_constraints,
+        (false, "trust_marks") => lenience.draft_shapes,
+        _ => false,
+    };
+    if let Some(c) = misplaced
+        .iter()
+        .find(|c| claims.contains_key(**c) && !tolerated(c))
+    {
         let kind = if is_ec {
             "an Entity Configuration"
         } else {
@@ -125,7 +145,7 @@ pub(crate) fn parse(jws: &str, now: i64) -> Result<Statement> {
     {
         return Err(invalid("metadata_policy must be an object"));
     }
-    check_trust_mark_claims(&claims)?;
+    check_trust_mark_claims(&claims, lenience.draft_shapes, is_ec)?;
     let constraints = match claims.get("constraints") {
         None => None,
         Some(v) => Some(

@@ -5,11 +5,14 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::statement::{Statement, parse};
+use super::statement::{Lenience, Statement, parse};
 use super::{AnchorSpec, at, invalid};
 use crate::Result;
+use crate::interop::{AnchorEcConstraints, note_ignored_constraints};
 use crate::jose::{self, Jwks};
-use crate::policy::{ChainStatementPolicy, check_max_path_length, check_naming, resolve_metadata};
+use crate::policy::{
+    ChainStatementPolicy, Constraints, check_max_path_length, check_naming, resolve_metadata,
+};
 
 /// A chain that passed [`validate_chain`], with what was learnt while validating it.
 ///
@@ -47,15 +50,23 @@ pub fn validate_chain(chain: &[String], anchor: &AnchorSpec, now: i64) -> Result
             "a chain of two statements cannot link a subject to a distinct Trust Anchor",
         ));
     }
+    let rule = anchor.interop.anchor_ec_constraints;
     let statements = chain
         .iter()
         .enumerate()
-        .map(|(j, jws)| parse(jws, now).map_err(|e| at(format_args!("ES[{j}]"), e)))
+        .map(|(j, jws)| {
+            let lenience = Lenience {
+                ec_constraints: j == n - 1 && rule != AnchorEcConstraints::Refuse,
+                draft_shapes: anchor.interop.draft_shapes,
+            };
+            parse(jws, now, lenience).map_err(|e| at(format_args!("ES[{j}]"), e))
+        })
         .collect::<Result<Vec<_>>>()?;
     check_links(&statements, anchor)?;
     check_signatures(&statements, anchor)?;
-    check_constraints(&statements)?;
-    let metadata = resolve(&statements)?;
+    let from_anchor = anchor_constraints(&statements, anchor);
+    check_constraints(&statements, from_anchor)?;
+    let metadata = resolve(&statements, from_anchor)?;
     let exp = statements.iter().map(|s| s.exp).min().unwrap_or(now);
     Ok(ValidatedChain {
         subject: statements[0].sub.clone(),
@@ -144,16 +155,36 @@ fn verify(s: &Statement, keys: &Jwks) -> Result<()> {
     jose::verify(&s.jws, keys).map(|_| ())
 }
 
+/// The `constraints` of the Trust Anchor's own Entity Configuration that apply to this chain
+/// (`anchor_ec_constraints: apply`), after its signature was verified. Under `ignore` they are
+/// logged once per anchor and dropped; under `refuse` [`parse`] already refused them.
+fn anchor_constraints<'a>(es: &'a [Statement], anchor: &AnchorSpec) -> Option<&'a Constraints> {
+    let ta = es.last()?;
+    let c = ta.constraints.as_ref()?;
+    match anchor.interop.anchor_ec_constraints {
+        AnchorEcConstraints::Apply => Some(c),
+        AnchorEcConstraints::Ignore => {
+            let raw = ta.claims.get("constraints").unwrap_or(&Value::Null);
+            let _first = note_ignored_constraints(&anchor.entity_id, raw);
+            None
+        }
+        AnchorEcConstraints::Refuse => None,
+    }
+}
+
 /// Constraints (§6.2) of every Subordinate Statement `ES[j]`, each applied on its own:
 /// `max_path_length` against the `j - 1` Intermediates below its issuer, and
-/// `naming_constraints` against its subject and every Entity below it.
-fn check_constraints(es: &[Statement]) -> Result<()> {
+/// `naming_constraints` against its subject and every Entity below it. `from_anchor` (the
+/// anchor's Entity Configuration's, see [`anchor_constraints`]) is applied as if the anchor's
+/// statement about its immediate subordinate, `ES[last - 1]`, carried it as well.
+fn check_constraints(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<()> {
     let last = es.len() - 1;
-    for j in 1..last {
-        let Some(c) = &es[j].constraints else {
-            continue;
-        };
-        let fail = |e: crate::Error| invalid(format!("ES[{j}] constraints: {e}"));
+    let own = (1..last).filter_map(|j| es[j].constraints.as_ref().map(|c| (j, c, "")));
+    let anchor = from_anchor
+        .filter(|_| last >= 2)
+        .map(|c| (last - 1, c, " (the Trust Anchor's Entity Configuration)"));
+    for (j, c, whose) in own.chain(anchor) {
+        let fail = |e: crate::Error| invalid(format!("ES[{j}] constraints{whose}: {e}"));
         check_max_path_length(c, j - 1).map_err(fail)?;
         for below in &es[..=j] {
             check_naming(c, &below.sub).map_err(fail)?;
@@ -164,17 +195,24 @@ fn check_constraints(es: &[Statement]) -> Result<()> {
 
 /// Metadata resolution (§6.1.4): the Subordinate Statements from the Trust Anchor's down to
 /// the Immediate Superior's, applied to the subject's own metadata. A one-element chain (the
-/// subject is the anchor) resolves to the anchor's own metadata.
-fn resolve(es: &[Statement]) -> Result<Value> {
+/// subject is the anchor) resolves to the anchor's own metadata. `from_anchor` contributes its
+/// `allowed_entity_types` at the top of the chain.
+fn resolve(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<Value> {
     let last = es.len() - 1;
-    let policies: Vec<ChainStatementPolicy<'_>> = (1..last)
-        .rev()
-        .map(|j| ChainStatementPolicy {
+    let anchor = from_anchor
+        .filter(|_| last >= 2)
+        .map(|c| ChainStatementPolicy {
+            constraints: Some(c),
+            ..ChainStatementPolicy::default()
+        });
+    let policies: Vec<ChainStatementPolicy<'_>> = anchor
+        .into_iter()
+        .chain((1..last).rev().map(|j| ChainStatementPolicy {
             metadata_policy: es[j].claims.get("metadata_policy"),
             metadata_policy_crit: es[j].metadata_policy_crit.as_deref(),
             metadata: es[j].claims.get("metadata"),
             constraints: es[j].constraints.as_ref(),
-        })
+        }))
         .collect();
     let empty = json!({});
     let leaf = es[0].claims.get("metadata").unwrap_or(&empty);

@@ -208,7 +208,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 103);
+    assert_eq!(table.len(), 105);
 }
 
 #[test]
@@ -269,4 +269,38 @@ fn trust_mark_legacy_id_defaults_on_and_can_be_turned_off() {
     );
     let s = ok(None, &[("SVC_FEDERATION_TRUST_MARK_LEGACY_ID", "false")]).settings;
     assert!(!s.federation.trust_mark_legacy_id);
+}
+
+#[test]
+fn interop_settings_default_to_apply_and_interop_and_refuse_unknown_values() {
+    use crate::interop::{AnchorEcConstraints, Interop, Profile};
+    let s = ok(None, &[]).settings;
+    assert_eq!(
+        s.federation.anchor_ec_constraints,
+        AnchorEcConstraints::Apply
+    );
+    assert_eq!(s.federation.profile, Profile::Interop);
+    assert_eq!(s.federation.interop(None), Interop::default());
+    let f = yaml("federation:\n  anchor_ec_constraints: ignore\n  profile: strict\n");
+    let s = ok(Some(&f), &[]).settings;
+    assert_eq!(
+        s.federation.anchor_ec_constraints,
+        AnchorEcConstraints::Ignore
+    );
+    assert_eq!(s.federation.interop(None), Interop::STRICT);
+    let s = ok(None, &[("SVC_FEDERATION_ANCHOR_EC_CONSTRAINTS", "refuse")]).settings;
+    assert_eq!(
+        s.federation
+            .interop(Some(AnchorEcConstraints::Apply))
+            .anchor_ec_constraints,
+        AnchorEcConstraints::Apply,
+        "the trust anchor record's override wins"
+    );
+    for (name, value) in [
+        ("SVC_FEDERATION_ANCHOR_EC_CONSTRAINTS", "maybe"),
+        ("SVC_FEDERATION_PROFILE", "lax"),
+    ] {
+        let p = problems(None, &[(name, value)]);
+        assert!(p.iter().any(|m| m.contains(value)), "{name}: {p:?}");
+    }
 }

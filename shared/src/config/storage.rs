@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Duration;
+use crate::interop::{AnchorEcConstraints, Interop, Profile};
 
 /// The database all DB-managed state lives in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +138,14 @@ pub struct FederationSettings {
     /// `trust_mark_type` existed), so that clients of earlier drafts read them. Extra claims
     /// are allowed, so carrying both costs conforming clients nothing.
     pub trust_mark_legacy_id: bool,
+    /// What chain validation does with `constraints` in a Trust Anchor's own Entity
+    /// Configuration (SPID/CIE anchors publish `max_path_length` there): `apply` (as if in the
+    /// anchor's statement about each immediate subordinate), `ignore` (logged once per anchor)
+    /// or `refuse` (the final text). A trust anchor record may override it.
+    pub anchor_ec_constraints: AnchorEcConstraints,
+    /// `interop` accepts the harmless shapes of earlier drafts that deployed federations still
+    /// send (`docs/interop.md`); `strict` switches every one of them off, overrides included.
+    pub profile: Profile,
 }
 
 impl Default for FederationSettings {
@@ -147,6 +156,8 @@ impl Default for FederationSettings {
             max_response_bytes: 1_048_576,
             refresh_concurrency: 16,
             trust_mark_legacy_id: true,
+            anchor_ec_constraints: AnchorEcConstraints::Apply,
+            profile: Profile::Interop,
         }
     }
 }
@@ -236,6 +247,12 @@ impl FederationSettings {
         if self.refresh_concurrency == 0 {
             problems.push("federation.refresh_concurrency must be greater than 0".into());
         }
+    }
+
+    /// The leniencies for an anchor with the given record override (none for an anchor
+    /// outside the repository).
+    pub fn interop(&self, anchor_override: Option<AnchorEcConstraints>) -> Interop {
+        Interop::for_anchor(self.profile, self.anchor_ec_constraints, anchor_override)
     }
 }
 

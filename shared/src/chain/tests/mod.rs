@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod interop_tests;
 mod reject_tests;
 mod resolve_tests;
 mod vector_tests;
@@ -157,6 +158,7 @@ impl Fed {
         AnchorSpec {
             entity_id: entity.to_owned(),
             jwks: pinned.then(|| self.jwks(entity)),
+            ..AnchorSpec::default()
         }
     }
 

@@ -74,6 +74,7 @@ async fn chain_reject_pinned_anchor_keys_that_differ() {
     let pinned = [crate::chain::AnchorSpec {
         entity_id: ta.clone(),
         jwks: Some(Fed::default().jwks(&ta)),
+        ..Default::default()
     }];
     let msg = chain_error(fed.resolve(&leaf, &pinned).await);
     assert!(msg.contains("Trust Anchor, pinned keys"), "{msg}");
@@ -109,6 +110,7 @@ fn fed_anchor(ta: &str) -> crate::chain::AnchorSpec {
     crate::chain::AnchorSpec {
         entity_id: ta.to_owned(),
         jwks: None,
+        ..Default::default()
     }
 }
 

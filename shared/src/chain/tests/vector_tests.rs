@@ -24,6 +24,7 @@ fn anchor(v: &Value, pinned: bool) -> AnchorSpec {
     AnchorSpec {
         entity_id: v["trust_anchor"]["entity_id"].as_str().unwrap().to_owned(),
         jwks: pinned.then_some(jwks),
+        ..AnchorSpec::default()
     }
 }
 
@@ -75,6 +76,7 @@ fn chain_spec_4_3_wrong_trust_anchor_key() {
     let wrong = AnchorSpec {
         jwks: Some(Fed::default().jwks(&entity_id)),
         entity_id,
+        ..AnchorSpec::default()
     };
     let msg = chain_error(validate_chain(&chain(&v), &wrong, now));
     assert!(msg.contains("Trust Anchor, pinned keys"), "{msg}");
@@ -96,6 +98,7 @@ fn chain_spec_4_3_tampered_shapes_are_rejected() {
     let other = AnchorSpec {
         entity_id: "https://other-anchor.example.org".into(),
         jwks: None,
+        ..AnchorSpec::default()
     };
     chain_error(validate_chain(&full, &other, now));
     // A corrupted signature on the middle statement.
