@@ -5,7 +5,9 @@
 //! Configuration must keep answering, and the excess must be refused with 503 before the fetch
 //! timeout. With one task per command, every request opened its own outbound connection.
 //!
-//! SQLite only: the database is not what is measured, and the flood must stay short.
+//! SQLite only: the database is not what is measured, and the flood must stay short. It runs
+//! in its own test binary (`tests/flood.rs`), which cargo runs after the others, so no other
+//! test's work competes with the flood for the CPU and skews what it measures.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,8 +19,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 
-use crate::fetch_list::{enable, jwk};
-use crate::support::{Backend, Pharos, TestDb};
+use crate::support::{Backend, Pharos, TestDb, enable, jwk};
 
 const SUBORDINATES: usize = 100;
 const REQUESTS: usize = 10_000;

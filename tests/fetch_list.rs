@@ -2,23 +2,13 @@
 //! keys, carry exactly the expected claims, and follow Admin API changes on the next request.
 
 use crate::support::{Pharos, TestDb, backends, enc};
+pub use crate::support::{enable, jwk};
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::time::ManualClock;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 pub const NOW: i64 = 1_900_000_000;
-
-/// A public JWK with this kid and optional exp (key material is not checked by Pharos).
-pub fn jwk(kid: &str, exp: Option<i64>) -> Value {
-    let mut k = json!({"kty": "EC", "crv": "P-256", "kid": kid,
-        "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"});
-    if let Some(e) = exp {
-        k["exp"] = json!(e);
-    }
-    k
-}
 
 /// Adds a subordinate through the Admin API.
 pub async fn add(p: &Pharos, entity: &str, body: Value) -> Value {
@@ -29,14 +19,6 @@ pub async fn add(p: &Pharos, entity: &str, body: Value) -> Value {
     let (s, v) = p.admin(Method::POST, "/subordinates", Some(b)).await;
     assert_eq!(s, 201, "{v}");
     v
-}
-
-pub async fn enable(p: &Pharos, kind: &str, path: &str, config: Value) {
-    let body = json!({"type": kind, "path": path, "config": config});
-    let (s, v) = p
-        .admin(Method::POST, "/federation-endpoints", Some(body))
-        .await;
-    assert_eq!(s, 201, "{v}");
 }
 
 /// Fetches and verifies a statement with our Entity Configuration's keys.

@@ -19,7 +19,6 @@ mod claims;
 mod cli;
 mod client_auth;
 mod client_auth_more;
-mod command_flood;
 mod cors;
 mod entity_configuration;
 mod federation;

@@ -12,7 +12,7 @@ use pharos_controlplane::app::{App, Listeners};
 use pharos_shared::config::{Settings, StorageDriver};
 use pharos_shared::time::{Clock, SystemClock};
 use reqwest::{Method, Response};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::Connection as _;
 use tokio::net::TcpListener;
 
@@ -360,4 +360,24 @@ pub fn content_type(body: &str) -> &'static str {
     } else {
         "text/plain"
     }
+}
+
+/// A public JWK with this kid and optional exp (key material is not checked by Pharos).
+pub fn jwk(kid: &str, exp: Option<i64>) -> Value {
+    let mut k = json!({"kty": "EC", "crv": "P-256", "kid": kid,
+        "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"});
+    if let Some(e) = exp {
+        k["exp"] = json!(e);
+    }
+    k
+}
+
+/// Enables federation endpoint `kind` at `path` through the Admin API.
+pub async fn enable(p: &Pharos, kind: &str, path: &str, config: Value) {
+    let body = json!({"type": kind, "path": path, "config": config});
+    let (s, v) = p
+        .admin(Method::POST, "/federation-endpoints", Some(body))
+        .await;
+    assert_eq!(s, 201, "{v}");
 }
