@@ -1,3 +1,11 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::field_reassign_with_default,
+    missing_docs
+)]
+
 //! Whole-process load tests, in a test binary of their own: cargo runs test binaries one after
 //! another, so these measure Pharos alone, not Pharos competing with the integration tests.
 
