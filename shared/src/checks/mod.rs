@@ -114,7 +114,7 @@ pub struct HttpAnswer {
     pub status: u16,
     /// `Content-Type`, if sent.
     pub content_type: Option<String>,
-    /// The body (cut at the environment's size limit).
+    /// The body (at most the environment's size limit: a longer answer is an error).
     pub body: Vec<u8>,
 }
 
