@@ -6,8 +6,9 @@
 //! slow service or program for its whole timeout); one more is refused at once. Concurrent
 //! requests for one (type, subject) share one run ([`Flights`]), and verdicts are reused for
 //! the spec's `check_cache_ttl` — keyed with the spec's version, so an administrator's change
-//! of the spec (its checker, its mode) takes effect with the next request. Answering from the
-//! cache happens before admission, so a cached verdict costs no slot.
+//! of the spec (its checker, its mode) takes effect with the next request; a check that could
+//! not be carried out (5xx) is not kept. Answering from the cache happens before admission,
+//! so a cached verdict costs no slot.
 //!
 //! [`Command::CheckEligibility`]: pharos_dataplane::command::Command::CheckEligibility
 
@@ -104,7 +105,15 @@ impl Eligibility {
             let now = cp.now();
             let outcome = run(&cp, fetcher, snap, &spec, &key.1, now).await;
             drop(slot);
+            // A check that could not be carried out (a 5xx: service down, program missing)
+            // is not a verdict worth keeping: the next request tries again.
+            let decided = match &outcome {
+                Ok(Verdict::Pass) => true,
+                Ok(Verdict::Deny(d)) => d.status < 500,
+                Err(_) => false,
+            };
             if let Ok(verdict) = &outcome
+                && decided
                 && spec.check_cache_ttl > 0
             {
                 let cached = Cached {

@@ -188,6 +188,14 @@ async fn verdicts_are_reused_for_the_ttl_of_the_spec_version() {
     store_spec(&s.cp, &now_no).await;
     assert_eq!(answer(&s.d, OK).await.0, 400);
     assert_eq!(answer(&s.d, NO).await.0, 200);
+    // A check that could not be carried out (the program is missing: 500) is not kept.
+    let broken = json!({"mode": "check_only", "check_cache_ttl": 60,
+        "checker": {"type": "cmd", "config": {"path": "/nonexistent/pharos-check"}}});
+    store_spec(&s.cp, &broken).await;
+    let before = fetches();
+    assert_eq!(answer(&s.d, OK).await, (500, "server_error".into()));
+    assert_eq!(answer(&s.d, OK).await.0, 500);
+    assert_eq!(fetches(), before + 2);
     // Without a ttl every request checks.
     store_spec(&s.cp, &only_ok(0)).await;
     let before = fetches();
