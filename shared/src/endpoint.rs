@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::checks::Checker;
+
 /// The kinds of federation endpoint Pharos can serve (one row per kind at most).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -251,7 +253,8 @@ impl Default for ResolveConfig {
     }
 }
 
-/// An entity check definition (`{type, config}`), evaluated by the checkers of a later issue.
+/// An entity check definition (`{type, config}`), as stored; [`EnrollConfig::parsed_checker`]
+/// gives the [`Checker`] it describes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckerConfig {
@@ -275,6 +278,20 @@ pub struct EnrollConfig {
     /// Lighthouse's flat spelling: checker config.
     #[serde(skip_serializing)]
     pub checker_config: Option<Value>,
+}
+
+impl EnrollConfig {
+    /// The entity check to run (`none` when no checker is configured). Stored configurations
+    /// were validated with this when written, so an error here means a corrupted row.
+    pub fn parsed_checker(&self) -> Result<Checker, String> {
+        match &self.checker {
+            None => Ok(Checker::None),
+            Some(c) => Checker::parse(
+                &serde_json::json!({"type": c.kind, "config": c.config}),
+                "checker",
+            ),
+        }
+    }
 }
 
 /// `entity_collection` endpoint configuration.
@@ -340,11 +357,8 @@ impl EndpointConfig {
                     let config = c.checker_config.take().unwrap_or(Value::Null);
                     c.checker = Some(CheckerConfig { kind, config });
                 }
-                if let Some(ch) = &c.checker
-                    && ch.kind.trim().is_empty()
-                {
-                    return Err("checker.type must not be empty".into());
-                }
+                // Refused now, with the field named, rather than by the first enrollment.
+                c.parsed_checker()?;
                 Self::Enroll(c)
             }
             EndpointType::EntityCollection => {

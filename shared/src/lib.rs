@@ -5,6 +5,7 @@
 //! parameter (`now`, Unix seconds), so that every rule can be tested with a fixed clock.
 
 pub mod chain;
+pub mod checks;
 pub mod claims;
 pub mod config;
 pub mod endpoint;

@@ -14,14 +14,20 @@
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
 //! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
 //!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
+//! - trust mark eligibility checks: [`eligibility::CHECKS_AT_ONCE`], single flight per
+//!   (type, subject), cached verdicts answered without a slot ([`eligibility`]).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
 //! stays fixed however many requests arrive.
 
+pub mod eligibility;
 pub mod flights;
 mod trust_marks;
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod eligibility_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
@@ -40,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 use crate::control_plane::ControlPlane;
 use crate::db;
 use crate::refresh::Refreshers;
+use eligibility::Eligibility;
 use flights::{Flights, Joined};
 
 /// Pushed key sets verified and stored at once (each holds the writer lock while it works).
@@ -65,6 +72,7 @@ pub struct Dispatcher<F> {
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
+    eligibility: Eligibility,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
@@ -77,7 +85,13 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
             mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
             mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
+            eligibility: Eligibility::default(),
         }
+    }
+
+    /// Eligibility checks in progress (tests and diagnostics).
+    pub fn checks_in_flight(&self) -> usize {
+        self.eligibility.in_flight()
     }
 
     /// Triggers whose fetch is in progress (tests and diagnostics).
@@ -146,6 +160,15 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     drop(permit);
                     let _ = reply.send(result);
                 });
+            }
+            Command::CheckEligibility {
+                trust_mark_type,
+                sub,
+                reply,
+            } => {
+                let (cp, fetcher) = (self.refreshers.control(), self.refreshers.fetcher());
+                self.eligibility
+                    .admit(cp, fetcher, trust_mark_type, sub, reply);
             }
         }
     }

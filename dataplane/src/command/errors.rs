@@ -119,6 +119,20 @@ pub enum MarkRequestError {
     Internal,
 }
 
+/// Why a trust mark eligibility check gave no verdict (a verdict, even a denial, is an answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// No issuance spec has this type (any more).
+    #[error("'trust_mark_type' not known")]
+    UnknownType,
+    /// The stored checker configuration cannot be used (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
 fn refused(r: Refused) -> FedError {
     FedError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -202,6 +216,17 @@ impl From<MarkRequestError> for FedError {
     }
 }
 
+impl From<CheckError> for FedError {
+    fn from(e: CheckError) -> Self {
+        let d = e.to_string();
+        match e {
+            CheckError::Refused(r) => refused(r),
+            CheckError::UnknownType => FedError::not_found(d),
+            CheckError::Internal => internal(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +297,14 @@ mod tests {
         assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));
         assert_eq!(status(MarkRequestError::Blocked), (403, "invalid_request"));
         assert_eq!(status(MarkRequestError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn check_errors_keep_their_statuses() {
+        let busy = CheckError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        assert_eq!(status(CheckError::UnknownType), (404, "not_found"));
+        assert_eq!(status(CheckError::Internal), (500, "server_error"));
     }
 
     #[test]
