@@ -112,6 +112,34 @@ pub enum MarkRequestError {
     Internal,
 }
 
+/// Why an enrollment (or enrollment request) was not stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnrollError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// The subordinate is blocked.
+    #[error("the entity cannot enroll")]
+    Blocked,
+    /// The entity's configuration could not be fetched, or is not a valid, self-signed
+    /// Entity Configuration of the requested entity.
+    #[error("could not obtain or verify the entity configuration: {0}")]
+    Configuration(String),
+    /// The endpoint's entity check denied it: its status and error body.
+    #[error("{description}")]
+    Denied {
+        /// HTTP status.
+        status: u16,
+        /// Federation error code.
+        error: String,
+        /// Explanation.
+        description: String,
+    },
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
 fn refused(r: Refused) -> FedError {
     FedError::new(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -195,6 +223,45 @@ impl From<MarkRequestError> for FedError {
     }
 }
 
+impl From<EnrollError> for FedError {
+    fn from(e: EnrollError) -> Self {
+        let d = e.to_string();
+        match e {
+            EnrollError::Refused(r) => refused(r),
+            EnrollError::Blocked => FedError::new(StatusCode::FORBIDDEN, "invalid_request", d),
+            EnrollError::Configuration(_) => FedError::invalid_request(d),
+            EnrollError::Denied { status, error, .. } => denial(status, &error, d),
+            EnrollError::Internal => internal(),
+        }
+    }
+}
+
+/// A checker's denial as an answer. Checkers speak a small set of codes; `FedError` holds
+/// static ones, so an unexpected code falls back to the one its status class implies.
+fn denial(status: u16, error: &str, description: String) -> FedError {
+    const CODES: [&str; 10] = [
+        "invalid_request",
+        "invalid_client",
+        "invalid_grant",
+        "unauthorized_client",
+        "forbidden",
+        "not_found",
+        "pending",
+        "server_error",
+        "temporarily_unavailable",
+        "invalid_trust_chain",
+    ];
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+    let code = CODES.into_iter().find(|c| *c == error).unwrap_or_else(|| {
+        if status.is_server_error() {
+            "server_error"
+        } else {
+            "forbidden"
+        }
+    });
+    FedError::new(status, code, description)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +328,30 @@ mod tests {
         assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));
         assert_eq!(status(MarkRequestError::Blocked), (403, "invalid_request"));
         assert_eq!(status(MarkRequestError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn enroll_errors_keep_their_statuses() {
+        let busy = EnrollError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        assert_eq!(status(EnrollError::Blocked), (403, "invalid_request"));
+        let bad = EnrollError::Configuration("wrong media type".into());
+        let e: FedError = bad.clone().into();
+        assert!(e.description.contains("wrong media type"), "{e}");
+        assert_eq!(status(bad), (400, "invalid_request"));
+        assert_eq!(status(EnrollError::Internal), (500, "server_error"));
+        let denied = |status, error: &str| EnrollError::Denied {
+            status,
+            error: error.into(),
+            description: "no".into(),
+        };
+        assert_eq!(status(denied(403, "forbidden")), (403, "forbidden"));
+        assert_eq!(status(denied(202, "pending")), (202, "pending"));
+        assert_eq!(status(denied(418, "teapot")), (418, "forbidden"));
+        assert_eq!(status(denied(503, "odd")), (503, "server_error"));
+        assert_eq!(status(denied(42, "odd")), (403, "forbidden"));
+        let e: FedError = denied(400, "invalid_request").into();
+        assert_eq!(e.description, "no");
     }
 
     #[test]
