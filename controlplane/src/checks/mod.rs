@@ -1,6 +1,9 @@
 //! The control plane's side of entity checks: [`Env`] gives `pharos_shared::checks` the
 //! outbound fetcher, the trust anchor repository and the trust mark standings of one snapshot,
-//! operator HTTP services and operator programs.
+//! operator HTTP services and operator programs; [`entity`] fetches and verifies the Entity
+//! Configuration a check is run on.
+
+pub mod entity;
 
 use std::sync::Arc;
 
