@@ -14,11 +14,14 @@
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
 //! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
 //!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
+//! - enroll and enroll_request: [`enroll::ENROLLMENTS_AT_ONCE`] (a fetch and a check each)
+//!   and single flight per entity ([`enroll`]).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
 //! stays fixed however many requests arrive.
 
+pub mod enroll;
 pub mod flights;
 mod trust_marks;
 
@@ -65,6 +68,7 @@ pub struct Dispatcher<F> {
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
+    enrollments: enroll::Enrollments,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
@@ -77,12 +81,18 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
             mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
             mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
+            enrollments: enroll::Enrollments::default(),
         }
     }
 
     /// Triggers whose fetch is in progress (tests and diagnostics).
     pub fn triggers_in_flight(&self) -> usize {
         self.triggers.len()
+    }
+
+    /// Enrollments in progress (tests and diagnostics).
+    pub fn enrollments_in_flight(&self) -> usize {
+        self.enrollments.in_flight()
     }
 
     /// Starts `cmd` in a task of its own if its kind has room, else refuses it. Never waits.
@@ -146,6 +156,11 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     drop(permit);
                     let _ = reply.send(result);
                 });
+            }
+            Command::Enroll { enrollment, reply } => {
+                let cp = self.refreshers.control().clone();
+                let fetcher = self.refreshers.fetcher().clone();
+                self.enrollments.admit(cp, fetcher, enrollment, reply);
             }
         }
     }

@@ -132,6 +132,11 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         &self.cp
     }
 
+    /// The outbound fetcher (the data plane's, with the resolver's rules).
+    pub fn fetcher(&self) -> &Arc<F> {
+        &self.fetcher
+    }
+
     /// A fetch slot if one is free now (triggers: refused rather than queued).
     pub fn try_fetch_permit(&self) -> Option<FetchPermit> {
         let slot = self.fetches.clone().try_acquire_owned().ok()?;

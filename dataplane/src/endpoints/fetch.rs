@@ -145,7 +145,11 @@ pub(crate) async fn statement_about(
 ) -> Result<Bytes, FedError> {
     let sub = match snap.subordinates.get(sub_id) {
         Some(s) if s.status == SubordinateStatus::Active => s,
-        _ => return Err(FedError::not_found("the entity is not an active subordinate")),
+        _ => {
+            return Err(FedError::not_found(
+                "the entity is not an active subordinate",
+            ));
+        }
     };
     let source = snap
         .registry
