@@ -18,6 +18,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use pharos_shared::chain::is_entity_identifier;
 use pharos_shared::checks::Checker;
 use pharos_shared::endpoint::EndpointConfig;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
@@ -48,17 +49,10 @@ pub(crate) struct EnrollParams {
 /// Reads and checks the parameters of a request to enroll at the service `own_id`.
 pub(crate) fn read(params: &[(String, String)], own_id: &str) -> Result<EnrollParams, FedError> {
     let sub = param(params, "sub")?;
-    match url::Url::parse(sub) {
-        Ok(u)
-            if matches!(u.scheme(), "https" | "http")
-                && u.has_host()
-                && u.query().is_none()
-                && u.fragment().is_none() => {}
-        _ => {
-            return Err(FedError::invalid_request(
-                "'sub' must be an entity identifier: an http(s) URL with a host and without query or fragment",
-            ));
-        }
+    if !url::Url::parse(sub).is_ok_and(|u| is_entity_identifier(&u)) {
+        return Err(FedError::invalid_request(
+            "'sub' must be an entity identifier: an https URL with a host, without query or fragment",
+        ));
     }
     if sub == own_id {
         return Err(FedError::invalid_request(
@@ -205,7 +199,10 @@ mod tests {
             ["openid_relying_party", "federation_entity"]
         );
         let r = read(&p(&[("sub", "http://127.0.0.1:8080/x")]), US).unwrap();
-        assert!(r.entity_types.is_empty());
+        assert!(
+            r.entity_types.is_empty(),
+            "http on loopback (one-machine federations)"
+        );
     }
 
     #[test]
@@ -219,6 +216,7 @@ mod tests {
         assert!(bad(&[("sub", "")]).contains("'sub'"));
         assert!(bad(&[("sub", "leaf.example")]).contains("entity identifier"));
         assert!(bad(&[("sub", "ftp://leaf.example")]).contains("entity identifier"));
+        assert!(bad(&[("sub", "http://leaf.example")]).contains("https"));
         assert!(bad(&[("sub", "https://leaf.example?x=1")]).contains("query"));
         assert!(bad(&[("sub", "https://leaf.example#f")]).contains("fragment"));
         assert!(bad(&[("sub", "https://a"), ("sub", "https://b")]).contains("more than once"));
