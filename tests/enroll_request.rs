@@ -2,6 +2,7 @@
 //! an administrator approves it (listed and fetchable afterwards) or declines it (blocked or
 //! deleted: not listed, fetch 404), and the history names who did each step.
 
+use crate::client_auth::{assertion, call, claims, each, signer};
 use crate::enroll::{ask, history, relying_party, rows, set_status};
 use crate::fetch_list::{enable, fetch, status_of};
 use crate::support::{Pharos, TestDb, backends, enc};
@@ -110,4 +111,39 @@ async fn requests_wait_for_an_administrator_who_approves_or_declines() {
         assert_eq!(rows(&db_s).await, [(a_id.to_owned(), "active".to_owned())]);
         assert_eq!(ask(&sup, "/enroll-request", d_id, &[]).await.status, 202);
     }
+}
+
+#[tokio::test]
+async fn an_authenticated_client_is_the_requester_in_the_history() {
+    each(async |f, server| {
+        let ta = f.ta.entity_id().to_owned();
+        for (kind, path) in [("enroll_request", "/enroll-request"), ("enroll", "/enroll")] {
+            let body = json!({"type": kind, "path": path, "auth_enabled": true,
+                "auth_trust_anchors": [ta], "config": {}});
+            let (s, v) = server
+                .admin(Method::POST, "/federation-endpoints", Some(body))
+                .await;
+            assert_eq!(s, 201, "{v}");
+        }
+        let me = f.client.entity_id();
+        let key = signer(&f.client);
+        let auth = || assertion(&*key, &claims(me, server.entity_id(), |_| {}));
+        let (s, body) = call(server, "/enroll-request", &auth(), &[("sub", me)]).await;
+        assert_eq!((s, body.as_str()), (202, ""));
+        set_status(server, me, "active").await;
+        let (s, body) = call(server, "/enroll", &auth(), &[("sub", me)]).await;
+        assert_eq!(s, 201, "{body}");
+        let steps = history(server, me).await;
+        assert_eq!(
+            steps,
+            [
+                ("created".into(), me.to_owned(), "pending".into()),
+                ("status_updated".into(), String::new(), "active".into()),
+            ]
+        );
+        // Without an assertion the endpoint does not answer.
+        let (s, _) = call(server, "/enroll", "", &[("sub", me)]).await;
+        assert_eq!(s, 400);
+    })
+    .await;
 }
