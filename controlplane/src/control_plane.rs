@@ -38,6 +38,8 @@ pub struct ControlPlane {
     pub clock: Arc<dyn Clock>,
     /// Where our private keys live.
     pub kms: keys::kms::Kms,
+    /// The entity checks' HTTP client and list cache (outlives every check run).
+    pub checks: Arc<crate::checks::Outbound>,
     /// Wakes the key task when an admin change may have moved the next key transition.
     pub key_events: tokio::sync::Notify,
     /// Wakes the key refreshers after a change of trust anchors or subordinates.
@@ -70,11 +72,14 @@ impl ControlPlane {
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
+        let max_bytes = settings.federation.max_response_bytes;
+        let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
         Ok(Arc::new(Self {
             db,
             settings,
             clock,
             kms,
+            checks,
             key_events: tokio::sync::Notify::new(),
             refresh_events: tokio::sync::Notify::new(),
             changed_subordinates: std::sync::Mutex::new(Vec::new()),

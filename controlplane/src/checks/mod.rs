@@ -1,9 +1,11 @@
 //! The control plane's side of entity checks: [`Env`] gives `pharos_shared::checks` the
 //! outbound fetcher, the trust anchor repository and the trust mark standings of one snapshot,
-//! operator HTTP services and operator programs; [`entity`] fetches and verifies the Entity
-//! Configuration a check is run on.
+//! operator HTTP services ([`outbound`]) and operator programs ([`process`]); [`entity`]
+//! fetches and verifies the Entity Configuration a check is run on.
 
 pub mod entity;
+pub mod outbound;
+pub mod process;
 
 use std::sync::Arc;
 
@@ -13,18 +15,28 @@ use pharos_shared::checks::{CheckEnv, HttpAnswer, HttpCall, ProcessCall, Process
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark_issuer::{Standing, standing};
 
-/// What one check run sees: the snapshot current when it started and the clock reading then.
+pub use outbound::Outbound;
+
+/// What one check run sees: the snapshot current when it started and the clock reading then,
+/// plus the control plane's long-lived [`Outbound`] (its list cache outlives the run).
 #[derive(Debug)]
 pub struct Env<F> {
     snap: Arc<Snapshot>,
     fetcher: Arc<F>,
+    outbound: Arc<Outbound>,
     now: i64,
 }
 
 impl<F: Fetcher> Env<F> {
-    /// An environment over `snap`, fetching with `fetcher`, at `now`.
-    pub fn new(snap: Arc<Snapshot>, fetcher: Arc<F>, now: i64) -> Self {
-        Self { snap, fetcher, now }
+    /// An environment over `snap`, fetching statements with `fetcher`, calling operator
+    /// services through `outbound` (the control plane's `cp.checks`), at `now`.
+    pub fn new(snap: Arc<Snapshot>, fetcher: Arc<F>, outbound: Arc<Outbound>, now: i64) -> Self {
+        Self {
+            snap,
+            fetcher,
+            outbound,
+            now,
+        }
     }
 }
 
@@ -54,15 +66,14 @@ impl<F: Fetcher> CheckEnv for Env<F> {
     }
 
     async fn http(&self, call: HttpCall) -> Result<HttpAnswer, String> {
-        // Filled in by the checker catalogue work (issue 15).
-        Err(format!(
-            "{}: operator HTTP services not yet wired",
-            call.url
-        ))
+        self.outbound.call(call).await
     }
 
     async fn run(&self, call: ProcessCall) -> ProcessOutcome {
-        // Filled in by the checker catalogue work (issue 15).
-        ProcessOutcome::CannotStart(format!("{}: operator programs not yet wired", call.path))
+        process::run(call).await
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod env_tests;

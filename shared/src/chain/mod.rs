@@ -28,7 +28,7 @@ mod statement;
 mod validate;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde_json::{Map, Value};
 

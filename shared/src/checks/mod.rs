@@ -11,8 +11,13 @@
 //! answers [`Verdict::Pass`] or a [`Denial`]: the HTTP status and the federation error body
 //! the endpoint answers with.
 
+mod cmd;
 mod config;
+mod http;
+mod http_list;
 mod run;
+mod trust_mark;
+mod trust_path;
 
 #[cfg(test)]
 mod tests;
@@ -25,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::chain::{AnchorSpec, Fetcher};
 use crate::trust_mark_issuer::Standing;
 
+pub use cmd::MAX_DESCRIPTION;
 pub use config::{
     AuthorityHints, BodyMode, Checker, Cmd, EntityIds, Http, HttpList, HttpListJwt,
     ListVerification, TrustMarkCheck, TrustMarkOwner, TrustPath,
@@ -108,7 +114,7 @@ pub struct HttpAnswer {
     pub status: u16,
     /// `Content-Type`, if sent.
     pub content_type: Option<String>,
-    /// The body (cut at the environment's size limit).
+    /// The body (at most the environment's size limit: a longer answer is an error).
     pub body: Vec<u8>,
 }
 

@@ -87,18 +87,12 @@ pub fn check<'a, E: CheckEnv>(
                     )),
                 }
             }
-            // Filled in by the checker catalogue work (issue 15): trust_path, trust_mark,
-            // http_list, http_list_jwt, cmd, http.
-            Checker::TrustPath(_)
-            | Checker::TrustMark(_)
-            | Checker::HttpList(_)
-            | Checker::HttpListJwt(_)
-            | Checker::Cmd(_)
-            | Checker::Http(_) => Verdict::Deny(Denial::new(
-                500,
-                "server_error",
-                "checker not yet wired (work in progress)",
-            )),
+            Checker::TrustPath(c) => super::trust_path::check(c, candidate, env).await,
+            Checker::TrustMark(c) => super::trust_mark::check(c, candidate, env).await,
+            Checker::HttpList(c) => super::http_list::check_plain(c, candidate, env).await,
+            Checker::HttpListJwt(c) => super::http_list::check_jwt(c, candidate, env).await,
+            Checker::Cmd(c) => super::cmd::check(c, candidate, env).await,
+            Checker::Http(c) => super::http::check(c, candidate, env).await,
         }
     })
 }

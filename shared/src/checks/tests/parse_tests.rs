@@ -1,8 +1,6 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use serde_json::json;
 
-use super::*;
+use super::super::*;
 
 #[test]
 fn parses_nested_checks_and_names_the_bad_field() {
