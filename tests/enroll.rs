@@ -1,7 +1,8 @@
-//! The enroll endpoint between real Pharos instances (issue 15): a leaf enrolls at an
-//! intermediate whose `trust_path` check asks for a chain to the anchor, and then resolves
-//! through it (acceptance 1); and what an enrollment answers for every stored status
-//! (acceptance 5). Helpers shared with `enroll_request.rs` and `enroll_refusals.rs`.
+//! The enroll endpoint between real Pharos instances (issue 15): a leaf, a member of the
+//! anchor's federation, enrolls at an intermediate whose `trust_path` check asks for a chain
+//! to the anchor, and then resolves through it (acceptance 1); and what an enrollment answers
+//! for every stored status (acceptance 5). Helpers shared with `enroll_request.rs` and
+//! `enroll_refusals.rs`.
 
 use crate::fetch_list::{enable, status_of};
 use crate::interop::{node_available, node_resolve};
@@ -123,6 +124,13 @@ pub async fn relying_party(p: &Pharos) {
     assert!((200..300).contains(&s), "{v}");
 }
 
+/// Registers `sub` at `sup` as an active subordinate with its published keys.
+async fn register(sup: &Pharos, sub: &Pharos) {
+    let keys = sub.entity_configuration().await.claims["jwks"].clone();
+    let body = json!({"entity_id": sub.entity_id(), "jwks": keys});
+    admin_ok(sup, Method::POST, "/subordinates", body).await;
+}
+
 async fn admin_ok(p: &Pharos, method: Method, path: &str, body: Value) {
     let (s, v) = p.admin(method, path, Some(body)).await;
     assert!((200..300).contains(&s), "{path}: {s} {v}");
@@ -144,14 +152,7 @@ async fn a_leaf_enrolls_with_a_trust_path_check_and_resolves_through_the_interme
         let (ta_id, i_id, l_id) = (ta.entity_id(), i.entity_id(), l.entity_id());
         // The anchor: fetch endpoint, I as its subordinate.
         enable(&ta, "fetch", "/fetch", json!({})).await;
-        let i_keys = i.entity_configuration().await.claims["jwks"].clone();
-        admin_ok(
-            &ta,
-            Method::POST,
-            "/subordinates",
-            json!({"entity_id": i_id, "jwks": i_keys}),
-        )
-        .await;
+        register(&ta, &i).await;
         // The intermediate: under the anchor, which is in its trust anchor repository, and
         // enrolling whoever has a trust chain to it.
         let hint = json!({"entity_id": ta_id});
@@ -169,16 +170,21 @@ async fn a_leaf_enrolls_with_a_trust_path_check_and_resolves_through_the_interme
         let check =
             json!({"checker": {"type": "trust_path", "config": {"trust_anchors": [ta_id]}}});
         enable(&i, "enroll", "/enroll", check).await;
-        // The leaf names the intermediate as its superior before it enrolls there.
+        // The leaf is a member of the anchor's federation (registered there directly) and
+        // names both as superiors: trust_path asks for a chain that exists before the
+        // enrollment, and the one through the intermediate exists only after it.
         relying_party(&l).await;
-        let hint = json!({"entity_id": i_id});
-        admin_ok(
-            &l,
-            Method::POST,
-            "/entity-configuration/authority-hints",
-            hint,
-        )
-        .await;
+        register(&ta, &l).await;
+        for sup in [ta_id, i_id] {
+            let hint = json!({"entity_id": sup});
+            admin_ok(
+                &l,
+                Method::POST,
+                "/entity-configuration/authority-hints",
+                hint,
+            )
+            .await;
+        }
 
         // An entity without a chain to the anchor is denied, and nothing is stored.
         let (db_x, db_s) = (TestDb::new(b).await, TestDb::new(Backend::Sqlite).await);
@@ -204,6 +210,19 @@ async fn a_leaf_enrolls_with_a_trust_path_check_and_resolves_through_the_interme
             status_of(&i, &format!("/fetch?sub={}", enc(l_id))).await.0,
             200
         );
+
+        // The leaf now lives under the intermediate only.
+        let (s, v) = ta
+            .admin(
+                Method::DELETE,
+                &format!("/subordinates/{}", enc(l_id)),
+                None,
+            )
+            .await;
+        assert_eq!(s, 204, "{v}");
+        let path = format!("/entity-configuration/authority-hints/{}", enc(ta_id));
+        let (s, v) = l.admin(Method::DELETE, &path, None).await;
+        assert_eq!(s, 204, "{v}");
 
         // A Pharos resolver finds leaf → intermediate → anchor.
         let r = Pharos::start(&db_s).await;

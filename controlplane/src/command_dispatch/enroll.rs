@@ -161,7 +161,7 @@ async fn run<F: Fetcher>(
         trust_mark_type: None,
     };
     // Outside the writer lock: a check may take as long as its remote services do.
-    let env = Env::new(cp.snapshot(), fetcher.clone(), now);
+    let env = Env::new(cp.snapshot(), fetcher.clone(), cp.checks.clone(), now);
     if let Verdict::Deny(d) = check(&e.checker, &candidate, &env).await {
         return Ok(Err(EnrollError::Denied {
             status: d.status,
