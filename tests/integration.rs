@@ -21,6 +21,7 @@ mod client_auth_more;
 mod command_flood;
 mod cors;
 mod enroll;
+mod enroll_checks;
 mod enroll_refusals;
 mod enroll_request;
 mod entity_configuration;
