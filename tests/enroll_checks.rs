@@ -120,3 +120,33 @@ async fn a_services_refusal_is_the_answer_and_nothing_is_stored() {
         assert!(rows(&db_s).await.is_empty());
     }
 }
+
+#[tokio::test]
+async fn enrolled_entities_are_polled_when_the_endpoint_says_so() {
+    let b = backends()[backends().len() - 1];
+    let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+    let sup = Pharos::start(&db_s).await;
+    let leaf = Pharos::start(&db_l).await;
+    let config = json!({"enable_jwks_update": true, "jwks_poll_interval": 600});
+    enable(&sup, "enroll", "/enroll", config).await;
+    let a = ask(&sup, "/enroll", leaf.entity_id(), &[]).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let path = format!("/subordinates/{}", crate::support::enc(leaf.entity_id()));
+    let (_, rec) = sup.admin(Method::GET, &path, None).await;
+    assert_eq!(
+        (&rec["enable_jwks_update"], &rec["jwks_poll_interval"]),
+        (&json!(true), &json!(600))
+    );
+    // The running refresher learns about it in the background, as after an Admin API create.
+    let refreshers = &sup.app.as_ref().unwrap().refreshers;
+    for _ in 0..250 {
+        if refreshers.next_wake().await.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        refreshers.next_wake().await.is_some(),
+        "the enrolled entity is never scheduled"
+    );
+}
