@@ -181,3 +181,46 @@ async fn twenty_simultaneous_enrollments_store_one_subordinate_and_one_event() {
         );
     }
 }
+
+#[tokio::test]
+async fn enroll_and_enroll_request_racing_for_one_entity_store_it_once() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let sup = Arc::new(Pharos::start(&db).await);
+        enable(&sup, "fetch", "/fetch", json!({})).await;
+        enable(&sup, "enroll", "/enroll", json!({})).await;
+        enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
+        let e = Entity::start(Duration::from_millis(300), |id| Served {
+            content_type: MEDIA_TYPE,
+            body: configuration(&key(), id),
+        })
+        .await;
+        // Two flights (one per endpoint), each fetching and checking on its own; the writer
+        // lock orders their writes and the second finds the row the first stored.
+        let answers = futures_util::future::join_all((0..20).map(|n| {
+            let (sup, id) = (sup.clone(), e.id.clone());
+            let path = if n % 2 == 0 {
+                "/enroll"
+            } else {
+                "/enroll-request"
+            };
+            tokio::spawn(async move { (path, ask(&sup, path, &id, &[]).await.status) })
+        }))
+        .await;
+        let stored = rows(&db).await;
+        assert_eq!(stored.len(), 1, "{b:?} {stored:?}");
+        let active = stored[0].1 == "active";
+        assert!(active || stored[0].1 == "pending", "{stored:?}");
+        for a in answers {
+            let (path, status) = a.unwrap();
+            let expected = match (path, active) {
+                ("/enroll", true) => 201,
+                ("/enroll", false) | ("/enroll-request", false) => 202,
+                _ => 204,
+            };
+            assert_eq!(status, expected, "{path} with the entity {}", stored[0].1);
+        }
+        assert_eq!(event_count(&db).await, 1);
+        assert!(e.fetches.load(Ordering::SeqCst) <= 2);
+    }
+}
