@@ -176,3 +176,74 @@ async fn auth_enabled_endpoint_publishes_auth_methods_and_requires_post() {
     assert_eq!(rec["auth_trust_anchors"], json!([]));
     p.stop().await;
 }
+
+#[tokio::test]
+async fn invalid_enroll_checkers_are_refused_naming_the_field() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = Pharos::start(&db).await;
+        let cases = [
+            (
+                json!({"checker": {"type": "http", "config": {}}}),
+                "checker.config",
+            ),
+            (json!({"checker": {"type": "magic"}}), "checker.type"),
+            (
+                json!({"checker": {"type": "multiple_and", "config": [
+                    {"type": "none"},
+                    {"type": "http_list", "config": {"url": "ftp://lists.example"}}
+                ]}}),
+                "checker.config[1].config.url",
+            ),
+            (
+                json!({"checker_type": "multiple_or", "checker_config": [{"type": "trust_path", "config": {}}]}),
+                "checker.config[0].config",
+            ),
+        ];
+        for (kind, path) in [("enroll", "/enroll"), ("enroll_request", "/enroll-request")] {
+            for (config, field) in &cases {
+                let body = json!({"type": kind, "path": path, "config": config});
+                let (s, err) = p
+                    .admin(Method::POST, "/federation-endpoints", Some(body))
+                    .await;
+                assert_eq!(s, 400, "{b:?} {kind} {config}: {err}");
+                let why = err["error_description"].as_str().unwrap_or_default();
+                assert!(why.contains(field), "{b:?} {kind}: {field} not in {why:?}");
+            }
+            let (s, _) = p
+                .admin(Method::GET, &format!("/federation-endpoints/{kind}"), None)
+                .await;
+            assert_eq!(s, 404, "{b:?} nothing stored for {kind}");
+        }
+        // A valid nested checker is stored; changing it to an invalid one is refused and
+        // leaves it as it was.
+        let good = json!({"checker": {"type": "multiple_or", "config": [
+            {"type": "entity_id", "config": {"entity_ids": ["https://leaf.example"]}},
+            {"type": "trust_path", "config": {"trust_anchors": ["https://ta.example"]}}
+        ]}});
+        let body = json!({"type": "enroll", "path": "/enroll", "config": good});
+        let (s, rec) = p
+            .admin(Method::POST, "/federation-endpoints", Some(body))
+            .await;
+        assert_eq!(s, 201, "{b:?} {rec}");
+        let bad = json!({"config": {"checker": {"type": "cmd", "config": {"path": ""}}}});
+        let (s, err) = p
+            .admin(Method::PUT, "/federation-endpoints/enroll", Some(bad))
+            .await;
+        assert_eq!(s, 400, "{b:?} {err}");
+        assert!(
+            err["error_description"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("checker.config.path")
+        );
+        let (s, rec) = p
+            .admin(Method::GET, "/federation-endpoints/enroll", None)
+            .await;
+        assert_eq!(s, 200, "{b:?} {rec}");
+        assert_eq!(
+            rec["config"]["checker"]["type"], "multiple_or",
+            "{b:?} {rec}"
+        );
+    }
+}

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
-use pharos_shared::checks::Checker;
+use pharos_shared::checks::{Checker, Denial};
 use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
@@ -180,13 +180,11 @@ async fn new_and_inactive_entities_are_asked_of_the_control_plane() {
 
 #[tokio::test]
 async fn control_plane_refusals_become_their_answers() {
-    let denied = EnrollError::Denied {
-        status: 403,
-        error: "forbidden".into(),
-        description: "no trust chain".into(),
-    };
+    let denied = EnrollError::Denied(Denial::new(403, "forbidden", "no trust chain"));
+    let own_code = EnrollError::Denied(Denial::new(429, "slow_down", "later"));
     for (answer, status, code) in [
         (denied, 403, "forbidden"),
+        (own_code, 429, "slow_down"),
         (
             EnrollError::Configuration("bad".into()),
             400,

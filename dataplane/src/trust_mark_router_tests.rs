@@ -11,7 +11,9 @@ use pharos_shared::trust_mark_issuer::{IssuedMark, Subject, SubjectStatus};
 use serde_json::json;
 
 use crate::test_support::{ENTITY_ID, NOW, RP, get};
-use crate::trust_mark_test_support::{Issuer, Records, TM, TM_RP, enc, instance, issuer, refused};
+use crate::trust_mark_test_support::{
+    BLOCKED, CHECKED, Issuer, PENDING, Records, TM, TM_RP, enc, instance, issuer, refused,
+};
 #[tokio::test]
 async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_out() {
     let i = Issuer::new(issuer().build());
@@ -154,17 +156,45 @@ async fn refusals_follow_the_specification_and_the_subject_standing() {
 }
 
 #[tokio::test]
-async fn eligibility_modes_decide_on_the_stored_standing_until_checkers_exist() {
+async fn eligibility_modes_combine_the_stored_standing_and_the_checker() {
     use pharos_shared::trust_mark_issuer::EligibilityMode::*;
-    for (mode, status) in [
-        (CheckOnly, 404),
-        (DbOrCheck, 200),
-        (DbAndCheck, 200),
-        (DbOnly, 200),
-    ] {
-        let snap = issuer().mark_spec(TM, |s| s.eligibility = mode).build();
+    // RP is stored active; the fake checker passes CHECKED and BLOCKED only.
+    let stranger = "https://stranger.example.org";
+    // (mode, RP, CHECKED (no row), stranger (no row), BLOCKED, PENDING)
+    let table = [
+        (DbOnly, 200, 404, 404, 403, 202),
+        (CheckOnly, 403, 200, 403, 403, 403),
+        (DbOrCheck, 200, 200, 403, 403, 403),
+        (DbAndCheck, 403, 404, 404, 403, 202),
+    ];
+    for (mode, rp, checked, other, blocked, pending) in table {
+        let snap = issuer()
+            .mark_spec(TM, |s| s.eligibility = mode)
+            .mark_subject(TM, BLOCKED, SubjectStatus::Blocked, json!({}), 2)
+            .mark_subject(TM, PENDING, SubjectStatus::Pending, json!({}), 3)
+            .build();
         let i = Issuer::new(snap);
-        assert_eq!(i.get(TM_RP).await.status.as_u16(), status, "{mode:?}");
+        let q = |sub: &str| format!("/tm?sub={}&trust_mark_type={}", enc(sub), enc(TM));
+        for (sub, want) in [
+            (RP, rp),
+            (CHECKED, checked),
+            (stranger, other),
+            (BLOCKED, blocked),
+            (PENDING, pending),
+        ] {
+            let a = i.get(&q(sub)).await;
+            assert_eq!(a.status.as_u16(), want, "{mode:?} {sub}: {:?}", a.body);
+            if want == 200 {
+                let mark = a.verified(&i.snap(), "trust-mark+jwt").claims;
+                assert_eq!(mark["sub"], sub);
+            }
+        }
+        // The checker's own denial is what the client sees.
+        if mode == CheckOnly {
+            let a = i.get(&q(stranger)).await;
+            refused(&a, 403, "forbidden");
+            assert_eq!(a.json()["error_description"], "not on the list");
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, header};
+use pharos_shared::checks::{Denial, Verdict};
 use pharos_shared::config::{FederationSettings, JtiBackend};
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::snapshot::{Snapshot, SnapshotPublisher};
@@ -54,6 +55,24 @@ pub enum Records {
     Work,
     /// Fails (a database error).
     Fail,
+}
+
+/// The entity the fake control plane's checker passes (and [`BLOCKED`], to show that a
+/// block outweighs a checker).
+pub const CHECKED: &str = "https://checked.example.org";
+/// A subject the checker tests store blocked.
+pub const BLOCKED: &str = "https://blocked.example.org";
+/// A subject the checker tests store pending.
+pub const PENDING: &str = "https://pending.example.org";
+
+/// The fake control plane's checker: passes [`CHECKED`] and [`BLOCKED`], denies everyone
+/// else with `403 forbidden` "not on the list".
+pub fn fake_checker(sub: &str) -> Verdict {
+    if sub == CHECKED || sub == BLOCKED {
+        Verdict::Pass
+    } else {
+        Verdict::Deny(Denial::forbidden("not on the list"))
+    }
 }
 
 /// A running issuer over `first`, its clock and its publisher.
@@ -107,6 +126,9 @@ impl Issuer {
                                 .insert((trust_mark_type, sub), Arc::new(subject));
                         });
                         let _ = reply.send(Ok(MarkRequestOutcome::Pending));
+                    }
+                    Command::CheckEligibility { sub, reply, .. } => {
+                        let _ = reply.send(Ok(fake_checker(&sub)));
                     }
                     other => panic!("unexpected command {other:?}"),
                 }

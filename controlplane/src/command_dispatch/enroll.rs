@@ -163,11 +163,7 @@ async fn run<F: Fetcher>(
     // Outside the writer lock: a check may take as long as its remote services do.
     let env = Env::new(cp.snapshot(), fetcher.clone(), cp.checks.clone(), now);
     if let Verdict::Deny(d) = check(&e.checker, &candidate, &env).await {
-        return Ok(Err(EnrollError::Denied {
-            status: d.status,
-            error: d.error,
-            description: d.error_description,
-        }));
+        return Ok(Err(EnrollError::Denied(d)));
     }
     store(cp, e, &jwks, &types).await
 }

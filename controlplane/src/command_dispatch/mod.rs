@@ -16,15 +16,21 @@
 //!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
 //! - enroll and enroll_request: [`enroll::ENROLLMENTS_AT_ONCE`] (a fetch and a check each)
 //!   and single flight per entity ([`enroll`]).
+//! - trust mark eligibility checks: [`eligibility::CHECKS_AT_ONCE`], single flight per
+//!   (type, subject), cached verdicts answered without a slot ([`eligibility`]).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
 //! stays fixed however many requests arrive.
 
+pub mod eligibility;
 pub mod enroll;
 pub mod flights;
 mod trust_marks;
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod eligibility_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod enroll_tests;
@@ -46,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::control_plane::ControlPlane;
 use crate::db;
 use crate::refresh::Refreshers;
+use eligibility::Eligibility;
 use flights::{Flights, Joined};
 
 /// Pushed key sets verified and stored at once (each holds the writer lock while it works).
@@ -72,6 +79,7 @@ pub struct Dispatcher<F> {
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
     enrollments: enroll::Enrollments,
+    eligibility: Eligibility,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
@@ -85,7 +93,13 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
             mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
             enrollments: enroll::Enrollments::default(),
+            eligibility: Eligibility::default(),
         }
+    }
+
+    /// Eligibility checks in progress (tests and diagnostics).
+    pub fn checks_in_flight(&self) -> usize {
+        self.eligibility.in_flight()
     }
 
     /// Triggers whose fetch is in progress (tests and diagnostics).
@@ -164,6 +178,15 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                 let cp = self.refreshers.control().clone();
                 let fetcher = self.refreshers.fetcher().clone();
                 self.enrollments.admit(cp, fetcher, enrollment, reply);
+            }
+            Command::CheckEligibility {
+                trust_mark_type,
+                sub,
+                reply,
+            } => {
+                let (cp, fetcher) = (self.refreshers.control(), self.refreshers.fetcher());
+                self.eligibility
+                    .admit(cp, fetcher, trust_mark_type, sub, reply);
             }
         }
     }

@@ -132,7 +132,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         &self.cp
     }
 
-    /// The outbound fetcher (the data plane's, with the resolver's rules).
+    /// The statement fetcher (the data plane's outbound rules in production).
     pub fn fetcher(&self) -> &Arc<F> {
         &self.fetcher
     }

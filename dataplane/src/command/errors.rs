@@ -7,6 +7,9 @@
 
 use axum::http::StatusCode;
 
+use pharos_shared::checks::Denial;
+
+use crate::endpoints::trust_mark_eligibility::Refusal;
 use crate::error::FedError;
 
 /// The command was not run at all.
@@ -125,17 +128,24 @@ pub enum EnrollError {
     /// Entity Configuration of the requested entity.
     #[error("could not obtain or verify the entity configuration: {0}")]
     Configuration(String),
-    /// The endpoint's entity check denied it: its status and error body.
-    #[error("{description}")]
-    Denied {
-        /// HTTP status.
-        status: u16,
-        /// Federation error code.
-        error: String,
-        /// Explanation.
-        description: String,
-    },
+    /// The endpoint's entity check denied it: answered with the check's status and body.
+    #[error("{}", .0.error_description)]
+    Denied(Denial),
     /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
+/// Why a trust mark eligibility check gave no verdict (a verdict, even a denial, is an answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// No issuance spec has this type (any more).
+    #[error("'trust_mark_type' not known")]
+    UnknownType,
+    /// The stored checker configuration cannot be used (logged by the control plane).
     #[error("internal error")]
     Internal,
 }
@@ -223,48 +233,38 @@ impl From<MarkRequestError> for FedError {
     }
 }
 
-impl From<EnrollError> for FedError {
+/// An enrollment's failure as an answer; a check's denial is answered as it is, exactly as a
+/// trust mark eligibility denial (one rendering, [`Refusal`]).
+impl From<EnrollError> for Refusal {
     fn from(e: EnrollError) -> Self {
         let d = e.to_string();
         match e {
-            EnrollError::Refused(r) => refused(r),
-            EnrollError::Blocked => FedError::new(StatusCode::FORBIDDEN, "invalid_request", d),
-            EnrollError::Configuration(_) => FedError::invalid_request(d),
-            EnrollError::Denied { status, error, .. } => denial(status, &error, d),
-            EnrollError::Internal => internal(),
+            EnrollError::Refused(r) => refused(r).into(),
+            EnrollError::Blocked => {
+                FedError::new(StatusCode::FORBIDDEN, "invalid_request", d).into()
+            }
+            EnrollError::Configuration(_) => FedError::invalid_request(d).into(),
+            EnrollError::Denied(denial) => Refusal::Denied(denial),
+            EnrollError::Internal => internal().into(),
         }
     }
 }
 
-/// A checker's denial as an answer. Checkers speak a small set of codes; `FedError` holds
-/// static ones, so an unexpected code falls back to the one its status class implies.
-fn denial(status: u16, error: &str, description: String) -> FedError {
-    const CODES: [&str; 10] = [
-        "invalid_request",
-        "invalid_client",
-        "invalid_grant",
-        "unauthorized_client",
-        "forbidden",
-        "not_found",
-        "pending",
-        "server_error",
-        "temporarily_unavailable",
-        "invalid_trust_chain",
-    ];
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
-    let code = CODES.into_iter().find(|c| *c == error).unwrap_or_else(|| {
-        if status.is_server_error() {
-            "server_error"
-        } else {
-            "forbidden"
+impl From<CheckError> for FedError {
+    fn from(e: CheckError) -> Self {
+        let d = e.to_string();
+        match e {
+            CheckError::Refused(r) => refused(r),
+            CheckError::UnknownType => FedError::not_found(d),
+            CheckError::Internal => internal(),
         }
-    });
-    FedError::new(status, code, description)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::response::IntoResponse as _;
 
     fn status(e: impl Into<FedError>) -> (u16, &'static str) {
         let e = e.into();
@@ -332,26 +332,34 @@ mod tests {
 
     #[test]
     fn enroll_errors_keep_their_statuses() {
-        let busy = EnrollError::Refused(Refused::Busy);
-        assert_eq!(status(busy), (503, "temporarily_unavailable"));
-        assert_eq!(status(EnrollError::Blocked), (403, "invalid_request"));
-        let bad = EnrollError::Configuration("wrong media type".into());
-        let e: FedError = bad.clone().into();
-        assert!(e.description.contains("wrong media type"), "{e}");
-        assert_eq!(status(bad), (400, "invalid_request"));
-        assert_eq!(status(EnrollError::Internal), (500, "server_error"));
-        let denied = |status, error: &str| EnrollError::Denied {
-            status,
-            error: error.into(),
-            description: "no".into(),
+        let answer = |e: EnrollError| {
+            let r = Refusal::from(e).into_response();
+            let status = r.status().as_u16();
+            (status, r)
         };
-        assert_eq!(status(denied(403, "forbidden")), (403, "forbidden"));
-        assert_eq!(status(denied(202, "pending")), (202, "pending"));
-        assert_eq!(status(denied(418, "teapot")), (418, "forbidden"));
-        assert_eq!(status(denied(503, "odd")), (503, "server_error"));
-        assert_eq!(status(denied(42, "odd")), (403, "forbidden"));
-        let e: FedError = denied(400, "invalid_request").into();
-        assert_eq!(e.description, "no");
+        let code = |e: EnrollError| match Refusal::from(e) {
+            Refusal::Fed(status, code, _) => (status.as_u16(), code.to_owned()),
+            Refusal::Denied(d) => (d.status, d.error),
+        };
+        let busy = EnrollError::Refused(Refused::Busy);
+        assert_eq!(code(busy), (503, "temporarily_unavailable".into()));
+        assert_eq!(code(EnrollError::Blocked), (403, "invalid_request".into()));
+        let bad = EnrollError::Configuration("wrong media type".into());
+        assert_eq!(code(bad.clone()), (400, "invalid_request".into()));
+        assert!(bad.to_string().contains("wrong media type"));
+        assert_eq!(code(EnrollError::Internal), (500, "server_error".into()));
+        let denied = |status, error: &str| EnrollError::Denied(Denial::new(status, error, "no"));
+        assert_eq!(code(denied(403, "forbidden")), (403, "forbidden".into()));
+        assert_eq!(code(denied(418, "teapot")), (418, "teapot".into()));
+        assert_eq!(answer(denied(418, "teapot")).0, 418);
+    }
+
+    #[test]
+    fn check_errors_keep_their_statuses() {
+        let busy = CheckError::Refused(Refused::Busy);
+        assert_eq!(status(busy), (503, "temporarily_unavailable"));
+        assert_eq!(status(CheckError::UnknownType), (404, "not_found"));
+        assert_eq!(status(CheckError::Internal), (500, "server_error"));
     }
 
     #[test]

@@ -22,12 +22,14 @@
 pub mod errors;
 
 use pharos_shared::checks::Checker;
+use pharos_shared::checks::Verdict;
 use pharos_shared::key_update::SignedJwks;
 use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
 pub use errors::{
-    EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError,
+    CheckError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused,
+    TriggerError,
 };
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
@@ -95,6 +97,19 @@ pub enum Command {
         actor: Option<String>,
         /// What the control plane found.
         reply: Reply<MarkRequestOutcome, MarkRequestError>,
+    },
+    /// Run the checker of `trust_mark_type`'s issuance spec for `sub` (trust mark endpoint,
+    /// modes `check_only`, `db_or_check`, `db_and_check`). The control plane fetches and
+    /// verifies `sub`'s Entity Configuration, runs the checker and answers its verdict
+    /// (reused for the spec's `check_cache_ttl`). Changes nothing: a command because the
+    /// data plane does no outbound work on behalf of checkers (operator services, programs).
+    CheckEligibility {
+        /// The trust mark type.
+        trust_mark_type: String,
+        /// The entity asking for the mark.
+        sub: String,
+        /// The checker's verdict.
+        reply: Reply<Verdict, CheckError>,
     },
     /// Enroll `sub` (enroll endpoint) or store its request (enroll_request endpoint). The data
     /// plane has checked the request's form and found `sub` neither active, pending nor

@@ -25,6 +25,7 @@ use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 use pharos_shared::subordinate::SubordinateStatus;
 
 use super::trust_mark::param;
+use super::trust_mark_eligibility::Refusal;
 use super::{Call, Caller, fetch};
 use crate::DataPlane;
 use crate::command::{Command, EnrollError, EnrollMode, EnrollOutcome, Enrollment};
@@ -108,7 +109,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
 pub(crate) async fn standing(
     call: Call<'_>,
     mode: EnrollMode,
-) -> Result<(String, EnrollOutcome), FedError> {
+) -> Result<(String, EnrollOutcome), Refusal> {
     let (dp, snap, entry) = (call.dp, call.snap.clone(), call.entry.clone());
     let (params, caller) = call.params().await?;
     let p = read(&params, &snap.entity_id)?;
@@ -159,7 +160,7 @@ fn enrollment(
     })
 }
 
-async fn ask(dp: &DataPlane, enrollment: Enrollment) -> Result<EnrollOutcome, FedError> {
+async fn ask(dp: &DataPlane, enrollment: Enrollment) -> Result<EnrollOutcome, Refusal> {
     let outcome = dp
         .commands
         .call(|reply| Command::Enroll { enrollment, reply })

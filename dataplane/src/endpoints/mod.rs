@@ -20,6 +20,7 @@ pub mod jwks_update;
 pub mod list;
 pub mod resolve;
 pub mod trust_mark;
+pub(crate) mod trust_mark_eligibility;
 pub mod trust_mark_listing;
 pub mod trust_mark_request;
 pub mod trust_mark_status;

@@ -3,7 +3,8 @@
 //!
 //! Answers: `200 application/trust-mark+jwt`; unknown type or a subject without the right to
 //! the mark `404 not_found` (the specification's MUST); a blocked subject `403`, a pending
-//! request `202` with an error body (lighthouse's answers, kept for its clients). Every mark is
+//! request `202` with an error body (lighthouse's answers, kept for its clients); with a
+//! checker, its denial (see [`super::trust_mark_eligibility`]). Every mark is
 //! recorded through the control plane before it is handed out, so the status and listing
 //! endpoints know every mark a client can hold.
 //!
@@ -15,17 +16,17 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::TRUST_MARK_TYP;
 use pharos_shared::trust_mark_issuer::{
-    EligibilityMode, IssuanceSpec, IssuedMark, MarkStatus, Standing, Subject, mark_claims, standing,
+    IssuanceSpec, IssuedMark, MarkStatus, Subject, mark_claims, standing,
 };
 
 use super::Call;
+use super::trust_mark_eligibility::{Refusal, decide};
 use crate::DataPlane;
 use crate::command::Command;
 use crate::error::FedError;
@@ -93,19 +94,6 @@ pub(crate) fn spec<'s>(
         .ok_or_else(|| FedError::not_found("'trust_mark_type' not known"))
 }
 
-/// Whether `subject` may obtain a mark of `spec` now. The entity checkers (enrollment issue)
-/// plug in here: `check_only` entitles no one until a checker can, `db_or_check` and
-/// `db_and_check` decide on the stored standing alone (the checker would widen the first
-/// and narrow the second).
-pub(crate) fn eligibility(spec: &IssuanceSpec, subject: Option<&Subject>) -> Standing {
-    match spec.eligibility {
-        EligibilityMode::DbOnly | EligibilityMode::DbOrCheck | EligibilityMode::DbAndCheck => {
-            standing(subject)
-        }
-        EligibilityMode::CheckOnly => Standing::NotEntitled,
-    }
-}
-
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
     let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
@@ -124,34 +112,14 @@ async fn issue(
     snap: &Snapshot,
     params: &[(String, String)],
     now: i64,
-) -> Result<Bytes, FedError> {
+) -> Result<Bytes, Refusal> {
     let sub = param(params, "sub")?;
     let tm_type = param(params, "trust_mark_type")?;
     let spec = spec(snap, tm_type)?;
     let key = (tm_type.to_owned(), sub.to_owned());
-    let subject = snap.trust_marks.subjects.get(&key);
-    let subject = match (eligibility(spec, subject.map(|s| &**s)), subject) {
-        (Standing::Entitled, Some(s)) => s,
-        (Standing::Blocked, _) => {
-            return Err(FedError::new(
-                StatusCode::FORBIDDEN,
-                "invalid_request",
-                "subject cannot obtain this trust mark",
-            ));
-        }
-        (Standing::Pending, _) => {
-            return Err(FedError::new(
-                StatusCode::ACCEPTED,
-                "invalid_request",
-                "the request is pending approval by an administrator",
-            ));
-        }
-        _ => {
-            return Err(FedError::not_found(
-                "the entity does not hold this trust mark",
-            ));
-        }
-    };
+    // A subject entitled by a checker alone has no stored row: no extra claims, version 0.
+    let subject = snap.trust_marks.subjects.get(&key).map(|s| &**s);
+    decide(dp, spec.eligibility, standing(subject), tm_type, sub).await?;
     let cache = &dp.trust_mark_cache.0;
     if spec.cache_ttl > 0
         && let Some(hit) = cache.get(&key).await
@@ -160,7 +128,7 @@ async fn issue(
         return Ok(hit.body.clone());
     }
     let jti = new_jti()?;
-    let extras = Some(&subject.additional_claims);
+    let extras = subject.map(|s| &s.additional_claims);
     let claims = mark_claims(
         &snap.entity_id,
         spec,
@@ -184,7 +152,8 @@ async fn issue(
     };
     dp.commands
         .call(|reply| Command::RecordIssuedTrustMark { mark, reply })
-        .await?;
+        .await
+        .map_err(FedError::from)?;
     let body = Bytes::from(token);
     if spec.cache_ttl > 0 {
         let until = expires_at
@@ -194,7 +163,7 @@ async fn issue(
             body: body.clone(),
             jti: Arc::from(jti),
             spec_version: spec.version,
-            subject_version: subject.version,
+            subject_version: subject.map_or(0, |s| s.version),
             statements_generation: snap.statements_generation,
             until,
         };
@@ -209,11 +178,11 @@ fn fresh(
     hit: &CachedMark,
     snap: &Snapshot,
     spec: &IssuanceSpec,
-    subject: &Subject,
+    subject: Option<&Subject>,
     now: i64,
 ) -> bool {
     hit.spec_version == spec.version
-        && hit.subject_version == subject.version
+        && hit.subject_version == subject.map_or(0, |s| s.version)
         && hit.statements_generation == snap.statements_generation
         && now < hit.until
         && snap

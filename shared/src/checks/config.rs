@@ -309,11 +309,13 @@ fn parse(value: &Value, at: &str, depth: usize) -> Result<Checker, String> {
         "http_list" => {
             let c: HttpList = typed(config, &cfg_at)?;
             check_url(&c.url, &cfg_at)?;
+            check_request(&c.method, &c.headers, c.timeout, &cfg_at)?;
             Checker::HttpList(c)
         }
         "http_list_jwt" => {
             let c: HttpListJwt = typed(config, &cfg_at)?;
             check_url(&c.url, &cfg_at)?;
+            check_request(&c.method, &c.headers, c.timeout, &cfg_at)?;
             Checker::HttpListJwt(c)
         }
         "cmd" => {
@@ -324,11 +326,15 @@ fn parse(value: &Value, at: &str, depth: usize) -> Result<Checker, String> {
             if let Some(bad) = c.env.iter().find(|e| !e.contains('=')) {
                 return Err(format!("{cfg_at}.env entry {bad:?} is not K=V"));
             }
+            if c.timeout.get().is_zero() {
+                return Err(format!("{cfg_at}.timeout must be positive"));
+            }
             Checker::Cmd(c)
         }
         "http" => {
             let c: Http = typed(config, &cfg_at)?;
             check_url(&c.url, &cfg_at)?;
+            check_request(&c.method, &c.headers, c.timeout, &cfg_at)?;
             Checker::Http(c)
         }
         other => return Err(format!("{at}.type {other:?} is not a known checker type")),
@@ -338,6 +344,40 @@ fn parse(value: &Value, at: &str, depth: usize) -> Result<Checker, String> {
 /// Deserialises `config` into `T`; serde's message names the field.
 fn typed<T: DeserializeOwned>(config: &Value, at: &str) -> Result<T, String> {
     T::deserialize(config).map_err(|e| format!("{at}: {e}"))
+}
+
+/// The parts of an HTTP request that would otherwise fail only when the check runs: the
+/// method and header names must be tokens (RFC 9110 §5.6.2), header values visible ASCII
+/// (or spaces and tabs), and the timeout positive.
+fn check_request(
+    method: &str,
+    headers: &BTreeMap<String, String>,
+    timeout: Duration,
+    at: &str,
+) -> Result<(), String> {
+    let token = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    };
+    if !token(method) {
+        return Err(format!("{at}.method {method:?} is not an HTTP method"));
+    }
+    for (name, value) in headers {
+        if !token(name) {
+            return Err(format!("{at}.headers: {name:?} is not a header name"));
+        }
+        if !value
+            .bytes()
+            .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+        {
+            return Err(format!("{at}.headers.{name}: value must be visible ASCII"));
+        }
+    }
+    if timeout.get().is_zero() {
+        return Err(format!("{at}.timeout must be positive"));
+    }
+    Ok(())
 }
 
 fn check_url(url: &str, at: &str) -> Result<(), String> {

@@ -2,6 +2,7 @@
 //! seconds or strings such as `24h`, extra claims that may not set protected claims, the
 //! eligibility configuration), and the record an answer carries.
 
+use pharos_shared::checks::Checker;
 use pharos_shared::config::Duration;
 use pharos_shared::trust_mark_issuer::{EligibilityMode, PROTECTED_CLAIMS};
 use serde::{Deserialize, Serialize};
@@ -116,16 +117,10 @@ fn eligibility(v: Option<Value>) -> ApiResult<Option<Value>> {
     };
     let checker = match m.get("checker") {
         None | Some(Value::Null) => Value::Null,
-        Some(Value::Object(c)) => {
-            let named = |k: &str| {
-                c.get(k)
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| !t.is_empty())
-            };
-            if !named("type") && !named("checker_type") {
-                return Err(bad("eligibility_config.checker needs a type".into()));
-            }
-            Value::Object(c.clone())
+        Some(c @ Value::Object(_)) => {
+            // Parsed as it will run, so a bad checker is refused now, naming the field.
+            Checker::parse(c, "eligibility_config.checker").map_err(bad)?;
+            c.clone()
         }
         Some(_) => {
             return Err(bad(

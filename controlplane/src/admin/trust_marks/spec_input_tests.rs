@@ -59,6 +59,24 @@ fn protected_claims_unknown_modes_and_shapeless_checkers_are_refused() {
         flat.eligibility_config.unwrap()["checker"],
         json!({"type": "none", "config": {"a": 1}})
     );
+    // The checker is parsed as it will run: the message names the bad field.
+    for (checker, field) in [
+        (
+            json!({"type": "http", "config": {}}),
+            "eligibility_config.checker.config",
+        ),
+        (json!({"type": "magic"}), "eligibility_config.checker.type"),
+        (
+            json!({"type": "multiple_and", "config": [{"type": "none"}, {"type": "cmd", "config": {"path": ""}}]}),
+            "eligibility_config.checker.config[1].config.path",
+        ),
+    ] {
+        let e = input(json!({"trust_mark_type": t, "eligibility_config":
+            {"mode": "check_only", "checker": checker}}))
+        .unwrap_err();
+        assert!(matches!(e, ApiError::BadRequest(_)), "{e}");
+        assert!(e.to_string().contains(field), "{field}: {e}");
+    }
     assert!(input(json!({"lifetime": 5})).is_err(), "type required");
     assert!(
         input(json!({"trust_mark_type": "42"})).is_err(),
