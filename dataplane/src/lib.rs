@@ -8,6 +8,9 @@ pub mod client_auth;
 pub mod command;
 pub mod dispatch;
 pub mod endpoints;
+#[cfg(test)]
+#[path = "enroll_router_tests.rs"]
+mod enroll_router_tests;
 pub mod entity_configuration;
 pub mod error;
 #[cfg(test)]

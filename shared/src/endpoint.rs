@@ -278,6 +278,17 @@ pub struct EnrollConfig {
     /// Lighthouse's flat spelling: checker config.
     #[serde(skip_serializing)]
     pub checker_config: Option<Value>,
+    /// Enrolled entities get their keys polled from their Entity Configuration (the
+    /// subordinate's `enable_jwks_update`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub enable_jwks_update: bool,
+    /// Their `jwks_poll_interval`, seconds (0 = derive from the configuration's `exp`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub jwks_poll_interval: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 impl EnrollConfig {
@@ -359,6 +370,9 @@ impl EndpointConfig {
                 }
                 // Refused now, with the field named, rather than by the first enrollment.
                 c.parsed_checker()?;
+                if c.jwks_poll_interval < 0 {
+                    return Err("jwks_poll_interval must not be negative".into());
+                }
                 Self::Enroll(c)
             }
             EndpointType::EntityCollection => {
@@ -504,6 +518,27 @@ mod tests {
             panic!("wrong variant")
         };
         assert_eq!(e.checker.unwrap().kind, "trust_path");
+    }
+
+    #[test]
+    fn enroll_key_polling_settings() {
+        let c = EndpointConfig::parse(
+            EndpointType::Enroll,
+            &json!({"enable_jwks_update": true, "jwks_poll_interval": 600}),
+        )
+        .unwrap();
+        let EndpointConfig::Enroll(e) = c else {
+            panic!("wrong variant")
+        };
+        assert!(e.enable_jwks_update);
+        assert_eq!(e.jwks_poll_interval, 600);
+        let stored = serde_json::to_value(&e).unwrap();
+        assert_eq!(stored["jwks_poll_interval"], 600);
+        let e = EndpointConfig::parse(EndpointType::Enroll, &json!({"jwks_poll_interval": -1}))
+            .unwrap_err();
+        assert!(e.contains("jwks_poll_interval"), "{e}");
+        let none = serde_json::to_value(EnrollConfig::default()).unwrap();
+        assert_eq!(none, json!({"checker": null}));
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
 //! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
 //!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
+//! - enroll and enroll_request: [`enroll::ENROLLMENTS_AT_ONCE`] (a fetch and a check each)
+//!   and single flight per entity ([`enroll`]).
 //! - trust mark eligibility checks: [`eligibility::CHECKS_AT_ONCE`], single flight per
 //!   (type, subject), cached verdicts answered without a slot ([`eligibility`]).
 //!
@@ -22,12 +24,16 @@
 //! stays fixed however many requests arrive.
 
 pub mod eligibility;
+pub mod enroll;
 pub mod flights;
 mod trust_marks;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod eligibility_tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod enroll_tests;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests;
@@ -72,6 +78,7 @@ pub struct Dispatcher<F> {
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
+    enrollments: enroll::Enrollments,
     eligibility: Eligibility,
 }
 
@@ -85,6 +92,7 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
             mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
             mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
+            enrollments: enroll::Enrollments::default(),
             eligibility: Eligibility::default(),
         }
     }
@@ -97,6 +105,11 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
     /// Triggers whose fetch is in progress (tests and diagnostics).
     pub fn triggers_in_flight(&self) -> usize {
         self.triggers.len()
+    }
+
+    /// Enrollments in progress (tests and diagnostics).
+    pub fn enrollments_in_flight(&self) -> usize {
+        self.enrollments.in_flight()
     }
 
     /// Starts `cmd` in a task of its own if its kind has room, else refuses it. Never waits.
@@ -160,6 +173,11 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     drop(permit);
                     let _ = reply.send(result);
                 });
+            }
+            Command::Enroll { enrollment, reply } => {
+                let cp = self.refreshers.control().clone();
+                let fetcher = self.refreshers.fetcher().clone();
+                self.enrollments.admit(cp, fetcher, enrollment, reply);
             }
             Command::CheckEligibility {
                 trust_mark_type,

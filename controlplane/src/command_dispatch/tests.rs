@@ -15,14 +15,14 @@ use crate::db::Db;
 use crate::db::subordinates::{self as subs, BasicWrite};
 use crate::refresh::Refreshers;
 
-const A: &str = "https://a.example";
+pub(super) const A: &str = "https://a.example";
 const B: &str = "https://b.example";
 
 /// Every fetch waits for a permit, then fails.
 #[derive(Debug)]
 pub(super) struct Gate {
-    fetches: AtomicUsize,
-    open: Semaphore,
+    pub(super) fetches: AtomicUsize,
+    pub(super) open: Semaphore,
 }
 
 impl pharos_shared::chain::Fetcher for Gate {

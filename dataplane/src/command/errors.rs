@@ -7,6 +7,9 @@
 
 use axum::http::StatusCode;
 
+use pharos_shared::checks::Denial;
+
+use crate::endpoints::trust_mark_eligibility::Refusal;
 use crate::error::FedError;
 
 /// The command was not run at all.
@@ -119,6 +122,27 @@ pub enum MarkRequestError {
     Internal,
 }
 
+/// Why an enrollment (or enrollment request) was not stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnrollError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// The subordinate is blocked.
+    #[error("the entity cannot enroll")]
+    Blocked,
+    /// The entity's configuration could not be fetched, or is not a valid, self-signed
+    /// Entity Configuration of the requested entity.
+    #[error("could not obtain or verify the entity configuration: {0}")]
+    Configuration(String),
+    /// The endpoint's entity check denied it: answered with the check's status and body.
+    #[error("{}", .0.error_description)]
+    Denied(Denial),
+    /// Database or snapshot failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
 /// Why a trust mark eligibility check gave no verdict (a verdict, even a denial, is an answer).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
@@ -216,6 +240,23 @@ impl From<MarkRequestError> for FedError {
     }
 }
 
+/// An enrollment's failure as an answer; a check's denial is answered as it is, exactly as a
+/// trust mark eligibility denial (one rendering, [`Refusal`]).
+impl From<EnrollError> for Refusal {
+    fn from(e: EnrollError) -> Self {
+        let d = e.to_string();
+        match e {
+            EnrollError::Refused(r) => refused(r).into(),
+            EnrollError::Blocked => {
+                FedError::new(StatusCode::FORBIDDEN, "invalid_request", d).into()
+            }
+            EnrollError::Configuration(_) => FedError::invalid_request(d).into(),
+            EnrollError::Denied(denial) => Refusal::Denied(denial),
+            EnrollError::Internal => internal().into(),
+        }
+    }
+}
+
 impl From<CheckError> for FedError {
     fn from(e: CheckError) -> Self {
         let d = e.to_string();
@@ -230,6 +271,7 @@ impl From<CheckError> for FedError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::response::IntoResponse as _;
 
     fn status(e: impl Into<FedError>) -> (u16, &'static str) {
         let e = e.into();
@@ -297,6 +339,30 @@ mod tests {
         assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));
         assert_eq!(status(MarkRequestError::Blocked), (403, "invalid_request"));
         assert_eq!(status(MarkRequestError::Internal), (500, "server_error"));
+    }
+
+    #[test]
+    fn enroll_errors_keep_their_statuses() {
+        let answer = |e: EnrollError| {
+            let r = Refusal::from(e).into_response();
+            let status = r.status().as_u16();
+            (status, r)
+        };
+        let code = |e: EnrollError| match Refusal::from(e) {
+            Refusal::Fed(status, code, _) => (status.as_u16(), code.to_owned()),
+            Refusal::Denied(d) => (d.status, d.error),
+        };
+        let busy = EnrollError::Refused(Refused::Busy);
+        assert_eq!(code(busy), (503, "temporarily_unavailable".into()));
+        assert_eq!(code(EnrollError::Blocked), (403, "invalid_request".into()));
+        let bad = EnrollError::Configuration("wrong media type".into());
+        assert_eq!(code(bad.clone()), (400, "invalid_request".into()));
+        assert!(bad.to_string().contains("wrong media type"));
+        assert_eq!(code(EnrollError::Internal), (500, "server_error".into()));
+        let denied = |status, error: &str| EnrollError::Denied(Denial::new(status, error, "no"));
+        assert_eq!(code(denied(403, "forbidden")), (403, "forbidden".into()));
+        assert_eq!(code(denied(418, "teapot")), (418, "teapot".into()));
+        assert_eq!(answer(denied(418, "teapot")).0, 418);
     }
 
     #[test]

@@ -16,18 +16,20 @@
 //! Statistics must not travel here: a refused command fails its request, whereas a statistics
 //! record should be dropped, never cost a request; they get a bounded buffer of their own.
 //!
-//! Later state-changing features (enroll, enroll_request) become new variants with their own
-//! error types; nothing else changes.
+//! A new state-changing feature is a new variant with its own error type; nothing else
+//! changes.
 
 pub mod errors;
 
+use pharos_shared::checks::Checker;
 use pharos_shared::checks::Verdict;
 use pharos_shared::key_update::SignedJwks;
 use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
 pub use errors::{
-    CheckError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError,
+    CheckError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused,
+    TriggerError,
 };
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
@@ -109,6 +111,51 @@ pub enum Command {
         /// The checker's verdict.
         reply: Reply<Verdict, CheckError>,
     },
+    /// Enroll `sub` (enroll endpoint) or store its request (enroll_request endpoint). The data
+    /// plane has checked the request's form and found `sub` neither active, pending nor
+    /// blocked in its snapshot; the control plane fetches and verifies the entity's
+    /// configuration, runs the check and decides again under the writer lock.
+    Enroll {
+        /// What is asked.
+        enrollment: Enrollment,
+        /// The entity's standing once the control plane is done.
+        reply: Reply<EnrollOutcome, EnrollError>,
+    },
+}
+
+/// Which endpoint an [`Command::Enroll`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EnrollMode {
+    /// enroll: the check decides; a pass stores the entity `active`.
+    Enroll,
+    /// enroll_request: the entity is stored `pending` for an administrator to decide.
+    Request,
+}
+
+/// An enrollment as the data plane read it from the request and the endpoint's configuration.
+#[derive(Debug, Clone)]
+pub struct Enrollment {
+    /// Which endpoint.
+    pub mode: EnrollMode,
+    /// The entity identifier to enroll (an http(s) URL, checked).
+    pub sub: String,
+    /// The request's `entity_type` values (empty = take them from the entity's metadata).
+    pub entity_types: Vec<String>,
+    /// The endpoint's entity check (`Checker::None` when none is configured).
+    pub checker: Checker,
+    /// `Some(jwks_poll_interval)` when the endpoint enrolls with key polling on.
+    pub poll: Option<i64>,
+    /// Who asks, as recorded in the history: the authenticated client, else the endpoint.
+    pub actor: String,
+}
+
+/// The answer to [`Command::Enroll`]: the entity's status afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnrollOutcome {
+    /// Enrolled (now or before): the fetch endpoint serves its statement.
+    Active,
+    /// Waiting for an administrator.
+    Pending,
 }
 
 /// The answer to [`Command::RequestTrustMark`].

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use pharos_shared::endpoint::EndpointType;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 use pharos_shared::subordinate::{SignedStatement, Subordinate, SubordinateStatus};
@@ -130,6 +131,42 @@ async fn signed(
     now: i64,
 ) -> Result<Bytes, FedError> {
     let sub = subordinate(snap, query)?;
+    let source = entry.published_url(&snap.entity_id);
+    statement(dp, snap, sub, source.as_deref(), now).await
+}
+
+/// The statement about the active subordinate `sub_id` as the fetch endpoint serves it
+/// (cached, or signed now): what the enroll endpoint answers an enrolled entity with.
+pub(crate) async fn statement_about(
+    dp: &DataPlane,
+    snap: &Arc<Snapshot>,
+    sub_id: &str,
+    now: i64,
+) -> Result<Bytes, FedError> {
+    let sub = match snap.subordinates.get(sub_id) {
+        Some(s) if s.status == SubordinateStatus::Active => s,
+        _ => {
+            return Err(FedError::not_found(
+                "the entity is not an active subordinate",
+            ));
+        }
+    };
+    let source = snap
+        .registry
+        .by_type
+        .get(&EndpointType::Fetch)
+        .and_then(|e| e.published_url(&snap.entity_id));
+    statement(dp, snap, sub, source.as_deref(), now).await
+}
+
+/// `sub`'s statement from its record's slot, or signed once for all concurrent callers.
+async fn statement(
+    dp: &DataPlane,
+    snap: &Arc<Snapshot>,
+    sub: &Arc<Subordinate>,
+    source: Option<&str>,
+    now: i64,
+) -> Result<Bytes, FedError> {
     let (general_version, statements_generation) = (
         snap.subordinates.general_version,
         snap.statements_generation,
@@ -158,8 +195,7 @@ async fn signed(
             {
                 return Ok(body);
             }
-            let source = entry.published_url(&snap.entity_id);
-            let (body, refresh_at) = sign(snap, sub, now, source.as_deref())
+            let (body, refresh_at) = sign(snap, sub, now, source)
                 .await
                 .map_err(FedError::server_error)?;
             sub.statement.put(SignedStatement {

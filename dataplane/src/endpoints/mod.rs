@@ -12,13 +12,15 @@
 //! exhaustive, so a new [`EndpointType`] does not compile until it has one), and give it an
 //! arm in [`cached`] only if it has an answer that needs no await.
 
+pub mod enroll;
+pub mod enroll_request;
 pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
 pub mod list;
 pub mod resolve;
 pub mod trust_mark;
-mod trust_mark_eligibility;
+pub(crate) mod trust_mark_eligibility;
 pub mod trust_mark_listing;
 pub mod trust_mark_request;
 pub mod trust_mark_status;
@@ -156,9 +158,9 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::TrustMarkStatus => trust_mark_status::serve(call).await,
         EndpointType::TrustMarkListing => trust_mark_listing::serve(call).await,
         EndpointType::TrustMarkRequest => trust_mark_request::serve(call).await,
-        EndpointType::Enroll | EndpointType::EnrollRequest | EndpointType::EntityCollection => {
-            not_implemented(call).await
-        }
+        EndpointType::Enroll => Box::pin(enroll::serve(call)).await,
+        EndpointType::EnrollRequest => Box::pin(enroll_request::serve(call)).await,
+        EndpointType::EntityCollection => not_implemented(call).await,
     }
 }
 

@@ -43,7 +43,7 @@ pub use resolve::resolve;
 pub use response::{
     RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP, response_claims, response_exp,
 };
-pub use statement::Statement;
+pub use statement::{Statement, is_entity_identifier};
 pub use validate::{ValidatedChain, validate_chain};
 
 /// Leeway in seconds for `iat` lying in the future (the issuer's clock running ahead of ours,

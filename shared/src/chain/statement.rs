@@ -181,17 +181,24 @@ fn entity_id(claims: &Map<String, Value>, name: &str) -> Result<String> {
         .and_then(Value::as_str)
         .ok_or_else(|| invalid(format!("{name} is missing or not a string")))?;
     let url = url::Url::parse(s).map_err(|e| invalid(format!("{name} {s:?}: {e}")))?;
-    let scheme_ok = match url.scheme() {
-        "https" => true,
-        "http" => url.host().is_some_and(is_loopback_host),
-        _ => false,
-    };
-    if !scheme_ok || url.host_str().is_none() || url.query().is_some() || url.fragment().is_some() {
+    if !is_entity_identifier(&url) {
         return Err(invalid(format!(
             "{name} {s:?} is not a valid Entity Identifier"
         )));
     }
     Ok(s.to_owned())
+}
+
+/// Whether `url` is an Entity Identifier: `https` (or `http` on a loopback host), with a host,
+/// without query or fragment. The one rule for identifiers read from statements and from
+/// requests naming an entity (enroll).
+pub fn is_entity_identifier(url: &url::Url) -> bool {
+    let scheme_ok = match url.scheme() {
+        "https" => true,
+        "http" => url.host().is_some_and(is_loopback_host),
+        _ => false,
+    };
+    scheme_ok && url.host_str().is_some() && url.query().is_none() && url.fragment().is_none()
 }
 
 /// A NumericDate claim; fractional seconds are truncated.

@@ -1,0 +1,303 @@
+//! Enrollment (enroll and enroll_request endpoints): the control plane's half of
+//! [`Command::Enroll`].
+//!
+//! Admission: single flight per (endpoint, `sub`) — concurrent enrollments of one entity share
+//! one fetch, one check and one write, and all get its outcome — and at most
+//! [`ENROLLMENTS_AT_ONCE`] flights at once (a fetch plus a check each, and checks may resolve
+//! trust chains); a flight over that bound is refused at once (`503`).
+//!
+//! A flight: the stored status decides first (active, pending, blocked: nothing to fetch).
+//! Otherwise the entity's Entity Configuration is fetched with the data plane's fetcher and
+//! verified ([`fetch_configuration`]), the types are the request's or the configuration's
+//! metadata keys, and the endpoint's check runs — all before the writer lock, so a slow check
+//! never holds up other writes. Then, under the lock, the row is read again (an administrator
+//! or another endpoint may have decided meanwhile) and the entity is inserted, or an
+//! `inactive` one updated, with the repository functions of the Admin API's subordinate
+//! create and update, and a history event by the requester. Publishing the subordinate also
+//! starts its key polling when `enable_jwks_update` is set, as for the Admin API.
+//!
+//! [`Command::Enroll`]: pharos_dataplane::command::Command::Enroll
+
+use std::sync::Arc;
+
+use pharos_dataplane::command::{
+    EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused, Reply,
+};
+use pharos_shared::chain::Fetcher;
+use pharos_shared::checks::{Candidate, Verdict, check};
+use pharos_shared::jose::Jwks;
+use pharos_shared::key_update::check_new_keys;
+use pharos_shared::subordinate::SubordinateStatus;
+use tokio::sync::Semaphore;
+
+use super::flights::{Flights, Joined};
+use crate::checks::Env;
+use crate::checks::entity::{Fetched, fetch_configuration};
+use crate::control_plane::ControlPlane;
+use crate::db::subordinates::{self as repo, BasicWrite, SubKey, SubordinateRow};
+
+/// Enrollments (fetch + check + write) in progress at once.
+pub const ENROLLMENTS_AT_ONCE: usize = 8;
+/// Requests that may wait for one entity's enrollment (each is one stored reply channel).
+pub const ENROLL_WAITERS: usize = 1_024;
+/// Most entity types taken from an Entity Configuration's metadata.
+const MAX_TYPES: usize = 16;
+/// Longest entity type stored (the column's size).
+const MAX_TYPE_LEN: usize = 255;
+
+/// The outcome an enrollment's waiters share.
+type Outcome = Result<EnrollOutcome, EnrollError>;
+
+/// The enrollments in flight and their bound.
+#[derive(Debug)]
+pub struct Enrollments {
+    flights: Arc<Flights<Outcome>>,
+    slots: Arc<Semaphore>,
+}
+
+impl Default for Enrollments {
+    fn default() -> Self {
+        Self::new(ENROLLMENTS_AT_ONCE)
+    }
+}
+
+impl Enrollments {
+    /// At most `at_once` enrollments in progress.
+    pub fn new(at_once: usize) -> Self {
+        Self {
+            flights: Flights::new(ENROLL_WAITERS),
+            slots: Arc::new(Semaphore::new(at_once.max(1))),
+        }
+    }
+
+    /// Enrollments in progress (tests and diagnostics).
+    pub fn in_flight(&self) -> usize {
+        self.flights.len()
+    }
+
+    /// Joins the flight enrolling `e.sub` at `e`'s endpoint, or leads a new one in a task of
+    /// its own if a slot is free; never waits.
+    pub fn admit<F: Fetcher + 'static>(
+        &self,
+        cp: Arc<ControlPlane>,
+        fetcher: Arc<F>,
+        e: Enrollment,
+        reply: Reply<EnrollOutcome, EnrollError>,
+    ) {
+        let key = flight_key(e.mode, &e.sub);
+        let lead = match self.flights.join(&key, reply) {
+            Joined::Follower => return,
+            Joined::Full(reply) => {
+                let _ = reply.send(Err(Refused::Busy.into()));
+                return;
+            }
+            Joined::Leader(lead) => lead,
+        };
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            lead.finish(Err(Refused::Busy.into()));
+            return;
+        };
+        tokio::spawn(async move {
+            let outcome = enroll(&cp, &fetcher, &e).await;
+            drop(slot);
+            lead.finish(outcome);
+        });
+    }
+}
+
+/// Flights are per endpoint: an enroll and an enroll_request of one entity answer differently.
+fn flight_key(mode: EnrollMode, sub: &str) -> String {
+    let m = match mode {
+        EnrollMode::Enroll => "enroll",
+        EnrollMode::Request => "enroll_request",
+    };
+    format!("{m} {sub}")
+}
+
+/// Runs one enrollment; a database failure is logged and answered `Internal`.
+pub async fn enroll<F: Fetcher>(cp: &ControlPlane, fetcher: &Arc<F>, e: &Enrollment) -> Outcome {
+    run(cp, fetcher, e).await.unwrap_or_else(|err| {
+        tracing::error!(error = %err, sub = %e.sub, "cannot store an enrollment");
+        Err(EnrollError::Internal)
+    })
+}
+
+/// The answer a stored status gives without fetching anything; `None` = enroll (new or
+/// `inactive`, or a hand-edited unknown word).
+fn decided(status: &str) -> Option<Outcome> {
+    match SubordinateStatus::parse(status)? {
+        SubordinateStatus::Active => Some(Ok(EnrollOutcome::Active)),
+        SubordinateStatus::Pending => Some(Ok(EnrollOutcome::Pending)),
+        SubordinateStatus::Blocked => Some(Err(EnrollError::Blocked)),
+        SubordinateStatus::Inactive => None,
+    }
+}
+
+/// The outer `Result` is a database failure, the inner one the answer.
+async fn run<F: Fetcher>(
+    cp: &ControlPlane,
+    fetcher: &Arc<F>,
+    e: &Enrollment,
+) -> crate::Result<Outcome> {
+    // Read outside the lock only to spare a fetch; the write reads again under it.
+    if let Some(o) = stored(cp, &e.sub).await?.and_then(|r| decided(&r.status)) {
+        return Ok(o);
+    }
+    let now = cp.now();
+    let fetched = match fetch_configuration(&**fetcher, &e.sub, now).await {
+        Ok(f) => f,
+        Err(m) => return Ok(Err(EnrollError::Configuration(m))),
+    };
+    let jwks = match keys(&fetched) {
+        Ok(j) => j,
+        Err(m) => return Ok(Err(EnrollError::Configuration(m))),
+    };
+    let types = entity_types(&e.entity_types, &fetched.entity_types);
+    let candidate = Candidate {
+        entity_id: &e.sub,
+        entity_types: &types,
+        configuration: &fetched.claims,
+        configuration_jws: &fetched.jws,
+        trust_mark_type: None,
+    };
+    // Outside the writer lock: a check may take as long as its remote services do.
+    let env = Env::new(cp.snapshot(), fetcher.clone(), cp.checks.clone(), now);
+    if let Verdict::Deny(d) = check(&e.checker, &candidate, &env).await {
+        return Ok(Err(EnrollError::Denied(d)));
+    }
+    store(cp, e, &jwks, &types).await
+}
+
+async fn stored(cp: &ControlPlane, sub: &str) -> crate::Result<Option<SubordinateRow>> {
+    repo::get(&cp.db, SubKey::EntityId(sub)).await
+}
+
+/// The configuration's `jwks`, as the subordinate's keys: a valid public key set, the rule
+/// the jwks_update endpoint applies to pushed keys.
+fn keys(fetched: &Fetched) -> Result<Jwks, String> {
+    let jwks: Jwks = fetched
+        .jwks()
+        .cloned()
+        .and_then(|j| serde_json::from_value(j).ok())
+        .ok_or("the entity configuration has no valid jwks")?;
+    check_new_keys(&jwks).map_err(|m| format!("the entity configuration's jwks: {m}"))?;
+    Ok(jwks)
+}
+
+/// The request's types, else the configuration's metadata keys that fit a stored type.
+fn entity_types(requested: &[String], declared: &[String]) -> Vec<String> {
+    if !requested.is_empty() {
+        return requested.to_vec();
+    }
+    declared
+        .iter()
+        .filter(|t| !t.trim().is_empty() && t.len() <= MAX_TYPE_LEN)
+        .take(MAX_TYPES)
+        .cloned()
+        .collect()
+}
+
+/// Stores the enrollment under the writer lock, unless the row was decided meanwhile.
+async fn store(
+    cp: &ControlPlane,
+    e: &Enrollment,
+    jwks: &Jwks,
+    types: &[String],
+) -> crate::Result<Outcome> {
+    let (status, outcome, what) = match e.mode {
+        EnrollMode::Enroll => (
+            SubordinateStatus::Active,
+            EnrollOutcome::Active,
+            "enrolled at the enroll endpoint",
+        ),
+        EnrollMode::Request => (
+            SubordinateStatus::Pending,
+            EnrollOutcome::Pending,
+            "enrollment requested at the enroll_request endpoint",
+        ),
+    };
+    let mut w = cp.write(Some(&e.actor)).await;
+    let row = stored(cp, &e.sub).await?;
+    if let Some(o) = row.as_ref().and_then(|r| decided(&r.status)) {
+        return Ok(o);
+    }
+    let now = cp.now();
+    let tx = w.tx().await?;
+    let (id, kind, message) = match row {
+        Some(r) => {
+            // Inactive: enrolled again, keeping what an administrator set on the row.
+            let basic = BasicWrite {
+                description: r.description.clone(),
+                status: status.as_str().into(),
+                enable_jwks_update: r.enable_jwks_update || e.poll.is_some(),
+                jwks_poll_interval: match (r.enable_jwks_update, e.poll) {
+                    (false, Some(i)) => i,
+                    _ => r.jwks_poll_interval,
+                },
+            };
+            repo::update_basic(&cp.db, tx, r.id, &basic, now).await?;
+            repo::set_jwks(&cp.db, tx, r.id, jwks, now).await?;
+            let message = format!("status changed from {} to {status}: {what}", r.status);
+            (r.id, "status_updated", message)
+        }
+        None => {
+            let basic = BasicWrite {
+                description: what.into(),
+                status: status.as_str().into(),
+                enable_jwks_update: e.poll.is_some(),
+                jwks_poll_interval: e.poll.unwrap_or(0),
+            };
+            let keys = Some(jwks.clone());
+            let id = repo::insert(&cp.db, tx, &e.sub, &basic, &keys, now).await?;
+            (id, "created", what.to_owned())
+        }
+    };
+    repo::set_types(&cp.db, tx, id, types).await?;
+    w.subordinate_event(id, status.as_str(), kind, Some(message))
+        .await?;
+    w.touch_subordinate(&e.sub);
+    w.commit().await?;
+    Ok(Ok(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_statuses_decide_before_any_fetch() {
+        assert_eq!(decided("active"), Some(Ok(EnrollOutcome::Active)));
+        assert_eq!(decided("pending"), Some(Ok(EnrollOutcome::Pending)));
+        assert_eq!(decided("blocked"), Some(Err(EnrollError::Blocked)));
+        assert_eq!(decided("inactive"), None);
+        assert_eq!(decided("hand-edited"), None);
+    }
+
+    #[test]
+    fn types_come_from_the_request_else_the_metadata() {
+        let s = |v: &[&str]| v.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
+        let declared = s(&["federation_entity", "openid_relying_party"]);
+        assert_eq!(
+            entity_types(&s(&["openid_provider"]), &declared),
+            s(&["openid_provider"])
+        );
+        assert_eq!(entity_types(&[], &declared), declared);
+        let long = "x".repeat(256);
+        let odd = s(&["", &long, "openid_provider"]);
+        assert_eq!(entity_types(&[], &odd), s(&["openid_provider"]));
+        let many: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+        assert_eq!(entity_types(&[], &many).len(), MAX_TYPES);
+    }
+
+    #[test]
+    fn flights_are_per_endpoint_and_entity() {
+        assert_ne!(
+            flight_key(EnrollMode::Enroll, "https://a"),
+            flight_key(EnrollMode::Request, "https://a")
+        );
+        assert_ne!(
+            flight_key(EnrollMode::Enroll, "https://a"),
+            flight_key(EnrollMode::Enroll, "https://b")
+        );
+    }
+}
