@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
 use pharos_shared::checks::{Checker, Denial};
-use pharos_shared::config::{FederationSettings, JtiBackend};
+use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::snapshot::{Snapshot, SnapshotPublisher};
@@ -59,7 +59,7 @@ impl Fake {
             ManualClock::new(NOW),
             &FederationSettings::default(),
             commands,
-            &JtiBackend::Cache,
+            &Default::default(),
         );
         let asked = Arc::new(Mutex::new(Vec::new()));
         let seen = asked.clone();

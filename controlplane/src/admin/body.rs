@@ -107,30 +107,22 @@ pub fn http_url(what: &str, s: &str) -> Result<(), ApiError> {
 }
 
 /// Checks an entity identifier: an `https` URL without query or fragment (spec §1.2); plain
-/// `http` only for loopback hosts, the same rule chain validation applies, so that nothing is
-/// stored (a trust anchor, a subordinate) that could never validate, or that would be fetched
-/// without TLS from another host.
+/// `http` only for loopback hosts — the rule chain validation applies
+/// ([`pharos_shared::chain::is_entity_identifier`]), so that nothing is stored (a trust anchor,
+/// a subordinate) that could never validate, or that would be fetched without TLS from
+/// another host.
 pub fn entity_id(what: &str, s: &str) -> Result<(), ApiError> {
     http_url(what, s)?;
-    match url::Url::parse(s) {
-        Ok(u) if u.query().is_some() || u.fragment().is_some() => Err(ApiError::BadRequest(
-            format!("{what} must not contain a query or fragment"),
-        )),
-        Ok(u) if u.scheme() == "http" && !u.host().is_some_and(is_loopback_host) => {
-            Err(ApiError::BadRequest(format!(
-                "{what} must be an https URL (http is accepted for loopback hosts only)"
-            )))
-        }
-        Ok(_) => Ok(()),
-        Err(_) => Err(ApiError::BadRequest(format!("{what} is not a URL"))),
+    let u = url::Url::parse(s).map_err(|_| ApiError::BadRequest(format!("{what} is not a URL")))?;
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(ApiError::BadRequest(format!(
+            "{what} must not contain a query or fragment"
+        )));
     }
-}
-
-/// `localhost` or a loopback address.
-fn is_loopback_host(host: url::Host<&str>) -> bool {
-    match host {
-        url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
-        url::Host::Ipv4(ip) => ip.is_loopback(),
-        url::Host::Ipv6(ip) => ip.is_loopback(),
+    if !pharos_shared::chain::is_entity_identifier(&u) {
+        return Err(ApiError::BadRequest(format!(
+            "{what} must be an https URL (http is accepted for loopback hosts only)"
+        )));
     }
+    Ok(())
 }
