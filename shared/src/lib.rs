@@ -6,6 +6,7 @@
 
 pub mod chain;
 pub mod claims;
+pub mod client_ip;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
