@@ -43,7 +43,9 @@ impl TrustedProxies {
     /// Whether `ip` is a trusted proxy.
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
-        self.nets.iter().any(|(net, prefix)| in_net(ip, *net, *prefix))
+        self.nets
+            .iter()
+            .any(|(net, prefix)| in_net(ip, *net, *prefix))
     }
 
     /// The client address of a request from `peer` carrying `forwarded` (the configured header's
@@ -119,18 +121,30 @@ mod tests {
     #[test]
     fn untrusted_peers_speak_only_for_themselves() {
         let p = proxies(&["10.0.0.0/8"]);
-        assert_eq!(p.client_ip(ip("192.0.2.7"), Some("1.1.1.1")), ip("192.0.2.7"));
-        assert_eq!(proxies(&[]).client_ip(ip("10.0.0.1"), Some("1.1.1.1")), ip("10.0.0.1"));
+        assert_eq!(
+            p.client_ip(ip("192.0.2.7"), Some("1.1.1.1")),
+            ip("192.0.2.7")
+        );
+        assert_eq!(
+            proxies(&[]).client_ip(ip("10.0.0.1"), Some("1.1.1.1")),
+            ip("10.0.0.1")
+        );
     }
 
     #[test]
     fn trusted_proxies_name_the_nearest_untrusted_hop() {
         let p = proxies(&["10.0.0.0/8", "::1"]);
-        assert_eq!(p.client_ip(ip("10.1.2.3"), Some("203.0.113.9")), ip("203.0.113.9"));
+        assert_eq!(
+            p.client_ip(ip("10.1.2.3"), Some("203.0.113.9")),
+            ip("203.0.113.9")
+        );
         // The client sent a spoofed first entry; the proxy chain appended the real one.
         let h = "6.6.6.6, 203.0.113.9, 10.0.0.2";
         assert_eq!(p.client_ip(ip("10.1.2.3"), Some(h)), ip("203.0.113.9"));
-        assert_eq!(p.client_ip(ip("::1"), Some("[2001:db8::1]:443")), ip("2001:db8::1"));
+        assert_eq!(
+            p.client_ip(ip("::1"), Some("[2001:db8::1]:443")),
+            ip("2001:db8::1")
+        );
         // No header, or nothing usable in it: the peer.
         assert_eq!(p.client_ip(ip("10.1.2.3"), None), ip("10.1.2.3"));
         assert_eq!(p.client_ip(ip("10.1.2.3"), Some("junk")), ip("10.1.2.3"));

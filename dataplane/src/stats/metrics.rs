@@ -33,7 +33,6 @@ type HistogramFamily = Family<EndpointLabel, Histogram, fn() -> Histogram>;
 pub struct RequestMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
-    outbound: Counter,
 }
 
 fn latency_histogram() -> Histogram {
@@ -46,7 +45,6 @@ impl Default for RequestMetrics {
         Self {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
-            outbound: Counter::default(),
         }
     }
 }
@@ -64,11 +62,6 @@ impl RequestMetrics {
             "Time to the response head on the public port",
             self.latency.clone(),
         );
-        registry.register(
-            "pharos_outbound_fetches",
-            "Outbound federation fetches (entity configurations and statements)",
-            self.outbound.clone(),
-        );
     }
 
     /// Counts one request.
@@ -82,10 +75,5 @@ impl RequestMetrics {
         self.requests
             .get_or_create(&RequestLabels { endpoint, status })
             .inc();
-    }
-
-    /// Counts one outbound fetch.
-    pub fn outbound_fetch(&self) {
-        self.outbound.inc();
     }
 }

@@ -171,7 +171,10 @@ mod tests {
         for n in 0..4 {
             ring.push(record(n));
         }
-        assert_eq!(ring.drain(3).iter().map(|r| r.ts).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(
+            ring.drain(3).iter().map(|r| r.ts).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
         assert_eq!(ring.len(), 1);
     }
 }
