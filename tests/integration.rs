@@ -34,6 +34,8 @@ mod pkcs11;
 mod registry;
 mod resolve;
 mod restart;
+mod stats;
+mod stats_jobs;
 mod subordinate_docs;
 mod subordinate_settings;
 mod subordinates;

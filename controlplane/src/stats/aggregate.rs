@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use futures_util::TryStreamExt as _;
 use pharos_shared::config::StatsRetention;
@@ -192,8 +191,9 @@ pub async fn backfill(db: &Db, now: i64, retention: &StatsRetention) -> Result<V
 pub struct Aggregator {
     db: Db,
     retention: StatsRetention,
-    /// When the daily run is due next; `None` before the start-up backfill.
-    next: Mutex<Option<i64>>,
+    /// When the daily run is due next; `None` before the start-up backfill. Held for a whole
+    /// tick, so a tick driven by a test and the task's own never aggregate a day twice at once.
+    next: tokio::sync::Mutex<Option<i64>>,
 }
 
 impl Aggregator {
@@ -202,38 +202,33 @@ impl Aggregator {
         Arc::new(Self {
             db,
             retention,
-            next: Mutex::new(None),
+            next: tokio::sync::Mutex::new(None),
         })
     }
 
-    fn next(&self) -> Option<i64> {
-        self.next.lock().map(|n| *n).unwrap_or(None)
-    }
-
-    fn set_next(&self, at: i64) {
-        if let Ok(mut n) = self.next.lock() {
-            *n = Some(at);
-        }
+    async fn next(&self) -> Option<i64> {
+        *self.next.lock().await
     }
 
     /// Does what is due at `now`: the backfill on the first call, then the daily run
     /// (yesterday's aggregates and the purge) once `now` has passed 02:00 UTC. A failed run
     /// is retried at the next tick.
     pub async fn tick(&self, now: i64) -> Result<()> {
-        match self.next() {
+        let mut next = self.next.lock().await;
+        match *next {
             None => {
                 let filled = backfill(&self.db, now, &self.retention).await?;
                 if !filled.is_empty() {
                     tracing::info!(days = filled.len(), "statistics aggregates backfilled");
                 }
-                self.set_next(next_run(now));
+                *next = Some(next_run(now));
             }
             Some(at) if now >= at => {
                 let yesterday = day_start(now) - DAY;
                 aggregate_day(&self.db, yesterday).await?;
                 let (records, aggregates) = purge(&self.db, now, &self.retention).await?;
                 tracing::info!(records, aggregates, "statistics aggregated and purged");
-                self.set_next(next_run(now));
+                *next = Some(next_run(now));
             }
             Some(_) => {}
         }
@@ -252,7 +247,10 @@ impl Aggregator {
             loop {
                 let now = cp.now();
                 let wait = match me.tick(now).await {
-                    Ok(()) => me.next().map_or(60, |at| (at - cp.now()).clamp(1, 3600)),
+                    Ok(()) => me
+                        .next()
+                        .await
+                        .map_or(60, |at| (at - cp.now()).clamp(1, 3600)),
                     Err(e) => {
                         tracing::error!(error = %e, "statistics aggregation failed; retrying");
                         60

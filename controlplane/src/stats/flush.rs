@@ -34,9 +34,8 @@ pub fn error_type(status: u16) -> Option<&'static str> {
 /// `b=2&a=1&a=3` → `{"a":"3","b":"2"}`: keys sorted (so equal combinations compare equal in
 /// `top/params`), the last value of a repeated key wins.
 pub fn query_json(query: &str) -> Option<String> {
-    let map: serde_json::Map<String, serde_json::Value> = form_urlencoded_pairs(query)
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect();
+    // A BTreeMap, not `serde_json::Map`: its order depends on a crate feature.
+    let map: std::collections::BTreeMap<String, String> = form_urlencoded_pairs(query).collect();
     if map.is_empty() {
         return None;
     }
