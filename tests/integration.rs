@@ -35,6 +35,7 @@ mod registry;
 mod resolve;
 mod restart;
 mod stats;
+mod stats_cli;
 mod stats_jobs;
 mod subordinate_docs;
 mod subordinate_settings;

@@ -161,7 +161,7 @@ impl Record {
 }
 
 /// RFC 4180: quoted when it holds a comma, quote or line break; quotes doubled.
-fn csv_field(out: &mut String, f: &str) {
+pub fn csv_field(out: &mut String, f: &str) {
     if f.contains([',', '"', '\n', '\r']) {
         out.push('"');
         out.push_str(&f.replace('"', "\"\""));

@@ -7,11 +7,13 @@
 //! flusher writes them in batched INSERTs on the pool's own connections.
 
 pub mod aggregate;
+pub mod cli;
 pub mod export;
 pub mod flush;
 pub mod geo;
 pub mod params;
 pub mod query;
+pub mod report;
 
 use std::sync::Arc;
 
