@@ -36,6 +36,7 @@ mod resolve;
 mod restart;
 mod stats;
 mod stats_cli;
+mod stats_client;
 mod stats_jobs;
 mod subordinate_docs;
 mod subordinate_settings;

@@ -111,14 +111,14 @@ async fn percentiles(db: &Db, from: i64, to: i64, rows: &mut HashMap<Key, DailyR
         let i = seen.entry(key).or_insert(0);
         *i += 1;
         let n = row.request_count;
-        let rank = |p: f64| ((p * n as f64).ceil() as i64).clamp(1, n);
-        if *i == rank(0.5) {
+        let rank = |p| super::query::rank(p, n);
+        if *i == rank(500) {
             row.p50_us = d;
         }
-        if *i == rank(0.95) {
+        if *i == rank(950) {
             row.p95_us = d;
         }
-        if *i == rank(0.99) {
+        if *i == rank(990) {
             row.p99_us = d;
         }
     }

@@ -16,7 +16,7 @@ use crate::db::Db;
 use crate::db::stats::{self, BATCH, RequestRow};
 
 /// Records taken from the ring per database round (several INSERT statements of [`BATCH`]).
-const DRAIN: usize = BATCH * 10;
+const DRAIN: usize = BATCH * 5;
 
 /// The error class lighthouse records for a status (`None` below 400).
 pub fn error_type(status: u16) -> Option<&'static str> {

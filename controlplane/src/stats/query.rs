@@ -180,16 +180,19 @@ async fn totals(db: &Db, q: &Query) -> Result<(i64, i64, i64, i64, i64)> {
     ))
 }
 
-/// Nearest-rank percentiles (`ps` ascending, in (0, 1]) of the `n` durations in range.
-pub async fn percentiles(db: &Db, q: &Query, n: i64, ps: &[f64]) -> Result<Vec<i64>> {
+/// The nearest rank (1-based) of the `per_mille`-th per-mille of `n` values: ⌈p·n⌉ in integer
+/// arithmetic (0.95 · 20 in floating point is not exactly 19).
+pub fn rank(per_mille: i64, n: i64) -> i64 {
+    ((per_mille * n + 999) / 1000).clamp(1, n.max(1))
+}
+
+/// Nearest-rank percentiles (`ps` ascending, per mille) of the `n` durations in range.
+pub async fn percentiles(db: &Db, q: &Query, n: i64, ps: &[i64]) -> Result<Vec<i64>> {
     let mut out = vec![0; ps.len()];
     if n == 0 {
         return Ok(out);
     }
-    let ranks: Vec<i64> = ps
-        .iter()
-        .map(|p| ((p * n as f64).ceil() as i64).clamp(1, n))
-        .collect();
+    let ranks: Vec<i64> = ps.iter().map(|p| rank(*p, n)).collect();
     let sql = format!(
         "SELECT duration_us FROM stats_requests{} ORDER BY duration_us",
         filter(q)
@@ -244,7 +247,7 @@ async fn distinct(db: &Db, q: &Query, column: &str) -> Result<i64> {
 /// `summary`.
 pub async fn summary(db: &Db, q: &Query) -> Result<Summary> {
     let (n, errors, sum, _, _) = totals(db, q).await?;
-    let p = percentiles(db, q, n, &[0.5, 0.95, 0.99]).await?;
+    let p = percentiles(db, q, n, &[500, 950, 990]).await?;
     let avg = if n == 0 { 0.0 } else { ms(sum) / n as f64 };
     Ok(Summary {
         total_requests: n,
@@ -268,7 +271,7 @@ pub async fn summary(db: &Db, q: &Query) -> Result<Summary> {
 /// `latency`.
 pub async fn latency(db: &Db, q: &Query) -> Result<Latency> {
     let (n, _, sum, min, max) = totals(db, q).await?;
-    let p = percentiles(db, q, n, &[0.5, 0.75, 0.9, 0.95, 0.99]).await?;
+    let p = percentiles(db, q, n, &[500, 750, 900, 950, 990]).await?;
     Ok(Latency {
         p50_ms: ms(p[0]),
         p75_ms: ms(p[1]),
@@ -369,6 +372,15 @@ pub async fn timeseries(db: &Db, q: &Query) -> Result<Vec<Point>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_ranks() {
+        assert_eq!(rank(950, 20), 19);
+        assert_eq!(rank(990, 6), 6);
+        assert_eq!(rank(500, 6), 3);
+        assert_eq!(rank(500, 1), 1);
+        assert_eq!(rank(10, 3), 1);
+    }
 
     #[test]
     fn months_start_on_the_first() {

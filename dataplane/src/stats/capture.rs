@@ -120,7 +120,9 @@ impl Capture {
             .then(|| req.uri().query().filter(|q| !q.is_empty()))
             .flatten()
             .map(str::to_owned);
-        if self.client_entity_id {
+        // Only endpoints with `auth_enabled` authenticate clients, and they answer POST only:
+        // other requests are spared the extension.
+        if self.client_entity_id && req.method() == http::Method::POST {
             req.extensions_mut().insert(ClientEntitySlot::default());
         }
         Some(Box::new(StatsRecord {

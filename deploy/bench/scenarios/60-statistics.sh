@@ -17,13 +17,20 @@ for pair in statsoff:$OFF statson:$ON; do
 done
 FETCH_Q="/fetch?sub=$(py "import urllib.parse as u; print(u.quote('$SUB', safe=''))")"
 
-# on_vs_off LABEL PATH: REPEATS interleaved rounds (off, then on); medians and their ratio.
+# on_vs_off LABEL PATH: REPEATS interleaved rounds (off and on, alternating which goes first);
+# medians and their ratio.
 on_vs_off() {
     local label=$1 path=$2 r off on offs=() ons=()
     log "$label: statistics off vs on, $REPEATS rounds"
     for r in $(seq 1 "$REPEATS"); do
-        off=$(wrk_run "http://127.0.0.1:$OFF$path" | rps_of)
-        on=$(wrk_run "http://127.0.0.1:$ON$path" | rps_of)
+        # The order alternates, so that whatever the machine does over time falls on both.
+        if [ $((r % 2)) = 1 ]; then
+            off=$(wrk_run "http://127.0.0.1:$OFF$path" | rps_of)
+            on=$(wrk_run "http://127.0.0.1:$ON$path" | rps_of)
+        else
+            on=$(wrk_run "http://127.0.0.1:$ON$path" | rps_of)
+            off=$(wrk_run "http://127.0.0.1:$OFF$path" | rps_of)
+        fi
         echo "   round $r: off $off on $on" >&2
         offs+=("$off"); ons+=("$on")
     done
