@@ -52,7 +52,7 @@ async fn seed(db: &TestDb) {
         row(1, "fetch", 200, "192.0.2.1"),
         row(2, "list", 404, "192.0.2.2"),
     ];
-    repo::insert_requests(&pool, &rows).await.unwrap();
+    repo::insert_requests(&pool, rows.to_vec()).await.unwrap();
     pool.pool.close().await;
 }
 

@@ -60,7 +60,7 @@ async fn backfill_at_start_then_aggregation_and_purge_at_two() {
                 record(today - 3 * DAY + 180, "fetch", 404, 500),
                 record(today - DAY + 60, "list", 200, 7000),
             ];
-            repo::insert_requests(&pool, &rows).await.unwrap();
+            repo::insert_requests(&pool, rows.to_vec()).await.unwrap();
             let old = DailyRow {
                 day: today - 400 * DAY,
                 endpoint: "fetch".into(),

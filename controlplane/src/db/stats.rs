@@ -52,9 +52,12 @@ pub const REQUEST_COLUMNS: &str = "ts, endpoint, method, status_code, duration_u
 pub const BATCH: usize = 2000;
 
 /// Inserts `rows` in multi-row statements of at most [`BATCH`]; returns how many were written.
-pub async fn insert_requests(db: &Db, rows: &[RequestRow]) -> Result<u64> {
+/// The rows are consumed: their strings are bound as they are, without copies.
+pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
     let mut written = 0;
-    for chunk in rows.chunks(BATCH) {
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<RequestRow> = rows.by_ref().take(BATCH).collect();
         let mut sql = format!("INSERT INTO stats_requests ({REQUEST_COLUMNS}) VALUES ");
         for i in 0..chunk.len() {
             if i > 0 {
@@ -66,18 +69,18 @@ pub async fn insert_requests(db: &Db, rows: &[RequestRow]) -> Result<u64> {
         for r in chunk {
             q = q
                 .bind(r.ts)
-                .bind(r.endpoint.clone())
-                .bind(r.method.clone())
+                .bind(r.endpoint)
+                .bind(r.method)
                 .bind(r.status_code)
                 .bind(r.duration_us)
-                .bind(r.client_ip.clone())
-                .bind(r.country_code.clone())
-                .bind(r.user_agent.clone())
-                .bind(r.client_entity_id.clone())
-                .bind(r.query_params.clone())
+                .bind(r.client_ip)
+                .bind(r.country_code)
+                .bind(r.user_agent)
+                .bind(r.client_entity_id)
+                .bind(r.query_params)
                 .bind(r.request_size)
                 .bind(r.response_size)
-                .bind(r.error_type.clone());
+                .bind(r.error_type);
         }
         written += q.execute(&db.pool).await?.rows_affected();
     }

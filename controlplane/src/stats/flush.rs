@@ -80,10 +80,11 @@ pub async fn flush(db: &Db, ring: &Ring, geo: Option<&Geo>) -> u64 {
             return written;
         }
         let rows: Vec<RequestRow> = batch.into_iter().map(|r| row(r, geo)).collect();
-        match stats::insert_requests(db, &rows).await {
-            Ok(n) => written += n,
+        let n = rows.len();
+        match stats::insert_requests(db, rows).await {
+            Ok(w) => written += w,
             Err(e) => {
-                tracing::error!(error = %e, lost = rows.len(), "cannot write statistics records");
+                tracing::error!(error = %e, lost = n, "cannot write statistics records");
             }
         }
     }
