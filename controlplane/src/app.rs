@@ -14,6 +14,7 @@ use axum::routing::get;
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::command::Commands;
 use pharos_dataplane::outbound::HttpFetcher;
+use pharos_dataplane::stats::capture::{Capture, CaptureLayer};
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -30,7 +31,6 @@ use crate::http::{self, cors, layers, tls};
 use crate::metrics::Metrics;
 use crate::refresh::Refreshers;
 use crate::stats::Statistics;
-use pharos_dataplane::stats::capture::{Capture, CaptureLayer};
 
 /// A running Pharos.
 #[derive(Debug)]
