@@ -14,6 +14,7 @@ use axum::routing::get;
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::command::Commands;
 use pharos_dataplane::outbound::HttpFetcher;
+use pharos_dataplane::stats::capture::{Capture, CaptureLayer};
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -27,7 +28,9 @@ use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
+use crate::metrics::Metrics;
 use crate::refresh::Refreshers;
+use crate::stats::Statistics;
 
 /// A running Pharos.
 #[derive(Debug)]
@@ -42,9 +45,13 @@ pub struct App {
     pub refreshers: Arc<Refreshers<HttpFetcher>>,
     /// Who may use the Admin API before its first user exists.
     pub admin_bootstrap: Arc<admin::bootstrap::Bootstrap>,
+    /// Statistics: the ring, the request metrics and the daily job (tests flush and tick them).
+    pub stats: Arc<Statistics>,
     shutdown: CancellationToken,
     drain: std::time::Duration,
     tasks: Vec<JoinHandle<()>>,
+    /// The statistics flusher, stopped after the listeners drained (see [`App::shutdown`]).
+    flusher: Option<(CancellationToken, JoinHandle<()>)>,
 }
 
 /// Listeners the caller has already bound (tests bind port 0 first to learn the address that
@@ -79,7 +86,14 @@ impl App {
         }
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;
+        let stats = Arc::new(Statistics::new(&settings, db.clone())?);
         let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
+        let capture = Capture::new(
+            &settings,
+            stats.requests.clone(),
+            stats.ring.clone(),
+            clock.clone(),
+        );
         let (commands, command_rx) = Commands::channel();
         let auth = &settings.storage.endpoint_auth;
         let data = DataPlane::connected(
@@ -93,6 +107,12 @@ impl App {
             control.clone(),
             Arc::new(HttpFetcher::new(&settings.federation)),
         );
+        let metrics = Metrics::new(
+            control.clone(),
+            &stats.requests,
+            stats.ring.clone(),
+            refreshers.failures.clone(),
+        );
 
         let admin = &settings.api.admin;
         let separate_admin = admin.enabled && admin.port != 0;
@@ -100,14 +120,18 @@ impl App {
         let admin_cors = cors::layer(&(&admin.cors).into())?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate());
         let admin_router = || {
-            let api = admin::router(control.clone(), bootstrap.clone());
+            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone());
             let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),
                 None => r,
             }
         };
-        let mut main = pharos_dataplane::router(data).merge(health(control.clone()));
+        // The statistics layer wraps the federation routes only (not health checks or the
+        // Admin API); with statistics off it keeps just the request metrics.
+        let mut main = pharos_dataplane::router(data)
+            .layer(CaptureLayer(capture))
+            .merge(health(control.clone()));
         if let Some(c) = main_cors {
             main = main.layer(c);
         }
@@ -124,6 +148,10 @@ impl App {
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
+        let flush_stop = CancellationToken::new();
+        let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop);
+        tasks.extend(stats_tasks);
+        let flusher = flusher.map(|f| (flush_stop, f));
         if auth.jti_backend == JtiBackend::Db {
             let every = auth.jti_cleanup_interval.into();
             tasks.push(command_dispatch::spawn_jti_cleanup(
@@ -200,9 +228,11 @@ impl App {
             control,
             refreshers,
             admin_bootstrap: bootstrap,
+            stats,
             shutdown,
             drain,
             tasks,
+            flusher,
         })
     }
 
@@ -221,6 +251,11 @@ impl App {
             for a in aborts {
                 a.abort();
             }
+        }
+        // Every request has finished (or was cut off): the last records are in the ring.
+        if let Some((stop, flusher)) = self.flusher {
+            stop.cancel();
+            let _ = flusher.await;
         }
         self.control.db.pool.close().await;
     }

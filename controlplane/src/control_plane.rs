@@ -48,6 +48,8 @@ pub struct ControlPlane {
     changed_subordinates: std::sync::Mutex<Vec<String>>,
     snapshot: SnapshotPublisher,
     generation: AtomicU64,
+    /// When the current snapshot was published, Unix seconds (for `/metrics`).
+    published_at: std::sync::atomic::AtomicI64,
     versions: AtomicU64,
     /// Serialises writers: held from the first read that decides a write to its publication.
     write: Mutex<()>,
@@ -85,6 +87,7 @@ impl ControlPlane {
             changed_subordinates: std::sync::Mutex::new(Vec::new()),
             snapshot: SnapshotPublisher::new(snapshot),
             generation: AtomicU64::new(1),
+            published_at: std::sync::atomic::AtomicI64::new(now),
             versions,
             write: Mutex::new(()),
             dirty: std::sync::Mutex::new(Changes::default()),
@@ -102,6 +105,11 @@ impl ControlPlane {
     /// The current snapshot.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()
+    }
+
+    /// When the current snapshot was published, Unix seconds.
+    pub fn published_at(&self) -> i64 {
+        self.published_at.load(Ordering::Relaxed)
     }
 
     /// Current time, Unix seconds.

@@ -13,6 +13,8 @@ pub mod error;
 pub mod http;
 pub mod keys;
 pub mod logging;
+pub mod metrics;
 pub mod refresh;
+pub mod stats;
 
 pub use error::{Error, Result};

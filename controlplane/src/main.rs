@@ -9,7 +9,7 @@ use pharos_controlplane::app::{App, Listeners};
 use pharos_shared::config::{self, Settings};
 use pharos_shared::time::SystemClock;
 
-/// Exit status for configuration errors (EX_USAGE).
+/// Exit status for configuration errors and bad arguments (EX_USAGE).
 const EXIT_CONFIG: u8 = 64;
 
 #[derive(Parser)]
@@ -28,6 +28,8 @@ enum Command {
     Serve,
     /// Print the effective configuration with secrets redacted, or the problems found.
     CheckConfig,
+    /// Request statistics from the configured database.
+    Stats(pharos_controlplane::stats::cli::StatsArgs),
     /// Metadata policy tools for operators.
     Policy {
         #[command(subcommand)]
@@ -54,7 +56,18 @@ fn load(path: Option<&PathBuf>) -> Result<(Settings, Vec<String>), ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // Help and version are not errors; bad arguments exit with EX_USAGE.
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_CONFIG)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     // Offline tools need no configuration: a broken config file must not stop a preview.
     if let Some(Command::Policy { action }) = &cli.command {
         return match action {
@@ -82,6 +95,13 @@ fn main() -> ExitCode {
             }
         }
         Command::Serve => serve(settings, warnings),
+        Command::Stats(args) => {
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+            let now = pharos_shared::time::Clock::now(&SystemClock);
+            pharos_controlplane::stats::cli::run(&settings, args, now)
+        }
         Command::Policy { .. } => ExitCode::SUCCESS,
     }
 }

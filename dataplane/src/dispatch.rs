@@ -19,8 +19,10 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     let snap = dp.snapshot_ref();
     let path = req.uri().path();
     let Some(entry) = snap.registry.lookup(path, now) else {
-        return FedError::not_found(format!("no endpoint registered for path {path}"))
-            .into_response();
+        let mut resp =
+            FedError::not_found(format!("no endpoint registered for path {path}")).into_response();
+        resp.extensions_mut().insert(crate::stats::Unregistered);
+        return resp;
     };
     let required = entry.kind.method(entry.auth_enabled);
     let allowed = match required {

@@ -24,6 +24,7 @@ pub mod resolver;
 mod router_tests;
 pub mod signing;
 pub mod single_flight;
+pub mod stats;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]

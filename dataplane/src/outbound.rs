@@ -26,6 +26,15 @@ use crate::entity_configuration::CONTENT_TYPE;
 /// Redirects followed per fetch; more is a misconfigured (or hostile) server.
 pub const MAX_REDIRECTS: usize = 5;
 
+/// Outbound fetches started by this process (every [`HttpFetcher`]: the resolver's and the
+/// refreshers'), for `/metrics`. Process-wide, as the connections they use are.
+pub static FETCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Outbound fetches started so far.
+pub fn fetches() -> u64 {
+    FETCHES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Fetches statements over HTTP(S) with the limits of `federation.*`.
 #[derive(Debug, Clone)]
 pub struct HttpFetcher {
@@ -81,6 +90,7 @@ impl HttpFetcher {
         check_url(&parsed, self.block_private)?;
         let fail = |e: reqwest::Error| Error::Fetch(format!("{url}: {}", with_sources(&e)));
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
+        FETCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut resp = client
             .get(parsed)
             .header(reqwest::header::ACCEPT, media_type)

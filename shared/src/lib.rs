@@ -7,6 +7,7 @@
 pub mod chain;
 pub mod checks;
 pub mod claims;
+pub mod client_ip;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;

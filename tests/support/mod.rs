@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod mmdb;
 pub mod trust_mark_issuer;
 
 use std::sync::Arc;

@@ -18,6 +18,7 @@ pub mod guard;
 pub mod kms;
 pub mod login_limit;
 pub mod password;
+pub mod stats;
 pub mod subordinates;
 pub mod trust_anchors;
 pub mod trust_marks;
@@ -79,6 +80,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(kms::routes())
         .merge(subordinates::routes())
         .merge(trust_marks::routes())
+        .merge(stats::routes())
         .split_for_parts()
         .map_doc(tidy_document)
 }
@@ -165,7 +167,11 @@ fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
 
 /// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
 /// documentation routes (see [`docs`]).
-pub fn router(cp: Arc<ControlPlane>, bootstrap: Arc<bootstrap::Bootstrap>) -> Router {
+pub fn router(
+    cp: Arc<ControlPlane>,
+    bootstrap: Arc<bootstrap::Bootstrap>,
+    metrics: Arc<crate::metrics::Metrics>,
+) -> Router {
     let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
     let (api, doc) = routes(&cp.settings.api.admin);
     let auth = auth::AuthState {
@@ -175,12 +181,21 @@ pub fn router(cp: Arc<ControlPlane>, bootstrap: Arc<bootstrap::Bootstrap>) -> Ro
         failures: login_limit::FailedLogins::default(),
     };
     let api = api
-        .layer(axum::middleware::from_fn_with_state(auth, auth::middleware))
+        .layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            auth::middleware,
+        ))
         .layer(Extension(passwords))
         .layer(axum::middleware::map_response(no_store));
+    // Prometheus scrapes with the same credentials as every other admin call.
+    let metrics = Router::new()
+        .route("/metrics", axum::routing::get(crate::metrics::handler))
+        .with_state(metrics)
+        .layer(axum::middleware::from_fn_with_state(auth, auth::middleware));
     Router::new()
         .nest(PREFIX, api)
         .with_state(cp)
+        .merge(metrics)
         .merge(docs::router(&doc))
 }
 

@@ -191,6 +191,8 @@ impl ControlPlane {
             next.statements_generation = next.generation;
         }
         self.snapshot.publish(Arc::new(next));
+        self.published_at
+            .store(self.clock.now(), std::sync::atomic::Ordering::Relaxed);
         if !c.subordinates.is_empty()
             && let Ok(mut changed) = self.changed_subordinates.lock()
         {

@@ -13,6 +13,7 @@ pub mod jwks_polling;
 pub mod keys;
 pub mod published_marks;
 pub mod settings;
+pub mod stats;
 pub mod subordinate_events;
 pub mod subordinates;
 pub mod trust_anchors;
@@ -126,6 +127,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
         ],
     ),
     (
+        8,
+        "statistics",
+        [
+            include_str!("../../../migrations/sqlite/0008_statistics.sql"),
+            include_str!("../../../migrations/mysql/0008_statistics.sql"),
+            include_str!("../../../migrations/postgres/0008_statistics.sql"),
+        ],
+    ),
+    (
         9,
         "anchor_constraints",
         [
@@ -224,6 +234,25 @@ impl Db {
         }
     }
 
+    /// Like [`Db::sql`] for statements assembled at run time (multi-row inserts, optional
+    /// filters). Callers only assemble fixed SQL text and `?` placeholders, never values.
+    pub fn sql_built(&self, sql: String) -> SqlStr {
+        match self.dialect {
+            Dialect::Postgres => AssertSqlSafe(numbered_placeholders(&sql)).into_sql_str(),
+            _ => AssertSqlSafe(sql).into_sql_str(),
+        }
+    }
+
+    /// `SUM(expr)` as a BIGINT in every dialect, 0 over no rows (PostgreSQL sums BIGINTs to
+    /// NUMERIC and MySQL to DECIMAL, neither of which the `Any` driver decodes).
+    pub fn sum(&self, expr: &str) -> String {
+        match self.dialect {
+            Dialect::Sqlite => format!("COALESCE(SUM({expr}), 0)"),
+            Dialect::Mysql => format!("COALESCE(CAST(SUM({expr}) AS SIGNED), 0)"),
+            Dialect::Postgres => format!("COALESCE(CAST(SUM({expr}) AS BIGINT), 0)"),
+        }
+    }
+
     /// Checks that the database answers (used by `/readyz`).
     pub async fn ping(&self) -> bool {
         sqlx::query(self.sql("SELECT 1"))
@@ -234,7 +263,7 @@ impl Db {
 }
 
 /// `a = ? AND b = ?` → `a = $1 AND b = $2`.
-fn numbered_placeholders(sql: &str) -> String {
+pub(crate) fn numbered_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut n = 0;
     for ch in sql.chars() {

@@ -46,6 +46,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                     s.succeeded(&id, &settings, now, interval);
                 }
                 Err(e) => {
+                    super::Failures::count(&self.failures.anchor_keys);
                     let delay = s.failed(&id, &settings, now);
                     tracing::warn!(anchor = %id, error = %e, retry_in = ?delay, "trust anchor key refresh failed");
                 }

@@ -88,6 +88,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             match outcome {
                 Ok(next) => s.succeeded(&tm_type, &settings, now, next - now),
                 Err(e) => {
+                    super::Failures::count(&self.failures.held_marks);
                     let rate = row.refresh_rate_limit;
                     let retry =
                         s.failed_with(&tm_type, &settings, now, |f| holder::retry_delay(rate, f));

@@ -110,6 +110,26 @@ pub struct Refreshers<F> {
     /// The trust marks we hold, by `trust_mark_type`.
     pub held_marks: Mutex<Schedule<HeldPoll>>,
     booted: std::sync::atomic::AtomicBool,
+    /// Failed polls by kind, for `/metrics`.
+    pub failures: Arc<Failures>,
+}
+
+/// Failed refreshes since start, by kind.
+#[derive(Debug, Default)]
+pub struct Failures {
+    /// Trust anchor key refreshes.
+    pub anchor_keys: std::sync::atomic::AtomicU64,
+    /// Subordinate key refreshes.
+    pub subordinate_keys: std::sync::atomic::AtomicU64,
+    /// Renewals of trust marks we hold.
+    pub held_marks: std::sync::atomic::AtomicU64,
+}
+
+impl Failures {
+    /// Counts one failure.
+    pub fn count(counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl<F: Fetcher + 'static> Refreshers<F> {
@@ -124,6 +144,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             subordinates: Mutex::new(Schedule::default()),
             held_marks: Mutex::new(Schedule::default()),
             booted: std::sync::atomic::AtomicBool::new(false),
+            failures: Arc::default(),
         })
     }
 

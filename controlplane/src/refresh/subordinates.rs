@@ -83,6 +83,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                         s.succeeded(&id, &settings, now, i);
                     }
                     Err(e) => {
+                        super::Failures::count(&me.failures.subordinate_keys);
                         let delay = s.failed(&id, &settings, now);
                         tracing::warn!(subordinate = %id, error = %e, retry_in = ?delay, "subordinate key refresh failed");
                     }

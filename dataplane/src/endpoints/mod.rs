@@ -87,6 +87,11 @@ impl Call<'_> {
     /// `auth_enabled` the client is authenticated first (`private_key_jwt`) and the
     /// authentication parameters are taken out of what the handler sees.
     async fn params(self) -> Result<(Vec<(String, String)>, Caller), FedError> {
+        let slot = self
+            .req
+            .extensions()
+            .get::<crate::stats::ClientEntitySlot>()
+            .cloned();
         let mut params = params(self.req).await?;
         if !self.entry.auth_enabled {
             return Ok((params, Caller::Anonymous));
@@ -99,6 +104,9 @@ impl Call<'_> {
             &params,
         ))
         .await?;
+        if let Some(slot) = slot {
+            slot.set(&entity_id);
+        }
         params.retain(|(k, _)| !crate::client_auth::AUTH_PARAMS.contains(&k.as_str()));
         Ok((params, Caller::Authenticated { entity_id }))
     }

@@ -1,0 +1,168 @@
+//! `GET /metrics`: Prometheus metrics in the OpenMetrics text format, on the admin listener
+//! behind the Admin API's authentication (Prometheus scrapes with Basic credentials).
+//!
+//! Request counters and the latency histogram are kept by the data plane's statistics layer
+//! whether `stats.enabled` is on or off; everything else is read at scrape time from where it
+//! already lives (the ring, the pool, the snapshot, the refreshers), so nothing is counted twice.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pharos_dataplane::stats::Ring;
+use pharos_dataplane::stats::metrics::RequestMetrics;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::registry::Registry;
+
+use crate::control_plane::ControlPlane;
+use crate::refresh::Failures;
+
+/// OpenMetrics media type, which Prometheus negotiates first.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The process's metrics registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+}
+
+/// What the scrape-time collector reads.
+#[derive(Debug)]
+struct Sources {
+    cp: Arc<ControlPlane>,
+    ring: Option<Arc<Ring>>,
+    failures: Arc<Failures>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolState {
+    state: &'static str,
+}
+
+fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> std::fmt::Result {
+    let c = ConstCounter::new(v);
+    c.encode(enc.encode_descriptor(name, help, None, c.metric_type())?)
+}
+
+fn gauge(enc: &mut DescriptorEncoder, name: &str, help: &str, v: i64) -> std::fmt::Result {
+    let g = ConstGauge::new(v);
+    g.encode(enc.encode_descriptor(name, help, None, g.metric_type())?)
+}
+
+impl Collector for Sources {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let snap = self.cp.snapshot();
+        let generation = i64::try_from(snap.generation).unwrap_or(i64::MAX);
+        gauge(
+            &mut enc,
+            "pharos_snapshot_generation",
+            "Generation of the published snapshot",
+            generation,
+        )?;
+        let age = (self.cp.now() - self.cp.published_at()).max(0);
+        gauge(
+            &mut enc,
+            "pharos_snapshot_age_seconds",
+            "Seconds since the snapshot was published",
+            age,
+        )?;
+        let (dropped, buffered) = self
+            .ring
+            .as_ref()
+            .map_or((0, 0), |r| (r.dropped(), r.len()));
+        counter(
+            &mut enc,
+            "pharos_stats_records_dropped",
+            "Statistics records dropped because the buffer was full",
+            dropped,
+        )?;
+        gauge(
+            &mut enc,
+            "pharos_stats_records_buffered",
+            "Statistics records waiting for the flusher",
+            i64::try_from(buffered).unwrap_or(i64::MAX),
+        )?;
+        counter(
+            &mut enc,
+            "pharos_outbound_fetches",
+            "Outbound federation fetches",
+            pharos_dataplane::outbound::fetches(),
+        )?;
+        let failures: Family<Kind, Gauge> = Family::default();
+        let f = &self.failures;
+        use std::sync::atomic::Ordering::Relaxed;
+        for (kind, n) in [
+            ("anchor_keys", f.anchor_keys.load(Relaxed)),
+            ("subordinate_keys", f.subordinate_keys.load(Relaxed)),
+            ("held_marks", f.held_marks.load(Relaxed)),
+        ] {
+            failures
+                .get_or_create(&Kind { kind })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        // A family of gauges renders labelled values; refresh failures only grow.
+        failures.encode(enc.encode_descriptor(
+            "pharos_refresh_failures",
+            "Failed refreshes since start, by kind",
+            None,
+            failures.metric_type(),
+        )?)?;
+        let pool = &self.cp.db.pool;
+        let (size, idle) = (
+            i64::from(pool.size()),
+            i64::try_from(pool.num_idle()).unwrap_or(0),
+        );
+        let conns: Family<PoolState, Gauge> = Family::default();
+        conns.get_or_create(&PoolState { state: "idle" }).set(idle);
+        conns
+            .get_or_create(&PoolState { state: "used" })
+            .set((size - idle).max(0));
+        conns.encode(enc.encode_descriptor(
+            "pharos_db_pool_connections",
+            "Database pool connections by state",
+            None,
+            conns.metric_type(),
+        )?)?;
+        Ok(())
+    }
+}
+
+impl Metrics {
+    /// The registry over the data plane's request metrics and the scrape-time sources.
+    pub fn new(
+        cp: Arc<ControlPlane>,
+        requests: &RequestMetrics,
+        ring: Option<Arc<Ring>>,
+        failures: Arc<Failures>,
+    ) -> Arc<Self> {
+        let mut registry = Registry::default();
+        requests.register(&mut registry);
+        registry.register_collector(Box::new(Sources { cp, ring, failures }));
+        Arc::new(Self { registry })
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::with_capacity(4096);
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+/// `GET /metrics`.
+pub async fn handler(State(m): State<Arc<Metrics>>) -> Response {
+    match m.render() {
+        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "cannot render metrics").into_response(),
+    }
+}

@@ -1,0 +1,100 @@
+//! Request statistics, control-plane side: the flusher that drains the data plane's ring into
+//! the database, the daily aggregation and purge, the queries of the Admin API and the CLI, and
+//! the streamed export.
+//!
+//! Statistics are not snapshot state and never go through `Write` or the command channel: the
+//! data plane pushes records into a lock-free ring ([`pharos_dataplane::stats::Ring`]), and the
+//! flusher writes them in batched INSERTs on the pool's own connections.
+
+pub mod aggregate;
+pub mod cli;
+pub mod export;
+pub mod flush;
+pub mod geo;
+pub mod params;
+pub mod query;
+pub mod report;
+
+use std::sync::Arc;
+
+use pharos_dataplane::stats::Ring;
+use pharos_dataplane::stats::metrics::RequestMetrics;
+use pharos_shared::config::Settings;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::control_plane::ControlPlane;
+use crate::db::Db;
+use crate::error::Result;
+
+/// The statistics parts of a running Pharos.
+#[derive(Debug)]
+pub struct Statistics {
+    /// The buffer the data plane fills (`None` while `stats.enabled` is off).
+    pub ring: Option<Arc<Ring>>,
+    /// Request counters and latency for `/metrics` (kept also with statistics off).
+    pub requests: RequestMetrics,
+    /// The daily job (tests call its `tick` with their own clock).
+    pub aggregator: Option<Arc<aggregate::Aggregator>>,
+    geo: Option<Arc<geo::Geo>>,
+    db: Db,
+}
+
+impl Statistics {
+    /// Opens what `stats.*` asks for (the GeoIP database is a start-up error when unreadable).
+    pub fn new(settings: &Settings, db: Db) -> Result<Self> {
+        let s = &settings.stats;
+        if !s.enabled {
+            return Ok(Self {
+                ring: None,
+                requests: RequestMetrics::default(),
+                aggregator: None,
+                geo: None,
+                db,
+            });
+        }
+        let geo = if s.capture.geo_ip.enabled {
+            Some(Arc::new(geo::Geo::open(&s.capture.geo_ip.database_path)?))
+        } else {
+            None
+        };
+        Ok(Self {
+            ring: Some(Ring::new(s.buffer.size as usize, s.buffer.flush_threshold)),
+            requests: RequestMetrics::default(),
+            aggregator: Some(aggregate::Aggregator::new(db.clone(), s.retention.clone())),
+            geo,
+            db,
+        })
+    }
+
+    /// Writes everything buffered now; returns the records written.
+    pub async fn flush(&self) -> u64 {
+        match &self.ring {
+            Some(ring) => flush::flush(&self.db, ring, self.geo.as_deref()).await,
+            None => 0,
+        }
+    }
+
+    /// Starts the daily job (stopped by `stop`) and the flusher (stopped by `flush_stop`,
+    /// which the app cancels only after the listeners have drained, so the final flush sees
+    /// every request's record).
+    pub fn spawn(
+        &self,
+        cp: &Arc<ControlPlane>,
+        stop: &CancellationToken,
+        flush_stop: &CancellationToken,
+    ) -> (Vec<JoinHandle<()>>, Option<JoinHandle<()>>) {
+        let (Some(ring), Some(agg)) = (&self.ring, &self.aggregator) else {
+            return (Vec::new(), None);
+        };
+        let every = cp.settings.stats.buffer.flush_interval.into();
+        let flusher = flush::spawn(
+            self.db.clone(),
+            ring.clone(),
+            self.geo.clone(),
+            every,
+            flush_stop.clone(),
+        );
+        (vec![agg.spawn(cp.clone(), stop.clone())], Some(flusher))
+    }
+}
