@@ -342,3 +342,51 @@ async fn anchor_ec_constraints_apply_ignore_refuse_and_the_strict_profile() {
     }
     server.abort();
 }
+
+/// Issue 23 acceptance 2: the enrollment `trust_path` checker applies the same anchor rules as
+/// resolve (its anchors come from `anchor_spec`): with `max_path_length: 0` in the anchor's
+/// Entity Configuration, a leaf behind the intermediate is refused under `apply` and enrolled
+/// under `ignore`; a leaf directly under the anchor is enrolled either way.
+#[tokio::test]
+async fn the_trust_path_checker_follows_the_anchor_rules() {
+    if !cryptojwt_available() {
+        return;
+    }
+    let (_, fed, server) = federations().await;
+    let ta = fed.id("ta").to_owned();
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let r = Pharos::start(&db).await;
+        let (s, rec) = r
+            .admin(
+                Method::POST,
+                "/trust-anchors",
+                Some(json!({"entity_id": ta, "jwks": fed.ta_jwks})),
+            )
+            .await;
+        assert_eq!(s, 201, "{rec}");
+        let check = json!({"checker": {"type": "trust_path", "config": {"trust_anchors": [ta]}}});
+        crate::support::enable(&r, "enroll", "/enroll", check).await;
+        let enroll = |leaf: &str| {
+            let url = format!("/enroll?sub={}", enc(fed.id(leaf)));
+            let r = &r;
+            async move {
+                let resp = r.get(&url).await;
+                let s = resp.status().as_u16();
+                (s, resp.text().await.unwrap())
+            }
+        };
+        let (s, body) = enroll("leaf-old").await;
+        assert_eq!(
+            s, 403,
+            "{b:?} apply must refuse the chain through the intermediate: {body}"
+        );
+        let (s, body) = enroll("leaf-direct").await;
+        assert_eq!(s, 201, "{b:?} {body}");
+        assert_eq!(set(&r, &fed, json!("ignore")).await.0, 200);
+        let (s, body) = enroll("leaf-old").await;
+        assert_eq!(s, 201, "{b:?} ignore accepts it: {body}");
+        r.stop().await;
+    }
+    server.abort();
+}
