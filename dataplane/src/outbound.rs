@@ -232,12 +232,16 @@ impl Resolve for PublicOnly {
     }
 }
 
-/// Loopback, private, link-local, CGNAT, unspecified, multicast, broadcast, documentation and
-/// unique-local addresses; IPv4-mapped IPv6 addresses are judged as IPv4.
+/// Loopback, private, link-local, CGNAT, unspecified, multicast, broadcast, documentation,
+/// benchmarking (198.18.0.0/15), IETF-reserved (192.0.0.0/24, 240.0.0.0/4) and unique-local
+/// addresses. IPv6 forms that carry an IPv4 address — IPv4-mapped, IPv4-compatible (::/96),
+/// NAT64 (64:ff9b::/96) and 6to4 (2002::/16) — are judged by that IPv4 address, since they
+/// reach it; local-use NAT64 (64:ff9b:1::/48), Teredo (2001::/32) and documentation
+/// (2001:db8::/32) prefixes are refused outright.
 pub fn is_non_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
+            let [a, b, c, _] = v4.octets();
             v4.is_loopback()
                 || v4.is_private()
                 || v4.is_link_local()
@@ -247,17 +251,37 @@ pub fn is_non_public(ip: IpAddr) -> bool {
                 || v4.is_documentation()
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (b == 18 || b == 19))
+                || (a == 192 && b == 0 && c == 0)
+                || a >= 240
         }
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_non_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
+            let s = v6.segments();
+            let embedded = |hi: u16, lo: u16| {
+                let [a, b] = hi.to_be_bytes();
+                let [c, d] = lo.to_be_bytes();
+                is_non_public(IpAddr::V4(std::net::Ipv4Addr::new(a, b, c, d)))
+            };
+            if v6.is_loopback() || v6.is_unspecified() {
+                return true;
+            }
+            // ::/96 (IPv4-compatible) and 64:ff9b::/96 (NAT64): the last 32 bits.
+            if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return embedded(s[6], s[7]);
+            }
+            // 2002::/16 (6to4): bits 16..48.
+            if s[0] == 0x2002 {
+                return embedded(s[1], s[2]);
+            }
+            v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1)
+                || (s[0] == 0x2001 && s[1] == 0)
+                || (s[0] == 0x2001 && s[1] == 0xdb8)
         }
     }
 }
