@@ -6,6 +6,7 @@
 
 pub mod chain;
 pub mod claims;
+pub mod collection;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
