@@ -6,6 +6,7 @@
 //! for PostgreSQL by [`Db::sql`].
 
 pub mod claims;
+pub mod collections;
 pub mod endpoints;
 pub mod entity_config;
 pub mod jti;
@@ -135,6 +136,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
         ],
     ),
     (
+        10,
+        "entity_collection",
+        [
+            include_str!("../../../migrations/sqlite/0010_entity_collection.sql"),
+            include_str!("../../../migrations/mysql/0010_entity_collection.sql"),
+            include_str!("../../../migrations/postgres/0010_entity_collection.sql"),
+        ],
+    ),
+    (
         11,
         "push_freshness",
         [
@@ -234,7 +244,7 @@ impl Db {
 }
 
 /// `a = ? AND b = ?` → `a = $1 AND b = $2`.
-fn numbered_placeholders(sql: &str) -> String {
+pub(crate) fn numbered_placeholders(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 8);
     let mut n = 0;
     for ch in sql.chars() {
