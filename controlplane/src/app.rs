@@ -124,6 +124,11 @@ impl App {
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
+        tasks.push(crate::collect::job::spawn(
+            control.clone(),
+            Arc::new(HttpFetcher::new(&settings.federation)),
+            shutdown.clone(),
+        ));
         if auth.jti_backend == JtiBackend::Db {
             let every = auth.jti_cleanup_interval.into();
             tasks.push(command_dispatch::spawn_jti_cleanup(

@@ -14,6 +14,8 @@
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
 //! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
 //!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
+//! - on-demand entity collections: `collect::demand::COLLECTIONS_AT_ONCE` walks, single
+//!   flight per Trust Anchor, results cached briefly (`collect::demand`).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
@@ -65,12 +67,14 @@ pub struct Dispatcher<F> {
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
+    collections: Arc<crate::collect::demand::OnDemand>,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
     /// A dispatcher running triggers and pushes on `refreshers` (and its control plane).
     pub fn new(refreshers: Arc<Refreshers<F>>) -> Self {
         Self {
+            collections: crate::collect::demand::OnDemand::new(refreshers.control().clone()),
             refreshers,
             triggers: Flights::new(TRIGGER_WAITERS),
             pushes: Arc::new(Semaphore::new(PUSHES_AT_ONCE)),
@@ -147,6 +151,10 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     let _ = reply.send(result);
                 });
             }
+            Command::CollectEntities {
+                trust_anchor,
+                reply,
+            } => self.collections.admit(trust_anchor, reply),
         }
     }
 

@@ -21,11 +21,14 @@
 
 pub mod errors;
 
+use std::sync::Arc;
+
+use pharos_shared::collection::Collection;
 use pharos_shared::key_update::SignedJwks;
 use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
-pub use errors::{JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError};
+pub use errors::{CollectError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError};
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
 /// The dispatcher never waits while taking a command (it admits or refuses at once), so the
@@ -93,7 +96,19 @@ pub enum Command {
         /// What the control plane found.
         reply: Reply<MarkRequestOutcome, MarkRequestError>,
     },
+    /// Collect the Entities under `trust_anchor` now (entity_collection without a periodic
+    /// collector). Changes no state: it travels here because the collector, its bounds and
+    /// its short-lived cache belong to the control plane's background work.
+    CollectEntities {
+        /// The Trust Anchor to walk from (the data plane has checked it is allowed).
+        trust_anchor: String,
+        /// The collection (possibly cached for a short while).
+        reply: CollectReply,
+    },
 }
+
+/// The answer to [`Command::CollectEntities`].
+pub type CollectReply = Reply<Arc<Collection>, CollectError>;
 
 /// The answer to [`Command::RequestTrustMark`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,6 +12,7 @@
 //! exhaustive, so a new [`EndpointType`] does not compile until it has one), and give it an
 //! arm in [`cached`] only if it has an answer that needs no await.
 
+pub mod entity_collection;
 pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
@@ -155,9 +156,8 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::TrustMarkStatus => trust_mark_status::serve(call).await,
         EndpointType::TrustMarkListing => trust_mark_listing::serve(call).await,
         EndpointType::TrustMarkRequest => trust_mark_request::serve(call).await,
-        EndpointType::Enroll | EndpointType::EnrollRequest | EndpointType::EntityCollection => {
-            not_implemented(call).await
-        }
+        EndpointType::EntityCollection => entity_collection::serve(call).await,
+        EndpointType::Enroll | EndpointType::EnrollRequest => not_implemented(call).await,
     }
 }
 
