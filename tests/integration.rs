@@ -19,6 +19,7 @@ mod claims;
 mod cli;
 mod client_auth;
 mod client_auth_more;
+mod collection;
 mod command_flood;
 mod cors;
 mod entity_configuration;

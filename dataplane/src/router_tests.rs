@@ -102,11 +102,7 @@ async fn a_wrong_method_is_405_naming_the_allowed_one() {
 
 #[tokio::test]
 async fn types_not_built_yet_answer_501() {
-    let not_built = [
-        EndpointType::Enroll,
-        EndpointType::EnrollRequest,
-        EndpointType::EntityCollection,
-    ];
+    let not_built = [EndpointType::Enroll, EndpointType::EnrollRequest];
     let mut builder = federation();
     for kind in not_built {
         builder = builder.endpoint(kind, &format!("/{kind}"));

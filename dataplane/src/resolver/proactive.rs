@@ -5,10 +5,11 @@
 //! Jobs arrive through [`Proactive::submit`] — from every resolve the endpoint answers live,
 //! and later from the entity collection — into a bounded queue (`queue_size`; a full queue
 //! drops the job, the next request resubmits it) worked by at most `concurrency_limit` tasks.
-//! A ticker resubmits stored entries that have entered their grace period. The tasks end when
+//! A ticker resubmits stored entries that have entered their grace period, and submits every
+//! Entity of each new periodic entity collection (of an anchor this endpoint accepts) once. The tasks end when
 //! the [`Proactive`] is dropped (configuration change).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -21,7 +22,7 @@ use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Store};
-use super::{Query, Resolver, anchor_spec, grace_rule, resolve_config};
+use super::{Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
 use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
@@ -194,6 +195,7 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
 /// Resubmit stored entries whose grace period has begun, until the resolver is dropped.
 async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotReader) {
     let mut interval = tokio::time::interval(TICK);
+    let mut fed = HashMap::new();
     loop {
         interval.tick().await;
         let Some(me) = me.upgrade() else {
@@ -206,6 +208,34 @@ async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotRead
             if now >= s.exp - grace {
                 me.submit(s.job);
             }
+        }
+        feed_collections(&me, &snap, &mut fed);
+    }
+}
+
+/// Submits the Entities of every collection not fed yet (`fed`: anchor → `last_updated` of
+/// the collection fed). A collection whose Entities did not all fit into the queue is fed
+/// again at the next tick (jobs still queued are not queued twice).
+fn feed_collections(
+    me: &Proactive,
+    snap: &pharos_shared::snapshot::Snapshot,
+    fed: &mut HashMap<String, i64>,
+) {
+    let allowed = resolve_config(snap).and_then(|c| allowed_anchors(snap, c));
+    for (ta, c) in &snap.collections.by_anchor {
+        if allowed.as_ref().is_some_and(|a| !a.contains(ta)) || fed.get(ta) == Some(&c.last_updated)
+        {
+            continue;
+        }
+        let all = c.entities.iter().all(|e| {
+            me.submit(Job {
+                sub: e.entity_id.clone(),
+                trust_anchor: ta.clone(),
+                entity_types: Vec::new(),
+            })
+        });
+        if all {
+            fed.insert(ta.clone(), c.last_updated);
         }
     }
 }
