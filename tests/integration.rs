@@ -20,6 +20,7 @@ mod cli;
 mod client_auth;
 mod client_auth_more;
 mod collection;
+mod collection_periodic;
 mod command_flood;
 mod cors;
 mod entity_configuration;
