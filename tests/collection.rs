@@ -68,7 +68,13 @@ pub async fn add(sup: &Pharos, sub: &Pharos) {
     let body = json!({"entity_id": sub.entity_id(), "jwks": jwks});
     ok(sup, Method::POST, "/subordinates", body).await;
     let hint = json!({"entity_id": sup.entity_id()});
-    ok(sub, Method::POST, "/entity-configuration/authority-hints", hint).await;
+    ok(
+        sub,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
 }
 
 /// Leaf metadata: (entity type, claims) pairs.
@@ -150,10 +156,22 @@ pub async fn build(
         add(&intermediates[usize::from(n == 2)], leaf).await;
         for t in marks[n] {
             let path = format!("/trust-marks/issuance-spec/{}/subjects", enc(t));
-            ok(&ta, Method::POST, &path, json!({"entity_id": leaf.entity_id()})).await;
+            ok(
+                &ta,
+                Method::POST,
+                &path,
+                json!({"entity_id": leaf.entity_id()}),
+            )
+            .await;
             let held = json!({"trust_mark_type": t, "trust_mark_issuer": ta_id,
                 "refresh_grace_period": 600, "refresh_rate_limit": 1});
-            ok(leaf, Method::POST, "/entity-configuration/trust-marks", held).await;
+            ok(
+                leaf,
+                Method::POST,
+                "/entity-configuration/trust-marks",
+                held,
+            )
+            .await;
         }
         if !marks[n].is_empty() {
             let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
@@ -187,7 +205,13 @@ pub async fn set_collection(p: &Pharos, config: Value) {
     if s == 404 {
         ok(p, Method::POST, "/federation-endpoints", body).await;
     } else {
-        ok(p, Method::PUT, "/federation-endpoints/entity_collection", body).await;
+        ok(
+            p,
+            Method::PUT,
+            "/federation-endpoints/entity_collection",
+            body,
+        )
+        .await;
     }
 }
 
@@ -277,15 +301,16 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
         assert_eq!(marks.len(), 2, "{shop}");
         assert!(marks.contains(&TM_A) && marks.contains(&TM_B));
         // The marks are the anchor's, verifiable with its keys.
-        let ta_keys: pharos_shared::jose::Jwks = serde_json::from_value(
-            ta.entity_configuration().await.claims["jwks"].clone(),
-        )
-        .unwrap();
+        let ta_keys: pharos_shared::jose::Jwks =
+            serde_json::from_value(ta.entity_configuration().await.claims["jwks"].clone()).unwrap();
         let jwt = shop["trust_marks"][0]["trust_mark"].as_str().unwrap();
         let mark = pharos_shared::jose::verify(jwt, &ta_keys).unwrap();
         assert_eq!(mark.claims["sub"], fed.leaf(0));
         let login = find(&fed.leaf(1));
-        assert_eq!(login["ui_infos"]["openid_provider"]["description#it"], "Accedi");
+        assert_eq!(
+            login["ui_infos"]["openid_provider"]["description#it"],
+            "Accedi"
+        );
 
         // entity_type: any of.
         let (_, v) = collection(ta, &q(&[("entity_type", "openid_provider")])).await;
@@ -301,7 +326,12 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
         // UI infos only of the asked types (and federation_entity).
         let (_, v) = collection(ta, &q(&[("entity_type", "federation_entity")])).await;
         assert_eq!(ids_of(&v), fed.ids(), "every Pharos is a federation entity");
-        let e = v["entities"].as_array().unwrap().iter().find(|e| e["entity_id"] == fed.leaf(0)).unwrap();
+        let e = v["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["entity_id"] == fed.leaf(0))
+            .unwrap();
         assert!(e["ui_infos"].get("openid_relying_party").is_none(), "{e}");
 
         // trust_mark_type: all of.
@@ -309,13 +339,22 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
         let mut want = vec![fed.leaf(0), fed.leaf(1)];
         want.sort();
         assert_eq!(ids_of(&v), want);
-        let (_, v) = collection(ta, &q(&[("trust_mark_type", TM_A), ("trust_mark_type", TM_B)])).await;
+        let (_, v) = collection(
+            ta,
+            &q(&[("trust_mark_type", TM_A), ("trust_mark_type", TM_B)]),
+        )
+        .await;
         assert_eq!(ids_of(&v), [fed.leaf(0)]);
 
         // query: display and organization names, any language, any case.
-        for (text, want) in [("NEGOZIO", fed.leaf(0)), ("acme gmbh", fed.leaf(0)), ("accesso", fed.leaf(1)), ("beta org", fed.leaf(2))] {
+        for (text, want) in [
+            ("NEGOZIO", fed.leaf(0)),
+            ("acme gmbh", fed.leaf(0)),
+            ("accesso", fed.leaf(1)),
+            ("beta org", fed.leaf(2)),
+        ] {
             let (_, v) = collection(ta, &q(&[("query", text)])).await;
-            assert_eq!(ids_of(&v), [want.clone()], "{text}");
+            assert_eq!(ids_of(&v), std::slice::from_ref(&want), "{text}");
         }
 
         // entity_claims: only what is asked (entity_id always).
@@ -325,12 +364,23 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
             keys.sort();
             assert_eq!(keys, ["entity_id", "entity_types"], "{e}");
         }
-        let (_, v) = collection(ta, &q(&[("entity_claims", "trust_marks"), ("trust_mark_type", TM_B)])).await;
+        let (_, v) = collection(
+            ta,
+            &q(&[("entity_claims", "trust_marks"), ("trust_mark_type", TM_B)]),
+        )
+        .await;
         assert_eq!(v["entities"][0]["trust_marks"].as_array().unwrap().len(), 2);
         assert!(v["entities"][0].get("ui_infos").is_none());
 
         // ui_claims and language_tag.
-        let (_, v) = collection(ta, &q(&[("ui_claims", "display_name"), ("entity_type", "openid_provider")])).await;
+        let (_, v) = collection(
+            ta,
+            &q(&[
+                ("ui_claims", "display_name"),
+                ("entity_type", "openid_provider"),
+            ]),
+        )
+        .await;
         assert_eq!(
             v["entities"][0]["ui_infos"]["openid_provider"],
             json!({"display_name": "Login", "display_name#it": "Accesso"}),
@@ -342,28 +392,58 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
             json!({"display_name": "Shop", "logo_uri": "https://shop.example/logo.png"}),
             "Italian variants dropped, untagged kept"
         );
-        assert_eq!(v["entities"][0]["ui_infos"]["federation_entity"]["organization_name#de"], "Acme GmbH");
+        assert_eq!(
+            v["entities"][0]["ui_infos"]["federation_entity"]["organization_name#de"],
+            "Acme GmbH"
+        );
         let (_, v) = collection(ta, &q(&[("language_tag", "it"), ("query", "acme")])).await;
-        assert!(v["entities"][0]["ui_infos"]["federation_entity"].get("organization_name#de").is_none());
-        assert_eq!(v["entities"][0]["ui_infos"]["openid_relying_party"]["display_name#it"], "Negozio");
+        assert!(
+            v["entities"][0]["ui_infos"]["federation_entity"]
+                .get("organization_name#de")
+                .is_none()
+        );
+        assert_eq!(
+            v["entities"][0]["ui_infos"]["openid_relying_party"]["display_name#it"],
+            "Negozio"
+        );
 
         // Refusals.
         for (query, status, code) in [
-            (q(&[("entity_claims", "metadata")]), 400, "unsupported_claim"),
+            (
+                q(&[("entity_claims", "metadata")]),
+                400,
+                "unsupported_claim",
+            ),
             (q(&[("ui_claims", "client_name")]), 400, "unsupported_claim"),
             (q(&[("limit", "2")]), 400, "unsupported_parameter"),
-            (q(&[("from_entity_id", &fed.leaf(0))]), 400, "unsupported_parameter"),
+            (
+                q(&[("from_entity_id", &fed.leaf(0))]),
+                400,
+                "unsupported_parameter",
+            ),
             (q(&[("from", &fed.leaf(0))]), 400, "unsupported_parameter"),
         ] {
             let (s, v) = collection(ta, &query).await;
-            assert_eq!((s, v["error"].as_str()), (status, Some(code)), "{query}: {v}");
+            assert_eq!(
+                (s, v["error"].as_str()),
+                (status, Some(code)),
+                "{query}: {v}"
+            );
         }
 
         // Only allowed anchors; paging on.
         let foreign = fed.leaf(2);
-        set_collection(ta, json!({"allowed_trust_anchors": [ta.entity_id()], "pagination_limit": 2})).await;
+        set_collection(
+            ta,
+            json!({"allowed_trust_anchors": [ta.entity_id()], "pagination_limit": 2}),
+        )
+        .await;
         let (s, v) = collection(ta, &q(&[("trust_anchor", &foreign)])).await;
-        assert_eq!((s, v["error"].as_str()), (404, Some("invalid_trust_anchor")), "{v}");
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (404, Some("invalid_trust_anchor")),
+            "{v}"
+        );
         let mut got = Vec::new();
         let mut next: Option<String> = None;
         loop {
@@ -385,10 +465,18 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
         assert_eq!(got, fed.ids());
         let (_, v) = collection(ta, &q(&[("limit", "1"), ("from_entity_id", &fed.ids()[1])])).await;
         assert_eq!(ids_of(&v), [fed.ids()[1].clone()]);
-        assert_eq!(v["next_entity_id"], fed.ids()[2].as_str(), "draft 00 alias: {v}");
+        assert_eq!(
+            v["next_entity_id"],
+            fed.ids()[2].as_str(),
+            "draft 00 alias: {v}"
+        );
         assert_eq!(v["next"], fed.ids()[2].as_str());
         let (s, v) = collection(ta, &q(&[("from", "https://nobody.example")])).await;
-        assert_eq!((s, v["error"].as_str()), (404, Some("page_not_found")), "{v}");
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (404, Some("page_not_found")),
+            "{v}"
+        );
 
         fed.stop().await;
     }

@@ -84,7 +84,13 @@ fn configuration(h: &Hostile, name: &str) -> String {
         "jwks": {"keys": [h.key.public_jwk()]}, "authority_hints": [h.ta],
         "metadata": {"federation_entity": {"organization_name": format!("hostile {name}"),
             "federation_list_endpoint": format!("{id}/list")}}});
-    jose::sign(&h.key, "entity-statement+jwt", claims.as_object().unwrap(), None).unwrap()
+    jose::sign(
+        &h.key,
+        "entity-statement+jwt",
+        claims.as_object().unwrap(),
+        None,
+    )
+    .unwrap()
 }
 
 async fn hostile_ec(State(h): State<Arc<Hostile>>, Path(name): Path<String>) -> Response {
@@ -115,7 +121,11 @@ async fn hostile_list(State(h): State<Arc<Hostile>>, Path(name): Path<String>) -
         "loop-b" => json!([id("loop-a"), id("loop-b")]),
         _ => json!([]),
     };
-    ([(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 #[tokio::test]
@@ -155,7 +165,11 @@ async fn hostile_members_are_skipped_and_the_rest_is_collected() {
             .map(|n| format!("{}/{n}", h.base))
             .collect();
         want.sort();
-        assert_eq!(ids_of(&v), want, "the 100 MB one is skipped, the loop collected once");
+        assert_eq!(
+            ids_of(&v),
+            want,
+            "the 100 MB one is skipped, the loop collected once"
+        );
         server.abort();
         ta.stop().await;
     }

@@ -81,7 +81,9 @@ pub fn spawn(
             let current = plan(&snap);
             let idle = idle_concurrency_limit(&snap);
             if idle && !warned {
-                tracing::warn!("entity_collection: concurrency_limit has no effect without interval_seconds; ignored");
+                tracing::warn!(
+                    "entity_collection: concurrency_limit has no effect without interval_seconds; ignored"
+                );
             }
             warned = idle;
             events.borrow_and_update();
@@ -166,7 +168,11 @@ pub async fn store(cp: &ControlPlane, ta: &str, entities: Vec<EntityInfo>) -> Re
     for e in &entities {
         new.entry(e.entity_id.as_str()).or_insert(e);
     }
-    let removed: Vec<&str> = old.keys().filter(|id| !new.contains_key(*id)).copied().collect();
+    let removed: Vec<&str> = old
+        .keys()
+        .filter(|id| !new.contains_key(*id))
+        .copied()
+        .collect();
     let upserted: Vec<&EntityInfo> = new
         .values()
         .filter(|e| old.get(e.entity_id.as_str()) != Some(*e))

@@ -143,7 +143,8 @@ pub async fn walk<S: Source>(
         .into_iter()
         .map(|f| {
             let mut info = f.info;
-            info.trust_marks = verified(&f.marks, &info.entity_id, &anchor_claims, &keys, now, draft);
+            info.trust_marks =
+                verified(&f.marks, &info.entity_id, &anchor_claims, &keys, now, draft);
             info
         })
         .collect();

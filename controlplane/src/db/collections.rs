@@ -27,11 +27,9 @@ fn parse(anchor: &str, text: &str) -> Option<Arc<EntityInfo>> {
 
 /// Every stored collection.
 pub async fn load_all(db: &Db) -> Result<Vec<Collection>> {
-    let heads = sqlx::query(db.sql(
-        "SELECT trust_anchor, last_updated FROM entity_collections",
-    ))
-    .fetch_all(&db.pool)
-    .await?;
+    let heads = sqlx::query(db.sql("SELECT trust_anchor, last_updated FROM entity_collections"))
+        .fetch_all(&db.pool)
+        .await?;
     let mut entities: HashMap<String, Vec<Arc<EntityInfo>>> = HashMap::new();
     let rows = sqlx::query(db.sql("SELECT trust_anchor, info FROM collected_entities"))
         .fetch_all(&db.pool)
@@ -56,20 +54,17 @@ pub async fn load_all(db: &Db) -> Result<Vec<Collection>> {
 
 /// The stored collection of `trust_anchor`, if any.
 pub async fn load_one(db: &Db, trust_anchor: &str) -> Result<Option<Collection>> {
-    let head = sqlx::query(db.sql(
-        "SELECT last_updated FROM entity_collections WHERE trust_anchor = ?",
-    ))
-    .bind(trust_anchor)
-    .fetch_optional(&db.pool)
-    .await?;
+    let head =
+        sqlx::query(db.sql("SELECT last_updated FROM entity_collections WHERE trust_anchor = ?"))
+            .bind(trust_anchor)
+            .fetch_optional(&db.pool)
+            .await?;
     let Some(head) = head else { return Ok(None) };
     let last_updated: i64 = head.try_get("last_updated")?;
-    let rows = sqlx::query(db.sql(
-        "SELECT info FROM collected_entities WHERE trust_anchor = ?",
-    ))
-    .bind(trust_anchor)
-    .fetch_all(&db.pool)
-    .await?;
+    let rows = sqlx::query(db.sql("SELECT info FROM collected_entities WHERE trust_anchor = ?"))
+        .bind(trust_anchor)
+        .fetch_all(&db.pool)
+        .await?;
     let mut list = Vec::with_capacity(rows.len());
     for r in rows {
         let info: String = r.try_get("info")?;
@@ -93,17 +88,17 @@ pub async fn save(
     removed: &[&str],
     upserted: &[&EntityInfo],
 ) -> Result<()> {
-    let updated = sqlx::query(db.sql(
-        "UPDATE entity_collections SET last_updated = ? WHERE trust_anchor = ?",
-    ))
+    let updated = sqlx::query(
+        db.sql("UPDATE entity_collections SET last_updated = ? WHERE trust_anchor = ?"),
+    )
     .bind(last_updated)
     .bind(trust_anchor)
     .execute(&mut *c)
     .await?;
     if updated.rows_affected() == 0 {
-        sqlx::query(db.sql(
-            "INSERT INTO entity_collections (trust_anchor, last_updated) VALUES (?, ?)",
-        ))
+        sqlx::query(
+            db.sql("INSERT INTO entity_collections (trust_anchor, last_updated) VALUES (?, ?)"),
+        )
         .bind(trust_anchor)
         .bind(last_updated)
         .execute(&mut *c)
@@ -115,9 +110,9 @@ pub async fn save(
         .copied()
         .chain(upserted.iter().map(|e| e.entity_id.as_str()));
     for entity_id in gone {
-        sqlx::query(db.sql(
-            "DELETE FROM collected_entities WHERE trust_anchor = ? AND entity_id = ?",
-        ))
+        sqlx::query(
+            db.sql("DELETE FROM collected_entities WHERE trust_anchor = ? AND entity_id = ?"),
+        )
         .bind(trust_anchor)
         .bind(entity_id)
         .execute(&mut *c)
@@ -134,7 +129,10 @@ pub async fn save(
         let mut q = sqlx::query(AssertSqlSafe(sql).into_sql_str());
         for e in batch {
             let info = serde_json::to_string(e).map_err(|e| Error::Internal(e.to_string()))?;
-            q = q.bind(trust_anchor.to_owned()).bind(e.entity_id.clone()).bind(info);
+            q = q
+                .bind(trust_anchor.to_owned())
+                .bind(e.entity_id.clone())
+                .bind(info);
         }
         q.execute(&mut *c).await?;
     }

@@ -28,7 +28,9 @@ use pharos_shared::key_update::SignedJwks;
 use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
-pub use errors::{CollectError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError};
+pub use errors::{
+    CollectError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused, TriggerError,
+};
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
 /// The dispatcher never waits while taking a command (it admits or refuses at once), so the

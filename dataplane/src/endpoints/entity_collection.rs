@@ -83,13 +83,17 @@ async fn answer(call: Call<'_>) -> Result<Vec<u8>, FedError> {
         ));
     }
     let collection = if cfg.interval_seconds.unwrap_or(0) > 0 {
-        snap.collections.by_anchor.get(&anchor).cloned().ok_or_else(|| {
-            FedError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                "the first collection of this trust anchor has not finished yet",
-            )
-        })?
+        snap.collections
+            .by_anchor
+            .get(&anchor)
+            .cloned()
+            .ok_or_else(|| {
+                FedError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "the first collection of this trust anchor has not finished yet",
+                )
+            })?
     } else {
         on_demand(dp, anchor).await?
     };

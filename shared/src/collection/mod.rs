@@ -57,7 +57,11 @@ pub struct Collection {
 impl Collection {
     /// A collection of `entities`, sorted and de-duplicated by entity identifier (the first
     /// of duplicates is kept).
-    pub fn new(trust_anchor: String, last_updated: i64, mut entities: Vec<Arc<EntityInfo>>) -> Self {
+    pub fn new(
+        trust_anchor: String,
+        last_updated: i64,
+        mut entities: Vec<Arc<EntityInfo>>,
+    ) -> Self {
         entities.sort_by(|a, b| a.entity_id.cmp(&b.entity_id));
         entities.dedup_by(|a, b| a.entity_id == b.entity_id);
         Self {

@@ -100,7 +100,9 @@ impl CollectionQuery {
                         QueryError::InvalidRequest("limit must be a positive integer".into())
                     })?;
                     if q.limit.replace(n).is_some() {
-                        return Err(QueryError::InvalidRequest("limit must not be repeated".into()));
+                        return Err(QueryError::InvalidRequest(
+                            "limit must not be repeated".into(),
+                        ));
                     }
                 }
                 "from" | "from_entity_id" => {

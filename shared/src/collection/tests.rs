@@ -52,7 +52,11 @@ fn sample() -> Collection {
         }),
         &["https://tm/a", "https://tm/b"],
     );
-    let bare = leaf("https://bare.example", json!({"federation_entity": {}}), &[]);
+    let bare = leaf(
+        "https://bare.example",
+        json!({"federation_entity": {}}),
+        &[],
+    );
     Collection::new("https://ta".into(), 7, vec![rp, op, bare])
 }
 
@@ -77,7 +81,10 @@ fn extraction_keeps_ui_claims_languages_and_falls_back_to_client_name() {
     let fe = &rp.ui_infos["federation_entity"];
     assert_eq!(fe["organization_name#de"], "Acme GmbH");
     assert_eq!(fe["contacts"], json!(["ops@acme"]));
-    assert!(fe.get("keywords").is_none(), "wrongly typed values are dropped");
+    assert!(
+        fe.get("keywords").is_none(),
+        "wrongly typed values are dropped"
+    );
     assert!(c.entities[0].ui_infos.is_empty(), "no UI claims, no entry");
 }
 
@@ -93,9 +100,16 @@ fn collections_are_sorted_and_deduplicated() {
 #[test]
 fn entity_type_is_any_of_and_trims_ui_infos_to_the_asked_types() {
     let c = sample();
-    let q = parse("entity_type=openid_provider&entity_type=openid_relying_party", false).unwrap();
+    let q = parse(
+        "entity_type=openid_provider&entity_type=openid_relying_party",
+        false,
+    )
+    .unwrap();
     let p = select(&c, &q, None).unwrap();
-    assert_eq!(ids(&p.entities), ["https://op.example", "https://rp.example"]);
+    assert_eq!(
+        ids(&p.entities),
+        ["https://op.example", "https://rp.example"]
+    );
     let q = parse("entity_type=openid_provider", false).unwrap();
     let p = select(&c, &q, None).unwrap();
     assert_eq!(ids(&p.entities), ["https://op.example"]);
@@ -113,7 +127,11 @@ fn trust_mark_type_is_all_of() {
         ids(&select(&c, &q, None).unwrap().entities),
         ["https://op.example", "https://rp.example"]
     );
-    let q = parse("trust_mark_type=https://tm/a&trust_mark_type=https://tm/b", false).unwrap();
+    let q = parse(
+        "trust_mark_type=https://tm/a&trust_mark_type=https://tm/b",
+        false,
+    )
+    .unwrap();
     assert_eq!(
         ids(&select(&c, &q, None).unwrap().entities),
         ["https://op.example"]
@@ -146,7 +164,10 @@ fn entity_claims_and_ui_claims_select_members() {
     assert_eq!(keys, ["entity_id", "entity_types"]);
     let q = parse("entity_claims=trust_marks", false).unwrap();
     let p = select(&c, &q, None).unwrap();
-    assert_eq!(p.entities[1]["trust_marks"][1]["trust_mark_type"], "https://tm/b");
+    assert_eq!(
+        p.entities[1]["trust_marks"][1]["trust_mark_type"],
+        "https://tm/b"
+    );
     assert!(p.entities[1].get("entity_types").is_none());
     let q = parse("ui_claims=display_name", false).unwrap();
     let p = select(&c, &q, None).unwrap();
@@ -188,7 +209,12 @@ fn unknown_claims_and_paging_without_pagination_are_refused() {
             "{p}"
         );
     }
-    for p in ["limit=0", "limit=x", "limit=1&limit=2", "trust_anchor=a&trust_anchor=b"] {
+    for p in [
+        "limit=0",
+        "limit=x",
+        "limit=1&limit=2",
+        "trust_anchor=a&trust_anchor=b",
+    ] {
         assert!(
             matches!(parse(p, true), Err(QueryError::InvalidRequest(_))),
             "{p}"
@@ -202,7 +228,10 @@ fn paging_follows_next_and_refuses_unknown_pointers() {
     let c = sample();
     let q = parse("limit=5", true).unwrap();
     let p = select(&c, &q, Some(2)).unwrap();
-    assert_eq!(ids(&p.entities), ["https://bare.example", "https://op.example"]);
+    assert_eq!(
+        ids(&p.entities),
+        ["https://bare.example", "https://op.example"]
+    );
     assert_eq!(p.next.as_deref(), Some("https://rp.example"));
     let q = parse("from_entity_id=https://rp.example", true).unwrap();
     assert!(q.legacy_pointer);
@@ -210,7 +239,10 @@ fn paging_follows_next_and_refuses_unknown_pointers() {
     assert_eq!(ids(&p.entities), ["https://rp.example"]);
     assert_eq!(p.next, None);
     let q = parse("from=https://nope.example", true).unwrap();
-    assert!(matches!(select(&c, &q, Some(2)), Err(QueryError::PageNotFound(_))));
+    assert!(matches!(
+        select(&c, &q, Some(2)),
+        Err(QueryError::PageNotFound(_))
+    ));
 }
 
 proptest! {
