@@ -21,6 +21,7 @@ mod client_auth;
 mod client_auth_more;
 mod collection;
 mod collection_periodic;
+mod collection_spid;
 mod command_flood;
 mod cors;
 mod entity_configuration;
