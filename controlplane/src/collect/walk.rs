@@ -305,3 +305,8 @@ fn verified(
         })
         .collect()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "walk_tests.rs"]
+mod tests;
