@@ -146,3 +146,55 @@ async fn an_anchor_that_fails_its_pinned_keys_fails_the_walk() {
             .is_err()
     );
 }
+
+/// Log lines written while the guard lives (current-thread runtime: same thread).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn skipped_members_and_listings_are_logged() {
+    let mut f = Fake::new();
+    f.entity("https://ta", Some(vec!["https://gone", "https://i"]));
+    // i publishes a listing that answers 404.
+    let mut claims = json!({"iss": "https://i", "sub": "https://i", "iat": NOW, "exp": NOW + 60,
+        "jwks": {"keys": [f.key.public_jwk()]},
+        "metadata": {"federation_entity": {"federation_list_endpoint": "https://i/list"}}});
+    let jws = jose::sign(
+        &f.key,
+        "entity-statement+jwt",
+        claims.as_object_mut().unwrap(),
+        None,
+    )
+    .unwrap();
+    f.ecs.insert("https://i".into(), jws);
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)
+        .await
+        .unwrap();
+    assert_eq!(ids(&w), ["https://i"]);
+    let log = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("member skipped") && log.contains("https://gone"),
+        "{log}"
+    );
+    assert!(
+        log.contains("listing skipped") && log.contains("https://i/list"),
+        "{log}"
+    );
+}
