@@ -69,15 +69,6 @@ http {
     default_type application/entity-statement+jwt;
     server { listen 127.0.0.1:$MEMBERS; root $WORK/members; }
 }
-worker_processes auto;
-pid $WORK/members.pid;
-error_log $WORK/members.err;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    default_type application/entity-statement+jwt;
-    server { listen 127.0.0.1:$MEMBERS; root $WORK/members; }
-}
 EOF
 nginx -c "$WORK/members.conf" -g 'daemon off;' &
 MEMBERS_PID=$!
