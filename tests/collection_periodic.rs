@@ -174,3 +174,49 @@ async fn hostile_members_are_skipped_and_the_rest_is_collected() {
         ta.stop().await;
     }
 }
+
+#[tokio::test]
+async fn collected_entities_feed_the_proactive_resolver() {
+    let b = backends()[0];
+    let fed = build(b, |_| {}, Arc::new(SystemClock)).await;
+    let ta = fed.ta.entity_id().to_owned();
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path().display().to_string();
+    crate::resolve::enable_resolve(
+        &fed.ta,
+        json!({"use_entity_collection_allowed_trust_anchors": true,
+               "proactive_resolver": {"enabled": true, "response_storage": {"dir": dir}}}),
+    )
+    .await;
+    set_collection(
+        &fed.ta,
+        json!({"allowed_trust_anchors": [ta], "interval_seconds": 3600}),
+    )
+    .await;
+    // A proactive resolver configured through the Admin API starts with the first resolve
+    // request (or at the next start).
+    let (s, body) = crate::resolve::resolve(&fed.ta, &fed.leaf(0), &[&ta], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    // Every collected Entity is resolved in the background and its response stored.
+    let anchor_dir = store.path().join("resolve").join(crate::support::enc(&ta));
+    let mut subs = Vec::new();
+    for _ in 0..400 {
+        subs = std::fs::read_dir(&anchor_dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "job"))
+                    .filter_map(|e| std::fs::read(e.path()).ok())
+                    .filter_map(|j| serde_json::from_slice::<Value>(&j).ok())
+                    .map(|j| j["sub"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        subs.sort();
+        if subs == fed.ids() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(subs, fed.ids(), "stored resolve responses");
+    fed.stop().await;
+}

@@ -27,6 +27,8 @@ use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
 const TICK: Duration = Duration::from_secs(30);
+/// How often new entity collections are looked for (real time).
+const FEED_TICK: Duration = Duration::from_secs(1);
 
 /// The settings that define one proactive resolver; a change starts a new one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -192,23 +194,30 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
     Ok(())
 }
 
-/// Resubmit stored entries whose grace period has begun, until the resolver is dropped.
+/// Resubmit stored entries whose grace period has begun (every [`TICK`]) and feed new entity
+/// collections (every [`FEED_TICK`]: a look at each anchor's `last_updated`), until the
+/// resolver is dropped.
 async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotReader) {
-    let mut interval = tokio::time::interval(TICK);
+    let mut interval = tokio::time::interval(FEED_TICK);
     let mut fed = HashMap::new();
+    let every = (TICK.as_secs() / FEED_TICK.as_secs()).max(1);
+    let mut n: u64 = 0;
     loop {
         interval.tick().await;
         let Some(me) = me.upgrade() else {
             return;
         };
         let snap = snapshot.load_full();
-        let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
-        let now = clock.now();
-        for s in me.store.all() {
-            if now >= s.exp - grace {
-                me.submit(s.job);
+        if n % every == 0 {
+            let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
+            let now = clock.now();
+            for s in me.store.all() {
+                if now >= s.exp - grace {
+                    me.submit(s.job);
+                }
             }
         }
+        n = n.wrapping_add(1);
         feed_collections(&me, &snap, &mut fed);
     }
 }
