@@ -431,6 +431,14 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
             );
         }
 
+        // On demand, an anchor that cannot be fetched is not a trust anchor to collect for.
+        let (s, v) = collection(ta, &q(&[("trust_anchor", "http://127.0.0.1:1")])).await;
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (404, Some("invalid_trust_anchor")),
+            "{v}"
+        );
+
         // Only allowed anchors; paging on.
         let foreign = fed.leaf(2);
         set_collection(
