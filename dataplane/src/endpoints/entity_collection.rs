@@ -5,11 +5,17 @@
 //! With a periodic collector (`interval_seconds` > 0) the answer comes from the snapshot's
 //! stored collection; without one the control plane collects on demand (bounded, single
 //! flight per anchor, cached briefly) through [`Command::CollectEntities`].
+//!
+//! Answers from the periodic collection are serialised once per snapshot generation and raw
+//! query string ([`PageCache`]): a client paging through, or many clients asking the same
+//! thing, cost a lookup and a `Bytes` copy. The cache is bounded in bytes (keys are chosen by
+//! clients), and a new snapshot (a new collection, a changed endpoint) makes every entry stale.
 
 use std::sync::Arc;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use pharos_shared::collection::Collection;
 use pharos_shared::collection::query::{CollectionQuery, QueryError, select};
 use pharos_shared::endpoint::{EndpointConfig, EntityCollectionConfig};
@@ -44,9 +50,51 @@ pub fn pagination_limit(cfg: &EntityCollectionConfig) -> Option<usize> {
         .map(|l| usize::try_from(l).unwrap_or(usize::MAX))
 }
 
+/// Upper bound of the page cache, in bytes of keys and answers.
+const CACHE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Serialised answers from the periodic collection by (snapshot generation, raw query).
+#[derive(Debug)]
+pub struct PageCache(moka::sync::Cache<(u64, Arc<str>), Bytes>);
+
+impl Default for PageCache {
+    fn default() -> Self {
+        Self(
+            moka::sync::Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .weigher(|k: &(u64, Arc<str>), v: &Bytes| {
+                    u32::try_from(k.1.len() + v.len() + 64).unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
+    }
+}
+
+fn periodic(cfg: &EntityCollectionConfig) -> bool {
+    cfg.interval_seconds.unwrap_or(0) > 0
+}
+
 /// Answers a collection request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    match answer(call).await {
+    let key = match &call.entry.config {
+        EndpointConfig::EntityCollection(c) if periodic(c) => call
+            .raw_query()
+            .map(|q| (call.snap.generation, Arc::<str>::from(q))),
+        _ => None,
+    };
+    let cache = &call.dp.collection_cache;
+    let found = key.as_ref().and_then(|k| cache.0.get(k));
+    let result = match found {
+        Some(body) => Ok(body),
+        None => answer(call).await.map(|b| {
+            let body = Bytes::from(b);
+            if let Some(k) = key {
+                cache.0.insert(k, body.clone());
+            }
+            body
+        }),
+    };
+    match result {
         Ok(body) => {
             let mut r = (StatusCode::OK, body).into_response();
             r.headers_mut().insert(
@@ -82,7 +130,7 @@ async fn answer(call: Call<'_>) -> Result<Vec<u8>, FedError> {
             format!("{anchor} is not a trust anchor this endpoint collects for"),
         ));
     }
-    let collection = if cfg.interval_seconds.unwrap_or(0) > 0 {
+    let collection = if periodic(&cfg) {
         snap.collections
             .by_anchor
             .get(&anchor)
