@@ -208,7 +208,7 @@ async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotRead
             return;
         };
         let snap = snapshot.load_full();
-        if n % every == 0 {
+        if n.is_multiple_of(every) {
             let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
             let now = clock.now();
             for s in me.store.all() {
