@@ -29,7 +29,7 @@ use crate::support::{Pharos, TestDb, backends, enc};
 
 /// Whether `python3` can import `cryptojwt`; prints the skip notice when it cannot, and fails
 /// the test instead when `PHAROS_REQUIRE_PYTHON_INTEROP=1`.
-fn cryptojwt_available() -> bool {
+pub(crate) fn cryptojwt_available() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import cryptojwt"])
         .output()
@@ -46,17 +46,17 @@ fn cryptojwt_available() -> bool {
 }
 
 /// One federation as the Python script printed it.
-struct Federation {
+pub(crate) struct Federation {
     entities: HashMap<String, String>,
     ta_jwks: Value,
-    marks: HashMap<String, String>,
-    types: HashMap<String, String>,
+    pub(crate) marks: HashMap<String, String>,
+    pub(crate) types: HashMap<String, String>,
     /// The leaves' own Entity Configuration claims (unverified), for the expected metadata.
     leaf_metadata: HashMap<String, Value>,
 }
 
 impl Federation {
-    fn id(&self, name: &str) -> &str {
+    pub(crate) fn id(&self, name: &str) -> &str {
         &self.entities[name]
     }
 }
@@ -128,6 +128,18 @@ async fn serve_document(
     uri: Uri,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
+    // A listing is the subjects of the superior's statements (the entity collection walks it).
+    if let Some(base) = uri.path().strip_suffix("/list") {
+        let fetch = format!("{base}/fetch");
+        let mut subs: Vec<&String> = docs
+            .keys()
+            .filter(|(path, _)| *path == fetch)
+            .filter_map(|(_, sub)| sub.as_ref())
+            .collect();
+        subs.sort();
+        let body = serde_json::to_string(&subs).unwrap();
+        return ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    }
     let key = (uri.path().to_owned(), q.get("sub").cloned());
     match docs.get(&key) {
         Some(jws) => (
@@ -141,7 +153,7 @@ async fn serve_document(
 
 /// Two SPID-style federations on one loopback server: `mpl1` (the anchor allows one
 /// intermediate, as SPID anchors do) and `mpl0` (it allows none).
-async fn federations() -> (Federation, Federation, tokio::task::JoinHandle<()>) {
+pub(crate) async fn federations() -> (Federation, Federation, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let mut docs = Documents::new();

@@ -148,6 +148,11 @@ impl App {
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
+        tasks.push(crate::collect::job::spawn(
+            control.clone(),
+            Arc::new(HttpFetcher::new(&settings.federation)),
+            shutdown.clone(),
+        ));
         let flush_stop = CancellationToken::new();
         let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop);
         tasks.extend(stats_tasks);

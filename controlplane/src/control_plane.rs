@@ -44,6 +44,9 @@ pub struct ControlPlane {
     pub key_events: tokio::sync::Notify,
     /// Wakes the key refreshers after a change of trust anchors or subordinates.
     pub refresh_events: tokio::sync::Notify,
+    /// Counts publications of the endpoint registry: background jobs configured by an
+    /// endpoint (the entity collector) watch it to restart with the new settings.
+    pub registry_events: tokio::sync::watch::Sender<u64>,
     /// Subordinates changed since the refresher last looked (it restarts or stops their polls).
     changed_subordinates: std::sync::Mutex<Vec<String>>,
     snapshot: SnapshotPublisher,
@@ -84,6 +87,7 @@ impl ControlPlane {
             checks,
             key_events: tokio::sync::Notify::new(),
             refresh_events: tokio::sync::Notify::new(),
+            registry_events: tokio::sync::watch::Sender::new(0),
             changed_subordinates: std::sync::Mutex::new(Vec::new()),
             snapshot: SnapshotPublisher::new(snapshot),
             generation: AtomicU64::new(1),

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod checks;
+pub mod collect;
 pub mod command_dispatch;
 pub mod control_plane;
 pub mod db;

@@ -101,26 +101,6 @@ async fn a_wrong_method_is_405_naming_the_allowed_one() {
 }
 
 #[tokio::test]
-async fn types_not_built_yet_answer_501() {
-    let not_built = [EndpointType::EntityCollection];
-    let mut builder = federation();
-    for kind in not_built {
-        builder = builder.endpoint(kind, &format!("/{kind}"));
-    }
-    let (dp, _publisher) = data_plane(builder.build());
-    for kind in not_built {
-        let method = kind.method(false).as_str();
-        let a = request(&dp, method, &format!("/{kind}?sub={RP}")).await;
-        assert_eq!(a.status, StatusCode::NOT_IMPLEMENTED, "{kind}");
-        assert_eq!(a.json()["error"], "server_error", "{kind}");
-        assert_eq!(
-            a.json()["error_description"],
-            format!("the {kind} endpoint is not available in this version of Pharos")
-        );
-    }
-}
-
-#[tokio::test]
 async fn a_published_snapshot_changes_the_next_answer() {
     let (dp, publisher) = data_plane(federation().build());
     let newcomer = "/fetch?sub=https%3A%2F%2Fnew.example.org";

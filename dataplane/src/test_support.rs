@@ -224,6 +224,7 @@ impl SnapshotBuilder {
             }),
             subordinates: Arc::new(Subordinates::new(self.subordinates, Arc::default(), 1)),
             trust_marks: Arc::new(self.trust_marks),
+            collections: Default::default(),
             statements_generation: self.generation,
         }
     }

@@ -19,6 +19,8 @@ for pair in wrk:wrk nginx:nginx sqlite3:sqlite3 curl:curl python3:python3 pkg-co
     command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 [ -f /usr/include/openssl/ssl.h ] || need+=(libssl-dev)
+# The entity collection scenario signs its generated federation with Python's cryptography.
+python3 -c 'import cryptography' 2>/dev/null || need+=(python3-cryptography)
 if [ ${#need[@]} -gt 0 ]; then
     echo "== installing from Debian: ${need[*]}" >&2
     SUDO=""

@@ -130,6 +130,7 @@ fn snapshot_with(subs: Subordinates) -> Snapshot {
         }),
         subordinates: Arc::new(subs),
         trust_marks: Default::default(),
+        collections: Default::default(),
         statements_generation: 1,
     }
 }

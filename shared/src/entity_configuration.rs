@@ -168,6 +168,7 @@ mod tests {
             }),
             subordinates: Arc::default(),
             trust_marks: Default::default(),
+            collections: Default::default(),
             statements_generation: 1,
         }
     }

@@ -8,6 +8,7 @@ pub mod chain;
 pub mod checks;
 pub mod claims;
 pub mod client_ip;
+pub mod collection;
 pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;

@@ -39,6 +39,8 @@ pub struct Snapshot {
     pub subordinates: Arc<Subordinates>,
     /// Trust mark types, issuance specs, subjects, issued instances and the marks we hold.
     pub trust_marks: Arc<crate::trust_mark_issuer::TrustMarks>,
+    /// The periodic entity collector's last collection per Trust Anchor.
+    pub collections: Arc<crate::collection::Collections>,
     /// Generation of the last change to what every signed statement depends on (our keys, the
     /// endpoint registry): a statement signed before it is stale. Together with a
     /// subordinate's version and the general settings' version it keys cached statements.

@@ -67,6 +67,7 @@ fn snap(general: GeneralSettings, fetch_lifetime: Option<u64>) -> Snapshot {
         }),
         subordinates: Arc::new(Subordinates::new([], Arc::new(general), 0)),
         trust_marks: Default::default(),
+        collections: Default::default(),
         statements_generation: 1,
     }
 }

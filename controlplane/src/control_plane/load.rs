@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pharos_shared::claims::AdditionalClaim;
+use pharos_shared::collection::{Collection, Collections};
 use pharos_shared::config::Settings;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::{
@@ -40,6 +41,7 @@ pub async fn snapshot(
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
         subordinates: Arc::new(subordinates(db, versions).await?),
         trust_marks: Arc::new(trust_marks(db, settings, versions).await?),
+        collections: Arc::new(collections(db).await?),
         statements_generation: 1,
     })
 }
@@ -202,4 +204,19 @@ pub async fn trust_marks(db: &Db, settings: &Settings, versions: &AtomicU64) -> 
     let mut tm = db::trust_marks::load(db, versions).await?;
     tm.legacy_id = settings.federation.trust_mark_legacy_id;
     Ok(tm)
+}
+
+/// The periodic entity collector's stored collections, by Trust Anchor.
+pub async fn collections(db: &Db) -> Result<Collections> {
+    let by_anchor = db::collections::load_all(db)
+        .await?
+        .into_iter()
+        .map(|c| (c.trust_anchor.clone(), Arc::new(c)))
+        .collect();
+    Ok(Collections { by_anchor })
+}
+
+/// One Trust Anchor's stored collection (`None`: none is stored).
+pub async fn collection(db: &Db, trust_anchor: &str) -> Result<Option<Collection>> {
+    db::collections::load_one(db, trust_anchor).await
 }

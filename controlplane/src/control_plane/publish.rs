@@ -39,6 +39,7 @@ pub struct Changes {
     sections: BTreeSet<Section>,
     subordinates: BTreeSet<String>,
     issued_marks: BTreeSet<String>,
+    collections: BTreeSet<String>,
 }
 
 impl Changes {
@@ -57,15 +58,24 @@ impl Changes {
         self.issued_marks.insert(jti.to_owned());
     }
 
+    /// Adds one Trust Anchor's entity collection.
+    pub fn collection(&mut self, trust_anchor: &str) {
+        self.collections.insert(trust_anchor.to_owned());
+    }
+
     /// Nothing touched.
     pub fn is_empty(&self) -> bool {
-        self.sections.is_empty() && self.subordinates.is_empty() && self.issued_marks.is_empty()
+        self.sections.is_empty()
+            && self.subordinates.is_empty()
+            && self.issued_marks.is_empty()
+            && self.collections.is_empty()
     }
 
     fn absorb(&mut self, other: Changes) {
         self.sections.extend(other.sections);
         self.subordinates.extend(other.subordinates);
         self.issued_marks.extend(other.issued_marks);
+        self.collections.extend(other.collections);
     }
 }
 
@@ -183,6 +193,17 @@ impl ControlPlane {
             }
             next.trust_marks = Arc::new(tm);
         }
+        if !c.collections.is_empty() {
+            changed = true;
+            let mut all = pharos_shared::collection::Collections::clone(&next.collections);
+            for anchor in &c.collections {
+                match load::collection(&self.db, anchor).await? {
+                    Some(col) => all.by_anchor.insert(anchor.clone(), Arc::new(col)),
+                    None => all.by_anchor.remove(anchor),
+                };
+            }
+            next.collections = Arc::new(all);
+        }
         if !changed {
             return Ok(());
         }
@@ -200,6 +221,9 @@ impl ControlPlane {
         }
         if !c.subordinates.is_empty() || c.sections.contains(&Section::TrustAnchors) {
             self.refresh_events.notify_one();
+        }
+        if c.sections.contains(&Section::Registry) {
+            self.registry_events.send_modify(|n| *n += 1);
         }
         Ok(())
     }

@@ -74,6 +74,11 @@ impl<'a> Write<'a> {
         self.changes.issued_mark(jti);
     }
 
+    /// Trust Anchor `trust_anchor`'s entity collection must be reloaded on commit (and only it).
+    pub fn touch_collection(&mut self, trust_anchor: &str) {
+        self.changes.collection(trust_anchor);
+    }
+
     /// Records a history event of subordinate `id` (status after the change) in this
     /// transaction, with this write's actor.
     pub async fn subordinate_event(

@@ -6,6 +6,7 @@
 //! for PostgreSQL by [`Db::sql`].
 
 pub mod claims;
+pub mod collections;
 pub mod endpoints;
 pub mod entity_config;
 pub mod jti;
@@ -142,6 +143,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/sqlite/0009_anchor_constraints.sql"),
             include_str!("../../../migrations/mysql/0009_anchor_constraints.sql"),
             include_str!("../../../migrations/postgres/0009_anchor_constraints.sql"),
+        ],
+    ),
+    (
+        10,
+        "entity_collection",
+        [
+            include_str!("../../../migrations/sqlite/0010_entity_collection.sql"),
+            include_str!("../../../migrations/mysql/0010_entity_collection.sql"),
+            include_str!("../../../migrations/postgres/0010_entity_collection.sql"),
         ],
     ),
     (

@@ -157,6 +157,29 @@ pub enum CheckError {
     Internal,
 }
 
+/// Why an on-demand entity collection has no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CollectError {
+    /// Not run: as many collections as allowed are running.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// The Trust Anchor's Entity Configuration could not be fetched or does not verify.
+    #[error("trust anchor not usable: {0}")]
+    AnchorUnusable(String),
+}
+
+impl From<CollectError> for FedError {
+    fn from(e: CollectError) -> Self {
+        match e {
+            CollectError::Refused(r) => refused(r),
+            // The draft's code for a Trust Anchor the responder cannot collect from.
+            CollectError::AnchorUnusable(_) => {
+                FedError::new(StatusCode::NOT_FOUND, "invalid_trust_anchor", e.to_string())
+            }
+        }
+    }
+}
+
 fn refused(r: Refused) -> FedError {
     FedError::new(
         StatusCode::SERVICE_UNAVAILABLE,

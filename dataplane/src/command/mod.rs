@@ -21,15 +21,18 @@
 
 pub mod errors;
 
+use std::sync::Arc;
+
 use pharos_shared::checks::Checker;
 use pharos_shared::checks::Verdict;
+use pharos_shared::collection::Collection;
 use pharos_shared::key_update::SignedJwks;
 use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
 pub use errors::{
-    CheckError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError, Refused,
-    TriggerError,
+    CheckError, CollectError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError,
+    Refused, TriggerError,
 };
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
@@ -121,6 +124,15 @@ pub enum Command {
         /// The entity's standing once the control plane is done.
         reply: Reply<EnrollOutcome, EnrollError>,
     },
+    /// Collect the Entities under `trust_anchor` now (entity_collection without a periodic
+    /// collector). Changes no state: it travels here because the collector, its bounds and
+    /// its short-lived cache belong to the control plane's background work.
+    CollectEntities {
+        /// The Trust Anchor to walk from (the data plane has checked it is allowed).
+        trust_anchor: String,
+        /// The collection (possibly cached for a short while).
+        reply: CollectReply,
+    },
 }
 
 /// Which endpoint an [`Command::Enroll`] came from.
@@ -157,6 +169,9 @@ pub enum EnrollOutcome {
     /// Waiting for an administrator.
     Pending,
 }
+
+/// The answer to [`Command::CollectEntities`].
+pub type CollectReply = Reply<Arc<Collection>, CollectError>;
 
 /// The answer to [`Command::RequestTrustMark`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@
 
 pub mod enroll;
 pub mod enroll_request;
+pub mod entity_collection;
 pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
@@ -168,7 +169,7 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::TrustMarkRequest => trust_mark_request::serve(call).await,
         EndpointType::Enroll => Box::pin(enroll::serve(call)).await,
         EndpointType::EnrollRequest => Box::pin(enroll_request::serve(call)).await,
-        EndpointType::EntityCollection => not_implemented(call).await,
+        EndpointType::EntityCollection => entity_collection::serve(call).await,
     }
 }
 
@@ -189,29 +190,15 @@ async fn jwks_update_trigger(call: Call<'_>) -> Response {
             let actor = Some(entity_id.clone());
             jwks_update::trigger(dp, entity_id, actor).await
         }
-        Ok((_, Caller::Anonymous)) => not_implemented_error(EndpointType::JwksUpdateTrigger),
+        // Not reached: with auth_enabled, params() authenticates or refuses.
+        Ok((_, Caller::Anonymous)) => FedError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            "client authentication is required",
+        )
+        .into_response(),
         Err(e) => e.into_response(),
     }
-}
-
-/// Each endpoint type gets its handler as its issue lands; until then the endpoint can be
-/// configured and published, and after the usual parameter reading and client
-/// authentication it answers that it is not available.
-async fn not_implemented(call: Call<'_>) -> Response {
-    let kind = call.entry.kind;
-    match call.params().await {
-        Ok(_) => not_implemented_error(kind),
-        Err(e) => e.into_response(),
-    }
-}
-
-fn not_implemented_error(kind: EndpointType) -> Response {
-    FedError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "server_error",
-        format!("the {kind} endpoint is not available in this version of Pharos"),
-    )
-    .into_response()
 }
 
 /// Query string for GET, form body for POST.

@@ -5,10 +5,11 @@
 //! Jobs arrive through [`Proactive::submit`] — from every resolve the endpoint answers live,
 //! and later from the entity collection — into a bounded queue (`queue_size`; a full queue
 //! drops the job, the next request resubmits it) worked by at most `concurrency_limit` tasks.
-//! A ticker resubmits stored entries that have entered their grace period. The tasks end when
+//! A ticker resubmits stored entries that have entered their grace period, and submits every
+//! Entity of each new periodic entity collection (of an anchor this endpoint accepts) once. The tasks end when
 //! the [`Proactive`] is dropped (configuration change).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -21,11 +22,13 @@ use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Store};
-use super::{Query, Resolver, anchor_spec, grace_rule, resolve_config};
+use super::{Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
 use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
 const TICK: Duration = Duration::from_secs(30);
+/// How often new entity collections are looked for (real time).
+const FEED_TICK: Duration = Duration::from_secs(1);
 
 /// The settings that define one proactive resolver; a change starts a new one.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,21 +194,57 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
     Ok(())
 }
 
-/// Resubmit stored entries whose grace period has begun, until the resolver is dropped.
+/// Resubmit stored entries whose grace period has begun (every [`TICK`]) and feed new entity
+/// collections (every [`FEED_TICK`]: a look at each anchor's `last_updated`), until the
+/// resolver is dropped.
 async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotReader) {
-    let mut interval = tokio::time::interval(TICK);
+    let mut interval = tokio::time::interval(FEED_TICK);
+    let mut fed = HashMap::new();
+    let every = (TICK.as_secs() / FEED_TICK.as_secs()).max(1);
+    let mut n: u64 = 0;
     loop {
         interval.tick().await;
         let Some(me) = me.upgrade() else {
             return;
         };
         let snap = snapshot.load_full();
-        let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
-        let now = clock.now();
-        for s in me.store.all() {
-            if now >= s.exp - grace {
-                me.submit(s.job);
+        if n.is_multiple_of(every) {
+            let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
+            let now = clock.now();
+            for s in me.store.all() {
+                if now >= s.exp - grace {
+                    me.submit(s.job);
+                }
             }
+        }
+        n = n.wrapping_add(1);
+        feed_collections(&me, &snap, &mut fed);
+    }
+}
+
+/// Submits the Entities of every collection not fed yet (`fed`: anchor → `last_updated` of
+/// the collection fed). A collection whose Entities did not all fit into the queue is fed
+/// again at the next tick (jobs still queued are not queued twice).
+fn feed_collections(
+    me: &Proactive,
+    snap: &pharos_shared::snapshot::Snapshot,
+    fed: &mut HashMap<String, i64>,
+) {
+    let allowed = resolve_config(snap).and_then(|c| allowed_anchors(snap, c));
+    for (ta, c) in &snap.collections.by_anchor {
+        if allowed.as_ref().is_some_and(|a| !a.contains(ta)) || fed.get(ta) == Some(&c.last_updated)
+        {
+            continue;
+        }
+        let all = c.entities.iter().all(|e| {
+            me.submit(Job {
+                sub: e.entity_id.clone(),
+                trust_anchor: ta.clone(),
+                entity_types: Vec::new(),
+            })
+        });
+        if all {
+            fed.insert(ta.clone(), c.last_updated);
         }
     }
 }

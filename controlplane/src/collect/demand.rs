@@ -1,0 +1,102 @@
+//! Collection on request (the endpoint has no `interval_seconds`): the data plane asks
+//! through [`pharos_dataplane::command::Command::CollectEntities`]. Walks are expensive, so
+//! they are bounded ([`COLLECTIONS_AT_ONCE`]; more is refused at once, 503), shared by every
+//! request for the same anchor while one runs (single flight), and their result is cached for
+//! [`CACHE_TTL`], so a client paging through or repeating a query walks nothing again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::sync::Cache;
+use pharos_dataplane::command::{CollectError, CollectReply, Refused};
+use pharos_dataplane::outbound::HttpFetcher;
+use pharos_dataplane::resolver::anchor_spec;
+use pharos_shared::collection::Collection;
+use tokio::sync::Semaphore;
+
+use super::walk::{Limits, walk};
+use crate::command_dispatch::flights::{Flights, Joined};
+use crate::control_plane::ControlPlane;
+
+/// Walks running at once for requests.
+pub const COLLECTIONS_AT_ONCE: usize = 2;
+/// How long a collection made for a request answers later requests.
+pub const CACHE_TTL: Duration = Duration::from_secs(60);
+/// Anchors whose collections are cached.
+const CACHED_ANCHORS: u64 = 64;
+/// Requests that may wait for one anchor's walk.
+const WAITERS: usize = 1_024;
+
+type Outcome = Result<Arc<Collection>, CollectError>;
+
+/// On-demand collections: bound, flights and cache.
+#[derive(Debug)]
+pub struct OnDemand {
+    cp: Arc<ControlPlane>,
+    fetcher: Arc<HttpFetcher>,
+    limits: Limits,
+    running: Arc<Semaphore>,
+    flights: Arc<Flights<Outcome>>,
+    cache: Cache<String, Arc<Collection>>,
+}
+
+impl OnDemand {
+    /// Collections for `cp`'s requests, fetched under its `federation.*` rules.
+    pub fn new(cp: Arc<ControlPlane>) -> Arc<Self> {
+        let fetcher = Arc::new(HttpFetcher::new(&cp.settings.federation));
+        Arc::new(Self {
+            limits: Limits::from_settings(&cp.settings.federation),
+            cp,
+            fetcher,
+            running: Arc::new(Semaphore::new(COLLECTIONS_AT_ONCE)),
+            flights: Flights::new(WAITERS),
+            cache: Cache::builder()
+                .max_capacity(CACHED_ANCHORS)
+                .time_to_live(CACHE_TTL)
+                .build(),
+        })
+    }
+
+    /// Answers `reply` from the cache, by joining the walk in progress, or by starting one if
+    /// there is room; never waits itself.
+    pub fn admit(self: &Arc<Self>, trust_anchor: String, reply: CollectReply) {
+        if let Some(c) = self.cache.get(&trust_anchor) {
+            let _ = reply.send(Ok(c));
+            return;
+        }
+        let lead = match self.flights.join(&trust_anchor, reply) {
+            Joined::Follower => return,
+            Joined::Full(reply) => {
+                let _ = reply.send(Err(Refused::Busy.into()));
+                return;
+            }
+            Joined::Leader(lead) => lead,
+        };
+        let Ok(permit) = self.running.clone().try_acquire_owned() else {
+            lead.finish(Err(Refused::Busy.into()));
+            return;
+        };
+        let me = self.clone();
+        tokio::spawn(async move {
+            let spec = anchor_spec(&me.cp.snapshot(), &trust_anchor);
+            let now = me.cp.now();
+            let outcome = match walk(me.fetcher.as_ref(), &spec, &me.limits, now).await {
+                Ok(w) => {
+                    let c = Arc::new(Collection::new(
+                        trust_anchor.clone(),
+                        now,
+                        w.entities.into_iter().map(Arc::new).collect(),
+                    ));
+                    me.cache.insert(trust_anchor, c.clone());
+                    Ok(c)
+                }
+                Err(e) => {
+                    tracing::warn!(trust_anchor = %trust_anchor, error = %e, "on-demand entity collection failed");
+                    Err(CollectError::AnchorUnusable(e))
+                }
+            };
+            drop(permit);
+            lead.finish(outcome);
+        });
+    }
+}

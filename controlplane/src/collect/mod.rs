@@ -1,0 +1,41 @@
+//! The entity collector: walks a federation from a Trust Anchor through the
+//! `federation_list_endpoint`s of its Intermediates and keeps, per Entity, what the entity
+//! collection endpoint shows ([`pharos_shared::collection`]).
+//!
+//! - [`walk`]: one walk, bounded in Entities, fetches, parallel fetches and time per fetch
+//!   (the outbound rules of [`HttpFetcher`]: timeout, size limit, private-address policy);
+//!   loop-safe and de-duplicated by a visited set; members that fail are logged and skipped.
+//! - [`job`]: the periodic collector (`interval_seconds` > 0), one walk per allowed Trust
+//!   Anchor at most `concurrency_limit` at once, results committed through `Write` and so
+//!   published in the snapshot; restarted when the endpoint's settings change.
+//! - [`demand`]: collection on request (no interval), single flight per anchor, cached briefly.
+
+pub mod demand;
+pub mod job;
+pub mod walk;
+
+use pharos_dataplane::outbound::HttpFetcher;
+use pharos_shared::Result;
+
+/// Where a walk gets its documents: Entity Configurations and subordinate listings. The
+/// collector uses [`HttpFetcher`]; the trait keeps the walk testable over in-memory fakes.
+pub trait Source: Send + Sync {
+    /// The Entity Configuration JWT of `entity_id`.
+    fn entity_configuration(
+        &self,
+        entity_id: &str,
+    ) -> impl std::future::Future<Output = Result<String>> + Send;
+    /// The body of a subordinate listing at `url` (a JSON array of entity identifiers).
+    fn list(&self, url: &str) -> impl std::future::Future<Output = Result<String>> + Send;
+}
+
+impl Source for HttpFetcher {
+    async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
+        self.get(&pharos_dataplane::outbound::configuration_url(entity_id))
+            .await
+    }
+
+    async fn list(&self, url: &str) -> Result<String> {
+        self.get_typed(url, "application/json").await
+    }
+}

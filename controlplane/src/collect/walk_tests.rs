@@ -1,0 +1,200 @@
+//! The walk over in-memory federations: loops and duplicates, the Entity bound, members that
+//! fail, an anchor that does not verify with its pinned keys.
+
+use std::collections::HashMap;
+
+use pharos_shared::Error;
+use pharos_shared::interop::Interop;
+use pharos_shared::jose::{Algorithm, Signer, SigningKey};
+use serde_json::json;
+
+use super::*;
+
+const NOW: i64 = 1_700_000_000;
+
+struct Fake {
+    key: SigningKey,
+    ecs: HashMap<String, String>,
+    lists: HashMap<String, Vec<String>>,
+}
+
+impl Fake {
+    fn new() -> Self {
+        Self {
+            key: SigningKey::generate(Algorithm::ES256, 0).unwrap(),
+            ecs: HashMap::new(),
+            lists: HashMap::new(),
+        }
+    }
+
+    /// An Entity; with `subs`, it lists them at `<id>/list`.
+    fn entity(&mut self, id: &str, subs: Option<Vec<&str>>) {
+        let mut fe = json!({"organization_name": id});
+        if let Some(subs) = subs {
+            fe["federation_list_endpoint"] = json!(format!("{id}/list"));
+            self.lists.insert(
+                format!("{id}/list"),
+                subs.into_iter().map(String::from).collect(),
+            );
+        }
+        let claims = json!({"iss": id, "sub": id, "iat": NOW, "exp": NOW + 60,
+            "jwks": {"keys": [self.key.public_jwk()]}, "metadata": {"federation_entity": fe}});
+        let jws = jose::sign(
+            &self.key,
+            "entity-statement+jwt",
+            claims.as_object().unwrap(),
+            None,
+        )
+        .unwrap();
+        self.ecs.insert(id.to_owned(), jws);
+    }
+}
+
+impl Source for Fake {
+    async fn entity_configuration(&self, entity_id: &str) -> pharos_shared::Result<String> {
+        self.ecs
+            .get(entity_id)
+            .cloned()
+            .ok_or_else(|| Error::Fetch(format!("{entity_id}: 404")))
+    }
+
+    async fn list(&self, url: &str) -> pharos_shared::Result<String> {
+        let l = self
+            .lists
+            .get(url)
+            .ok_or_else(|| Error::Fetch(format!("{url}: 404")))?;
+        Ok(serde_json::to_string(l).unwrap())
+    }
+}
+
+fn anchor(id: &str) -> AnchorSpec {
+    AnchorSpec {
+        entity_id: id.into(),
+        jwks: None,
+        interop: Interop::default(),
+    }
+}
+
+fn limits(max_entities: usize) -> Limits {
+    Limits {
+        max_entities,
+        max_fetches: 1_000,
+        parallel: 4,
+        fetch_timeout: Duration::from_secs(5),
+    }
+}
+
+fn ids(w: &Walked) -> Vec<&str> {
+    let mut ids: Vec<_> = w.entities.iter().map(|e| e.entity_id.as_str()).collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn loops_and_duplicates_are_walked_once_and_failures_skipped() {
+    let mut f = Fake::new();
+    f.entity(
+        "https://ta",
+        Some(vec!["https://i", "https://i", "https://gone"]),
+    );
+    f.entity(
+        "https://i",
+        Some(vec!["https://ta", "https://i", "https://l"]),
+    );
+    f.entity("https://l", None);
+    let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&w),
+        ["https://i", "https://l"],
+        "the anchor is not listed"
+    );
+    assert_eq!(w.skipped, 1, "the member without a configuration");
+}
+
+#[tokio::test]
+async fn the_entity_bound_stops_the_walk() {
+    let mut f = Fake::new();
+    let subs: Vec<String> = (0..50).map(|i| format!("https://e{i:02}")).collect();
+    f.entity(
+        "https://ta",
+        Some(subs.iter().map(String::as_str).collect()),
+    );
+    for s in &subs {
+        f.entity(s, None);
+    }
+    let w = walk(&f, &anchor("https://ta"), &limits(10), NOW)
+        .await
+        .unwrap();
+    assert_eq!(w.entities.len(), 10);
+}
+
+#[tokio::test]
+async fn an_anchor_that_fails_its_pinned_keys_fails_the_walk() {
+    let mut f = Fake::new();
+    f.entity("https://ta", Some(vec![]));
+    let other = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    let mut a = anchor("https://ta");
+    a.jwks = Some(pharos_shared::jose::Jwks {
+        keys: vec![other.public_jwk().clone()],
+    });
+    assert!(walk(&f, &a, &limits(10), NOW).await.is_err());
+    assert!(
+        walk(&f, &anchor("https://nobody"), &limits(10), NOW)
+            .await
+            .is_err()
+    );
+}
+
+/// Log lines written while the guard lives (current-thread runtime: same thread).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn skipped_members_and_listings_are_logged() {
+    let mut f = Fake::new();
+    f.entity("https://ta", Some(vec!["https://gone", "https://i"]));
+    // i publishes a listing that answers 404.
+    let mut claims = json!({"iss": "https://i", "sub": "https://i", "iat": NOW, "exp": NOW + 60,
+        "jwks": {"keys": [f.key.public_jwk()]},
+        "metadata": {"federation_entity": {"federation_list_endpoint": "https://i/list"}}});
+    let jws = jose::sign(
+        &f.key,
+        "entity-statement+jwt",
+        claims.as_object_mut().unwrap(),
+        None,
+    )
+    .unwrap();
+    f.ecs.insert("https://i".into(), jws);
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)
+        .await
+        .unwrap();
+    assert_eq!(ids(&w), ["https://i"]);
+    let log = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        log.contains("member skipped") && log.contains("https://gone"),
+        "{log}"
+    );
+    assert!(
+        log.contains("listing skipped") && log.contains("https://i/list"),
+        "{log}"
+    );
+}
