@@ -68,6 +68,18 @@ async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_ap
             .await
             .unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        // A reverse proxy on this host connects from loopback for anyone: not local.
+        let r = p
+            .client
+            .post(p.url("/api/v1/admin/users"))
+            .header("content-type", "application/json")
+            .header("x-forwarded-for", "203.0.113.5")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{b:?}");
+        assert_eq!(users(&p).await, 0);
         // Loopback may read.
         assert_eq!(p.admin(Method::GET, "/trust-anchors", None).await.0, 200);
         // The token from the log lets a remote operator create the first user.

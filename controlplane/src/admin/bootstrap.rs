@@ -2,8 +2,10 @@
 //!
 //! An empty `users` table cannot mean "open to everyone": whoever reached the port first would
 //! create the first administrator and own the federation. Until a user exists, the Admin API
-//! answers only clients on the same machine (the socket's peer address is loopback; forwarded
-//! headers are not believed) and holders of a bootstrap token generated at start and written
+//! answers only clients on the same machine (the socket's peer address is loopback, and the
+//! request carries no forwarding header: a reverse proxy on the same host connects from loopback
+//! on behalf of anyone, so a proxied request is never "local") and holders of a bootstrap token
+//! generated at start and written
 //! to the log, which an operator of a container or remote host can read. The token is good for
 //! one bootstrap: once a user exists it is spent, also if every user is deleted later (then
 //! only loopback clients may create one again).
@@ -53,8 +55,21 @@ impl Bootstrap {
 
     /// Whether a request from `peer` with `headers` may use the API while no user exists.
     pub fn admits(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
-        peer.is_some_and(is_loopback) || self.token().is_some_and(|t| bearer_matches(headers, t))
+        let local = peer.is_some_and(is_loopback) && !proxied(headers);
+        local || self.token().is_some_and(|t| bearer_matches(headers, t))
     }
+}
+
+/// The request passed a proxy: it carries one of the usual forwarding headers.
+fn proxied(headers: &HeaderMap) -> bool {
+    [
+        "forwarded",
+        "x-forwarded-for",
+        "x-real-ip",
+        "x-forwarded-host",
+    ]
+    .iter()
+    .any(|h| headers.contains_key(*h))
 }
 
 /// Loopback, also as an IPv4-mapped IPv6 address (`::ffff:127.0.0.1` on dual-stack sockets).
@@ -96,6 +111,13 @@ mod tests {
         let remote: IpAddr = [192, 0, 2, 7].into();
         let none = HeaderMap::new();
         assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
+        // Through a reverse proxy on this host: loopback peer, but not a local client.
+        let mut proxied = HeaderMap::new();
+        proxied.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.5"));
+        assert!(!b.admits(Some([127, 0, 0, 1].into()), &proxied));
+        let mut forwarded = HeaderMap::new();
+        forwarded.insert("forwarded", HeaderValue::from_static("for=203.0.113.5"));
+        assert!(!b.admits(Some([127, 0, 0, 1].into()), &forwarded));
         assert!(b.admits(Some("::ffff:127.0.0.1".parse().unwrap_or(remote)), &none));
         assert!(!b.admits(Some(remote), &none));
         assert!(!b.admits(None, &none));
