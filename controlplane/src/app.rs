@@ -32,6 +32,9 @@ use crate::metrics::Metrics;
 use crate::refresh::Refreshers;
 use crate::stats::Statistics;
 
+/// How long shutdown waits for borrowed database connections to be returned.
+const POOL_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A running Pharos.
 #[derive(Debug)]
 pub struct App {
@@ -262,7 +265,19 @@ impl App {
             stop.cancel();
             let _ = flusher.await;
         }
-        self.control.db.pool.close().await;
+        // `close` waits for every borrowed connection to come back; a task that outlived the
+        // drain (a walk stuck on a hanging peer, a detached job) must not hold the shutdown
+        // (or a restart on the same database) for ever: the connections go with the process.
+        let close = self.control.db.pool.close();
+        if tokio::time::timeout(POOL_CLOSE_TIMEOUT, close)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                timeout = ?POOL_CLOSE_TIMEOUT,
+                "database connections still in use at shutdown; not waiting for them"
+            );
+        }
     }
 
     /// A token that stops the app when cancelled (used by signal handling).
