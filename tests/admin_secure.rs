@@ -242,6 +242,77 @@ async fn failed_logins_are_limited_per_client_and_the_user_is_the_actor() {
     p.stop().await;
 }
 
+/// Behind a trusted reverse proxy the limit counts the forwarded client: one attacker does not
+/// lock every operator out. From an untrusted peer the header is ignored (no spoofed escape).
+#[tokio::test]
+async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start_with(
+        &db,
+        |s| s.server.trusted_proxies = vec!["127.0.0.1".into()],
+        std::sync::Arc::new(pharos_shared::time::SystemClock),
+    )
+    .await;
+    let (s, _) = p
+        .admin(
+            Method::POST,
+            "/users",
+            Some(json!({"username": "alice", "password": "right"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let get = |client: &'static str, pw: &'static str| {
+        p.client
+            .get(p.url("/api/v1/admin/trust-anchors"))
+            .basic_auth("alice", Some(pw))
+            .header("x-forwarded-for", client)
+            .send()
+    };
+    for _ in 0..10 {
+        let r = get("203.0.113.5", "wrong").await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = get("203.0.113.5", "right").await.unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Another client behind the same proxy still logs in.
+    let r = get("203.0.113.6", "right").await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    p.stop().await;
+
+    // The same proxy untrusted: every forwarded address is the proxy itself, one bucket.
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let (s, _) = p
+        .admin(
+            Method::POST,
+            "/users",
+            Some(json!({"username": "alice", "password": "right"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    for i in 0..10 {
+        let client = format!("203.0.113.{i}");
+        let r = p
+            .client
+            .get(p.url("/api/v1/admin/trust-anchors"))
+            .basic_auth("alice", Some("wrong"))
+            .header("x-forwarded-for", client)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    }
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/trust-anchors"))
+        .basic_auth("alice", Some("right"))
+        .header("x-forwarded-for", "198.51.100.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
 #[tokio::test]
 async fn both_ports_send_security_headers_and_admin_answers_are_not_stored() {
     let db = TestDb::new(Backend::Sqlite).await;

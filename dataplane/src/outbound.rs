@@ -88,7 +88,7 @@ impl HttpFetcher {
         let parsed =
             url::Url::parse(url).map_err(|e| Error::Fetch(format!("{url}: bad URL: {e}")))?;
         check_url(&parsed, self.block_private)?;
-        let fail = |e: reqwest::Error| Error::Fetch(format!("{url}: {}", with_sources(&e)));
+        let fail = |e: reqwest::Error| Error::Fetch(transport_failure(url, &e));
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
         FETCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut resp = client
@@ -160,6 +160,22 @@ pub fn trust_mark_url(endpoint: &str, trust_mark_type: &str, sub: &str) -> Resul
         .append_pair("trust_mark_type", trust_mark_type)
         .append_pair("sub", sub);
     Ok(u.into())
+}
+
+/// What a caller learns of a transport failure: that the URL gave no answer, or that its name
+/// resolves to a refused address, never the cause chain (refused, reset, timed out, TLS alert),
+/// which would let a resolver's caller map ports behind it. The whole chain goes to the log.
+/// Shared with the control plane's outbound calls (entity checks) for the same reason.
+pub fn transport_failure(url: &str, e: &reqwest::Error) -> String {
+    let detail = with_sources(e);
+    tracing::debug!(url, error = %detail, "outbound request failed");
+    if e.is_redirect() {
+        format!("{url}: too many redirects")
+    } else if detail.contains("non-public address") {
+        format!("{url}: resolves to a non-public address, refused")
+    } else {
+        format!("{url}: no answer")
+    }
 }
 
 /// An error and its causes on one line: reqwest's own message omits them ("error sending

@@ -70,6 +70,24 @@ async fn times_out() {
     assert!(f.get(&format!("{base}/slow")).await.is_err());
 }
 
+/// A caller sees "no answer" for a closed port and for a timeout alike, never the cause
+/// (refused, reset, timed out), which would let it scan ports through the resolver.
+#[tokio::test]
+async fn transport_errors_are_generic() {
+    let base = server().await;
+    let mut s = settings(1024, false);
+    s.http_timeout = pharos_shared::config::Duration(Duration::from_millis(200));
+    let f = HttpFetcher::new(&s);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let refused = f.get(&format!("http://{closed}/x")).await.unwrap_err();
+    let slow = f.get(&format!("{base}/slow")).await.unwrap_err();
+    assert_eq!(refused.to_string(), format!("http://{closed}/x: no answer"));
+    assert_eq!(slow.to_string(), format!("{base}/slow: no answer"));
+}
+
 #[tokio::test]
 async fn blocking_refuses_loopback_literals_and_names() {
     let base = server().await;

@@ -33,6 +33,7 @@ use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
 use crate::db::users;
+use pharos_shared::client_ip::TrustedProxies;
 
 /// What the authentication middleware needs.
 #[derive(Debug, Clone)]
@@ -45,6 +46,21 @@ pub struct AuthState {
     pub bootstrap: Arc<Bootstrap>,
     /// Failed logins per client.
     pub failures: FailedLogins,
+    /// `server.trusted_proxies`: behind a reverse proxy the failed-login limit counts the
+    /// forwarded client, not the proxy (which would lock every operator out at once).
+    pub proxies: Arc<TrustedProxies>,
+}
+
+impl AuthState {
+    /// The client a failed-login bucket belongs to: the peer, or the address a trusted proxy
+    /// forwarded. Unknown peers (never on a real listener) share one bucket rather than
+    /// escaping the limit.
+    fn client(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> IpAddr {
+        let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let header = &self.cp.settings.server.forwarded_ip_header;
+        let forwarded = headers.get(header.as_str()).and_then(|v| v.to_str().ok());
+        self.proxies.client_ip(peer, forwarded)
+    }
 }
 
 /// Username and password of an HTTP Basic `Authorization` header, if well-formed.
@@ -129,8 +145,7 @@ async fn authenticate(
         ));
     }
     auth.bootstrap.spend();
-    // Unknown peers (never on a real listener) share one bucket rather than escaping the limit.
-    let client = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let client = auth.client(headers, peer);
     if let Some(retry_after) = auth.failures.retry_after(client) {
         return Err(ApiError::TooManyRequests {
             message: "too many failed logins from this client; try again later".into(),

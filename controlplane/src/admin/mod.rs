@@ -179,6 +179,9 @@ pub fn router(
         passwords: passwords.clone(),
         bootstrap,
         failures: login_limit::FailedLogins::default(),
+        proxies: Arc::new(pharos_shared::client_ip::TrustedProxies::parse(
+            &cp.settings.server.trusted_proxies,
+        )),
     };
     let api = api
         .layer(axum::middleware::from_fn_with_state(

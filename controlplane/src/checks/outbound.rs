@@ -143,7 +143,7 @@ impl Outbound {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let fail = |e: reqwest::Error| format!("{url}: {}", with_sources(&e));
+        let fail = |e: reqwest::Error| pharos_dataplane::outbound::transport_failure(url, &e);
         let mut resp = req.send().await.map_err(fail)?;
         let status = resp.status().as_u16();
         let content_type = resp
@@ -168,18 +168,6 @@ impl Outbound {
             body,
         })
     }
-}
-
-/// reqwest's message with its causes (the top one alone says little: "error sending request").
-fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use super::statement::authority_hints;
+use super::statement::{authority_hints, is_entity_identifier};
 use super::{MAX_AUTHORITY_HINTS, MAX_FETCHES, ResolveRequest, invalid};
 use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose;
@@ -104,6 +104,10 @@ impl<F: Fetcher> Collector<'_, F> {
                 .clone()
                 .ok_or_else(|| Error::Fetch(format!("{id}: Entity Configuration unusable")));
         }
+        // An identifier that breaks the rules (§1.2: https, a host, no query or fragment) is
+        // never fetched: statements are attacker-controlled, and fetching whatever they name
+        // would make the resolver a scanner of other people's URLs.
+        check_identifier(id)?;
         if !self.spend() {
             return Err(Error::Fetch("fetch budget exhausted".into()));
         }
@@ -128,18 +132,71 @@ impl<F: Fetcher> Collector<'_, F> {
     }
 
     /// The Subordinate Statement about `sub` from the fetch endpoint of `superior`.
-    async fn statement(&mut self, superior: &Map<String, Value>, sub: &str) -> Result<String> {
-        let endpoint = superior
+    ///
+    /// The endpoint is taken only from an Entity Configuration that verifies with its own
+    /// `jwks` and only when it is an `https` URL (`http` on loopback) without a fragment: an
+    /// unsigned or garbled statement must not steer the resolver to an arbitrary URL.
+    async fn statement(&mut self, superior: &Configuration, sub: &str) -> Result<String> {
+        let (jws, claims) = superior;
+        let endpoint = claims
             .get("metadata")
             .and_then(|m| m.get("federation_entity"))
             .and_then(|m| m.get("federation_fetch_endpoint"))
             .and_then(Value::as_str)
             .ok_or_else(|| Error::Fetch("no federation_fetch_endpoint".into()))?;
+        check_endpoint(endpoint)?;
+        self_signed(jws, claims)?;
         if !self.spend() {
             return Err(Error::Fetch("fetch budget exhausted".into()));
         }
         self.fetcher.subordinate_statement(endpoint, sub).await
     }
+}
+
+/// Refuses an identifier that is not an Entity Identifier, before anything is fetched.
+fn check_identifier(id: &str) -> Result<()> {
+    match url::Url::parse(id) {
+        Ok(u) if is_entity_identifier(&u) => Ok(()),
+        _ => Err(invalid(format!(
+            "{id:?} is not a valid Entity Identifier, not fetched"
+        ))),
+    }
+}
+
+/// A `federation_fetch_endpoint` worth requesting: `https` (`http` only on a loopback host,
+/// as for identifiers), with a host and without a fragment (§5.1.1); a query is allowed.
+fn check_endpoint(endpoint: &str) -> Result<()> {
+    let ok = url::Url::parse(endpoint).is_ok_and(|mut u| {
+        let fragment = u.fragment().is_some();
+        u.set_query(None);
+        !fragment && is_entity_identifier(&u)
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "federation_fetch_endpoint {endpoint:?} is not an https URL without fragment, not fetched"
+        )))
+    }
+}
+
+/// The superior's Entity Configuration verifies with the `jwks` it carries. This does not make
+/// it trusted (the chain does that), but an endpoint read from a statement nobody signed is
+/// not followed.
+fn self_signed(jws: &str, claims: &Map<String, Value>) -> Result<()> {
+    let jwks = claims
+        .get("jwks")
+        .cloned()
+        .ok_or_else(|| invalid("Entity Configuration without jwks"))
+        .and_then(|v| {
+            serde_json::from_value::<jose::Jwks>(v)
+                .map_err(|e| invalid(format!("Entity Configuration jwks: {e}")))
+        })?;
+    jose::verify(jws, &jwks).map(|_| ()).map_err(|e| {
+        invalid(format!(
+            "Entity Configuration does not verify with its own jwks: {e}"
+        ))
+    })
 }
 
 /// Fetch the subject's EC (a failure there is returned: the subject cannot be found), then
@@ -202,9 +259,9 @@ pub(crate) async fn collect<F: Fetcher>(
                 continue;
             }
             let step = async {
-                let (sup_jws, sup) = c.configuration(hint).await?;
+                let sup = c.configuration(hint).await?;
                 let ss = c.statement(&sup, current).await?;
-                Ok::<_, Error>((sup_jws, sup, ss))
+                Ok::<_, Error>((sup.0, sup.1, ss))
             };
             match step.await {
                 Ok((ec_jws, ec, ss)) => {

@@ -182,3 +182,89 @@ async fn chain_reject_too_deep() {
     assert!(msg.contains("exceeds 8 levels"), "{msg}");
     fed.resolve(&ids[2], &anchors).await.unwrap();
 }
+
+/// Identifiers that break the Entity Identifier rules are never fetched: a statement could
+/// otherwise point the resolver at any URL (query strings, other schemes, plain http hosts).
+#[tokio::test]
+async fn chain_reject_authority_hints_that_are_not_entity_identifiers() {
+    let (ta, leaf) = (id("ta"), id("leaf"));
+    let bad = [
+        "https://ia.example?x=1",
+        "https://ia.example#frag",
+        "ftp://ia.example",
+        "http://10.0.0.1:8080",
+        "not a url",
+    ];
+    let mut fed = Fed::default();
+    fed.superior(&ta, &[]);
+    fed.leaf(&leaf, &bad);
+    let anchors = [fed.anchor(&ta, true)];
+    let before = fed.fetches();
+    let msg = chain_error(fed.resolve(&leaf, &anchors).await);
+    // Only the leaf's own Entity Configuration was fetched.
+    assert_eq!(fed.fetches() - before, 1, "{msg}");
+    for hint in bad {
+        assert!(
+            msg.contains(&format!(
+                "{hint:?} is not a valid Entity Identifier, not fetched"
+            )),
+            "{msg}"
+        );
+    }
+}
+
+/// A subject that is not an Entity Identifier is not fetched either.
+#[tokio::test]
+async fn chain_reject_subject_that_is_not_an_entity_identifier() {
+    let mut fed = Fed::default();
+    let anchors = [fed.anchor(&id("ta"), true)];
+    let err = fed.resolve("http://192.168.1.1/", &anchors).await;
+    assert!(
+        format!("{err:?}").contains("not a valid Entity Identifier"),
+        "{err:?}"
+    );
+    assert_eq!(fed.fetches(), 0);
+}
+
+/// A superior's `federation_fetch_endpoint` is followed only when it is an https URL without
+/// fragment and its Entity Configuration verifies with its own keys.
+#[tokio::test]
+async fn chain_reject_unverified_or_odd_fetch_endpoints() {
+    let (ta, leaf) = (id("ta"), id("leaf"));
+    for endpoint in [
+        "http://ta.example/fetch",
+        "https://ta.example/fetch#x",
+        "file:///etc/passwd",
+    ] {
+        let mut fed = Fed::default();
+        let md = json!({"federation_entity": {"federation_fetch_endpoint": endpoint}});
+        fed.entity(&ta, &[], md, json!({}));
+        fed.leaf(&leaf, &[&ta]);
+        fed.subordinate(&ta, &leaf, json!({}));
+        let anchors = [fed.anchor(&ta, true)];
+        let msg = chain_error(fed.resolve(&leaf, &anchors).await);
+        assert!(
+            msg.contains("not an https URL without fragment, not fetched"),
+            "{msg}"
+        );
+        assert_eq!(
+            fed.fetches(),
+            2,
+            "only the two Entity Configurations: {msg}"
+        );
+    }
+    // The superior's EC is signed by a key that is not in its jwks: its endpoint is not used.
+    let (mut fed, ia) = (Fed::default(), id("ia"));
+    fed.superior(&ta, &[]);
+    fed.leaf(&leaf, &[&ia]);
+    fed.subordinate(&ia, &leaf, json!({}));
+    let mut claims = fed.claims(&ia, &ia);
+    claims["metadata"] = super::superior_metadata(&ia);
+    claims["authority_hints"] = json!([ta]);
+    let forged = fed.sign_as(&id("mallory"), &claims);
+    fed.fetcher.ecs.insert(ia.clone(), forged);
+    let anchors = [fed.anchor(&ta, true)];
+    let msg = chain_error(fed.resolve(&leaf, &anchors).await);
+    assert!(msg.contains("does not verify with its own jwks"), "{msg}");
+    assert_eq!(fed.fetches(), 2, "{msg}");
+}
