@@ -404,3 +404,34 @@ async fn plain_http_entity_identifiers_are_refused_except_on_loopback() {
     assert_eq!(s, 201, "{v}");
     p.stop().await;
 }
+
+/// Files holding secrets are the service's alone from the moment they exist: the data
+/// directory 0700, the SQLite database (private keys with the default backend) 0600, and with
+/// the filesystem backend its key directory 0700 and each PEM 0600.
+#[cfg(unix)]
+#[tokio::test]
+async fn secrets_on_disk_are_created_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let db = TestDb::new(Backend::Sqlite).await;
+    let keys = db.dir.path().join("keys");
+    let keys_in = keys.display().to_string();
+    let p = Pharos::start_with(
+        &db,
+        move |s| {
+            s.signing.kms = pharos_shared::config::Kms::Filesystem;
+            s.signing.filesystem.key_dir = keys_in;
+        },
+        std::sync::Arc::new(pharos_shared::time::SystemClock),
+    )
+    .await;
+    // The Entity Configuration is signed with a key that lives in key_dir.
+    let ec = p.entity_configuration().await;
+    let kid = ec.header["kid"].as_str().unwrap().to_owned();
+    let data = std::path::Path::new(&p.settings.storage.data_dir);
+    assert_eq!(mode(data), 0o700);
+    assert_eq!(mode(&data.join("pharos.db")), 0o600);
+    assert_eq!(mode(&keys), 0o700);
+    assert_eq!(mode(&keys.join(format!("{kid}.pem"))), 0o600);
+    p.stop().await;
+}

@@ -80,12 +80,15 @@ impl App {
         tls::install_crypto_provider();
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
-            std::fs::create_dir_all(&settings.storage.data_dir).map_err(|e| {
-                Error::Internal(format!(
-                    "cannot create data_dir {}: {e}",
-                    settings.storage.data_dir
-                ))
-            })?;
+            let dir = std::path::Path::new(&settings.storage.data_dir);
+            crate::private_files::create_dir(dir)
+                .and_then(|()| crate::private_files::create_file(&dir.join("pharos.db")))
+                .map_err(|e| {
+                    Error::Internal(format!(
+                        "cannot create the database in data_dir {}: {e}",
+                        settings.storage.data_dir
+                    ))
+                })?;
         }
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;

@@ -15,6 +15,7 @@ pub mod http;
 pub mod keys;
 pub mod logging;
 pub mod metrics;
+pub mod private_files;
 pub mod refresh;
 pub mod stats;
 

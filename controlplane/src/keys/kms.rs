@@ -128,17 +128,11 @@ impl Kms {
 }
 
 fn write_pem(dir: &Path, kid: &str, pem: &str) -> Result<()> {
-    std::fs::create_dir_all(dir)
+    crate::private_files::create_dir(dir)
         .map_err(|e| Error::Internal(format!("cannot create key_dir {}: {e}", dir.display())))?;
     let path = dir.join(format!("{kid}.pem"));
-    std::fs::write(&path, pem)
-        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
-    }
-    Ok(())
+    crate::private_files::write_new(&path, pem.as_bytes())
+        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
 }
 
 fn read_pem_key(path: &Path, alg: Algorithm) -> Result<SigningKey> {
