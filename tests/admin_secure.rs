@@ -435,3 +435,93 @@ async fn secrets_on_disk_are_created_private() {
     assert_eq!(mode(&keys.join(format!("{kid}.pem"))), 0o600);
     p.stop().await;
 }
+
+/// With `signing.db_encryption_key_file`, private keys in the database are sealed: keys stored
+/// in plain form before are sealed at the next start, the service signs with the same key, and
+/// it refuses to start without the key or with another one, naming the signing key.
+#[tokio::test]
+async fn private_keys_in_the_database_are_encrypted_at_rest() {
+    async fn stored(db: &TestDb) -> Vec<(String, String)> {
+        let pool = db.pool().await;
+        sqlx::query_as::<_, (String, String)>(
+            "SELECT kid, private_pem FROM signing_keys WHERE private_pem IS NOT NULL",
+        )
+        .fetch_all(&pool.pool)
+        .await
+        .unwrap()
+    }
+    async fn start_fails(settings: &pharos_shared::config::Settings) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let r = pharos_controlplane::app::App::start(
+            settings.clone(),
+            std::sync::Arc::new(pharos_shared::time::SystemClock),
+            pharos_controlplane::app::Listeners {
+                main: Some(listener),
+                admin: None,
+                redirect: None,
+            },
+        )
+        .await;
+        match r {
+            Ok(_) => panic!("started with a wrong database encryption key"),
+            Err(e) => e.to_string(),
+        }
+    }
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let key_file = db.dir.path().join("db.key");
+        std::fs::write(&key_file, format!("{}\n", "ab".repeat(32))).unwrap();
+        // First start without a key: the generated key is stored as plain PEM.
+        let p = Pharos::start(&db).await;
+        let kid = p.entity_configuration().await.header["kid"].clone();
+        let rows = stored(&db).await;
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].1.contains("PRIVATE KEY"));
+        let mut settings = p.settings.clone();
+        p.stop().await;
+
+        // With the key: sealed at start, same signing key, nothing readable left.
+        settings.signing.db_encryption_key_file = key_file.display().to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        settings.server.port = port;
+        settings.entity_id = format!("http://127.0.0.1:{port}");
+        let p = Pharos::start_with(
+            &db,
+            {
+                let s = settings.clone();
+                move |t| *t = s
+            },
+            std::sync::Arc::new(pharos_shared::time::SystemClock),
+        )
+        .await;
+        let ec = p.entity_configuration().await;
+        assert_eq!(ec.header["kid"], kid);
+        let rows = stored(&db).await;
+        assert_eq!(rows.len(), 1);
+        assert!(!rows[0].1.contains("PRIVATE KEY"), "{}", rows[0].1);
+        assert_eq!(rows[0].1.split('.').count(), 5, "a compact JWE");
+        // A key generated now (rotation) is stored sealed as well.
+        let (s, body) = p.admin(Method::POST, "/kms/rotate", None).await;
+        assert_eq!(s, 202, "{body}");
+        let settings = p.settings.clone();
+        p.stop().await;
+        let rows = stored(&db).await;
+        assert_eq!(rows.len(), 2);
+        for (kid, pem) in rows {
+            assert!(!pem.contains("PRIVATE KEY"), "{kid} stored in plain form");
+        }
+
+        // Without the key, or with another one: start-up refuses, naming the key.
+        let mut without = settings.clone();
+        without.signing.db_encryption_key_file = String::new();
+        let e = start_fails(&without).await;
+        assert!(e.contains("encrypted at rest"), "{e}");
+        let mut other = settings.clone();
+        other.signing.db_encryption_key_file = String::new();
+        other.signing.db_encryption_key = "cd".repeat(32);
+        let e = start_fails(&other).await;
+        assert!(e.contains("does not open with the configured"), "{e}");
+    }
+}

@@ -87,6 +87,21 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, k: &KeyRow) -> Result<()> {
     Ok(())
 }
 
+/// Replaces a key's stored private key (sealing it at rest).
+pub async fn set_private_pem(
+    db: &Db,
+    c: &mut AnyConnection,
+    kid: &str,
+    stored: &str,
+) -> Result<()> {
+    sqlx::query(db.sql("UPDATE signing_keys SET private_pem = ? WHERE kid = ?"))
+        .bind(stored)
+        .bind(kid)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
 /// Sets a key's expiry.
 pub async fn set_exp(db: &Db, c: &mut AnyConnection, kid: &str, exp: Option<i64>) -> Result<u64> {
     let r = sqlx::query(db.sql("UPDATE signing_keys SET exp = ? WHERE kid = ?"))

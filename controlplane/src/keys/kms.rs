@@ -10,6 +10,7 @@ use pharos_shared::jose::{Algorithm, Jwk, Signer, SigningKey};
 use super::pkcs11::{Token, TokenSigner};
 use crate::db::keys::KeyRow;
 use crate::error::{Error, Result};
+use pharos_shared::jose::seal::{Sealer, is_sealed};
 
 /// A freshly generated key, ready to be recorded.
 #[derive(Debug)]
@@ -29,6 +30,8 @@ pub struct Kms {
     key_dir: PathBuf,
     key_file: Option<PathBuf>,
     token: Option<Arc<Token>>,
+    /// Encrypts private keys stored in the database, when configured.
+    sealer: Option<Sealer>,
 }
 
 impl Kms {
@@ -45,6 +48,7 @@ impl Kms {
             key_file: (cfg.signing.kms == KmsKind::Filesystem && !fs.key_file.is_empty())
                 .then(|| PathBuf::from(&fs.key_file)),
             token,
+            sealer: super::sealing::from_settings(&cfg.signing)?,
         })
     }
 
@@ -89,13 +93,41 @@ impl Kms {
                 write_pem(&self.key_dir, key.kid(), key.private_pem())?;
                 None
             }
-            _ => Some(key.private_pem().to_string()),
+            _ => Some(self.stored_form(key.kid(), key.private_pem())?),
         };
         Ok(Generated {
             kid: key.kid().to_string(),
             public_jwk: key.public_jwk().clone(),
             private_pem,
         })
+    }
+
+    /// How a private key is stored in the database: sealed when a database encryption key is
+    /// configured, else the PEM itself.
+    pub fn stored_form(&self, kid: &str, pem: &str) -> Result<String> {
+        match &self.sealer {
+            Some(s) => Ok(s.seal(kid, pem)?),
+            None => Ok(pem.to_owned()),
+        }
+    }
+
+    /// The PEM of a stored private key; a sealed one needs the key it was sealed with.
+    pub fn open_stored(&self, kid: &str, stored: &str) -> Result<String> {
+        if !is_sealed(stored) {
+            return Ok(stored.to_owned());
+        }
+        match &self.sealer {
+            Some(s) => Ok(s.open(kid, stored)?),
+            None => Err(Error::Internal(format!(
+                "the private key of {kid} is encrypted at rest; configure the key it was \
+                 encrypted with (signing.db_encryption_key_file or signing.db_encryption_key)"
+            ))),
+        }
+    }
+
+    /// Whether private keys stored in the database are to be sealed.
+    pub fn seals(&self) -> bool {
+        self.sealer.is_some()
     }
 
     /// The static key file's key, for recording at first start.
@@ -106,8 +138,9 @@ impl Kms {
     /// A signer for a stored key of ours.
     pub fn signer(&self, row: &KeyRow) -> Result<Arc<dyn Signer>> {
         let alg: Algorithm = row.alg.parse()?;
-        if let Some(pem) = &row.private_pem {
-            return Ok(Arc::new(SigningKey::from_pem(alg, pem)?));
+        if let Some(stored) = &row.private_pem {
+            let pem = self.open_stored(&row.kid, stored)?;
+            return Ok(Arc::new(SigningKey::from_pem(alg, &pem)?));
         }
         if let Some(token) = &self.token {
             let s = TokenSigner::new(token.clone(), alg, &row.kid, row.public_jwk.clone())?;

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod pkcs11;
 pub mod planner;
 pub mod rotation;
+pub mod sealing;
 
 use pharos_shared::config::Settings;
 use pharos_shared::jose::{Algorithm, Jwk};
@@ -95,6 +96,7 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
     let bits = rsa_key_len(db, cfg).await?;
     // Reads first: an in-memory SQLite pool has one connection, which the transaction takes.
     let mut tx = db.pool.begin().await?;
+    seal_stored_keys(db, &mut tx, kms, &rows).await?;
     if !seeded {
         settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(alg.as_str())).await?;
     }
@@ -129,6 +131,33 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
     db::keys::insert(db, &mut tx, &row).await?;
     tx.commit().await?;
     tracing::info!(kid = %row.kid, alg = %alg, "generated signing key");
+    Ok(())
+}
+
+/// Every stored private key must open (a sealed one with the configured key: a missing or
+/// wrong key stops start-up naming the signing key), and with a key configured, keys stored in
+/// plain PEM are sealed in the start-up transaction.
+async fn seal_stored_keys(
+    db: &Db,
+    tx: &mut sqlx::AnyConnection,
+    kms: &Kms,
+    rows: &[KeyRow],
+) -> Result<()> {
+    let mut sealed = 0;
+    for row in rows {
+        let Some(stored) = &row.private_pem else {
+            continue;
+        };
+        let pem = kms.open_stored(&row.kid, stored)?;
+        if kms.seals() && &pem == stored {
+            let form = kms.stored_form(&row.kid, &pem)?;
+            db::keys::set_private_pem(db, tx, &row.kid, &form).await?;
+            sealed += 1;
+        }
+    }
+    if sealed > 0 {
+        tracing::info!(keys = sealed, "encrypted stored private keys at rest");
+    }
     Ok(())
 }
 

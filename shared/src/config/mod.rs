@@ -75,7 +75,12 @@ impl Default for Settings {
 }
 
 /// Paths of the secrets that `redacted` hides.
-const SECRET_PATHS: [&str; 3] = ["storage.password", "cache.password", "signing.pkcs11.pin"];
+const SECRET_PATHS: [&str; 4] = [
+    "storage.password",
+    "cache.password",
+    "signing.pkcs11.pin",
+    "signing.db_encryption_key",
+];
 
 impl Settings {
     /// The sqlx connection URL for `storage`, so no caller assembles or escapes it itself.

@@ -26,6 +26,13 @@ pub struct SigningSettings {
     pub filesystem: FilesystemKeys,
     /// Settings of the PKCS#11 KMS.
     pub pkcs11: Pkcs11Settings,
+    /// A file holding the key (32 bytes: raw, hex or base64) that encrypts private keys stored
+    /// in the database (`kms: db`). Keys stored in plain form are encrypted at the next start.
+    /// Empty: private keys are stored as plain PEM, protected by the database's access rules.
+    pub db_encryption_key_file: String,
+    /// The same key given directly (hex or base64), e.g. from a secret store through
+    /// `SVC_SIGNING_DB_ENCRYPTION_KEY`; not together with `db_encryption_key_file`.
+    pub db_encryption_key: String,
 }
 
 impl Default for SigningSettings {
@@ -38,6 +45,8 @@ impl Default for SigningSettings {
             rsa_key_len: 2048,
             filesystem: FilesystemKeys::default(),
             pkcs11: Pkcs11Settings::default(),
+            db_encryption_key_file: String::new(),
+            db_encryption_key: String::new(),
         }
     }
 }
@@ -125,6 +134,12 @@ impl SigningSettings {
         }
         if self.kms == Kms::Pkcs11 {
             self.pkcs11.check(problems);
+        }
+        if !self.db_encryption_key_file.is_empty() && !self.db_encryption_key.is_empty() {
+            problems.push(
+                "signing.db_encryption_key_file and signing.db_encryption_key: set one, not both"
+                    .into(),
+            );
         }
     }
 }

@@ -10,6 +10,7 @@
 mod algorithm;
 mod jws;
 mod key;
+pub mod seal;
 mod thumbprint;
 mod verify;
 
