@@ -23,6 +23,7 @@ mod collection;
 mod collection_periodic;
 mod collection_spid;
 mod cors;
+mod deploy;
 mod enroll;
 mod enroll_checks;
 mod enroll_refusals;
