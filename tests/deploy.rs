@@ -129,7 +129,10 @@ fn systemd_unit_verifies() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "systemd-analyze verify failed:\n{err}");
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify failed:\n{err}"
+    );
     // Unknown keys and bad values are only warnings for systemd; they are errors here.
     assert!(
         err.trim().is_empty(),
