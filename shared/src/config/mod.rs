@@ -14,6 +14,8 @@ mod storage;
 mod tree;
 
 #[cfg(test)]
+mod docs_check;
+#[cfg(test)]
 mod load_tests;
 #[cfg(test)]
 mod reference;
