@@ -24,6 +24,7 @@ mod collection_periodic;
 mod collection_spid;
 mod cors;
 mod deploy;
+mod deploy_nginx;
 mod enroll;
 mod enroll_checks;
 mod enroll_refusals;
