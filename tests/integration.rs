@@ -23,6 +23,8 @@ mod collection;
 mod collection_periodic;
 mod collection_spid;
 mod cors;
+mod deploy;
+mod deploy_nginx;
 mod enroll;
 mod enroll_checks;
 mod enroll_refusals;

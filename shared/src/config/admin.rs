@@ -74,15 +74,15 @@ pub enum ActorSource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PasswordHashing {
-    /// Iterations.
+    /// Argon2id iterations.
     pub time: u32,
-    /// Memory in KiB.
+    /// Argon2id memory in KiB.
     pub memory_kib: u32,
-    /// Lanes / threads.
+    /// Argon2id lanes (threads).
     pub parallelism: u32,
-    /// Derived key length in bytes.
+    /// Length of the derived hash in bytes.
     pub key_len: u32,
-    /// Salt length in bytes.
+    /// Length of the random salt in bytes.
     pub salt_len: u32,
 }
 

@@ -14,7 +14,11 @@ mod storage;
 mod tree;
 
 #[cfg(test)]
+mod docs_check;
+#[cfg(test)]
 mod load_tests;
+#[cfg(test)]
+mod reference;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,17 +48,17 @@ pub struct Settings {
     pub server: ServerSettings,
     /// Logs and banner.
     pub logging: LoggingSettings,
-    /// Database.
+    /// Database (all state managed through the Admin API lives here).
     pub storage: StorageSettings,
     /// In-process cache (redis keys accepted and ignored).
     pub cache: CacheSettings,
     /// Signing keys.
     pub signing: SigningSettings,
-    /// Admin API.
+    /// Admin API (lighthouse-compatible, `/api/v1/admin`).
     pub api: ApiSettings,
     /// Request statistics.
     pub stats: StatsSettings,
-    /// Outbound fetch limits.
+    /// Outbound fetches, the shape of issued trust marks, and draft-era leniencies.
     pub federation: FederationSettings,
 }
 

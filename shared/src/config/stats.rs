@@ -24,7 +24,7 @@ pub struct StatsSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StatsBuffer {
-    /// Capacity in records.
+    /// Capacity in records; when full the oldest are dropped (and counted).
     pub size: u32,
     /// Flush at least this often.
     pub flush_interval: Duration,
@@ -84,9 +84,9 @@ pub struct GeoIp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StatsRetention {
-    /// Detailed request records.
+    /// Days detailed request records are kept.
     pub detailed_days: u32,
-    /// Daily aggregates.
+    /// Days daily aggregates are kept.
     pub aggregated_days: u32,
 }
 
