@@ -224,3 +224,64 @@ async fn missing_exp_or_jti_is_a_bad_request() {
     })
     .await;
 }
+
+/// An assertion that does not verify with the keys the client's own Entity Configuration
+/// publishes is refused before any trust chain is resolved: the superior its authority_hints
+/// name is never contacted. A well-signed assertion of the same client does walk up to it
+/// (which is how the test knows it would see the contact).
+#[tokio::test]
+async fn a_forged_assertion_is_refused_before_the_federation_is_walked() {
+    let contacts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let superior = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let superior_id = format!("http://{}", superior.local_addr().unwrap());
+    let seen = contacts.clone();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = superior.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(sock);
+        }
+    });
+    each(async |f, s| {
+        contacts.store(0, std::sync::atomic::Ordering::SeqCst);
+        // A second client whose only superior is the counting listener.
+        let db = TestDb::new(crate::support::Backend::Sqlite).await;
+        let stranger = Pharos::start(&db).await;
+        let (st, v) = stranger
+            .admin(
+                Method::POST,
+                "/entity-configuration/authority-hints",
+                Some(json!({"entity_id": superior_id})),
+            )
+            .await;
+        assert_eq!(st, 201, "{v}");
+        let forged = SigningKey::generate(Algorithm::ES256, 2048).unwrap();
+        let c = claims(stranger.entity_id(), s.entity_id(), |_| {});
+        let (st, body) = call(s, "/list", &assertion(&forged, &c), &[]).await;
+        assert_eq!(
+            (st, error(&body).as_str()),
+            (401, "invalid_client"),
+            "{body}"
+        );
+        assert!(body.contains("signature"), "{body}");
+        assert_eq!(contacts.load(std::sync::atomic::Ordering::SeqCst), 0);
+        // Correctly signed: the chain is walked (and fails at the silent superior).
+        let c = claims(stranger.entity_id(), s.entity_id(), |_| {});
+        let (st, body) = call(s, "/list", &assertion(signer(&stranger).as_ref(), &c), &[]).await;
+        assert_eq!(
+            (st, error(&body).as_str()),
+            (401, "invalid_client"),
+            "{body}"
+        );
+        assert!(contacts.load(std::sync::atomic::Ordering::SeqCst) > 0);
+        // A client of the trusted federation still passes.
+        let c = claims(f.client.entity_id(), s.entity_id(), |_| {});
+        assert_eq!(
+            call(s, "/list", &assertion(signer(&f.client).as_ref(), &c), &[])
+                .await
+                .0,
+            200
+        );
+        stranger.stop().await;
+    })
+    .await;
+}

@@ -9,6 +9,7 @@
 //! 401 `invalid_client`, as RFC 7523 §3.2 prescribes for client assertions.
 
 use axum::http::StatusCode;
+use pharos_shared::chain::is_entity_identifier;
 use pharos_shared::endpoint::ResolveConfig;
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
@@ -56,7 +57,9 @@ pub async fn authenticate(
         .map_err(|e| FedError::invalid_request(format!("client_assertion is not a JWT: {e}")))?
         .claims;
     let checked = check_claims(&claims, &snap.entity_id, now, dp.max_assertion_lifetime)?;
-    let keys = client_keys(dp, snap, entry, &checked.client, now).await?;
+    let cfg = resolve_config(snap).cloned().unwrap_or_default();
+    self_signed(dp, &cfg, assertion, &checked.client, now).await?;
+    let keys = client_keys(dp, &cfg, entry, snap, &checked.client, now).await?;
     jose::verify(assertion, &keys)
         .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))?;
     if !dp
@@ -144,13 +147,53 @@ pub fn check_claims(
     })
 }
 
+/// Before any trust chain is resolved for it, the assertion must verify with the keys the
+/// client's own Entity Configuration publishes: one (cached) fetch, so that an assertion nobody
+/// could sign does not make the server walk a federation on a stranger's behalf (an
+/// unauthenticated request costs no more than a resolve of that entity would).
+async fn self_signed(
+    dp: &DataPlane,
+    cfg: &ResolveConfig,
+    assertion: &str,
+    client: &str,
+    now: i64,
+) -> Result<(), FedError> {
+    if !url::Url::parse(client).is_ok_and(|u| is_entity_identifier(&u)) {
+        return Err(unauthorized(
+            "client_assertion iss is not a valid Entity Identifier",
+        ));
+    }
+    let unknown = || unauthorized("client is not a member of any trusted federation");
+    let ec = dp
+        .resolve
+        .resolver
+        .entity_configuration(client, grace_rule(cfg), now)
+        .await
+        .map_err(|_| unknown())?;
+    let claims = jose::decode_unverified(&ec).map_err(|_| unknown())?.claims;
+    let own = |n: &str| claims.get(n).and_then(Value::as_str) == Some(client);
+    if !own("iss") || !own("sub") {
+        return Err(unknown());
+    }
+    let jwks: Jwks = claims
+        .get("jwks")
+        .cloned()
+        .and_then(|j| serde_json::from_value(j).ok())
+        .ok_or_else(|| unauthorized("the client's entity configuration has no jwks"))?;
+    jose::verify(&ec, &jwks).map_err(|_| unknown())?;
+    jose::verify(assertion, &jwks)
+        .map(|_| ())
+        .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))
+}
+
 /// The client's Federation Entity Keys: the `jwks` of its Entity Configuration in a valid
 /// trust chain to one of the endpoint's anchors. Anchors not in the repository, or whose keys
 /// are not known yet, are skipped: authentication never trusts an anchor on first use.
 async fn client_keys(
     dp: &DataPlane,
-    snap: &Snapshot,
+    cfg: &ResolveConfig,
     entry: &EndpointEntry,
+    snap: &Snapshot,
     client: &str,
     now: i64,
 ) -> Result<Jwks, FedError> {
@@ -163,11 +206,6 @@ async fn client_keys(
     if anchors.is_empty() {
         return Err(unauthorized("no resolvable trust anchors configured"));
     }
-    let default = ResolveConfig::default();
-    let cfg = match resolve_config(snap) {
-        Some(c) => c,
-        None => &default,
-    };
     let q = Query {
         subject: client.to_owned(),
         anchors,

@@ -107,6 +107,20 @@ impl<F: Fetcher + 'static> Resolver<F> {
         })
     }
 
+    /// The Entity Configuration of `entity_id` through the statement cache (the same copy a
+    /// resolution would use), for checks that must come before a whole resolution.
+    pub async fn entity_configuration(
+        &self,
+        entity_id: &str,
+        rule: GraceRule,
+        now: i64,
+    ) -> Result<String> {
+        self.statements
+            .at(rule, now)
+            .entity_configuration(entity_id)
+            .await
+    }
+
     /// The resolution of `q` at `now`: cached, refreshed in the background within grace, or
     /// computed (once for all concurrent callers) when absent or expired.
     pub async fn resolve(
