@@ -84,8 +84,17 @@ async fn transport_errors_are_generic() {
     };
     let refused = f.get(&format!("http://{closed}/x")).await.unwrap_err();
     let slow = f.get(&format!("{base}/slow")).await.unwrap_err();
-    assert_eq!(refused.to_string(), format!("http://{closed}/x: no answer"));
-    assert_eq!(slow.to_string(), format!("{base}/slow: no answer"));
+    assert!(
+        refused
+            .to_string()
+            .ends_with(&format!("http://{closed}/x: no answer")),
+        "{refused}"
+    );
+    assert!(
+        slow.to_string()
+            .ends_with(&format!("{base}/slow: no answer")),
+        "{slow}"
+    );
 }
 
 #[tokio::test]
