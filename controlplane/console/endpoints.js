@@ -17,7 +17,10 @@ export async function render(view) {
   mount(view,
     h('h1', {}, 'Federation endpoints'),
     h('p', { class: 'muted' }, 'An enabled endpoint is served at its path and published in the Entity Configuration; disabling it unpublishes it at once (the old path keeps answering for one Entity Configuration lifetime).'),
-    TYPES.map((t) => card(t, byType[t], anchors, () => render(view))));
+    h('div', { class: 'grid2' }, TYPES.filter((t) => byType[t]).map((t) => card(t, byType[t], anchors, () => render(view)))),
+    h('h2', {}, 'Not configured'),
+    TYPES.filter((t) => !byType[t]).map((t) => h('details', { class: 'panel' },
+      h('summary', {}, `Enable ${t.replaceAll('_', ' ')}`), card(t, null, anchors, () => render(view)))));
 }
 
 function card(type, e, anchors, done) {
@@ -32,7 +35,7 @@ function card(type, e, anchors, done) {
     list: `anchors-${type}`,
   });
   const headingId = `ep-${type}`;
-  const form = h('form', { class: 'panel', 'aria-labelledby': headingId, 'data-endpoint': type, novalidate: true },
+  const form = h('form', { class: e ? 'panel' : null, 'aria-labelledby': headingId, 'data-endpoint': type, novalidate: true },
     h('h2', { id: headingId }, h('code', {}, type), ' ',
       h('span', { class: `badge ${enabled ? 'active' : 'blocked'}` }, enabled ? 'enabled' : (e ? 'disabled' : 'not configured'))),
     field('Path', path),

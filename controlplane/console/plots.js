@@ -22,7 +22,7 @@ export function niceMax(v) {
   return 10 * p;
 }
 
-const fmt = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(v < 10 ? 2 : 1));
+const fmt = (v) => (Number.isInteger(v) ? String(v) : String(+v.toFixed(v < 10 ? 2 : 1)));
 const short = (t, n) => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
 
 function figure(title, svg, description, tableEl, legend) {
@@ -82,7 +82,7 @@ export function timeBars(title, points, names = ['requests', 'errors']) {
     h('span', {}, h('span', { class: 'swatch s2', 'aria-hidden': 'true' }), names[1]));
   const total = (k) => points.reduce((a, p) => a + p[k], 0);
   const description = points.length
-    ? `${points.length} buckets, ${total('a')} ${names[0]} and ${total('b')} ${names[1]} in all.`
+    ? `${points.length} ${points.length === 1 ? 'bucket' : 'buckets'}, ${total('a')} ${names[0]} and ${total('b')} ${names[1]} in all.`
     : 'No data in this range.';
   return figure(title, svg, description,
     dataTable(['Bucket', names[0], names[1]], points.map((p) => [p.label, p.a, p.b])), legend);

@@ -70,7 +70,8 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
         .map(|a| {
             let digest = Sha256::digest(a.body);
             let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-            HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"0\""))
+            HeaderValue::from_str(&format!("\"{hex}\""))
+                .unwrap_or(HeaderValue::from_static("\"0\""))
         })
         .collect()
 });
@@ -162,10 +163,7 @@ mod tests {
             serve("console.css", Some("\"old\"")).unwrap().status(),
             StatusCode::OK
         );
-        assert_ne!(
-            ETAGS[0], ETAGS[1],
-            "different files have different ETags"
-        );
+        assert_ne!(ETAGS[0], ETAGS[1], "different files have different ETags");
     }
 
     #[test]

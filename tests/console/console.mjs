@@ -143,12 +143,21 @@ try {
   await shot('04-subordinate-detail');
   steps.push('subordinate detail');
 
-  for (const [route, name, file] of [['trust-anchors', 'trust-anchors', '05-trust-anchors'], ['trust-marks', 'trust-marks', '06-trust-marks']]) {
-    await open(route, name);
-    await axe(name);
-    await shot(file);
-    steps.push(name);
-  }
+  await open('trust-anchors', 'trust-anchors');
+  await axe('trust-anchors');
+  await shot('05-trust-anchors');
+  steps.push('trust anchors');
+
+  // Trust marks: the pending request is approved; the subject is then listed as active.
+  await open('trust-marks', 'trust-marks');
+  await axe('trust-marks');
+  await shot('06-trust-marks');
+  const [tmType, tmSubject] = [env('TM_TYPE'), env('TM_SUBJECT')];
+  await page.click(`button[aria-label="Approve ${tmSubject} for ${tmType}"]`);
+  await until(page, (id) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(id) && tr.querySelector('.badge')?.textContent === 'active'), tmSubject);
+  check(!(await page.$(`button[aria-label="Approve ${tmSubject} for ${tmType}"]`)), 'no longer pending');
+  steps.push('approve trust mark request');
 
   // Endpoints: a bad path is refused with the API's message next to the path field; then the
   // endpoint is disabled and its URL is gone from the signed Entity Configuration.
