@@ -273,3 +273,17 @@ async fn a_script_gets_no_basic_challenge_so_the_console_form_stays_in_charge() 
     assert_eq!(body["error_description"], "invalid credentials");
     p.stop().await;
 }
+
+#[tokio::test]
+async fn the_console_lives_on_the_admin_port_when_the_api_has_its_own() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let plain = reqwest::Client::builder().no_proxy().build().unwrap();
+    let p = Pharos::start_separate_admin(&db, |_| {}, plain.clone()).await;
+    let admin = format!("{}/console/", p.admin_base.as_deref().unwrap());
+    let r = plain.get(&admin).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("Pharos console"));
+    let main = plain.get(p.main_url("/console/")).send().await.unwrap();
+    assert_eq!(main.status(), 404, "not on the public port");
+    p.stop().await;
+}
