@@ -113,6 +113,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         assert!(total >= 6, "{summary}");
 
         let new_entity = "https://rp.console.example";
+        let new_anchor = "https://ta.console.example";
         let new_jwks = json!({"keys": [crate::support::jwk("console-key", None)]});
         let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../target/console-screenshots")
@@ -128,6 +129,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("PENDING_ENTITY", leaf.entity_id().to_owned()),
             ("NEW_ENTITY", new_entity.to_owned()),
             ("NEW_JWKS", new_jwks.to_string()),
+            ("NEW_ANCHOR", new_anchor.to_owned()),
             ("DISABLE_ENDPOINT", "list".to_owned()),
             ("TM_TYPE", tm_type.to_owned()),
             ("TM_SUBJECT", tm_subject.to_owned()),
@@ -172,6 +174,15 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             )
             .await;
         assert_eq!(rec["status"], "active", "{rec}");
+        let (s, ta) = p
+            .admin(
+                Method::GET,
+                &format!("/trust-anchors/{}", enc(new_anchor)),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200, "{ta}");
+        assert_eq!(ta["jwks"], new_jwks);
         let path = format!("/trust-marks/issuance-spec/1/subjects/{}", enc(tm_subject));
         let (_, subject) = p.admin(Method::GET, &path, None).await;
         assert_eq!(subject["status"], "active", "{subject}");

@@ -8,10 +8,9 @@ const STATUSES = ['active', 'pending', 'blocked', 'inactive'];
 
 export async function render(view, params) {
   if (params[0]) return detail(view, params[0]);
-  const q = new URLSearchParams(location.hash.split('?')[1] || '');
   const list = await api('GET', '/subordinates');
   const types = [...new Set(list.flatMap((s) => s.registered_entity_types))].sort();
-  const search = h('input', { name: 'search', type: 'search', value: q.get('q') || '' });
+  const search = h('input', { name: 'search', type: 'search', value: '' });
   const status = h('select', { name: 'status' },
     h('option', { value: '' }, 'any'), STATUSES.map((s) => h('option', { value: s }, s)));
   const type = h('select', { name: 'entity_type' },
@@ -33,9 +32,10 @@ export async function render(view, params) {
       ['Actions', (r) => actions(r, refresh)],
     ], shown, 'No subordinate matches.'));
   };
-  search.addEventListener('input', refresh);
-  status.addEventListener('change', refresh);
-  type.addEventListener('change', refresh);
+  const again = () => refresh().catch((e) => mount(results, h('p', { class: 'error', role: 'alert' }, e.message)));
+  search.addEventListener('input', again);
+  status.addEventListener('change', again);
+  type.addEventListener('change', again);
   const pending = list.filter((s) => s.status === 'pending');
   mount(view,
     h('h1', {}, 'Subordinates'),

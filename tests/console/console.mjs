@@ -4,7 +4,7 @@
 //
 // Input (environment): PHAROS_URL (admin listener), PHAROS_MAIN_URL (main port), PHAROS_USER,
 // PHAROS_PASSWORD, PENDING_ENTITY (an entity with a pending enrollment request),
-// ENTITY_ID, NEW_ENTITY + NEW_JWKS (the subordinate to create), DISABLE_ENDPOINT (an enabled endpoint
+// ENTITY_ID, NEW_ENTITY + NEW_JWKS, NEW_ANCHOR (the subordinate to create), DISABLE_ENDPOINT (an enabled endpoint
 // type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
 // Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
@@ -134,6 +134,22 @@ try {
   await shot('03-subordinates');
   steps.push('approve enrollment request');
 
+  // Block and unblock; the search box and the status filter.
+  const statusIs = (id, want) => until(page, ([i, w]) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(i) && tr.querySelector('.badge')?.textContent === w), [id, want]);
+  await page.click(`button[aria-label="Block ${newEntity}"]`);
+  await statusIs(newEntity, 'blocked');
+  await page.selectOption('select[name="status"]', 'blocked');
+  await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
+  await page.click(`button[aria-label="Unblock ${newEntity}"]`);
+  await until(page, () => document.querySelector('#view table') === null);
+  await page.selectOption('select[name="status"]', '');
+  await page.fill('input[name="search"]', 'console');
+  await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
+  await statusIs(newEntity, 'active');
+  await page.fill('input[name="search"]', '');
+  steps.push('block, unblock, search, filter');
+
   // Detail of the new subordinate: keys and history.
   await page.click(`#view table a:text-is("${newEntity}")`);
   await page.waitForSelector('#view[data-page="subordinates"]:not([aria-busy]) h1');
@@ -143,7 +159,14 @@ try {
   await shot('04-subordinate-detail');
   steps.push('subordinate detail');
 
+  // Trust anchors: one is added through the form.
   await open('trust-anchors', 'trust-anchors');
+  const anchor = env('NEW_ANCHOR');
+  const taForm = page.locator('form[aria-label="New trust anchor"]');
+  await taForm.locator('[name="entity_id"]').fill(anchor);
+  await taForm.locator('[name="jwks"]').fill(env('NEW_JWKS'));
+  await taForm.locator('button[type="submit"]').click();
+  await until(page, (id) => [...document.querySelectorAll('#view tbody td')].some((td) => td.textContent === id), anchor);
   await axe('trust-anchors');
   await shot('05-trust-anchors');
   steps.push('trust anchors');
