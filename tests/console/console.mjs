@@ -26,6 +26,12 @@ const EXPECT = JSON.parse(env('EXPECT'));
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const allowed = new Set([new URL(BASE).origin, new URL(MAIN).origin]);
 
+// A browser that hangs must not hang the test suite: give up after five minutes.
+setTimeout(() => {
+  console.log(JSON.stringify({ ok: false, error: 'console test did not finish within 5 minutes' }));
+  process.exit(1);
+}, 300_000).unref();
+
 const steps = [];
 const blocked = [];
 const pageErrors = [];
