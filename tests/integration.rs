@@ -22,6 +22,7 @@ mod client_auth_more;
 mod collection;
 mod collection_periodic;
 mod collection_spid;
+mod console;
 mod cors;
 mod deploy;
 mod deploy_nginx;

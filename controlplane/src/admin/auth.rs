@@ -96,7 +96,7 @@ pub async fn middleware(State(auth): State<AuthState>, mut req: Request, next: N
         Ok(None) => {}
         Err(e) => {
             let mut r = e.into_response();
-            if r.status() == axum::http::StatusCode::UNAUTHORIZED {
+            if r.status() == axum::http::StatusCode::UNAUTHORIZED && !from_script(req.headers()) {
                 r.headers_mut().insert(
                     WWW_AUTHENTICATE,
                     HeaderValue::from_static("Basic realm=\"admin\""),
@@ -125,6 +125,15 @@ pub async fn middleware(State(auth): State<AuthState>, mut req: Request, next: N
         "admin change"
     );
     response
+}
+
+/// A request made by a page's script (`X-Requested-With: XMLHttpRequest`, as the admin console
+/// sends): its 401 carries no `WWW-Authenticate` challenge, because a browser answers a
+/// challenge by popping up its own login dialog over the page's login form.
+fn from_script(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-requested-with")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"xmlhttprequest"))
 }
 
 /// The authenticated username (`None` while no user exists and the client may bootstrap).

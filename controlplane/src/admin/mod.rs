@@ -166,7 +166,8 @@ fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
-/// documentation routes (see [`docs`]).
+/// documentation routes (see [`docs`]) and the admin console (see [`crate::console`]), which
+/// therefore live on whichever listener the API is on.
 pub fn router(
     cp: Arc<ControlPlane>,
     bootstrap: Arc<bootstrap::Bootstrap>,
@@ -200,6 +201,7 @@ pub fn router(
         .with_state(cp)
         .merge(metrics)
         .merge(docs::router(&doc))
+        .merge(crate::console::router())
 }
 
 /// Admin answers carry configuration and history: no cache may keep them.

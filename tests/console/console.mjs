@@ -1,0 +1,272 @@
+// Drives the admin console in headless Debian Chromium (playwright-core, executablePath set)
+// against a real Pharos started by tests/console.rs, with every request outside the Pharos
+// origin aborted (the console must work offline), and axe-core run on every page.
+//
+// Input (environment): PHAROS_URL (admin listener), PHAROS_MAIN_URL (main port), PHAROS_USER,
+// PHAROS_PASSWORD, PENDING_ENTITY (an entity with a pending enrollment request),
+// ENTITY_ID, NEW_ENTITY + NEW_JWKS, NEW_ANCHOR (the subordinate to create), DISABLE_ENDPOINT (an enabled endpoint
+// type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
+// SCREENSHOTS (directory), CHROMIUM (browser binary).
+// Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
+
+import { readFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chromium } from 'playwright-core';
+
+const require = createRequire(import.meta.url);
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const BASE = env('PHAROS_URL');
+const MAIN = process.env.PHAROS_MAIN_URL || BASE;
+const SHOTS = env('SCREENSHOTS');
+const EXPECT = JSON.parse(env('EXPECT'));
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const allowed = new Set([new URL(BASE).origin, new URL(MAIN).origin]);
+
+// A browser that hangs must not hang the test suite: give up after five minutes.
+setTimeout(() => {
+  console.log(JSON.stringify({ ok: false, error: 'console test did not finish within 5 minutes' }));
+  process.exit(1);
+}, 300_000).unref();
+
+const steps = [];
+const blocked = [];
+const pageErrors = [];
+const axeReport = {};
+mkdirSync(SHOTS, { recursive: true });
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-dev-shm-usage'],
+});
+let failure = null;
+try {
+  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, acceptDownloads: true });
+  // The network is closed except for Pharos: anything else (a CDN, a font) is aborted and
+  // recorded, and the test fails if there was any.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    let origin = '';
+    try { origin = new URL(url).origin; } catch { /* data: and the like */ }
+    if (allowed.has(origin)) return route.continue();
+    blocked.push(url);
+    return route.abort('internetdisconnected');
+  });
+  const page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[0-9]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
+  });
+  page.on('dialog', (d) => { pageErrors.push(`unexpected dialog: ${d.message()}`); d.dismiss(); });
+
+  const axe = async (name) => {
+    if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
+    const r = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+    const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    axeReport[name] = r.violations.map((v) => `${v.impact}:${v.id}`);
+    check(!serious.length, `axe on ${name}: ${JSON.stringify(serious.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
+  };
+  const shot = (name) => page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+  const open = async (route, name) => {
+    await page.goto(`${BASE}/console/#/${route}`);
+    await page.waitForSelector(`#view[data-page="${name}"]:not([aria-busy])`);
+  };
+  const fieldError = (form, name) => form.locator(`[name="${name}"]`).evaluate((el) => document.getElementById(`${el.id}-error`)?.textContent || '');
+
+  // Sign in: a wrong password is answered on the form (no browser dialog), then the right one.
+  await page.goto(`${BASE}/console/`);
+  await page.waitForSelector('#login:not([hidden])');
+  await axe('login');
+  await shot('01-login');
+  await page.fill('#login-username', env('PHAROS_USER'));
+  await page.fill('#login-password', 'wrong password');
+  await page.click('#login button[type="submit"]');
+  await until(page, () => document.getElementById('login-error').textContent.includes('Wrong'));
+  await page.fill('#login-password', env('PHAROS_PASSWORD'));
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#view[data-page="overview"]:not([aria-busy])');
+  steps.push('login');
+
+  // Overview: entity identifier, and the endpoint about to be disabled with its URL.
+  const disable = env('DISABLE_ENDPOINT');
+  check((await page.textContent('[data-field="entity-id"]')) === env('ENTITY_ID'), 'entity identifier shown');
+  const overviewText = await page.textContent('#view');
+  check(overviewText.includes(`${MAIN}/${disable}`), `overview shows the published ${disable} URL`);
+  await axe('overview');
+  await shot('02-overview');
+  steps.push('overview');
+
+  // Keyboard: on a fresh load (still signed in: the session keeps the credentials) the skip
+  // link comes first; Enter on a navigation link opens its page.
+  await page.reload();
+  await page.waitForSelector('#view[data-page="overview"]:not([aria-busy])');
+  await page.keyboard.press('Tab');
+  check(await page.evaluate(() => document.activeElement?.id === 'skip'), 'first Tab reaches the skip link');
+  await page.focus('nav a[href="#/subordinates"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#view[data-page="subordinates"]:not([aria-busy])');
+  steps.push('keyboard');
+
+  // Subordinates: the API's validation message appears next to the field, then a creation.
+  const create = page.locator('form[aria-label="New subordinate"]');
+  const newEntity = env('NEW_ENTITY');
+  await create.locator('[name="entity_id"]').fill('not a url');
+  await create.locator('button[type="submit"]').click();
+  await until(page, () => [...document.querySelectorAll('form[aria-label="New subordinate"] .error')].some((e) => e.textContent));
+  const entityError = await fieldError(create, 'entity_id');
+  check(entityError.includes('entity_id must be an absolute'), `API message next to entity_id: ${entityError}`);
+  check((await create.locator('[name="entity_id"]').getAttribute('aria-invalid')) === 'true', 'entity_id marked invalid');
+  await create.locator('[name="entity_id"]').fill(newEntity);
+  await create.locator('[name="description"]').fill('created in the console');
+  await create.locator('[name="registered_entity_types"]').fill('openid_relying_party');
+  await create.locator('[name="jwks"]').fill(env('NEW_JWKS'));
+  await create.locator('button[type="submit"]').click();
+  await page.waitForSelector(`#view table a:text-is("${newEntity}")`);
+  steps.push('create subordinate');
+
+  // Approve the pending enrollment request.
+  const pending = env('PENDING_ENTITY');
+  await page.click(`button[aria-label="Approve ${pending}"]`);
+  await until(page, (id) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(id) && tr.querySelector('.badge')?.textContent === 'active'), pending);
+  await axe('subordinates');
+  await shot('03-subordinates');
+  steps.push('approve enrollment request');
+
+  // Block and unblock; the search box and the status filter.
+  const statusIs = (id, want) => until(page, ([i, w]) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(i) && tr.querySelector('.badge')?.textContent === w), [id, want]);
+  await page.click(`button[aria-label="Block ${newEntity}"]`);
+  await statusIs(newEntity, 'blocked');
+  await page.selectOption('select[name="status"]', 'blocked');
+  await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
+  await page.click(`button[aria-label="Unblock ${newEntity}"]`);
+  await until(page, () => document.querySelector('#view table') === null);
+  await page.selectOption('select[name="status"]', '');
+  await page.fill('input[name="search"]', 'console');
+  await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
+  await statusIs(newEntity, 'active');
+  await page.fill('input[name="search"]', '');
+  steps.push('block, unblock, search, filter');
+
+  // Detail of the new subordinate: keys and history.
+  await page.click(`#view table a:text-is("${newEntity}")`);
+  await page.waitForSelector('#view[data-page="subordinates"]:not([aria-busy]) h1');
+  await until(page, (id) => document.querySelector('#view h1')?.textContent === id, newEntity);
+  check((await page.textContent('#view')).includes('created'), 'history lists the creation');
+  await axe('subordinate-detail');
+  await shot('04-subordinate-detail');
+  steps.push('subordinate detail');
+
+  // Trust anchors: one is added through the form.
+  await open('trust-anchors', 'trust-anchors');
+  const anchor = env('NEW_ANCHOR');
+  const taForm = page.locator('form[aria-label="New trust anchor"]');
+  await taForm.locator('[name="entity_id"]').fill(anchor);
+  await taForm.locator('[name="jwks"]').fill(env('NEW_JWKS'));
+  await taForm.locator('button[type="submit"]').click();
+  await until(page, (id) => [...document.querySelectorAll('#view tbody td')].some((td) => td.textContent === id), anchor);
+  await axe('trust-anchors');
+  await shot('05-trust-anchors');
+  steps.push('trust anchors');
+
+  // Trust marks: the pending request is approved; the subject is then listed as active.
+  await open('trust-marks', 'trust-marks');
+  await axe('trust-marks');
+  await shot('06-trust-marks');
+  const [tmType, tmSubject] = [env('TM_TYPE'), env('TM_SUBJECT')];
+  await page.click(`button[aria-label="Approve ${tmSubject} for ${tmType}"]`);
+  await until(page, (id) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(id) && tr.querySelector('.badge')?.textContent === 'active'), tmSubject);
+  check(!(await page.$(`button[aria-label="Approve ${tmSubject} for ${tmType}"]`)), 'no longer pending');
+  steps.push('approve trust mark request');
+
+  // Endpoints: a bad path is refused with the API's message next to the path field; then the
+  // endpoint is disabled and its URL is gone from the signed Entity Configuration.
+  await open('endpoints', 'endpoints');
+  await axe('endpoints');
+  await shot('07-endpoints');
+  const form = page.locator(`form[data-endpoint="${disable}"]`);
+  await form.locator('[name="path"]').fill('no-slash');
+  await form.locator('button[type="submit"]').click();
+  await until(page, (t) => document.querySelector(`form[data-endpoint="${t}"] [name="path"]`)?.getAttribute('aria-invalid') === 'true', disable);
+  const pathError = await fieldError(form, 'path');
+  check(pathError.includes("path must start with '/'"), `API message next to path: ${pathError}`);
+  const ecBefore = await entityConfiguration(page);
+  check(ecBefore.metadata?.federation_entity?.[`federation_${disable}_endpoint`], `${disable} published before`);
+  await form.locator(`button[aria-label="Disable ${disable}"]`).click();
+  await until(page, (t) => document.querySelector(`form[data-endpoint="${t}"] .badge`)?.textContent === 'disabled', disable);
+  const ecAfter = await entityConfiguration(page);
+  check(!(`federation_${disable}_endpoint` in (ecAfter.metadata?.federation_entity || {})), `${disable} URL gone from the Entity Configuration`);
+  await shot('08-endpoint-disabled');
+  await open('overview', 'overview');
+  check(!(await page.textContent('#view')).includes(`${MAIN}/${disable}`), 'overview no longer lists the URL');
+  steps.push('disable endpoint');
+
+  // Statistics: plots drawn from the recorded requests.
+  await open('statistics', 'statistics');
+  await page.waitForSelector('svg[data-plot="timeseries"]');
+  const bars = await page.$$eval('svg[data-plot="timeseries"] rect[data-series="requests"]', (rs) => rs.map((r) => Number(r.dataset.value)));
+  check(bars.length > 0 && bars.reduce((a, b) => a + b, 0) === EXPECT.total, `timeseries bars sum to ${EXPECT.total}: ${bars}`);
+  const bar = (plot, label) => page.$eval(`svg[data-plot="${plot}"]`, (svg, l) => {
+    const r = [...svg.querySelectorAll('rect')].find((x) => x.dataset.label === l);
+    return r ? Number(r.dataset.value) : null;
+  }, label);
+  check((await bar('endpoints', EXPECT.endpoint)) === EXPECT.endpoint_count, `top endpoints: ${EXPECT.endpoint}`);
+  check((await bar('user-agents', EXPECT.user_agent)) === EXPECT.endpoint_count, `top user agents: ${EXPECT.user_agent}`);
+  check((await bar('countries', EXPECT.country)) === EXPECT.endpoint_count, `top countries: ${EXPECT.country}`);
+  check((await page.$$('svg[data-plot="latency"] rect')).length === 6, 'latency percentiles drawn');
+  check((await page.textContent('[data-field="total-requests"]')) === String(EXPECT.total), 'total requests card');
+  await axe('statistics');
+  await shot('09-statistics');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('text=Export CSV')]);
+  const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
+  check(download.suggestedFilename() === 'stats.csv' && csv.length === EXPECT.total + 1, `CSV export has ${EXPECT.total} rows: ${csv.length - 1}`);
+  steps.push('statistics');
+
+  // Dark mode: same pages, same accessibility bar.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await open('statistics', 'statistics');
+  await axe('statistics-dark');
+  await shot('10-statistics-dark');
+  await open('subordinates', 'subordinates');
+  await axe('subordinates-dark');
+  await shot('11-subordinates-dark');
+  steps.push('dark mode');
+
+  check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
+  check(!pageErrors.length, `page errors: ${pageErrors.join(' | ')}`);
+} catch (e) {
+  failure = e;
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ ok: !failure, error: failure ? String(failure.stack || failure) : null, steps, blocked, pageErrors, axe: axeReport }));
+process.exit(failure ? 1 : 0);
+
+/**
+ * Waits until `fn(arg)` is true in the page. (Playwright's waitForFunction evaluates a string
+ * in the page, which the console's Content Security Policy rightly forbids; evaluate does not.)
+ */
+async function until(page, fn, arg) {
+  for (let i = 0; i < 150; i += 1) {
+    if (await page.evaluate(fn, arg)) return;
+    await new Promise((r) => { setTimeout(r, 100); });
+  }
+  throw new Error(`timed out waiting for ${String(fn).slice(0, 160)}`);
+}
+
+/** The served Entity Configuration's payload (signature checked by the Rust side). */
+async function entityConfiguration(page) {
+  const r = await page.request.get(`${MAIN}/.well-known/openid-federation`);
+  check(r.ok(), 'Entity Configuration served');
+  const jwt = await r.text();
+  return JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url').toString('utf8'));
+}
