@@ -8,6 +8,7 @@ pub mod app;
 pub mod checks;
 pub mod collect;
 pub mod command_dispatch;
+pub mod config2db;
 pub mod control_plane;
 pub mod db;
 pub mod error;
