@@ -39,8 +39,16 @@ fn set(v: &Value) -> bool {
     !v.is_null()
 }
 
-/// Takes the legacy sections out of the top-level mapping `file` and classifies their keys.
+/// Takes the legacy sections out of the top-level mapping `file` and classifies their keys
+/// (each list sorted: the YAML reader does not keep the file's order).
 pub(crate) fn take(file: &mut Map<String, Value>) -> Found {
+    let mut f = classify(file);
+    f.migrate.sort();
+    f.ignored.sort();
+    f
+}
+
+fn classify(file: &mut Map<String, Value>) -> Found {
     let mut f = Found::default();
     if let Some(fd) = file.remove("federation_data") {
         match fd {
