@@ -22,6 +22,7 @@ mod client_auth_more;
 mod collection;
 mod collection_periodic;
 mod collection_spid;
+mod config2db;
 mod cors;
 mod enroll;
 mod enroll_checks;

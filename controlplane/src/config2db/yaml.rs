@@ -270,7 +270,16 @@ impl MarkedEventReceiver for Builder {
                     anchor,
                     entries,
                     ..
-                }) => self.push(node(start, NodeValue::Map(entries)), anchor),
+                }) => {
+                    // A block mapping's start event points past its first key; the first key
+                    // is where a reader looks for it.
+                    let mut n = node(start, NodeValue::Map(Vec::new()));
+                    if let Some((k, _)) = entries.first() {
+                        (n.line, n.col) = (k.line, k.col);
+                    }
+                    n.value = NodeValue::Map(entries);
+                    self.push(n, anchor)
+                }
                 Some(Frame::Seq {
                     start,
                     anchor,
