@@ -51,7 +51,10 @@ fn example_file(db: &TestDb) -> PathBuf {
         .replace("storage:\n  driver: sqlite\n  data_dir: /data\n", &storage)
         .replace("port: 7672", &format!("port: {}", free_port()))
         .replace("/data/keys", &dir.join("keys").display().to_string())
-        .replace("/data/resolver", &dir.join("resolver").display().to_string())
+        .replace(
+            "/data/resolver",
+            &dir.join("resolver").display().to_string(),
+        )
         .replace(
             "/etc/lighthouse/edugain-jwks.json",
             &jwks.display().to_string(),
@@ -149,7 +152,13 @@ fn assert_reference_rows(d: &Value) {
         .unwrap()
         .iter()
         .map(|t| {
-            json!([t["id"], t["entity_id"], t["jwks"]["keys"][0]["kid"], t["enable_jwks_update"], t["key_poll_interval"]])
+            json!([
+                t["id"],
+                t["entity_id"],
+                t["jwks"]["keys"][0]["kid"],
+                t["enable_jwks_update"],
+                t["key_poll_interval"]
+            ])
         })
         .collect();
     let mut tas = tas;
@@ -178,7 +187,16 @@ fn assert_reference_rows(d: &Value) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| json!([e["id"], e["type"], e["path"], e["url"], e["auth_enabled"], e["config"]]))
+        .map(|e| {
+            json!([
+                e["id"],
+                e["type"],
+                e["path"],
+                e["url"],
+                e["auth_enabled"],
+                e["config"]
+            ])
+        })
         .collect();
     eps.sort_by_key(|e| e[0].as_i64());
     let empty = json!({});
@@ -191,12 +209,40 @@ fn assert_reference_rows(d: &Value) {
                 {"allowed_trust_anchors":["https://ta.example.org","https://edugain.example.net"],"grace_period_seconds":5400,
                  "time_elapsed_grace_factor":0.75,"proactive_resolver":{"enabled":true,"concurrency_limit":32,"queue_size":5000,
                  "response_storage_dir": ta_dir(d),"response_storage_store_jwt":true}}]),
-            json!([4, "trust_mark_status", "/trustmark/status", null, false, empty]),
-            json!([5, "trust_mark_listing", "/trustmark/list", null, false, empty]),
+            json!([
+                4,
+                "trust_mark_status",
+                "/trustmark/status",
+                null,
+                false,
+                empty
+            ]),
+            json!([
+                5,
+                "trust_mark_listing",
+                "/trustmark/list",
+                null,
+                false,
+                empty
+            ]),
             json!([6, "historical_keys", "/historical-keys", null, false, empty]),
             json!([7, "trust_mark", "/trustmark", null, false, empty]),
-            json!([8, "enroll_request", null, "https://onboarding.example.org/enroll-request", false, empty]),
-            json!([9, "trust_mark_request", "/trustmark/request", null, false, empty]),
+            json!([
+                8,
+                "enroll_request",
+                null,
+                "https://onboarding.example.org/enroll-request",
+                false,
+                empty
+            ]),
+            json!([
+                9,
+                "trust_mark_request",
+                "/trustmark/request",
+                null,
+                false,
+                empty
+            ]),
             json!([10, "enroll", "/enroll", null, true,
                 {"checker_type":"multiple_or","checker_config":[
                   {"config":{"trust_anchors":["https://ta.example.org"],"trust_mark_type":"https://ta.example.org/tm/member"},"type":"trust_mark"},
@@ -248,13 +294,21 @@ async fn serve_and_fetch_ec(file: &Path) -> Value {
             break;
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("pharos serve exited with {status}: {}", std::fs::read_to_string(&log).unwrap());
+            panic!(
+                "pharos serve exited with {status}: {}",
+                std::fs::read_to_string(&log).unwrap()
+            );
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let _ = child.kill();
     let _ = child.wait();
-    let body = body.unwrap_or_else(|| panic!("pharos did not come up: {}", std::fs::read_to_string(&log).unwrap()));
+    let body = body.unwrap_or_else(|| {
+        panic!(
+            "pharos did not come up: {}",
+            std::fs::read_to_string(&log).unwrap()
+        )
+    });
     let decoded = pharos_shared::jose::decode_unverified(&body).unwrap();
     let jwks: pharos_shared::jose::Jwks =
         serde_json::from_value(decoded.claims["jwks"].clone()).unwrap();
@@ -273,31 +327,88 @@ async fn the_worked_example_migrates_and_serves_on_every_database() {
         let original = std::fs::read(&file).unwrap();
 
         // A legacy file does not start; the refusal names the keys and the command.
-        let out = pharos().args(["serve", "--config"]).arg(&file).output().unwrap();
+        let out = pharos()
+            .args(["serve", "--config"])
+            .arg(&file)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(64), "{backend:?}");
         let (_, err) = text(&out);
-        assert!(err.contains("endpoints.list.auth_enabled") && err.contains("federation_data.trust_anchors"), "{err}");
-        assert!(err.contains(&format!("pharos config2db --config {}", file.display())), "{err}");
+        assert!(
+            err.contains("endpoints.list.auth_enabled")
+                && err.contains("federation_data.trust_anchors"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!("pharos config2db --config {}", file.display())),
+            "{err}"
+        );
 
         // Preview: every row, nothing written, file byte-identical.
-        let out = config2db(&file, &["--only", "trust_anchors,endpoints", "--dry-run", "-v", "--update-config"], &flags);
+        let out = config2db(
+            &file,
+            &[
+                "--only",
+                "trust_anchors,endpoints",
+                "--dry-run",
+                "-v",
+                "--update-config",
+            ],
+            &flags,
+        );
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{backend:?}: {stderr}");
-        assert!(stdout.contains("[DRY-RUN] would add https://ta.example.org (from federation_data.trust_anchors)"), "{stdout}");
+        assert!(
+            stdout.contains(
+                "[DRY-RUN] would add https://ta.example.org (from federation_data.trust_anchors)"
+            ),
+            "{stdout}"
+        );
         assert!(stdout.contains("[DRY-RUN] would add https://other-ta.example.com (from endpoints.enroll.checker.trust_anchors)"), "{stdout}");
-        assert!(stdout.contains("[DRY-RUN] would add trust_mark_listing at /trustmark/list"), "{stdout}");
-        assert!(stdout.contains("jwks: none in the file: enable_jwks_update is set, so the first poll fetches them"), "{stdout}");
-        assert!(stdout.contains("auth_trust_anchors: [https://ta.example.org, https://partner-ta.example.com]"), "{stdout}");
-        assert_eq!(stdout.matches("[DRY-RUN] would add").count(), 15, "{stdout}");
+        assert!(
+            stdout.contains("[DRY-RUN] would add trust_mark_listing at /trustmark/list"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(
+                "jwks: none in the file: enable_jwks_update is set, so the first poll fetches them"
+            ),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(
+                "auth_trust_anchors: [https://ta.example.org, https://partner-ta.example.com]"
+            ),
+            "{stdout}"
+        );
+        assert_eq!(
+            stdout.matches("[DRY-RUN] would add").count(),
+            15,
+            "{stdout}"
+        );
         assert!(stdout.contains("15 would be changed (dry-run)"), "{stdout}");
-        assert_eq!(std::fs::read(&file).unwrap(), original, "{backend:?}: the dry run changed the file");
-        assert!(!schema_exists(&db).await, "{backend:?}: the dry run touched the database");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            original,
+            "{backend:?}: the dry run changed the file"
+        );
+        assert!(
+            !schema_exists(&db).await,
+            "{backend:?}: the dry run touched the database"
+        );
 
         // The migration.
-        let out = config2db(&file, &["--only", "trust_anchors,endpoints", "--update-config"], &flags);
+        let out = config2db(
+            &file,
+            &["--only", "trust_anchors,endpoints", "--update-config"],
+            &flags,
+        );
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{backend:?}: {stderr}");
-        assert!(stdout.contains("Total: 15 created, 0 updated, 0 skipped, 0 differ, 0 errors"), "{stdout}");
+        assert!(
+            stdout.contains("Total: 15 created, 0 updated, 0 skipped, 0 differ, 0 errors"),
+            "{stdout}"
+        );
         let pool = db.pool().await;
         let after = dump(&pool).await;
         assert_reference_rows(&after);
@@ -305,9 +416,17 @@ async fn the_worked_example_migrates_and_serves_on_every_database() {
         assert_eq!(std::fs::read(&backup).unwrap(), original, "backup copy");
         let rewritten = std::fs::read(&file).unwrap();
         let rewritten_text = String::from_utf8(rewritten.clone()).unwrap();
-        assert!(!rewritten_text.contains("auth_trust_anchors") && !rewritten_text.contains("jwks_file"));
-        assert!(rewritten_text.contains("prefork: false                 # removed in 0.22 (silently ignored)"));
-        assert!(rewritten_text.contains("  endpoint_auth:"), "{rewritten_text}");
+        assert!(
+            !rewritten_text.contains("auth_trust_anchors") && !rewritten_text.contains("jwks_file")
+        );
+        assert!(
+            rewritten_text
+                .contains("prefork: false                 # removed in 0.22 (silently ignored)")
+        );
+        assert!(
+            rewritten_text.contains("  endpoint_auth:"),
+            "{rewritten_text}"
+        );
 
         // The second run is a no-op: on the original file (the backup) every row is skipped
         // and nothing changes (timestamps included); on the rewritten file there is nothing
@@ -315,9 +434,20 @@ async fn the_worked_example_migrates_and_serves_on_every_database() {
         let out = config2db(&backup, &["--only", "trust_anchors,endpoints"], &flags);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{stderr}");
-        assert!(stdout.contains("Total: 0 created, 0 updated, 15 skipped, 0 differ, 0 errors"), "{stdout}");
-        assert_eq!(dump(&pool).await, after, "{backend:?}: the second run changed rows");
-        let out = config2db(&file, &["--only", "trust_anchors,endpoints", "--update-config"], &flags);
+        assert!(
+            stdout.contains("Total: 0 created, 0 updated, 15 skipped, 0 differ, 0 errors"),
+            "{stdout}"
+        );
+        assert_eq!(
+            dump(&pool).await,
+            after,
+            "{backend:?}: the second run changed rows"
+        );
+        let out = config2db(
+            &file,
+            &["--only", "trust_anchors,endpoints", "--update-config"],
+            &flags,
+        );
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{stderr}");
         assert!(stdout.contains("Total: 0 created"), "{stdout}");
@@ -337,15 +467,28 @@ async fn the_worked_example_migrates_and_serves_on_every_database() {
             ("federation_trust_mark_list_endpoint", "/trustmark/list"),
             ("federation_historical_keys_endpoint", "/historical-keys"),
             ("federation_trust_mark_endpoint", "/trustmark"),
-            ("federation_trust_mark_request_endpoint", "/trustmark/request"),
+            (
+                "federation_trust_mark_request_endpoint",
+                "/trustmark/request",
+            ),
             ("federation_enroll_endpoint", "/enroll"),
             ("federation_collection_endpoint", "/entity-collection"),
         ] {
-            assert_eq!(fe[key], format!("{base}{path}"), "{backend:?}: {key} in {fe}");
+            assert_eq!(
+                fe[key],
+                format!("{base}{path}"),
+                "{backend:?}: {key} in {fe}"
+            );
         }
         // A url-only (external) endpoint is not published after migration (0.22 behaviour).
-        assert!(fe.get("federation_enroll_request_endpoint").is_none(), "{fe}");
-        assert_eq!(fe["federation_list_endpoint_auth_methods"], json!(["private_key_jwt"]));
+        assert!(
+            fe.get("federation_enroll_request_endpoint").is_none(),
+            "{fe}"
+        );
+        assert_eq!(
+            fe["federation_list_endpoint_auth_methods"],
+            json!(["private_key_jwt"])
+        );
         assert!(fe.get("federation_fetch_endpoint_auth_methods").is_none());
     }
 }
@@ -379,17 +522,27 @@ async fn a_failure_halfway_leaves_the_database_unchanged() {
             ],
         };
         for sql in trigger {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool.pool).await.unwrap();
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&pool.pool)
+                .await
+                .unwrap();
         }
         let before = dump(&pool).await;
         let original = std::fs::read(&file).unwrap();
         let out = config2db(&file, &["--update-config"], &flags);
         let (_, stderr) = text(&out);
         assert_eq!(out.status.code(), Some(1), "{backend:?}: {stderr}");
-        assert!(stderr.contains("injected failure") && stderr.contains("nothing was changed"), "{stderr}");
+        assert!(
+            stderr.contains("injected failure") && stderr.contains("nothing was changed"),
+            "{stderr}"
+        );
         assert_eq!(dump(&pool).await, before, "{backend:?}");
         assert_eq!(before["trust_anchors"], json!([]));
-        assert_eq!(std::fs::read(&file).unwrap(), original, "the file is not rewritten after a failure");
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            original,
+            "the file is not rewritten after a failure"
+        );
     }
 }
 
@@ -413,7 +566,9 @@ async fn only_subsets_and_db_dir_forms() {
     // --db-dir naming a file: that file is the database.
     let out = config2db(&file, &["--only", "trust_anchors"], &flags);
     assert!(out.status.success(), "{}", text(&out).1);
-    let pool = Db::connect(&format!("sqlite://{}", dbfile.display()), 1).await.unwrap();
+    let pool = Db::connect(&format!("sqlite://{}", dbfile.display()), 1)
+        .await
+        .unwrap();
     assert_eq!(trust_anchors::list(&pool).await.unwrap().len(), 4);
     assert!(endpoints::list(&pool).await.unwrap().is_empty());
     let out = config2db(&file, &["--only", "endpoints"], &flags);
@@ -451,14 +606,39 @@ async fn conflicts_force_and_malformed_files() {
     let out = config2db(&file, &["--update-config"], &flags);
     let (stdout, _) = text(&out);
     assert!(out.status.success());
-    assert!(stdout.contains("[DIFFERS] fetch exists with another path (left alone; use --force to overwrite)"), "{stdout}");
-    assert_eq!(endpoints::get(&pool, "fetch").await.unwrap().unwrap().path.as_deref(), Some("/moved"));
+    assert!(
+        stdout.contains(
+            "[DIFFERS] fetch exists with another path (left alone; use --force to overwrite)"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(
+        endpoints::get(&pool, "fetch")
+            .await
+            .unwrap()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/moved")
+    );
     // The endpoint keys stay in the file while a row differs.
-    assert!(std::fs::read_to_string(&file).unwrap().contains("path: /fetch"));
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("path: /fetch")
+    );
     let out = config2db(&file, &["--force"], &flags);
     let (stdout, _) = text(&out);
     assert!(stdout.contains("[UPDATED] fetch (path)"), "{stdout}");
-    assert_eq!(endpoints::get(&pool, "fetch").await.unwrap().unwrap().path.as_deref(), Some("/fetch"));
+    assert_eq!(
+        endpoints::get(&pool, "fetch")
+            .await
+            .unwrap()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/fetch")
+    );
 
     let conflict = db.dir.path().join("conflict.yaml");
     std::fs::write(
@@ -471,7 +651,12 @@ async fn conflicts_force_and_malformed_files() {
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr.contains("conflicting JWKS for trust anchor https://x.example: federation_data.trust_anchors[0], line 3, column 7 and endpoints.auth.trust_anchors[0], line 8, column 9"), "{stderr}");
-    assert!(trust_anchors::get(&pool, "https://x.example").await.unwrap().is_none());
+    assert!(
+        trust_anchors::get(&pool, "https://x.example")
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let bad = db.dir.path().join("bad.yaml");
     std::fs::write(&bad, "endpoints:\n  fetch:\n    path: /fetch\n   list: [\n").unwrap();
@@ -486,7 +671,11 @@ async fn conflicts_force_and_malformed_files() {
 async fn the_printed_command_migrates_and_the_service_starts() {
     let db = TestDb::new(Backend::Sqlite).await;
     let file = example_file(&db);
-    let out = pharos().args(["serve", "--config"]).arg(&file).output().unwrap();
+    let out = pharos()
+        .args(["serve", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let (_, err) = text(&out);
     let command = err
         .lines()
@@ -495,10 +684,17 @@ async fn the_printed_command_migrates_and_the_service_starts() {
     let args: Vec<&str> = command.split_whitespace().collect();
     let out = pharos().arg("config2db").args(&args).output().unwrap();
     assert!(out.status.success(), "{}", text(&out).1);
-    let out = pharos().args(["check-config", "--config"]).arg(&file).output().unwrap();
+    let out = pharos()
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("ignored: endpoints.fetch.statement_lifetime"), "{stderr}");
+    assert!(
+        stderr.contains("ignored: endpoints.fetch.statement_lifetime"),
+        "{stderr}"
+    );
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["storage"]["endpoint_auth"]["jti_backend"], "db");
     assert_eq!(v["storage"]["endpoint_auth"]["jti_cleanup_interval"], "30m");

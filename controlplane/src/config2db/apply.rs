@@ -9,9 +9,9 @@
 use serde_json::Value;
 
 use super::plan::{Anchor, Endpoint, Plan};
+use crate::db::Db;
 use crate::db::endpoints::{self as ep_repo, EndpointRow, EndpointWrite};
 use crate::db::trust_anchors::{self as ta_repo, TrustAnchorRow, TrustAnchorWrite};
-use crate::db::Db;
 use crate::error::Result;
 
 /// What happens to one planned row.
@@ -280,7 +280,11 @@ mod tests {
     #[test]
     fn existing_rows_are_same_differ_or_updated_with_force() {
         let plan = Plan {
-            anchors: vec![anchor("https://a"), anchor("https://b"), anchor("https://c")],
+            anchors: vec![
+                anchor("https://a"),
+                anchor("https://b"),
+                anchor("https://c"),
+            ],
             endpoints: vec![endpoint("fetch", "/fetch", &[])],
         };
         let rows = [row("https://a", true), row("https://b", false)];
@@ -297,7 +301,10 @@ mod tests {
             ]
         );
         let d = decide(&plan, &rows, &eps, true).unwrap();
-        assert_eq!(d[1].change, Change::Update(vec!["enable_jwks_update".into()]));
+        assert_eq!(
+            d[1].change,
+            Change::Update(vec!["enable_jwks_update".into()])
+        );
     }
 
     #[test]

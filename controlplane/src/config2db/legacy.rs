@@ -304,11 +304,7 @@ fn resolve_config(ep: &Node, p: &mut Problems) -> Value {
         c.insert(k.into(), f);
     }
     let mut pr = Map::new();
-    let node = mapping(
-        &path("proactive_resolver"),
-        ep.get("proactive_resolver"),
-        p,
-    );
+    let node = mapping(&path("proactive_resolver"), ep.get("proactive_resolver"), p);
     let pp = |k: &str| format!("endpoints.resolve.proactive_resolver.{k}");
     let get = |k: &str| node.and_then(|n| n.get(k));
     pr.insert(
@@ -320,11 +316,7 @@ fn resolve_config(ep: &Node, p: &mut Problems) -> Value {
             pr.insert(k.into(), v);
         }
     }
-    let storage = mapping(
-        &pp("response_storage"),
-        get("response_storage"),
-        p,
-    );
+    let storage = mapping(&pp("response_storage"), get("response_storage"), p);
     let sp = |k: &str| format!("endpoints.resolve.proactive_resolver.response_storage.{k}");
     let sget = |k: &str| storage.and_then(|n| n.get(k));
     if let Some(dir) = text(&sp("dir"), sget("dir"), p) {
@@ -415,11 +407,7 @@ pub fn read(doc: &Node) -> Result<Legacy, Problems> {
     if let Some(checker) = ep_node("enroll", &mut p)
         .and_then(|n| mapping("endpoints.enroll.checker", n.get("checker"), &mut p))
     {
-        let kind = text(
-            "endpoints.enroll.checker.type",
-            checker.get("type"),
-            &mut p,
-        );
+        let kind = text("endpoints.enroll.checker.type", checker.get("type"), &mut p);
         let mut found = Vec::new();
         let config = checker
             .get("config")

@@ -88,7 +88,10 @@ pub fn sqlite_file(dir: &Path) -> PathBuf {
     }
 }
 
-fn target(args: &Args, file_storage: Option<&pharos_shared::config::Settings>) -> Result<Target, String> {
+fn target(
+    args: &Args,
+    file_storage: Option<&pharos_shared::config::Settings>,
+) -> Result<Target, String> {
     let driver = match args.db_type.as_deref() {
         Some("sqlite") => StorageDriver::Sqlite,
         Some("mysql") => StorageDriver::Mysql,
@@ -99,14 +102,20 @@ fn target(args: &Args, file_storage: Option<&pharos_shared::config::Settings>) -
         _ if args.db_dir.is_some() => StorageDriver::Sqlite,
         _ => match file_storage {
             Some(s) => s.storage.driver,
-            None => return Err("--db-type is required (the file's storage settings do not load)".into()),
+            None => {
+                return Err(
+                    "--db-type is required (the file's storage settings do not load)".into(),
+                );
+            }
         },
     };
     match driver {
         StorageDriver::Sqlite => {
             let dir = match (&args.db_dir, file_storage) {
                 (Some(d), _) => d.clone(),
-                (None, Some(s)) if args.db_type.is_none() || s.storage.driver == StorageDriver::Sqlite => {
+                (None, Some(s))
+                    if args.db_type.is_none() || s.storage.driver == StorageDriver::Sqlite =>
+                {
                     PathBuf::from(&s.storage.data_dir)
                 }
                 _ => return Err("--db-dir is required for sqlite".into()),
@@ -170,7 +179,10 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("config2db: cannot start runtime: {e}");
@@ -207,7 +219,9 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
             ),
             Ok(None) => {}
             Err(e) => {
-                eprintln!("config2db: the database is migrated, but the file was not rewritten: {e}");
+                eprintln!(
+                    "config2db: the database is migrated, but the file was not rewritten: {e}"
+                );
                 return ExitCode::FAILURE;
             }
         }
@@ -256,18 +270,36 @@ async fn migrate(target: &Target, plan: &Plan, args: &Args) -> Result<Vec<Decisi
     };
     let decisions = apply::decide(plan, &anchors, &endpoints, args.force)?;
     if let Some(db) = db {
-        apply::execute(&db, plan, &decisions, now()).await.map_err(one)?;
+        apply::execute(&db, plan, &decisions, now())
+            .await
+            .map_err(one)?;
     }
     Ok(decisions)
 }
 
+/// Prints the report; a closed stdout (`| head`) is not an error of the migration.
 fn print_report(plan: &Plan, decisions: &[Decision], args: &Args) {
+    let text = report(plan, decisions, args);
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+}
+
+/// The summary (upstream's layout), and with `-v` every row's values.
+pub fn report(plan: &Plan, decisions: &[Decision], args: &Args) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    macro_rules! println {
+        ($($t:tt)*) => {{
+            let _ = writeln!(out, $($t)*);
+        }};
+    }
     let (mut created, mut updated, mut skipped, mut differ) = (0, 0, 0, 0);
     println!("=== Migration Summary ===\n");
     let (anchor_ds, endpoint_ds) = decisions.split_at(plan.anchors.len());
     for (a, d) in plan.anchors.iter().zip(anchor_ds) {
         let line = match (&d.change, args.dry_run) {
-            (Change::Create, true) => format!("[DRY-RUN] would add {} (from {})", a.entity_id, a.source),
+            (Change::Create, true) => {
+                format!("[DRY-RUN] would add {} (from {})", a.entity_id, a.source)
+            }
             (Change::Update(f), true) => {
                 format!("[DRY-RUN] would update {} ({})", a.entity_id, f.join(", "))
             }
@@ -281,23 +313,45 @@ fn print_report(plan: &Plan, decisions: &[Decision], args: &Args) {
             ),
         };
         println!("  {:<20} {line}", "trust_anchors");
-        if args.verbose && matches!(d.change, Change::Create | Change::Update(_) | Change::Differs(_)) {
+        if args.verbose
+            && matches!(
+                d.change,
+                Change::Create | Change::Update(_) | Change::Differs(_)
+            )
+        {
             let keys = match &a.jwks {
                 Some(j) => serde_json::to_string(j).unwrap_or_default(),
-                None => "none in the file: enable_jwks_update is set, so the first poll fetches them".into(),
+                None => {
+                    "none in the file: enable_jwks_update is set, so the first poll fetches them"
+                        .into()
+                }
             };
             println!("  {:<20}     entity_id: {}", "", a.entity_id);
             println!("  {:<20}     jwks: {keys}", "");
-            println!("  {:<20}     enable_jwks_update: {}", "", a.enable_jwks_update);
-            println!("  {:<20}     key_poll_interval: {}", "", a.key_poll_interval);
+            println!(
+                "  {:<20}     enable_jwks_update: {}",
+                "", a.enable_jwks_update
+            );
+            println!(
+                "  {:<20}     key_poll_interval: {}",
+                "", a.key_poll_interval
+            );
         }
-        count(&d.change, &mut created, &mut updated, &mut skipped, &mut differ);
+        count(
+            &d.change,
+            &mut created,
+            &mut updated,
+            &mut skipped,
+            &mut differ,
+        );
     }
     for (e, d) in plan.endpoints.iter().zip(endpoint_ds) {
         let path = e.path.as_deref().unwrap_or("");
         let line = match (&d.change, args.dry_run) {
             (Change::Create, true) => format!("[DRY-RUN] would add {} at {path}", e.kind),
-            (Change::Update(f), true) => format!("[DRY-RUN] would update {} ({})", e.kind, f.join(", ")),
+            (Change::Update(f), true) => {
+                format!("[DRY-RUN] would update {} ({})", e.kind, f.join(", "))
+            }
             (Change::Create, false) => format!("[CREATED] {}", e.kind),
             (Change::Update(f), false) => format!("[UPDATED] {} ({})", e.kind, f.join(", ")),
             (Change::Same, _) => format!("[SKIPPED] {} already exists", e.kind),
@@ -308,15 +362,44 @@ fn print_report(plan: &Plan, decisions: &[Decision], args: &Args) {
             ),
         };
         println!("  {:<20} {line}", "endpoints");
-        if args.verbose && matches!(d.change, Change::Create | Change::Update(_) | Change::Differs(_)) {
+        if e.path.is_none() && matches!(d.change, Change::Create | Change::Update(_)) {
+            println!(
+                "  {:<20}     note: {} has a url only; an endpoint is served and published only with a path (as in 0.22)",
+                "", e.kind
+            );
+        }
+        if args.verbose
+            && matches!(
+                d.change,
+                Change::Create | Change::Update(_) | Change::Differs(_)
+            )
+        {
             println!("  {:<20}     type: {}", "", e.kind);
-            println!("  {:<20}     path: {}", "", e.path.as_deref().unwrap_or("NULL"));
-            println!("  {:<20}     url: {}", "", e.url.as_deref().unwrap_or("NULL"));
+            println!(
+                "  {:<20}     path: {}",
+                "",
+                e.path.as_deref().unwrap_or("NULL")
+            );
+            println!(
+                "  {:<20}     url: {}",
+                "",
+                e.url.as_deref().unwrap_or("NULL")
+            );
             println!("  {:<20}     auth_enabled: {}", "", e.auth_enabled);
             println!("  {:<20}     config: {}", "", e.config);
-            println!("  {:<20}     auth_trust_anchors: [{}]", "", e.auth_trust_anchors.join(", "));
+            println!(
+                "  {:<20}     auth_trust_anchors: [{}]",
+                "",
+                e.auth_trust_anchors.join(", ")
+            );
         }
-        count(&d.change, &mut created, &mut updated, &mut skipped, &mut differ);
+        count(
+            &d.change,
+            &mut created,
+            &mut updated,
+            &mut skipped,
+            &mut differ,
+        );
     }
     if plan.endpoints.is_empty() && plan.anchors.is_empty() {
         println!("  [SKIPPED] no trust anchors or endpoints found in the file");
@@ -327,6 +410,7 @@ fn print_report(plan: &Plan, decisions: &[Decision], args: &Args) {
     if args.dry_run {
         println!("       {} would be changed (dry-run)", created + updated);
     }
+    out
 }
 
 fn count(c: &Change, created: &mut u32, updated: &mut u32, skipped: &mut u32, differ: &mut u32) {

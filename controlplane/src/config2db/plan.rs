@@ -97,7 +97,10 @@ pub struct Plan {
     pub endpoints: Vec<Endpoint>,
 }
 
-fn keys_of(m: &Mention, read: &dyn Fn(&str) -> Result<String, String>) -> Result<Option<Jwks>, String> {
+fn keys_of(
+    m: &Mention,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<Option<Jwks>, String> {
     let value = match (&m.jwks_file, &m.jwks) {
         (Some(file), _) => {
             let text = read(file).map_err(|e| format!("{}: jwks_file {file}: {e}", m.place))?;
@@ -107,8 +110,8 @@ fn keys_of(m: &Mention, read: &dyn Fn(&str) -> Result<String, String>) -> Result
         (None, Some(v)) => v.clone(),
         (None, None) => return Ok(None),
     };
-    let jwks: Jwks = serde_json::from_value(value)
-        .map_err(|e| format!("{}: not a JWK Set: {e}", m.place))?;
+    let jwks: Jwks =
+        serde_json::from_value(value).map_err(|e| format!("{}: not a JWK Set: {e}", m.place))?;
     check_public_key_set(&jwks).map_err(|e| format!("{}: {e}", m.place))?;
     Ok(Some(jwks))
 }

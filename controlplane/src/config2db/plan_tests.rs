@@ -42,19 +42,51 @@ fn the_worked_example_gives_the_reference_rows() {
     assert_eq!(
         anchors,
         [
-            ("https://ta.example.org", Some(json!("ta-key-1")), true, 21600, "federation_data.trust_anchors"),
-            ("https://edugain.example.net", Some(json!("edu-1")), false, 0, "federation_data.trust_anchors"),
+            (
+                "https://ta.example.org",
+                Some(json!("ta-key-1")),
+                true,
+                21600,
+                "federation_data.trust_anchors"
+            ),
+            (
+                "https://edugain.example.net",
+                Some(json!("edu-1")),
+                false,
+                0,
+                "federation_data.trust_anchors"
+            ),
             // Without keys: polled so that the first poll seeds them (issue 18).
-            ("https://partner-ta.example.com", None, true, 0, "endpoints.auth.trust_anchors"),
-            ("https://other-ta.example.com", None, true, 0, "endpoints.enroll.checker.trust_anchors"),
+            (
+                "https://partner-ta.example.com",
+                None,
+                true,
+                0,
+                "endpoints.auth.trust_anchors"
+            ),
+            (
+                "https://other-ta.example.com",
+                None,
+                true,
+                0,
+                "endpoints.enroll.checker.trust_anchors"
+            ),
         ]
     );
     let kinds: Vec<_> = p.endpoints.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(
         kinds,
         [
-            "fetch", "list", "resolve", "trust_mark_status", "trust_mark_listing",
-            "historical_keys", "trust_mark", "enroll_request", "trust_mark_request", "enroll",
+            "fetch",
+            "list",
+            "resolve",
+            "trust_mark_status",
+            "trust_mark_listing",
+            "historical_keys",
+            "trust_mark",
+            "enroll_request",
+            "trust_mark_request",
+            "enroll",
             "entity_collection"
         ]
     );
@@ -75,8 +107,14 @@ fn the_worked_example_gives_the_reference_rows() {
                                      "response_storage_dir":"/data/resolver","response_storage_store_jwt":true}})
     );
     let er = by("enroll_request");
-    assert_eq!((er.path.as_deref(), er.url.as_deref()), (None, Some("https://onboarding.example.org/enroll-request")));
-    assert_eq!(by("enroll").auth_trust_anchors, ["https://partner-ta.example.com"]);
+    assert_eq!(
+        (er.path.as_deref(), er.url.as_deref()),
+        (None, Some("https://onboarding.example.org/enroll-request"))
+    );
+    assert_eq!(
+        by("enroll").auth_trust_anchors,
+        ["https://partner-ta.example.com"]
+    );
     assert_eq!(
         by("enroll").config,
         json!({"checker_type":"multiple_or","checker_config":[
@@ -88,7 +126,16 @@ fn the_worked_example_gives_the_reference_rows() {
         json!({"allowed_trust_anchors":["https://ta.example.org","https://edugain.example.net"],
                "interval_seconds":28800,"concurrency_limit":4,"pagination_limit":512})
     );
-    for e in ["fetch", "trust_mark_status", "trust_mark_listing", "historical_keys", "trust_mark", "enroll_request", "trust_mark_request", "entity_collection"] {
+    for e in [
+        "fetch",
+        "trust_mark_status",
+        "trust_mark_listing",
+        "historical_keys",
+        "trust_mark",
+        "enroll_request",
+        "trust_mark_request",
+        "entity_collection",
+    ] {
         assert!(!by(e).auth_enabled, "{e}");
         assert!(by(e).auth_trust_anchors.is_empty(), "{e}");
     }
@@ -126,20 +173,40 @@ fn conflicting_keys_name_both_places() {
     let e = plan_of(text, Sections::ALL).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(e[0].contains("https://ta.example"), "{}", e[0]);
-    assert!(e[0].contains("federation_data.trust_anchors[0], line 3"), "{}", e[0]);
-    assert!(e[0].contains("endpoints.auth.trust_anchors[0], line 8"), "{}", e[0]);
+    assert!(
+        e[0].contains("federation_data.trust_anchors[0], line 3"),
+        "{}",
+        e[0]
+    );
+    assert!(
+        e[0].contains("endpoints.auth.trust_anchors[0], line 8"),
+        "{}",
+        e[0]
+    );
     // The endpoints alone do not look at keys.
     assert!(plan_of(text, Sections::parse(Some("endpoints")).unwrap()).is_ok());
 }
 
 #[test]
 fn bad_values_are_named_with_their_position() {
-    let e = plan_of("endpoints:\n  list:\n    path: /l\n    auth_enabled: maybe\n", Sections::ALL)
-        .unwrap_err();
-    assert_eq!(e, ["endpoints.list.auth_enabled (line 4, column 19): expected true or false"]);
-    let e = plan_of("endpoints:\n  list: {path: l}\n  fetch: {path: /l}\n  resolve: {path: /l}\n", Sections::ALL)
-        .unwrap_err();
-    assert!(e[0].starts_with("endpoints.list.path: path must start with '/'"), "{e:?}");
+    let e = plan_of(
+        "endpoints:\n  list:\n    path: /l\n    auth_enabled: maybe\n",
+        Sections::ALL,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        ["endpoints.list.auth_enabled (line 4, column 19): expected true or false"]
+    );
+    let e = plan_of(
+        "endpoints:\n  list: {path: l}\n  fetch: {path: /l}\n  resolve: {path: /l}\n",
+        Sections::ALL,
+    )
+    .unwrap_err();
+    assert!(
+        e[0].starts_with("endpoints.list.path: path must start with '/'"),
+        "{e:?}"
+    );
     assert!(e[1].contains("also the path of endpoints.fetch"), "{e:?}");
     let e = plan_of(
         "federation_data:\n  trust_anchors:\n    - entity_id: https://x\n      jwks_file: /nope.json\n",
@@ -147,13 +214,19 @@ fn bad_values_are_named_with_their_position() {
     )
     .unwrap_err();
     assert!(e[0].contains("jwks_file /nope.json"), "{e:?}");
-    let e = plan_of("endpoints:\n  resolve:\n    path: /r\n    time_elapsed_grace_factor: 3\n", Sections::ALL)
-        .unwrap_err();
+    let e = plan_of(
+        "endpoints:\n  resolve:\n    path: /r\n    time_elapsed_grace_factor: 3\n",
+        Sections::ALL,
+    )
+    .unwrap_err();
     assert!(e[0].contains("time_elapsed_grace_factor"), "{e:?}");
 }
 
 #[test]
 fn an_empty_or_unrelated_file_plans_nothing() {
     assert_eq!(plan_of("", Sections::ALL).unwrap(), Plan::default());
-    assert_eq!(plan_of("server: {port: 1}\nendpoints:\n  list: {}\n", Sections::ALL).unwrap(), Plan::default());
+    assert_eq!(
+        plan_of("server: {port: 1}\nendpoints:\n  list: {}\n", Sections::ALL).unwrap(),
+        Plan::default()
+    );
 }

@@ -147,7 +147,11 @@ pub fn rewrite(text: &str, doc: &Node, paths: &[String]) -> Result<String, Strin
     let mut drop = vec![false; lines.len()];
     for p in &remove {
         let (parent, key) = p.rsplit_once('.').unwrap_or(("", p.as_str()));
-        let holder = if parent.is_empty() { Some(doc) } else { doc.at(parent) };
+        let holder = if parent.is_empty() {
+            Some(doc)
+        } else {
+            doc.at(parent)
+        };
         let Some((k, _)) = holder.and_then(|h| h.entry(key)) else {
             continue;
         };
@@ -158,7 +162,9 @@ pub fn rewrite(text: &str, doc: &Node, paths: &[String]) -> Result<String, Strin
     let mut moved = Vec::new();
     for key in JTI_KEYS {
         let old = format!("endpoints.auth.{key}");
-        let gone = remove.iter().any(|r| old == *r || old.starts_with(&format!("{r}.")));
+        let gone = remove
+            .iter()
+            .any(|r| old == *r || old.starts_with(&format!("{r}.")));
         if gone
             && let Some(v) = doc.at(&old)
             && doc.at(&format!("storage.endpoint_auth.{key}")).is_none()
@@ -193,7 +199,9 @@ pub fn rewrite(text: &str, doc: &Node, paths: &[String]) -> Result<String, Strin
                 insert_at = Some((end, add));
             }
             (Some(_), None) if doc.get("storage").is_some_and(|s| !s.is_null()) => {
-                return Err("storage is not a block mapping; move endpoints.auth.jti_* by hand".into());
+                return Err(
+                    "storage is not a block mapping; move endpoints.auth.jti_* by hand".into(),
+                );
             }
             _ => {
                 append.push(format!("storage:  {comment}"));
@@ -250,7 +258,9 @@ fn verify(doc: &Node, new: &str, removed: &[String]) -> Result<(), String> {
         }
     }
     let jti_still_there = want.pointer("/endpoints/auth/jti_backend").is_some()
-        || want.pointer("/endpoints/auth/jti_cleanup_interval").is_some();
+        || want
+            .pointer("/endpoints/auth/jti_cleanup_interval")
+            .is_some();
     if !jti_still_there && !jti.is_empty() {
         let root = want.as_object_mut().ok_or("the file is not a mapping")?;
         let storage = root
@@ -330,7 +340,9 @@ mod tests {
                 "trust_mark": {"trust_mark_specs": doc.at("endpoints.trust_mark.trust_mark_specs").unwrap().to_json()}})
         );
         // Comments of kept keys survive; the removed ones' go with them.
-        assert!(new.contains("prefork: false                 # removed in 0.22 (silently ignored)"));
+        assert!(
+            new.contains("prefork: false                 # removed in 0.22 (silently ignored)")
+        );
         assert!(new.contains("statement_lifetime: 1w       # -> section statement_lifetime"));
         assert!(!new.contains("jwks_file"));
         assert!(!new.contains("/entity-collection"));
@@ -338,7 +350,13 @@ mod tests {
 
     #[test]
     fn only_trust_anchors_leaves_the_endpoints() {
-        let new = run(EXAMPLE, Sections { trust_anchors: true, endpoints: false });
+        let new = run(
+            EXAMPLE,
+            Sections {
+                trust_anchors: true,
+                endpoints: false,
+            },
+        );
         let doc = yaml::parse(&new).unwrap();
         assert!(doc.at("federation_data.trust_anchors").is_none());
         assert!(doc.at("endpoints.auth.trust_anchors").is_none());

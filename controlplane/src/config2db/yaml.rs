@@ -120,9 +120,7 @@ fn plain_scalar(text: &str) -> Value {
         .chars()
         .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
         && text.chars().any(|c| c.is_ascii_digit());
-    if numeric
-        && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64)
-    {
+    if numeric && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
         return Value::Number(n);
     }
     Value::String(text.to_string())

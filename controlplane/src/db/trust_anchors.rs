@@ -156,10 +156,7 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
 
 /// Every trust anchor's row id by entity identifier, read on `c` (so a transaction sees the
 /// anchors it has just inserted).
-pub async fn ids(
-    db: &Db,
-    c: &mut AnyConnection,
-) -> Result<std::collections::HashMap<String, i64>> {
+pub async fn ids(db: &Db, c: &mut AnyConnection) -> Result<std::collections::HashMap<String, i64>> {
     let rows = sqlx::query(db.sql("SELECT id, entity_id FROM trust_anchors"))
         .fetch_all(&mut *c)
         .await?;

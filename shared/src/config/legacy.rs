@@ -100,10 +100,16 @@ fn classify(file: &mut Map<String, Value>) -> Found {
 
 /// The refusal for a file with keys to migrate: the keys and the exact command.
 pub(crate) fn refusal(keys: &[String], file: &str, storage: &Value) -> String {
-    let driver = storage.get("driver").and_then(Value::as_str).unwrap_or("sqlite");
+    let driver = storage
+        .get("driver")
+        .and_then(Value::as_str)
+        .unwrap_or("sqlite");
     let db = match driver {
         "sqlite" => {
-            let dir = storage.get("data_dir").and_then(Value::as_str).unwrap_or("./data");
+            let dir = storage
+                .get("data_dir")
+                .and_then(Value::as_str)
+                .unwrap_or("./data");
             format!("--db-type sqlite --db-dir {}", quote(dir))
         }
         // The DSN (with its password) is not printed: config2db reads it from the same file.

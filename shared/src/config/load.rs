@@ -77,7 +77,9 @@ fn load_with(file: Option<&Path>, env: &[(String, String)], legacy_ok: bool) -> 
         && !legacy_ok
         && !legacy_keys.migrate.is_empty()
     {
-        let storage = tree::get(&merged, "storage").cloned().unwrap_or(Value::Null);
+        let storage = tree::get(&merged, "storage")
+            .cloned()
+            .unwrap_or(Value::Null);
         let shown = path.display().to_string();
         problems.insert(0, legacy::refusal(&legacy_keys.migrate, &shown, &storage));
     }

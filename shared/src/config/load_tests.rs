@@ -340,10 +340,14 @@ fn keys_without_effect_since_020_are_ignored_with_a_warning() {
     let l = ok(Some(&f), &[]);
     assert_eq!(
         l.warnings,
-        ["ignored: endpoints.fetch.statement_lifetime, federation_data.authority_hints, signing.key_rotation had no effect since lighthouse 0.20; these settings are managed through the Admin API"]
+        [
+            "ignored: endpoints.fetch.statement_lifetime, federation_data.authority_hints, signing.key_rotation had no effect since lighthouse 0.20; these settings are managed through the Admin API"
+        ]
     );
     // The migration's loader takes the rest of a file that `load` refuses.
-    let f = yaml("storage:\n  driver: postgres\n  dsn: postgres://db/x\nendpoints:\n  list:\n    path: /list\n");
+    let f = yaml(
+        "storage:\n  driver: postgres\n  dsn: postgres://db/x\nendpoints:\n  list:\n    path: /list\n",
+    );
     assert!(load(Some(f.path()), &[]).is_err());
     let s = load_legacy(f.path(), &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.storage.driver, StorageDriver::Postgres);
