@@ -90,8 +90,9 @@ pub fn sqlite_file(dir: &Path) -> PathBuf {
 
 fn target(
     args: &Args,
-    file_storage: Option<&pharos_shared::config::Settings>,
+    loaded: &Result<pharos_shared::config::Settings, String>,
 ) -> Result<Target, String> {
+    let file_storage = loaded.as_ref().ok();
     let driver = match args.db_type.as_deref() {
         Some("sqlite") => StorageDriver::Sqlite,
         Some("mysql") => StorageDriver::Mysql,
@@ -103,9 +104,10 @@ fn target(
         _ => match file_storage {
             Some(s) => s.storage.driver,
             None => {
-                return Err(
-                    "--db-type is required (the file's storage settings do not load)".into(),
-                );
+                let why = loaded.as_ref().err().cloned().unwrap_or_default();
+                return Err(format!(
+                    "--db-type is required: the file's storage settings do not load ({why})"
+                ));
             }
         },
     };
@@ -171,8 +173,8 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
             return ExitCode::FAILURE;
         }
     };
-    let settings = pharos_shared::config::load_legacy(config, env).ok();
-    let target = match target(args, settings.as_ref()) {
+    let settings = pharos_shared::config::load_legacy(config, env).map_err(|e| e.to_string());
+    let target = match target(args, &settings) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("config2db: {e}");
@@ -419,5 +421,65 @@ fn count(c: &Change, created: &mut u32, updated: &mut u32, skipped: &mut u32, di
         Change::Update(_) => *updated += 1,
         Change::Same => *skipped += 1,
         Change::Differs(_) => *differ += 1,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(flags: &[&str]) -> Args {
+        Cli::try_parse_from(std::iter::once("config2db").chain(flags.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    #[test]
+    fn db_dir_is_the_data_directory_or_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(sqlite_file(dir.path()), dir.path().join("pharos.db"));
+        let new_dir = dir.path().join("data");
+        assert_eq!(sqlite_file(&new_dir), new_dir.join("pharos.db"));
+        let file = dir.path().join("lighthouse.db");
+        assert_eq!(sqlite_file(&file), file);
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_gaps_are_named() {
+        let mut s = pharos_shared::config::Settings::default();
+        s.storage.data_dir = "/srv/data".into();
+        let file = Ok(s);
+        assert_eq!(
+            target(&args(&[]), &file).unwrap(),
+            Target::Sqlite(PathBuf::from("/srv/data/pharos.db"))
+        );
+        assert_eq!(
+            target(
+                &args(&["--db-type", "postgres", "--db-dsn", "postgres://h/x"]),
+                &file
+            )
+            .unwrap(),
+            Target::Server("postgres://h/x".into())
+        );
+        let e = target(&args(&["--db-type", "mysql"]), &file).unwrap_err();
+        assert_eq!(e, "--db-dsn is required for mysql");
+        let e = target(&args(&["--db-dsn", "postgres://h/x"]), &file).unwrap_err();
+        assert_eq!(e, "--db-type is required with --db-dsn");
+        let broken = Err("signing.alg: bad".to_string());
+        let e = target(&args(&[]), &broken).unwrap_err();
+        assert!(e.contains("signing.alg: bad"), "{e}");
+        assert_eq!(
+            target(&args(&["--db-dir", "/x/y.db"]), &broken).unwrap(),
+            Target::Sqlite(PathBuf::from("/x/y.db"))
+        );
     }
 }
