@@ -462,5 +462,12 @@ pub fn read(doc: &Node) -> Result<Legacy, Problems> {
             config,
         });
     }
-    if p.is_empty() { Ok(l) } else { Err(p) }
+    if p.is_empty() {
+        Ok(l)
+    } else {
+        // A section that is not a mapping is looked at by several steps; say it once.
+        let mut seen = std::collections::HashSet::new();
+        p.retain(|m| seen.insert(m.clone()));
+        Err(p)
+    }
 }

@@ -223,6 +223,15 @@ fn bad_values_are_named_with_their_position() {
 }
 
 #[test]
+fn a_section_of_the_wrong_shape_is_reported_once() {
+    let e = plan_of("endpoints:\n  resolve: [a]\n", Sections::ALL).unwrap_err();
+    assert_eq!(
+        e,
+        ["endpoints.resolve (line 2, column 12): expected a mapping"]
+    );
+}
+
+#[test]
 fn an_empty_or_unrelated_file_plans_nothing() {
     assert_eq!(plan_of("", Sections::ALL).unwrap(), Plan::default());
     assert_eq!(
