@@ -23,6 +23,7 @@ mod collection;
 mod collection_periodic;
 mod collection_spid;
 mod console;
+mod config2db;
 mod cors;
 mod deploy;
 mod deploy_nginx;

@@ -9,6 +9,7 @@ pub mod checks;
 pub mod collect;
 pub mod command_dispatch;
 pub mod console;
+pub mod config2db;
 pub mod control_plane;
 pub mod db;
 pub mod error;

@@ -30,6 +30,8 @@ enum Command {
     CheckConfig,
     /// Request statistics from the configured database.
     Stats(pharos_controlplane::stats::cli::StatsArgs),
+    /// Move the trust anchors and endpoints of a lighthouse 0.20/0.21 file into the database.
+    Config2db(pharos_controlplane::config2db::Args),
     /// Metadata policy tools for operators.
     Policy {
         #[command(subcommand)]
@@ -74,6 +76,11 @@ fn main() -> ExitCode {
             PolicyCommand::Resolve => policy_resolve(),
         };
     }
+    // The migration reads a legacy file, which `config::load` refuses by design.
+    if let Some(Command::Config2db(args)) = &cli.command {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        return pharos_controlplane::config2db::run(cli.config.as_deref(), args, &env);
+    }
     let (settings, warnings) = match load(cli.config.as_ref()) {
         Ok(s) => s,
         Err(code) => return code,
@@ -102,7 +109,7 @@ fn main() -> ExitCode {
             let now = pharos_shared::time::Clock::now(&SystemClock);
             pharos_controlplane::stats::cli::run(&settings, args, now)
         }
-        Command::Policy { .. } => ExitCode::SUCCESS,
+        Command::Policy { .. } | Command::Config2db(_) => ExitCode::SUCCESS,
     }
 }
 

@@ -124,7 +124,7 @@ fn parse_type(s: &str) -> ApiResult<EndpointType> {
     })
 }
 
-fn validate_path(path: Option<String>) -> ApiResult<Option<String>> {
+pub(crate) fn validate_path(path: Option<String>) -> ApiResult<Option<String>> {
     let Some(p) = path.filter(|p| !p.is_empty()) else {
         return Ok(None);
     };

@@ -153,3 +153,14 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
         .await?;
     Ok(())
 }
+
+/// Every trust anchor's row id by entity identifier, read on `c` (so a transaction sees the
+/// anchors it has just inserted).
+pub async fn ids(db: &Db, c: &mut AnyConnection) -> Result<std::collections::HashMap<String, i64>> {
+    let rows = sqlx::query(db.sql("SELECT id, entity_id FROM trust_anchors"))
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get("entity_id")?, r.try_get("id")?)))
+        .collect()
+}

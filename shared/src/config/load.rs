@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Settings, tree};
+use super::{Settings, legacy, tree};
 use crate::{Error, Result};
 
 /// A validated configuration plus the non-fatal findings the caller should log.
@@ -33,15 +33,28 @@ pub fn env_names() -> Result<BTreeMap<String, String>> {
 /// test suite's `SVC_TEST_*` names. Every problem found, in the file, the environment or the
 /// combination of values, comes back together in one [`Error::Config`].
 pub fn load(file: Option<&Path>, env: &[(String, String)]) -> Result<Loaded> {
+    load_with(file, env, false)
+}
+
+/// Loads a lighthouse 0.21-style file as [`load`] does, but without its legacy sections
+/// (`pharos config2db` reads those itself and needs the rest, e.g. the database settings).
+pub fn load_legacy(file: &Path, env: &[(String, String)]) -> Result<Settings> {
+    load_with(Some(file), env, true).map(|l| l.settings)
+}
+
+fn load_with(file: Option<&Path>, env: &[(String, String)], legacy_ok: bool) -> Result<Loaded> {
     let defaults = default_tree()?;
     let table = env_names()?;
     let mut merged = defaults.clone();
     let mut problems = Vec::new();
     let mut changed = BTreeSet::new();
+    let mut warnings = Vec::new();
+    let mut legacy_keys = legacy::Found::default();
 
     if let Some(path) = file {
         match read_yaml(path) {
-            Ok(Value::Object(map)) => {
+            Ok(Value::Object(mut map)) => {
+                legacy_keys = legacy::take(&mut map);
                 tree::merge_file(&mut merged, &map, "", &mut problems, &mut changed);
             }
             Ok(_) => problems.push(format!("{}: expected a mapping at the top", path.display())),
@@ -55,9 +68,22 @@ pub fn load(file: Option<&Path>, env: &[(String, String)]) -> Result<Loaded> {
         env,
         &mut problems,
         &mut changed,
+        &mut warnings,
     );
+    if !legacy_keys.ignored.is_empty() {
+        warnings.push(legacy::ignored_warning(&legacy_keys.ignored));
+    }
+    if let Some(path) = file
+        && !legacy_ok
+        && !legacy_keys.migrate.is_empty()
+    {
+        let storage = tree::get(&merged, "storage")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let shown = path.display().to_string();
+        problems.insert(0, legacy::refusal(&legacy_keys.migrate, &shown, &storage));
+    }
 
-    let mut warnings = Vec::new();
     let settings = match serde_json::from_value::<Settings>(merged.clone()) {
         Ok(settings) => {
             settings.check(&mut problems, &mut warnings);

@@ -304,3 +304,66 @@ fn interop_settings_default_to_apply_and_interop_and_refuse_unknown_values() {
         assert!(p.iter().any(|m| m.contains(value)), "{name}: {p:?}");
     }
 }
+
+#[test]
+fn a_lighthouse_021_file_is_refused_with_the_keys_and_the_command() {
+    let f = yaml(
+        "entity_id: https://ia.example.org\nserver:\n  prefork: true\nstorage:\n  data_dir: /srv/pharos data\n\
+         federation_data:\n  authority_hints: [https://ta.example.org]\n  trust_anchors:\n    - entity_id: https://ta.example.org\n\
+         endpoints:\n  auth:\n    jti_backend: db\n  fetch:\n    path: /fetch\n    statement_lifetime: 1w\n  list: {}\n",
+    );
+    let p = problems(Some(&f), &[]);
+    assert_eq!(p.len(), 1, "{p:?}");
+    let path = f.path().display().to_string();
+    assert!(
+        p[0].contains("endpoints.auth.jti_backend, endpoints.fetch.path, federation_data.trust_anchors now live in the database"),
+        "{}",
+        p[0]
+    );
+    assert!(
+        p[0].ends_with(&format!(
+            "pharos config2db --config {path} --db-type sqlite --db-dir '/srv/pharos data' --update-config"
+        )),
+        "{}",
+        p[0]
+    );
+    // Keys without effect since 0.20 are not listed as keys to migrate.
+    assert!(!p[0].contains("authority_hints") && !p[0].contains("statement_lifetime"));
+}
+
+#[test]
+fn keys_without_effect_since_020_are_ignored_with_a_warning() {
+    let f = yaml(
+        "federation_data:\n  authority_hints: [https://ta.example.org]\nsigning:\n  key_rotation:\n    enabled: true\n\
+         endpoints:\n  fetch:\n    statement_lifetime: 1w\n  list: {}\nlogging:\n  internal:\n    smart:\n      enabled: true\n",
+    );
+    let l = ok(Some(&f), &[]);
+    assert_eq!(
+        l.warnings,
+        [
+            "ignored: endpoints.fetch.statement_lifetime, federation_data.authority_hints, signing.key_rotation had no effect since lighthouse 0.20; these settings are managed through the Admin API"
+        ]
+    );
+    // The migration's loader takes the rest of a file that `load` refuses.
+    let f = yaml(
+        "storage:\n  driver: postgres\n  dsn: postgres://db/x\nendpoints:\n  list:\n    path: /list\n",
+    );
+    assert!(load(Some(f.path()), &[]).is_err());
+    let s = load_legacy(f.path(), &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.storage.driver, StorageDriver::Postgres);
+}
+
+#[test]
+fn old_jti_variables_warn_with_their_new_names_and_change_nothing() {
+    let l = ok(
+        None,
+        &[
+            ("SVC_ENDPOINTS_AUTH_JTI_BACKEND", "db"),
+            ("SVC_ENDPOINTS_AUTH_JTI_CLEANUP_INTERVAL", "5m"),
+        ],
+    );
+    assert_eq!(l.settings, Settings::default());
+    assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
+    assert!(l.warnings[0].contains("SVC_ENDPOINTS_AUTH_JTI_BACKEND is ignored: it was renamed to SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND"));
+    assert!(l.warnings[1].contains("SVC_STORAGE_ENDPOINT_AUTH_JTI_CLEANUP_INTERVAL"));
+}

@@ -6,6 +6,7 @@
 
 mod admin;
 mod duration;
+mod legacy;
 mod load;
 mod server;
 mod signing;
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 pub use admin::{ActorSource, AdminCors, AdminSettings, AdminTls, ApiSettings, PasswordHashing};
 pub use duration::Duration;
-pub use load::{Loaded, env_names, load};
+pub use load::{Loaded, env_names, load, load_legacy};
 pub use server::{
     AccessLog, Banner, CorsSettings, InternalLog, LogFormat, LoggingSettings, ServerSettings,
     ServerTls,

@@ -6,18 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Number, Value};
 
+use super::legacy::RENAMED_ENV;
 use super::storage::LEGACY_BACKEND;
 
 /// Keys the interface says to drop silently (removed in lighthouse 0.22); subtrees included.
 const IGNORED_KEYS: [&str; 2] = ["server.prefork", "logging.internal.smart"];
-
-/// Removed lighthouse sections whose content now lives in the database.
-const MIGRATED_KEYS: [&str; 4] = [
-    "federation_data",
-    "endpoints",
-    "signing.key_rotation",
-    "signing.automatic_key_rollover",
-];
 
 /// Dotted paths of every leaf; objects are branches, everything else (lists too) is a leaf.
 pub(crate) fn leaf_paths(tree: &Value) -> Vec<String> {
@@ -113,13 +106,9 @@ pub(crate) fn merge_file(
 }
 
 fn unknown_key(path: &str) -> String {
-    if MIGRATED_KEYS.contains(&path) {
-        format!(
-            "unknown configuration key: {path} (moved to the database; migrate with `pharos config2db`)"
-        )
-    } else {
-        format!("unknown configuration key: {path}")
-    }
+    // The lighthouse 0.21 sections (`federation_data`, `endpoints`, …) never get here:
+    // `legacy::take` recognises them first.
+    format!("unknown configuration key: {path}")
 }
 
 /// Applies `SVC_` variables; `defaults` supplies the leaf shapes, `table` the names.
@@ -130,6 +119,7 @@ pub(crate) fn apply_env(
     env: &[(String, String)],
     problems: &mut Vec<String>,
     changed: &mut BTreeSet<String>,
+    warnings: &mut Vec<String>,
 ) {
     // path → (priority, name, value): the specific name beats the `SVC_LOG_LEVEL` alias.
     let mut chosen: BTreeMap<&str, (u8, &str, &str)> = BTreeMap::new();
@@ -142,6 +132,12 @@ pub(crate) fn apply_env(
             || name == "SVC_SERVER_PREFORK"
             || rest.starts_with("LOGGING_INTERNAL_SMART_")
         {
+            continue;
+        }
+        if let Some((_, new)) = RENAMED_ENV.iter().find(|(old, _)| old == name) {
+            warnings.push(format!(
+                "{name} is ignored: it was renamed to {new} in 0.22 (set that name instead)"
+            ));
             continue;
         }
         if name == "SVC_STORAGE_BACKEND" {
