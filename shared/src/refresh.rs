@@ -123,6 +123,43 @@ mod tests {
         assert_eq!(b.fail(), 1);
     }
 
+    proptest::proptest! {
+        /// Over any sequence of failures and successes: every delay is within [1 s, 5 min],
+        /// delays never shrink between successes, and the first after a success is 1 s.
+        #[test]
+        fn backoff_stays_within_bounds(events in proptest::collection::vec(proptest::bool::weighted(0.8), 0..400)) {
+            let mut b = Backoff::default();
+            let mut last: Option<i64> = None;
+            for failed in events {
+                if failed {
+                    let d = b.fail();
+                    proptest::prop_assert!((BACKOFF_START..=BACKOFF_CAP).contains(&d));
+                    match last {
+                        None => proptest::prop_assert_eq!(d, BACKOFF_START),
+                        Some(prev) => proptest::prop_assert!(d >= prev && d <= (prev * 2).min(BACKOFF_CAP)),
+                    }
+                    last = Some(d);
+                } else {
+                    b.reset();
+                    last = None;
+                }
+            }
+        }
+
+        /// Poll intervals are always positive, and a subordinate is never polled more often
+        /// than once a minute unless configured so.
+        #[test]
+        fn intervals_are_positive_and_floored(conf in -10i64..10_000, exp in proptest::option::of(-10_000i64..1_000_000), now in 0i64..500_000) {
+            proptest::prop_assert!(anchor_interval(conf, exp, now) >= 1);
+            let s = subordinate_interval(conf, exp.unwrap_or(0), now);
+            if conf > 0 {
+                proptest::prop_assert_eq!(s, conf);
+            } else {
+                proptest::prop_assert!(s >= SUBORDINATE_FLOOR);
+            }
+        }
+    }
+
     #[test]
     fn anchor_interval_prefers_configuration_then_exp_then_an_hour() {
         assert_eq!(anchor_interval(120, Some(10_000), 0), 120);

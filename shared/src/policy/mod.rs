@@ -8,6 +8,8 @@ mod apply;
 mod constraints;
 mod merge;
 mod operators;
+#[cfg(test)]
+mod prop_tests;
 mod resolve;
 #[cfg(test)]
 mod tests;
