@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod checks;
+pub mod cli_admin;
 pub mod collect;
 pub mod command_dispatch;
 pub mod control_plane;
@@ -16,6 +17,7 @@ pub mod keys;
 pub mod logging;
 pub mod metrics;
 pub mod refresh;
+pub mod setup;
 pub mod stats;
 
 pub use error::{Error, Result};
