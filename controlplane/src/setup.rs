@@ -182,8 +182,7 @@ async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
     };
 
     if let Some((user, password)) = &plan.admin {
-        create_admin(&client, user, password).await?;
-        client.login(user, password);
+        client = create_admin(client, user, password).await?;
     }
     if let Some(fe) = &plan.federation_entity {
         let path = "/entity-configuration/metadata/federation_entity";
@@ -279,20 +278,28 @@ async fn served_entity_id(c: &Client) -> Result<Option<String>, Failure> {
         .and_then(|d| d.claims["sub"].as_str().map(str::to_owned)))
 }
 
-/// Creates the first admin user; an existing user of that name is fine when its password
-/// works (a re-run).
-async fn create_admin(c: &Client, user: &str, password: &str) -> Result<(), Failure> {
-    let body = Body::Json(json!({ "username": user, "password": password }));
-    match c.call(Method::POST, "/users", body).await {
-        Ok(_) => Ok(()),
-        Err(Failure::Refused { status: 409, .. }) => Ok(()),
+/// Creates the first admin user and returns the client logged in as it. On a re-run the user
+/// exists: the API then wants credentials, and the user's own are tried (a conflict with them
+/// means the user exists and its password works).
+async fn create_admin(mut c: Client, user: &str, password: &str) -> Result<Client, Failure> {
+    let body = || Body::Json(json!({ "username": user, "password": password }));
+    let mut r = c.call(Method::POST, "/users", body()).await;
+    if matches!(r, Err(Failure::Refused { status: 401, .. })) && !c.has_credentials() {
+        c.login(user, password);
+        r = c.call(Method::POST, "/users", body()).await;
+    }
+    match r {
+        Ok(_) | Err(Failure::Refused { status: 409, .. }) => {
+            c.login(user, password);
+            Ok(c)
+        }
         Err(Failure::Refused {
             status: 401 | 403,
             message,
         }) => Err(Failure::Refused {
             status: 401,
             message: one_line(&format!(
-                "cannot create the admin user ({message}): the Admin API admits only local clients or --bootstrap-token before the first user, and --user/--password of an admin after"
+                "cannot create the admin user ({message}): before the first user the Admin API admits only local clients or --bootstrap-token, after it --user/--password of an admin"
             )),
         }),
         Err(e) => Err(e),

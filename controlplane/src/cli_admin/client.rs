@@ -88,6 +88,11 @@ impl Client {
         &self.base
     }
 
+    /// Whether Basic credentials are set.
+    pub fn has_credentials(&self) -> bool {
+        self.target.user.is_some()
+    }
+
     /// Uses these credentials from now on.
     pub fn login(&mut self, user: &str, password: &str) {
         self.target.user = Some(user.to_owned());

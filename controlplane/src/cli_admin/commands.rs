@@ -164,7 +164,7 @@ pub enum EndpointCmd {
         path: Option<String>,
         /// Type-specific configuration, JSON or `@file` (kept when omitted).
         #[arg(long)]
-        config: Option<String>,
+        endpoint_config: Option<String>,
         /// Require client authentication (private_key_jwt).
         #[arg(long)]
         auth: bool,
@@ -503,10 +503,12 @@ async fn endpoints(c: &Client, cmd: EndpointCmd) -> Result<Shown, Failure> {
         EndpointCmd::Enable {
             r#type,
             path,
-            config,
+            endpoint_config,
             auth,
         } => {
-            let config = config.map(|s| json_arg("--config", &s)).transpose()?;
+            let config = endpoint_config
+                .map(|s| json_arg("--endpoint-config", &s))
+                .transpose()?;
             let path = path.unwrap_or_else(|| default_path(&r#type));
             let v = enable_endpoint(c, &r#type, &path, config, auth).await?;
             Shown::Done(v, format!("{} served at {path}", r#type))
