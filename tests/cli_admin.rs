@@ -388,3 +388,63 @@ async fn the_client_file_and_a_delegation_from_an_owner_key_file() {
     .fails(64);
     assert!(!line.contains("not a key at all"), "{line}");
 }
+
+/// A TLS admin port: trusted through `--ca-file` only; without it the certificate is unknown
+/// and the command stops with exit 69 (no answer was had).
+#[tokio::test]
+async fn a_tls_admin_port_is_reached_with_its_ca_file() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let certs = tempfile::tempdir().unwrap();
+    let ca = crate::tls::ca("Pharos admin CA");
+    crate::tls::write_leaf(&ca, certs.path());
+    let ca_file = certs.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let dir = certs.path().to_path_buf();
+    let p = Pharos::start_separate_admin(
+        &db,
+        |s| {
+            s.api.admin.tls.enabled = true;
+            s.api.admin.tls.cert = dir.join("cert.pem").display().to_string();
+            s.api.admin.tls.key = dir.join("key.pem").display().to_string();
+        },
+        reqwest::Client::new(),
+    )
+    .await;
+    let url = p.admin_base.clone().unwrap();
+    let ca_path = ca_file.to_str().unwrap();
+    let out = pharos(
+        &[
+            "admin",
+            "--url",
+            &url,
+            "--ca-file",
+            ca_path,
+            "endpoints",
+            "enable",
+            "fetch",
+        ],
+        &[],
+    )
+    .await
+    .ok();
+    assert_eq!(out, "fetch served at /fetch\n");
+    let line = pharos(&["admin", "--url", &url, "endpoints", "list"], &[])
+        .await
+        .fails(69);
+    assert!(line.contains(&url), "{line}");
+    let line = pharos(
+        &[
+            "admin",
+            "--url",
+            &url,
+            "--ca-file",
+            "/nonexistent/ca.pem",
+            "endpoints",
+            "list",
+        ],
+        &[],
+    )
+    .await
+    .fails(64);
+    assert!(line.contains("--ca-file"), "{line}");
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::{Backend, Pharos, TestDb};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+pub(crate) fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.distinguished_name.push(DnType::CommonName, name);
@@ -15,7 +15,7 @@ fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
 }
 
 /// A `localhost` server certificate issued by `ca`, written to `dir` as cert.pem / key.pem.
-fn write_leaf(ca: &CertifiedIssuer<'static, KeyPair>, dir: &Path) {
+pub(crate) fn write_leaf(ca: &CertifiedIssuer<'static, KeyPair>, dir: &Path) {
     let key = KeyPair::generate().unwrap();
     let cert = CertificateParams::new(vec!["localhost".to_string()])
         .unwrap()
