@@ -375,7 +375,7 @@ fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
             .collect();
         let chosen = MultiSelect::new()
             .with_prompt("Endpoints to serve (space toggles, enter accepts)")
-            .items(&OFFERED_ENDPOINTS)
+            .items(OFFERED_ENDPOINTS)
             .defaults(&defaults)
             .interact()
             .map_err(io)?;

@@ -414,7 +414,7 @@ async fn trust_marks(c: &Client, cmd: TrustMarkCmd) -> Result<Shown, Failure> {
         TrustMarkCmd::Types => {
             let mut v = c.get("/trust-marks/types").await?;
             // The owner and issuers as flat cells.
-            if let Some(rows) = v.as_array_mut().filter(|_| true) {
+            if let Some(rows) = v.as_array_mut() {
                 for r in rows.iter_mut() {
                     let owner = r["owner"]["entity_id"].clone();
                     let issuers: Vec<Value> = r["issuers"]
