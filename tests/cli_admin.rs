@@ -448,3 +448,137 @@ async fn a_tls_admin_port_is_reached_with_its_ca_file() {
     .fails(64);
     assert!(line.contains("--ca-file"), "{line}");
 }
+
+/// The commands an operator runs day to day, each checked against what the API then holds.
+#[tokio::test]
+async fn keys_endpoints_requests_and_approvals_through_pharos_admin() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+
+    // Key rotation policy: durations as seconds or with units; an immediate rotation.
+    let v: Value = serde_json::from_str(
+        &admin(
+            &p,
+            &[
+                "--json",
+                "keys",
+                "rotation",
+                "--enabled",
+                "true",
+                "--interval",
+                "30d",
+                "--overlap",
+                "3600",
+            ],
+        )
+        .await
+        .ok(),
+    )
+    .unwrap();
+    assert_eq!(v["enabled"], true, "{v}");
+    assert_eq!(v["interval"], 30 * 86_400, "{v}");
+    assert_eq!(v["overlap"], 3600, "{v}");
+    let before = p.entity_configuration().await.claims["jwks"]["keys"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(admin(&p, &["keys", "rotate"]).await.ok(), "keys rotated\n");
+    let keys: Value =
+        serde_json::from_str(&admin(&p, &["keys", "list", "--json"]).await.ok()).unwrap();
+    let listed = keys.get("keys").unwrap_or(&keys).as_array().unwrap();
+    assert!(listed.len() > before, "{keys}");
+
+    // Endpoints: enable, disable (kept, no path), enable again at another path.
+    admin(&p, &["endpoints", "enable", "list"]).await.ok();
+    assert_eq!(p.get("/list").await.status(), 200);
+    assert_eq!(
+        admin(&p, &["endpoints", "disable", "list"]).await.ok(),
+        "list disabled\n"
+    );
+    let (_, rec) = p
+        .admin(Method::GET, "/federation-endpoints/list", None)
+        .await;
+    assert_eq!(rec["path"], Value::Null, "{rec}");
+    admin(&p, &["endpoints", "enable", "list", "--path", "/entities"])
+        .await
+        .ok();
+    assert_eq!(p.get("/entities").await.status(), 200);
+
+    // A pending subordinate (an enrollment request) is listed and approved.
+    let jwks = json!({"keys": [crate::support::jwk("k1", None)]}).to_string();
+    admin(
+        &p,
+        &[
+            "subordinates",
+            "add",
+            "https://rp.example.org",
+            "--status",
+            "pending",
+            "--jwks",
+            &jwks,
+        ],
+    )
+    .await
+    .ok();
+    let requests = admin(&p, &["subordinates", "requests"]).await.ok();
+    assert!(requests.contains("https://rp.example.org"), "{requests}");
+    admin(&p, &["subordinates", "approve", "https://rp.example.org"])
+        .await
+        .ok();
+    let (_, sub) = p
+        .admin(
+            Method::GET,
+            &format!("/subordinates/{}", enc("https://rp.example.org")),
+            None,
+        )
+        .await;
+    assert_eq!(sub["status"], "active", "{sub}");
+    assert_eq!(
+        admin(&p, &["subordinates", "requests"])
+            .await
+            .ok()
+            .lines()
+            .count(),
+        1
+    );
+
+    // A pending trust mark request is listed and approved; blocking it is seen too.
+    let tm = "https://marks.example.org/silver";
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/trust-marks/issuance-spec",
+            Some(json!({"trust_mark_type": tm, "lifetime": 600})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(tm));
+    let body = json!({"entity_id": "https://rp.example.org", "status": "pending"});
+    let (s, v) = p.admin(Method::POST, &subjects, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let pending = admin(&p, &["trust-marks", "requests", tm]).await.ok();
+    assert!(
+        pending.contains("https://rp.example.org") && pending.contains("pending"),
+        "{pending}"
+    );
+    admin(
+        &p,
+        &["trust-marks", "approve", tm, "https://rp.example.org"],
+    )
+    .await
+    .ok();
+    let (_, list) = p.admin(Method::GET, &subjects, None).await;
+    assert_eq!(list[0]["status"], "active", "{list}");
+    admin(&p, &["trust-marks", "block", tm, "https://rp.example.org"])
+        .await
+        .ok();
+    let (_, list) = p.admin(Method::GET, &subjects, None).await;
+    assert_eq!(list[0]["status"], "blocked", "{list}");
+
+    // Removal.
+    admin(&p, &["subordinates", "remove", "https://rp.example.org"])
+        .await
+        .ok();
+    let (_, all) = p.admin(Method::GET, "/subordinates", None).await;
+    assert_eq!(all, json!([]));
+}

@@ -640,9 +640,11 @@ async fn metadata(c: &Client, cmd: MetadataCmd) -> Result<Shown, Failure> {
 async fn keys(c: &Client, cmd: KeyCmd) -> Result<Shown, Failure> {
     Ok(match cmd {
         KeyCmd::List => {
+            // A JWK Set, or (the lighthouse shape) the bare list of keys.
             let v = c.get("/entity-configuration/jwks").await?;
+            let list = v.get("keys").cloned().unwrap_or(v);
             Shown::List(
-                v["keys"].clone(),
+                list,
                 &[
                     ("KID", "kid"),
                     ("KTY", "kty"),
