@@ -151,3 +151,50 @@ async fn the_wizard_refuses_missing_answers_and_a_wrong_instance_before_writing(
     let (s, v) = p.admin(Method::GET, "/federation-endpoints", None).await;
     assert_eq!((s, v), (200, json!([])));
 }
+
+/// From another host the wizard needs the bootstrap token from the service's log: without it
+/// the API's refusal is reported (exit 1) and nothing is created; with it the first user is.
+#[tokio::test]
+async fn a_remote_first_run_needs_the_bootstrap_token() {
+    let Some(ip) = crate::support::non_loopback_address() else {
+        eprintln!("SKIP: this machine has no non-loopback address");
+        return;
+    };
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let mut p = Pharos::start_on_all_interfaces(&db, |_| {}).await;
+    let port = p.settings.server.port;
+    let url = format!("http://{ip}:{port}");
+    let args = [
+        "setup",
+        "--url",
+        &url,
+        "--non-interactive",
+        "--role",
+        "leaf",
+        "--admin-user",
+        "root",
+        "--admin-password",
+        "remote first run",
+    ];
+    let line = pharos(&args, &[]).await.fails(1);
+    assert!(line.contains("bootstrap"), "{line}");
+    let (_, users) = p.admin(Method::GET, "/users", None).await;
+    assert_eq!(users, json!([]));
+
+    let token = p
+        .app
+        .as_ref()
+        .unwrap()
+        .admin_bootstrap
+        .token()
+        .unwrap()
+        .to_owned();
+    let out = pharos(&args, &[("PHAROS_BOOTSTRAP_TOKEN", token.as_str())])
+        .await
+        .ok();
+    assert!(out.contains("admin user: root"), "{out}");
+    p.login("root", "remote first run");
+    let (s, users) = p.admin(Method::GET, "/users", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(users[0]["username"], "root");
+}
