@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod checks;
+pub mod cli_admin;
 pub mod collect;
 pub mod command_dispatch;
 pub mod config2db;
@@ -19,6 +20,7 @@ pub mod logging;
 pub mod metrics;
 pub mod private_files;
 pub mod refresh;
+pub mod setup;
 pub mod stats;
 
 pub use error::{Error, Result};

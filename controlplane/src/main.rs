@@ -32,6 +32,11 @@ enum Command {
     Stats(pharos_controlplane::stats::cli::StatsArgs),
     /// Move the trust anchors and endpoints of a lighthouse 0.20/0.21 file into the database.
     Config2db(pharos_controlplane::config2db::Args),
+    /// Admin API client: subordinates, trust marks, endpoints, keys, users, … of a running
+    /// Pharos (exit status 0 ok, 1 refused by the API, 64 usage, 69 unreachable).
+    Admin(pharos_controlplane::cli_admin::AdminArgs),
+    /// First-run wizard: role, endpoints and first admin user of a running Pharos.
+    Setup(pharos_controlplane::setup::SetupArgs),
     /// Metadata policy tools for operators.
     Policy {
         #[command(subcommand)]
@@ -61,26 +66,32 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
             // Help and version are not errors; bad arguments exit with EX_USAGE.
-            return if e.use_stderr() {
-                ExitCode::from(EXIT_CONFIG)
-            } else {
-                ExitCode::SUCCESS
-            };
+            if !e.use_stderr() {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            usage_error(&e);
+            return ExitCode::from(EXIT_CONFIG);
         }
     };
-    // Offline tools need no configuration: a broken config file must not stop a preview.
-    if let Some(Command::Policy { action }) = &cli.command {
-        return match action {
-            PolicyCommand::Resolve => policy_resolve(),
-        };
-    }
-    // The migration reads a legacy file, which `config::load` refuses by design.
-    if let Some(Command::Config2db(args)) = &cli.command {
-        let env: Vec<(String, String)> = std::env::vars().collect();
-        return pharos_controlplane::config2db::run(cli.config.as_deref(), args, &env);
-    }
+    // Offline tools and Admin API clients need no configuration: a broken config file must
+    // not stop a preview, and a client runs on any machine. The migration reads a legacy
+    // file, which `config::load` refuses by design.
+    let cli = match cli.command {
+        Some(Command::Policy { action }) => {
+            return match action {
+                PolicyCommand::Resolve => policy_resolve(),
+            };
+        }
+        Some(Command::Admin(args)) => return pharos_controlplane::cli_admin::run(args),
+        Some(Command::Setup(args)) => return pharos_controlplane::setup::run(args),
+        Some(Command::Config2db(args)) => {
+            let env: Vec<(String, String)> = std::env::vars().collect();
+            return pharos_controlplane::config2db::run(cli.config.as_deref(), &args, &env);
+        }
+        command => Cli { command, ..cli },
+    };
     let (settings, warnings) = match load(cli.config.as_ref()) {
         Ok(s) => s,
         Err(code) => return code,
@@ -109,8 +120,31 @@ fn main() -> ExitCode {
             let now = pharos_shared::time::Clock::now(&SystemClock);
             pharos_controlplane::stats::cli::run(&settings, args, now)
         }
-        Command::Policy { .. } | Command::Config2db(_) => ExitCode::SUCCESS,
+        Command::Policy { .. }
+        | Command::Config2db(_)
+        | Command::Admin(_)
+        | Command::Setup(_) => ExitCode::SUCCESS,
     }
+}
+
+/// Prints a bad command line as one line (scripts log one line per failure), with a pointer
+/// to `--help`; a missing subcommand shows the help it would have asked for.
+fn usage_error(e: &clap::Error) {
+    use clap::error::ErrorKind;
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return;
+    }
+    // The message is the first paragraph (a list of missing arguments continues it); the
+    // usage block after it is what `--help` shows in full.
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    eprintln!("{} (see --help)", message.join(" "));
 }
 
 /// `pharos policy resolve`: the output of [`pharos_shared::policy::preview`] as JSON on

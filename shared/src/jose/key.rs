@@ -199,6 +199,15 @@ impl SigningKey {
     pub fn private_pem(&self) -> &str {
         &self.private_pem
     }
+
+    /// The same key under another `kid`: for a key managed outside Pharos (an owner's key
+    /// file) whose published JWK names it otherwise than by its thumbprint, so that the `kid`
+    /// of a signature matches the key a verifier holds.
+    pub fn with_kid(mut self, kid: &str) -> Self {
+        self.kid = kid.to_owned();
+        self.public_jwk.insert("kid".into(), kid.into());
+        self
+    }
 }
 
 impl fmt::Debug for SigningKey {

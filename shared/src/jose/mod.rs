@@ -11,6 +11,7 @@ mod algorithm;
 mod jws;
 mod key;
 pub mod seal;
+mod key_file;
 mod thumbprint;
 mod verify;
 
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use algorithm::Algorithm;
 pub use jws::{Decoded, check_typ, decode_unverified, sign};
 pub use key::{Signer, SigningKey};
+pub use key_file::{from_private_jwk, load_private_key};
 pub use thumbprint::thumbprint;
 pub use verify::verify;
 

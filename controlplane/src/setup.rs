@@ -1,0 +1,566 @@
+//! `pharos setup`: a first-run wizard that turns a freshly started Pharos into an anchor, an
+//! intermediate, a leaf, a resolver or a trust mark issuer, through the public Admin API of the
+//! running instance (the same calls `pharos admin` makes; nothing privileged).
+//!
+//! Interactive on a terminal (dialoguer prompts for whatever no flag gave); with
+//! `--non-interactive`, or without a terminal, every answer comes from flags and a missing
+//! one is a usage error (exit 64). The first admin user is created first, while the bootstrap
+//! rule still allows it (a loopback client, or `--bootstrap-token` from the service's log),
+//! and every later call is made as that user.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
+use crate::cli_admin::commands::{default_path, enable_endpoint};
+use crate::cli_admin::{Connection, Failure};
+
+/// The roles the wizard knows, each with its default endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Role {
+    /// A Trust Anchor: issues statements about its subordinates (fetch, list).
+    Anchor,
+    /// An Intermediate: a superior below an anchor (fetch, list; authority hints).
+    Intermediate,
+    /// A leaf entity: publishes its Entity Configuration only (authority hints).
+    Leaf,
+    /// A resolver: resolves trust chains to the anchors it trusts (resolve).
+    Resolver,
+    /// A trust mark issuer (trust_mark, trust_mark_status, trust_mark_list; authority hints).
+    TrustMarkIssuer,
+}
+
+impl Role {
+    const ALL: [Role; 5] = [
+        Role::Anchor,
+        Role::Intermediate,
+        Role::Leaf,
+        Role::Resolver,
+        Role::TrustMarkIssuer,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Role::Anchor => "trust anchor",
+            Role::Intermediate => "intermediate",
+            Role::Leaf => "leaf",
+            Role::Resolver => "resolver",
+            Role::TrustMarkIssuer => "trust mark issuer",
+        }
+    }
+
+    /// The endpoint types the role serves by default.
+    pub fn endpoints(self) -> &'static [&'static str] {
+        match self {
+            Role::Anchor | Role::Intermediate => &["fetch", "list"],
+            Role::Leaf => &[],
+            Role::Resolver => &["resolve"],
+            Role::TrustMarkIssuer => &["trust_mark", "trust_mark_status", "trust_mark_list"],
+        }
+    }
+
+    /// Whether the role sits below a superior (and so needs authority hints).
+    fn has_superiors(self) -> bool {
+        matches!(
+            self,
+            Role::Intermediate | Role::Leaf | Role::TrustMarkIssuer
+        )
+    }
+}
+
+/// Endpoint types offered in the interactive selection.
+const OFFERED_ENDPOINTS: [&str; 8] = [
+    "fetch",
+    "list",
+    "resolve",
+    "trust_mark",
+    "trust_mark_status",
+    "trust_mark_list",
+    "enroll",
+    "historical_keys",
+];
+
+/// `pharos setup` arguments.
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Where the running instance's Admin API is (and existing admin credentials, if any).
+    #[command(flatten)]
+    pub connection: Connection,
+    /// Bootstrap token printed in the service's log at start (for a remote first run).
+    #[arg(long, env = "PHAROS_BOOTSTRAP_TOKEN", hide_env_values = true)]
+    pub bootstrap_token: Option<String>,
+    /// The entity identifier the instance must have (checked; it is set in its config file).
+    #[arg(long)]
+    pub entity_id: Option<String>,
+    /// The role of this entity.
+    #[arg(long, value_enum)]
+    pub role: Option<Role>,
+    /// Endpoint types to serve (repeatable; default: the role's).
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<String>,
+    /// federation_entity organization_name.
+    #[arg(long)]
+    pub organization_name: Option<String>,
+    /// federation_entity homepage_uri.
+    #[arg(long)]
+    pub homepage_uri: Option<String>,
+    /// federation_entity contacts (repeatable).
+    #[arg(long = "contact")]
+    pub contacts: Vec<String>,
+    /// Superiors to publish as authority_hints (repeatable).
+    #[arg(long = "authority-hint")]
+    pub authority_hints: Vec<String>,
+    /// Trust Anchors to trust, their keys taken from their Entity Configurations (repeatable;
+    /// a resolver resolves to these).
+    #[arg(long = "trust-anchor")]
+    pub trust_anchors: Vec<String>,
+    /// User name of the first admin user.
+    #[arg(long)]
+    pub admin_user: Option<String>,
+    /// Password of the first admin user (prefer the environment variable).
+    #[arg(long, env = "PHAROS_SETUP_ADMIN_PASSWORD", hide_env_values = true)]
+    pub admin_password: Option<String>,
+    /// Never prompt: every answer comes from flags (also without a terminal).
+    #[arg(long)]
+    pub non_interactive: bool,
+}
+
+/// Runs the wizard and returns its exit status (those of `pharos admin`).
+pub fn run(args: SetupArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let interactive = !args.non_interactive && std::io::stdin().is_terminal();
+    match rt.block_on(wizard(args, interactive)) {
+        Ok(summary) => {
+            print!("{summary}");
+            ExitCode::SUCCESS
+        }
+        Err(f) => f.report(),
+    }
+}
+
+/// The answers the wizard works from.
+#[derive(Debug)]
+struct Plan {
+    role: Role,
+    endpoints: Vec<String>,
+    federation_entity: Option<Value>,
+    authority_hints: Vec<String>,
+    trust_anchors: Vec<String>,
+    admin: Option<(String, String)>,
+}
+
+async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
+    let mut target = args.connection.target()?;
+    target.bootstrap_token = args.bootstrap_token.clone();
+    let mut client = Client::new(target.clone())?;
+    let served = served_entity_id(&client).await?;
+    if let (Some(want), Some(have)) = (&args.entity_id, &served)
+        && want.trim_end_matches('/') != have.trim_end_matches('/')
+    {
+        return Err(Failure::Usage(format!(
+            "the instance at {} is {have}, not {want}: set entity_id in its configuration file and restart it",
+            client.base()
+        )));
+    }
+    let plan = if interactive {
+        ask(&args, served.as_deref())?
+    } else {
+        from_flags(&args)?
+    };
+
+    if let Some((user, password)) = &plan.admin {
+        client = create_admin(client, user, password).await?;
+    }
+    if let Some(fe) = &plan.federation_entity {
+        let path = "/entity-configuration/metadata/federation_entity";
+        client
+            .call(Method::PUT, path, Body::Json(fe.clone()))
+            .await?;
+    }
+    for hint in &plan.authority_hints {
+        let body = Body::Json(json!({ "entity_id": hint }));
+        let r = client
+            .call(Method::POST, "/entity-configuration/authority-hints", body)
+            .await;
+        tolerate_conflict(r)?;
+    }
+    for ta in &plan.trust_anchors {
+        let jwks = entity_jwks(&client, ta).await?;
+        let body = Body::Json(json!({ "entity_id": ta, "jwks": jwks }));
+        tolerate_conflict(client.call(Method::POST, "/trust-anchors", body).await)?;
+    }
+    let mut lines = Vec::new();
+    for kind in &plan.endpoints {
+        let config = match kind.as_str() {
+            "resolve" if !plan.trust_anchors.is_empty() => {
+                Some(json!({ "allowed_trust_anchors": plan.trust_anchors }))
+            }
+            _ => None,
+        };
+        let path = default_path(kind);
+        enable_endpoint(&client, kind, &path, config, false).await?;
+        lines.push(format!(
+            "  {kind:<18} {}{path}",
+            served.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(summary(&plan, served.as_deref(), &lines))
+}
+
+fn summary(plan: &Plan, entity: Option<&str>, endpoints: &[String]) -> String {
+    let mut s = format!(
+        "configured {} as a {}\n",
+        entity.unwrap_or("the instance"),
+        plan.role.label()
+    );
+    if endpoints.is_empty() {
+        s.push_str("endpoints: none\n");
+    } else {
+        s.push_str("endpoints:\n");
+        for l in endpoints {
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    for h in &plan.authority_hints {
+        s.push_str(&format!("authority hint: {h}\n"));
+    }
+    for t in &plan.trust_anchors {
+        s.push_str(&format!("trust anchor: {t}\n"));
+    }
+    if let Some((u, _)) = &plan.admin {
+        s.push_str(&format!("admin user: {u}\n"));
+    }
+    if plan.role.has_superiors() {
+        s.push_str("next: give each superior your keys (pharos admin keys list --json)\n");
+    }
+    s
+}
+
+/// A conflict (the record exists already) is not a failure of a re-run wizard.
+fn tolerate_conflict(r: Result<Value, Failure>) -> Result<(), Failure> {
+    match r {
+        Ok(_) | Err(Failure::Refused { status: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The instance's entity identifier: from the Admin API when it answers, else from the public
+/// Entity Configuration on the same base URL; `None` when neither says.
+async fn served_entity_id(c: &Client) -> Result<Option<String>, Failure> {
+    match c.get("/entity-configuration").await {
+        Ok(v) => return Ok(v["sub"].as_str().map(str::to_owned)),
+        Err(Failure::Unreachable(m)) => return Err(Failure::Unreachable(m)),
+        Err(_) => {}
+    }
+    let (status, v) = c
+        .raw(Method::GET, "/.well-known/openid-federation", Body::None)
+        .await?;
+    if !status.is_success() {
+        return Ok(None);
+    }
+    let token = v.as_str().unwrap_or("");
+    Ok(pharos_shared::jose::decode_unverified(token.trim())
+        .ok()
+        .and_then(|d| d.claims["sub"].as_str().map(str::to_owned)))
+}
+
+/// Creates the first admin user and returns the client logged in as it. On a re-run the user
+/// exists: the API then wants credentials, and the user's own are tried (a conflict with them
+/// means the user exists and its password works).
+async fn create_admin(mut c: Client, user: &str, password: &str) -> Result<Client, Failure> {
+    let body = || Body::Json(json!({ "username": user, "password": password }));
+    let mut r = c.call(Method::POST, "/users", body()).await;
+    if matches!(r, Err(Failure::Refused { status: 401, .. })) && !c.has_credentials() {
+        c.login(user, password);
+        r = c.call(Method::POST, "/users", body()).await;
+    }
+    match r {
+        Ok(_) | Err(Failure::Refused { status: 409, .. }) => {
+            c.login(user, password);
+            Ok(c)
+        }
+        Err(Failure::Refused {
+            status: 401 | 403,
+            message,
+        }) => Err(Failure::Refused {
+            status: 401,
+            message: one_line(&format!(
+                "cannot create the admin user ({message}): before the first user the Admin API admits only local clients or --bootstrap-token, after it --user/--password of an admin"
+            )),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The plan from flags alone (non-interactive).
+fn from_flags(args: &SetupArgs) -> Result<Plan, Failure> {
+    let role = args
+        .role
+        .ok_or_else(|| Failure::Usage("--role is required with --non-interactive".into()))?;
+    let admin = match (&args.admin_user, &args.admin_password) {
+        (Some(u), Some(p)) => Some((u.clone(), p.clone())),
+        (Some(_), None) => {
+            return Err(Failure::Usage(
+                "--admin-user needs --admin-password (or PHAROS_SETUP_ADMIN_PASSWORD)".into(),
+            ));
+        }
+        (None, _) if args.connection.user.is_some() => None,
+        (None, _) => {
+            return Err(Failure::Usage(
+                "--admin-user is required (or --user of an existing admin)".into(),
+            ));
+        }
+    };
+    if role == Role::Resolver && args.trust_anchors.is_empty() {
+        return Err(Failure::Usage(
+            "a resolver needs at least one --trust-anchor".into(),
+        ));
+    }
+    Ok(Plan {
+        role,
+        endpoints: endpoints_of(role, &args.endpoints),
+        federation_entity: SetupArgsView::from(args).federation_entity(),
+        authority_hints: args.authority_hints.clone(),
+        trust_anchors: args.trust_anchors.clone(),
+        admin,
+    })
+}
+
+fn endpoints_of(role: Role, given: &[String]) -> Vec<String> {
+    if given.is_empty() {
+        role.endpoints().iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        given.to_vec()
+    }
+}
+
+/// The plan from flags, with prompts for whatever they left open.
+fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
+    use dialoguer::{Confirm, Input, MultiSelect, Password, Select};
+    let io = |e: dialoguer::Error| Failure::Usage(format!("prompt failed: {e}"));
+    if let Some(id) = served {
+        println!("Pharos instance: {id}");
+    }
+    let role = match args.role {
+        Some(r) => r,
+        None => {
+            let labels: Vec<&str> = Role::ALL.iter().map(|r| r.label()).collect();
+            let i = Select::new()
+                .with_prompt("Role of this entity")
+                .items(&labels)
+                .default(0)
+                .interact()
+                .map_err(io)?;
+            Role::ALL[i]
+        }
+    };
+    let endpoints = if args.endpoints.is_empty() {
+        let defaults: Vec<bool> = OFFERED_ENDPOINTS
+            .iter()
+            .map(|e| role.endpoints().contains(e))
+            .collect();
+        let chosen = MultiSelect::new()
+            .with_prompt("Endpoints to serve (space toggles, enter accepts)")
+            .items(OFFERED_ENDPOINTS)
+            .defaults(&defaults)
+            .interact()
+            .map_err(io)?;
+        chosen
+            .into_iter()
+            .map(|i| OFFERED_ENDPOINTS[i].to_owned())
+            .collect()
+    } else {
+        args.endpoints.clone()
+    };
+    let text = |prompt: &str, given: &Option<String>| -> Result<Option<String>, Failure> {
+        if given.is_some() {
+            return Ok(given.clone());
+        }
+        let s: String = Input::new()
+            .with_prompt(prompt)
+            .allow_empty(true)
+            .interact_text()
+            .map_err(io)?;
+        Ok((!s.trim().is_empty()).then(|| s.trim().to_owned()))
+    };
+    let list = |prompt: &str, given: &[String]| -> Result<Vec<String>, Failure> {
+        if !given.is_empty() {
+            return Ok(given.to_vec());
+        }
+        let s: String = Input::new()
+            .with_prompt(prompt)
+            .allow_empty(true)
+            .interact_text()
+            .map_err(io)?;
+        Ok(s.split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect())
+    };
+    let organization_name = text("Organization name (empty: none)", &args.organization_name)?;
+    let authority_hints = if role.has_superiors() {
+        list(
+            "Superiors' entity identifiers (authority_hints, comma-separated)",
+            &args.authority_hints,
+        )?
+    } else {
+        args.authority_hints.clone()
+    };
+    let trust_anchors = if role == Role::Resolver || endpoints.iter().any(|e| e == "resolve") {
+        list(
+            "Trust Anchors to resolve to (entity identifiers, comma-separated)",
+            &args.trust_anchors,
+        )?
+    } else {
+        args.trust_anchors.clone()
+    };
+    let admin = match &args.admin_user {
+        Some(u) => {
+            let p = match &args.admin_password {
+                Some(p) => p.clone(),
+                None => Password::new()
+                    .with_prompt(format!("Password for {u}"))
+                    .with_confirmation("Repeat it", "the passwords differ")
+                    .interact()
+                    .map_err(io)?,
+            };
+            Some((u.clone(), p))
+        }
+        None if args.connection.user.is_some() => None,
+        None => {
+            let u: String = Input::new()
+                .with_prompt("First admin user name")
+                .default("admin".into())
+                .interact_text()
+                .map_err(io)?;
+            let p = Password::new()
+                .with_prompt(format!("Password for {u}"))
+                .with_confirmation("Repeat it", "the passwords differ")
+                .interact()
+                .map_err(io)?;
+            Some((u, p))
+        }
+    };
+    let mut fe_args = SetupArgsView::from(args);
+    fe_args.organization_name = organization_name;
+    let plan = Plan {
+        role,
+        endpoints,
+        federation_entity: fe_args.federation_entity(),
+        authority_hints,
+        trust_anchors,
+        admin,
+    };
+    let go = Confirm::new()
+        .with_prompt(format!(
+            "Configure this instance as a {} with endpoints [{}]?",
+            plan.role.label(),
+            plan.endpoints.join(", ")
+        ))
+        .default(true)
+        .interact()
+        .map_err(io)?;
+    if !go {
+        return Err(Failure::Usage("setup cancelled".into()));
+    }
+    Ok(plan)
+}
+
+/// The metadata members of the arguments, so prompts can fill them in.
+struct SetupArgsView {
+    organization_name: Option<String>,
+    homepage_uri: Option<String>,
+    contacts: Vec<String>,
+}
+
+impl From<&SetupArgs> for SetupArgsView {
+    fn from(a: &SetupArgs) -> Self {
+        Self {
+            organization_name: a.organization_name.clone(),
+            homepage_uri: a.homepage_uri.clone(),
+            contacts: a.contacts.clone(),
+        }
+    }
+}
+
+impl SetupArgsView {
+    fn federation_entity(&self) -> Option<Value> {
+        let mut fe = serde_json::Map::new();
+        if let Some(o) = &self.organization_name {
+            fe.insert("organization_name".into(), json!(o));
+        }
+        if let Some(h) = &self.homepage_uri {
+            fe.insert("homepage_uri".into(), json!(h));
+        }
+        if !self.contacts.is_empty() {
+            fe.insert("contacts".into(), json!(self.contacts));
+        }
+        (!fe.is_empty()).then_some(Value::Object(fe))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: SetupArgs,
+    }
+
+    fn parse(args: &[&str]) -> SetupArgs {
+        T::try_parse_from(std::iter::once("setup").chain(args.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    #[test]
+    fn an_anchor_serves_fetch_and_list_by_default() {
+        let a = parse(&[
+            "--role",
+            "anchor",
+            "--admin-user",
+            "root",
+            "--admin-password",
+            "pw",
+        ]);
+        let p = from_flags(&a).unwrap();
+        assert_eq!(p.endpoints, ["fetch", "list"]);
+        assert_eq!(p.admin, Some(("root".into(), "pw".into())));
+        assert!(p.federation_entity.is_none());
+    }
+
+    #[test]
+    fn non_interactive_runs_need_a_role_and_an_admin() {
+        assert!(matches!(
+            from_flags(&parse(&["--admin-user", "a", "--admin-password", "b"])),
+            Err(Failure::Usage(_))
+        ));
+        assert!(matches!(
+            from_flags(&parse(&["--role", "leaf"])),
+            Err(Failure::Usage(_))
+        ));
+        assert!(matches!(
+            from_flags(&parse(&["--role", "resolver", "--user", "x"])),
+            Err(Failure::Usage(_))
+        ));
+    }
+}
