@@ -48,6 +48,7 @@ mod registry;
 mod resolve;
 mod restart;
 mod setup;
+mod startup;
 mod stats;
 mod stats_cli;
 mod stats_client;

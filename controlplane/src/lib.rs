@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod private_files;
 pub mod refresh;
 pub mod setup;
+pub mod startup;
 pub mod stats;
 
 pub use error::{Error, Result};

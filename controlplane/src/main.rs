@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pharos_controlplane::app::{App, Listeners};
+use pharos_controlplane::app::App;
 use pharos_shared::config::{self, Settings};
 use pharos_shared::time::SystemClock;
 
@@ -120,10 +120,9 @@ fn main() -> ExitCode {
             let now = pharos_shared::time::Clock::now(&SystemClock);
             pharos_controlplane::stats::cli::run(&settings, args, now)
         }
-        Command::Policy { .. }
-        | Command::Config2db(_)
-        | Command::Admin(_)
-        | Command::Setup(_) => ExitCode::SUCCESS,
+        Command::Policy { .. } | Command::Config2db(_) | Command::Admin(_) | Command::Setup(_) => {
+            ExitCode::SUCCESS
+        }
     }
 }
 
@@ -201,7 +200,23 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let app = match App::start(settings, Arc::new(SystemClock), Listeners::default()).await {
+        let signalled = tokio_util::sync::CancellationToken::new();
+        let on_signal = signalled.clone();
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+            on_signal.cancel();
+        });
+        let listeners =
+            match pharos_controlplane::startup::wait_for_database(&settings, &signalled).await {
+                Ok(l) => l,
+                Err(_) if signalled.is_cancelled() => return ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = %e, "pharos could not start");
+                    return ExitCode::FAILURE;
+                }
+            };
+        let app = match App::start(settings, Arc::new(SystemClock), listeners).await {
             Ok(app) => app,
             Err(e) => {
                 tracing::error!(error = %e, "pharos could not start");
@@ -210,8 +225,7 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
         };
         let stop = app.shutdown_token();
         tokio::spawn(async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down");
+            signalled.cancelled().await;
             stop.cancel();
         });
         app.run_until_stopped().await;
