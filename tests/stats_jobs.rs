@@ -241,8 +241,33 @@ async fn metrics_count_the_requests_sent_with_statistics_off() {
         m.contains_key("pharos_db_pool_connections{state=idle}"),
         "{m:?}"
     );
-    assert!(
-        m.contains_key("pharos_refresh_failures{kind=subordinate_keys}"),
+    assert_eq!(
+        m["pharos_refresh_failures_total{kind=subordinate_keys}"], 0.0,
+        "{m:?}"
+    );
+
+    // Cache hits and misses: the first fetch of a subject signs (miss), the second is served
+    // from the signed statement (hit).
+    crate::support::enable(&p, "fetch", "/fetch", json!({})).await;
+    let sub = "https://leaf.example.org";
+    let body = json!({"entity_id": sub, "jwks": {"keys": [crate::support::jwk("k1", None)]}});
+    let (s, v) = p.admin(Method::POST, "/subordinates", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let fetch = format!("/fetch?sub={}", crate::support::enc(sub));
+    for _ in 0..2 {
+        assert_eq!(p.get(&fetch).await.status(), 200);
+    }
+    let m = scrape(&p).await;
+    assert_eq!(
+        m["pharos_cache_requests_total{cache=fetch,result=miss}"], 1.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m["pharos_cache_requests_total{cache=fetch,result=hit}"], 1.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m["pharos_cache_requests_total{cache=resolve,result=hit}"], 0.0,
         "{m:?}"
     );
     p.stop().await;

@@ -118,6 +118,7 @@ impl App {
             &stats.requests,
             stats.ring.clone(),
             refreshers.failures.clone(),
+            data.caches.clone(),
         );
 
         let admin = &settings.api.admin;

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pharos_dataplane::cache_counters::{Cache, CacheCounters};
 use pharos_dataplane::stats::Ring;
 use pharos_dataplane::stats::metrics::RequestMetrics;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
@@ -37,6 +39,13 @@ struct Sources {
     cp: Arc<ControlPlane>,
     ring: Option<Arc<Ring>>,
     failures: Arc<Failures>,
+    caches: Arc<CacheCounters>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheResult {
+    cache: &'static str,
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -98,25 +107,38 @@ impl Collector for Sources {
             "Outbound federation fetches",
             pharos_dataplane::outbound::fetches(),
         )?;
-        let failures: Family<Kind, Gauge> = Family::default();
+        // Counters with labels, read at scrape time: one descriptor, one sample per label set.
         let f = &self.failures;
         use std::sync::atomic::Ordering::Relaxed;
+        let mut family = enc.encode_descriptor(
+            "pharos_refresh_failures",
+            "Failed refreshes since start, by kind",
+            None,
+            MetricType::Counter,
+        )?;
         for (kind, n) in [
             ("anchor_keys", f.anchor_keys.load(Relaxed)),
             ("subordinate_keys", f.subordinate_keys.load(Relaxed)),
             ("held_marks", f.held_marks.load(Relaxed)),
         ] {
-            failures
-                .get_or_create(&Kind { kind })
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
+            ConstCounter::new(n).encode(family.encode_family(&Kind { kind })?)?;
         }
-        // A family of gauges renders labelled values; refresh failures only grow.
-        failures.encode(enc.encode_descriptor(
-            "pharos_refresh_failures",
-            "Failed refreshes since start, by kind",
+        let mut family = enc.encode_descriptor(
+            "pharos_cache_requests",
+            "Answers from a cache (hit) or made anew (miss: signed or resolved), by cache",
             None,
-            failures.metric_type(),
-        )?)?;
+            MetricType::Counter,
+        )?;
+        for cache in Cache::ALL {
+            let (hits, misses) = self.caches.get(cache);
+            for (result, n) in [("hit", hits), ("miss", misses)] {
+                let labels = CacheResult {
+                    cache: cache.name(),
+                    result,
+                };
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
         let pool = &self.cp.db.pool;
         let (size, idle) = (
             i64::from(pool.size()),
@@ -144,10 +166,16 @@ impl Metrics {
         requests: &RequestMetrics,
         ring: Option<Arc<Ring>>,
         failures: Arc<Failures>,
+        caches: Arc<CacheCounters>,
     ) -> Arc<Self> {
         let mut registry = Registry::default();
         requests.register(&mut registry);
-        registry.register_collector(Box::new(Sources { cp, ring, failures }));
+        registry.register_collector(Box::new(Sources {
+            cp,
+            ring,
+            failures,
+            caches,
+        }));
         Arc::new(Self { registry })
     }
 

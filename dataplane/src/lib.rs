@@ -4,6 +4,7 @@
 //! [`Snapshot`] and from caches of signed responses. It never opens a database connection: state
 //! changes reach it only as new snapshots published by the control plane.
 
+pub mod cache_counters;
 pub mod client_auth;
 pub mod command;
 pub mod dispatch;
@@ -63,6 +64,8 @@ pub struct DataPlane {
     pub replay: replay::ReplayStore,
     /// `storage.endpoint_auth.max_assertion_lifetime`, seconds.
     pub max_assertion_lifetime: i64,
+    /// Cache hits and misses (for `/metrics`).
+    pub caches: Arc<cache_counters::CacheCounters>,
 }
 
 impl DataPlane {
@@ -119,6 +122,7 @@ impl DataPlane {
             fetch_flights: endpoints::fetch::Flights::default(),
             trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
             trust_mark_status_cache: Default::default(),
+            caches: Arc::default(),
         })
     }
 

@@ -9,6 +9,7 @@
 //! statement at once, concurrent first requests for one statement sign it once (see
 //! [`crate::single_flight`]).
 
+use crate::cache_counters::Cache;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -98,7 +99,7 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
 }
 
 /// The statement already signed for this request, if there is one (the warm path: no await).
-pub(crate) fn cached(snap: &Snapshot, query: &str, now: i64) -> Option<Response> {
+pub(crate) fn cached(dp: &DataPlane, snap: &Snapshot, query: &str, now: i64) -> Option<Response> {
     let sub = subordinate(snap, query).ok()?;
     let (general_version, statements_generation) = (
         snap.subordinates.general_version,
@@ -107,6 +108,7 @@ pub(crate) fn cached(snap: &Snapshot, query: &str, now: i64) -> Option<Response>
     let body = sub
         .statement
         .get(general_version, statements_generation, now)?;
+    dp.caches.hit(Cache::Fetch);
     Some(jwt(CONTENT_TYPE, body))
 }
 
@@ -175,6 +177,7 @@ async fn statement(
         .statement
         .get(general_version, statements_generation, now)
     {
+        dp.caches.hit(Cache::Fetch);
         return Ok(body);
     }
     // Concurrent first requests for one statement sign it once: after a key or registry
@@ -195,6 +198,7 @@ async fn statement(
             {
                 return Ok(body);
             }
+            dp.caches.miss(Cache::Fetch);
             let (body, refresh_at) = sign(snap, sub, now, source)
                 .await
                 .map_err(FedError::server_error)?;

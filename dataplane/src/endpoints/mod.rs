@@ -144,7 +144,7 @@ pub fn cached(
     }
     let query = req.uri().query().unwrap_or("");
     match entry.kind {
-        EndpointType::Fetch => fetch::cached(snap, query, now),
+        EndpointType::Fetch => fetch::cached(dp, snap, query, now),
         EndpointType::Resolve => resolve::cached(dp, snap, entry, query, now),
         _ => None,
     }

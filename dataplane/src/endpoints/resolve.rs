@@ -7,6 +7,7 @@
 //! 404, `invalid_trust_chain` 400, `invalid_metadata` 400, `not_found` 404 when the subject's
 //! Entity Configuration cannot be fetched.
 
+use crate::cache_counters::Cache;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -77,6 +78,7 @@ pub(crate) fn cached(
         return None;
     }
     let body = dp.resolve.front.get(query, snap.generation, now)?;
+    dp.caches.hit(Cache::Resolve);
     Some(jwt(RESOLVE_RESPONSE_CONTENT_TYPE, body))
 }
 
@@ -115,6 +117,7 @@ async fn anonymous_get(
     now: i64,
 ) -> Response {
     let front = front_cached(entry);
+    dp.caches.miss(Cache::Resolve);
     let form: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
         .into_owned()
         .collect();

@@ -14,6 +14,7 @@
 //! publishes it with a new version, so a revoked mark is never served again (lighthouse's
 //! cache outlives revocation, reference §13 item 10).
 
+use crate::cache_counters::Cache as Counted;
 use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
@@ -125,8 +126,10 @@ async fn issue(
         && let Some(hit) = cache.get(&key).await
         && fresh(&hit, snap, spec, subject, now)
     {
+        dp.caches.hit(Counted::TrustMark);
         return Ok(hit.body.clone());
     }
+    dp.caches.miss(Counted::TrustMark);
     let jti = new_jti()?;
     let extras = subject.map(|s| &s.additional_claims);
     let claims = mark_claims(
