@@ -30,6 +30,7 @@ mod enroll_request;
 mod entity_configuration;
 mod federation;
 mod fetch_list;
+mod http_cache;
 mod interop;
 mod interop_spid;
 mod jwks_refresh;

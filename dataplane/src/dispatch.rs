@@ -45,14 +45,29 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     }
     // From here on handlers may await remote work: they get the snapshot as an owned `Arc`,
     // and the guard is given up.
+    let anonymous = endpoints::anonymous_get(entry, &req);
     let entry = Arc::clone(entry);
     let snap = Guard::into_inner(snap);
-    endpoints::serve(Call {
+    let resp = endpoints::serve(Call {
         dp: &dp,
         snap,
         entry,
         req,
         now,
     })
-    .await
+    .await;
+    cache_policy(resp, anonymous)
+}
+
+/// Only an anonymous GET's successful answer that its handler declared cacheable (with
+/// `Cache-Control`, see [`crate::jwt_response::cacheable`]) may be kept by a cache; everything
+/// else (errors, authenticated or POST answers, answers whose lifetime nothing bounds) is
+/// `no-store`, so a CDN never serves one client's answer to another nor a stale one.
+fn cache_policy(resp: Response, anonymous: bool) -> Response {
+    let declared = resp.headers().contains_key(header::CACHE_CONTROL);
+    let status = resp.status();
+    if anonymous && declared && (status.is_success() || status == StatusCode::NOT_MODIFIED) {
+        return resp;
+    }
+    crate::jwt_response::no_store(resp)
 }
