@@ -208,7 +208,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 105);
+    assert_eq!(table.len(), 109);
 }
 
 #[test]
@@ -303,4 +303,32 @@ fn interop_settings_default_to_apply_and_interop_and_refuse_unknown_values() {
         let p = problems(None, &[(name, value)]);
         assert!(p.iter().any(|m| m.contains(value)), "{name}: {p:?}");
     }
+}
+
+#[test]
+fn cluster_is_refused_on_sqlite_and_with_the_cache_replay_store() {
+    let p = problems(None, &[("SVC_CLUSTER_ENABLED", "true")]);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p.iter()
+            .any(|m| m.contains("storage.driver postgres or mysql"))
+    );
+    assert!(p.iter().any(|m| m.contains("jti_backend: db")));
+    let f = yaml(
+        "cluster:\n  enabled: true\n  instance_id: a\n  poll_interval: 500ms\n  leader_lease: 5s\n\
+         storage:\n  driver: postgres\n  dsn: postgres://x@y/z\n  endpoint_auth:\n    jti_backend: db\n",
+    );
+    let c = ok(Some(&f), &[]).settings.cluster;
+    assert!(c.enabled);
+    assert_eq!(c.instance_id, "a");
+    assert_eq!(c.poll_interval.get(), std::time::Duration::from_millis(500));
+    assert_eq!(c.leader_lease.get().as_secs(), 5);
+    let d = ClusterSettings::default();
+    assert_eq!(
+        (
+            d.poll_interval.get().as_secs(),
+            d.leader_lease.get().as_secs()
+        ),
+        (1, 10)
+    );
 }
