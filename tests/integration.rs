@@ -19,6 +19,7 @@ mod claims;
 mod cli;
 mod client_auth;
 mod client_auth_more;
+mod cluster;
 mod collection;
 mod collection_periodic;
 mod collection_spid;

@@ -151,6 +151,9 @@ impl App {
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
         tasks.push(refreshers.spawn(shutdown.clone()));
+        if control.announces() {
+            tasks.push(control.spawn_listener(shutdown.clone())?);
+        }
         tasks.push(crate::collect::job::spawn(
             control.clone(),
             Arc::new(HttpFetcher::new(&settings.federation)),
@@ -310,7 +313,13 @@ fn health(cp: Arc<ControlPlane>) -> Router {
         .route(
             "/readyz",
             get(|State(cp): State<Arc<ControlPlane>>| async move {
-                if cp.db.ping().await {
+                if cp.is_behind() {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "catching up with the other replicas",
+                    )
+                        .into_response()
+                } else if cp.db.ping().await {
                     (StatusCode::OK, "ready").into_response()
                 } else {
                     (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()

@@ -130,8 +130,23 @@ impl<'a> Write<'a> {
     /// Commits the transaction (if one was begun), then publishes what was touched while the
     /// writer lock is still held. A failed publish does not fail the write: it is committed,
     /// and the snapshot catches up (see [`ControlPlane::reconcile`]).
+    ///
+    /// With `cluster.enabled` on PostgreSQL the other replicas are told what was touched by a
+    /// `pg_notify` in the same transaction: delivered on commit, never for a rolled-back write.
     pub async fn commit(mut self) -> Result<()> {
-        if let Some(tx) = self.tx.take() {
+        if let Some(mut tx) = self.tx.take() {
+            if self.cp.announces() && !self.changes.is_empty() {
+                let payload = super::cluster::encode(self.cp.origin, &self.changes);
+                sqlx::query(
+                    self.cp
+                        .db
+                        .sql("SELECT 1 AS n FROM (SELECT pg_notify(?, ?)) AS s"),
+                )
+                .bind(super::cluster::CHANNEL)
+                .bind(payload)
+                .execute(&mut *tx)
+                .await?;
+            }
             tx.commit().await?;
         }
         let changes = std::mem::take(&mut self.changes);
