@@ -195,3 +195,94 @@ async fn a_client_assertion_used_on_one_replica_is_refused_on_another() {
     }
     f.stop().await;
 }
+
+#[tokio::test]
+async fn killing_the_leader_moves_rotation_to_another_replica_and_it_is_done_once() {
+    use pharos_shared::time::ManualClock;
+    if !postgres() {
+        return;
+    }
+    const T0: i64 = 1_900_000_000;
+    const H: i64 = 3_600;
+    let db = TestDb::new(Backend::Postgres).await;
+    let clock = ManualClock::new(T0);
+    let mut r = Vec::new();
+    for i in 0..3 {
+        let p = Pharos::start_with(
+            &db,
+            |s| {
+                s.entity_id = ENTITY_ID.into();
+                s.cluster.enabled = true;
+                s.cluster.instance_id = format!("replica-{i}");
+                s.cluster.leader_lease = pharos_shared::config::Duration::from_secs(2);
+                s.storage.endpoint_auth.jti_backend = JtiBackend::Db;
+            },
+            clock.clone(),
+        )
+        .await;
+        r.push(p);
+    }
+    let leaders = |r: &[Pharos]| {
+        r.iter()
+            .filter(|p| p.app.as_ref().unwrap().leadership.is_leader())
+            .count()
+    };
+    eventually("one leader", || async { leaders(&r) == 1 }).await;
+    let (s, v) = r[0]
+        .admin(
+            Method::PUT,
+            "/keys/rotation",
+            Some(json!({"enabled": true, "interval": "48h", "overlap": "2h",
+                        "key_announcement_lead_time": "6h"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let pool = db.pool().await;
+    let keys = || async {
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM signing_keys WHERE key_set = 'federation'")
+                .fetch_one(&pool.pool)
+                .await
+                .unwrap();
+        n
+    };
+    assert_eq!(keys().await, 1);
+
+    // The leader dies; another replica takes over the key schedule.
+    let i = r
+        .iter()
+        .position(|p| p.app.as_ref().unwrap().leadership.is_leader())
+        .unwrap();
+    r.remove(i).stop().await;
+    eventually("a new leader", || async { leaders(&r) == 1 }).await;
+
+    // The announcement of the successor key is due: every replica's key task is woken (their
+    // timers run on the real clock), and only the leader's acts.
+    clock.set(T0 + 42 * H);
+    for _ in 0..3 {
+        for p in &r {
+            p.app.as_ref().unwrap().control.key_events.notify_one();
+        }
+        eventually("successor announced", || async { keys().await >= 2 }).await;
+    }
+    // Both replicas publish it, and there is one successor in the database.
+    for p in &r {
+        eventually("successor published", || async {
+            p.app
+                .as_ref()
+                .unwrap()
+                .control
+                .snapshot()
+                .keys
+                .published
+                .len()
+                == 2
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(keys().await, 2, "one key transition, not one per replica");
+    for p in r {
+        p.stop().await;
+    }
+}

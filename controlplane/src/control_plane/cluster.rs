@@ -83,6 +83,9 @@ impl ControlPlane {
         if a.origin == self.origin {
             return;
         }
+        // An Admin API change on another replica (rotation policy, an immediate rotation) may
+        // move the next key transition: the key task, which runs on the leader, re-plans.
+        self.key_events.notify_one();
         if a.all {
             self.reload_everything().await;
             return;
