@@ -82,28 +82,7 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
     let r = replicas(&db, 3).await;
     let (a, b, c) = (&r[0], &r[1], &r[2]);
 
-    // A registry change and a subordinate through A reach B and C.
-    enable(a, "list", "/list", json!({})).await;
-    enable(a, "fetch", "/fetch", json!({})).await;
-    let leaf = "https://leaf-1.example.org";
-    add(a, leaf).await;
-    for p in [b, c] {
-        eventually("subordinate listed on B and C", || listed(p, leaf)).await;
-        let r = p.get(&format!("/fetch?sub={}", enc(leaf))).await;
-        assert_eq!(r.status(), 200);
-    }
-    // A change of one subordinate (status) travels alone and is applied there too.
-    let (s, v) = b
-        .admin_raw(
-            Method::PUT,
-            &format!("/subordinates/{}/status", enc(leaf)),
-            Some("blocked"),
-        )
-        .await;
-    assert!((200..300).contains(&s), "{v}");
-    for p in [a, c] {
-        eventually("blocked on A and C", || async { !listed(p, leaf).await }).await;
-    }
+    writes_travel(a, b, c).await;
 
     // A's listener connection is cut: it reconnects, reloads everything and is ready again;
     // writes made meanwhile on B are there.
@@ -133,6 +112,46 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
 
     for p in r {
         p.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_write_on_one_replica_is_visible_on_the_others_on_mariadb() {
+    if !backends().contains(&Backend::Mysql) {
+        return;
+    }
+    let db = TestDb::new(Backend::Mysql).await;
+    let r = replicas(&db, 3).await;
+    writes_travel(&r[0], &r[1], &r[2]).await;
+    for p in r {
+        p.stop().await;
+    }
+}
+
+/// A registry change and a subordinate added through `a` reach `b` and `c`; a status change
+/// through `b` reaches `a` and `c`.
+async fn writes_travel(a: &Pharos, b: &Pharos, c: &Pharos) {
+    // A registry change and a subordinate through A reach B and C.
+    enable(a, "list", "/list", json!({})).await;
+    enable(a, "fetch", "/fetch", json!({})).await;
+    let leaf = "https://leaf-1.example.org";
+    add(a, leaf).await;
+    for p in [b, c] {
+        eventually("subordinate listed on B and C", || listed(p, leaf)).await;
+        let r = p.get(&format!("/fetch?sub={}", enc(leaf))).await;
+        assert_eq!(r.status(), 200);
+    }
+    // A change of one subordinate (status) travels alone and is applied there too.
+    let (s, v) = b
+        .admin_raw(
+            Method::PUT,
+            &format!("/subordinates/{}/status", enc(leaf)),
+            Some("blocked"),
+        )
+        .await;
+    assert!((200..300).contains(&s), "{v}");
+    for p in [a, c] {
+        eventually("blocked on A and C", || async { !listed(p, leaf).await }).await;
     }
 }
 

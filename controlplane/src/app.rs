@@ -160,8 +160,10 @@ impl App {
         tasks.push(leadership.supervise(shutdown.clone(), move |t| cp.spawn_key_task(t)));
         let r = refreshers.clone();
         tasks.push(leadership.supervise(shutdown.clone(), move |t| r.spawn(t)));
-        if control.announces() {
-            tasks.push(control.spawn_listener(shutdown.clone())?);
+        match control.db.dialect {
+            _ if !control.announces() => {}
+            crate::db::Dialect::Postgres => tasks.push(control.spawn_listener(shutdown.clone())?),
+            _ => tasks.push(control.spawn_poller(shutdown.clone())),
         }
         let (cp, fetcher) = (
             control.clone(),

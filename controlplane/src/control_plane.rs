@@ -83,7 +83,7 @@ impl ControlPlane {
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         let max_bytes = settings.federation.max_response_bytes;
-        let listens = settings.cluster.enabled && db.dialect == crate::db::Dialect::Postgres;
+        let listens = settings.cluster.enabled && db.dialect != crate::db::Dialect::Sqlite;
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
         Ok(Arc::new(Self {
             db,

@@ -1,8 +1,11 @@
-//! Change propagation between replicas on one PostgreSQL database (issue 19).
+//! Change propagation between replicas on one PostgreSQL or MariaDB database (issue 19).
 //!
 //! A write announces what it touched with `pg_notify` inside its own transaction
 //! ([`super::Write::commit`]), so the announcement is delivered exactly when (and only if)
-//! the change is committed. Every replica listens on a dedicated connection and reloads just
+//! the change is committed. MariaDB has no notifications: there the write bumps the one row of
+//! `cluster_generation` and logs the announcement in `cluster_changes` under that generation
+//! (same transaction; the row lock makes generations commit in order), and replicas poll for
+//! generations above the last one they applied every `cluster.poll_interval`. Every replica listens on a dedicated connection and reloads just
 //! those parts into its snapshot through the same reload-and-publish step as a local write, under
 //! its writer lock. Notifications sent while a listener is disconnected are lost, so after a
 //! (re)connection the replica reloads everything, and `/readyz` says not ready until it has.
@@ -66,9 +69,104 @@ pub fn decode(payload: &str) -> Announcement {
 
 impl ControlPlane {
     /// Whether committed writes are announced to other replicas (`cluster.enabled` on
-    /// PostgreSQL).
+    /// PostgreSQL or MariaDB).
     pub fn announces(&self) -> bool {
-        self.settings.cluster.enabled && self.db.dialect == crate::db::Dialect::Postgres
+        self.settings.cluster.enabled && self.db.dialect != crate::db::Dialect::Sqlite
+    }
+
+    /// Records the announcement of `changes` in the write's transaction `tx`.
+    pub(super) async fn announce(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        changes: &Changes,
+    ) -> Result<()> {
+        let payload = encode(self.origin, changes);
+        if self.db.dialect == crate::db::Dialect::Postgres {
+            sqlx::query(
+                self.db
+                    .sql("SELECT 1 AS n FROM (SELECT pg_notify(?, ?)) AS s"),
+            )
+            .bind(CHANNEL)
+            .bind(payload)
+            .execute(&mut *tx)
+            .await?;
+            return Ok(());
+        }
+        sqlx::query(
+            self.db
+                .sql("UPDATE cluster_generation SET generation = generation + 1 WHERE id = 1"),
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(self.db.sql(
+            "INSERT INTO cluster_changes (generation, origin, payload, created_at) \
+             SELECT generation, ?, ?, ? FROM cluster_generation WHERE id = 1",
+        ))
+        .bind(format!("{:016x}", self.origin))
+        .bind(payload)
+        .bind(self.now())
+        .execute(&mut *tx)
+        .await?;
+        Ok(())
+    }
+
+    /// The poller task (MariaDB with `cluster.enabled`): applies the logged announcements of
+    /// the other replicas every `cluster.poll_interval` until `stop`.
+    pub fn spawn_poller(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+        let cp = self.clone();
+        let every = cp.settings.cluster.poll_interval.get();
+        tokio::spawn(async move {
+            let pause = || async {
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => true,
+                    _ = stop.cancelled() => false,
+                }
+            };
+            // Start: everything up to the current generation is in the reload.
+            let mut last = loop {
+                cp.behind.store(true, Ordering::SeqCst);
+                if let Ok(g) = current_generation(&cp.db).await
+                    && cp.reload_everything().await
+                {
+                    break g;
+                }
+                if !pause().await {
+                    return;
+                }
+            };
+            cp.behind.store(false, Ordering::SeqCst);
+            let mut polls: u64 = 0;
+            while pause().await {
+                let rows = match changes_after(&cp.db, last).await {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        // The log stays in the database: nothing is lost, only late.
+                        tracing::warn!(error = %e, "cluster poll failed; retrying");
+                        cp.behind.store(true, Ordering::SeqCst);
+                        continue;
+                    }
+                };
+                if rows.first().is_some_and(|(g, _)| *g > last + 1) {
+                    // Pruned before this replica read it: reload everything.
+                    if !cp.reload_everything().await {
+                        cp.behind.store(true, Ordering::SeqCst);
+                        continue;
+                    }
+                } else {
+                    for (_, payload) in &rows {
+                        cp.apply_announcement(payload).await;
+                    }
+                }
+                if let Some((g, _)) = rows.last() {
+                    last = *g;
+                }
+                cp.behind.store(false, Ordering::SeqCst);
+                polls += 1;
+                if polls.is_multiple_of(PRUNE_EVERY) {
+                    prune(&cp.db, last).await;
+                }
+            }
+        })
     }
 
     /// Whether this replica may have missed changes of the others (its listener is not
@@ -168,6 +266,41 @@ impl ControlPlane {
                 }
             }
         }))
+    }
+}
+
+/// Polls between two prunings of the change log.
+const PRUNE_EVERY: u64 = 600;
+/// Generations kept behind the newest one a replica applied (a replica further behind
+/// reloads everything).
+const KEEP_GENERATIONS: i64 = 10_000;
+
+async fn current_generation(db: &crate::db::Db) -> Result<i64> {
+    let (g,): (i64,) =
+        sqlx::query_as(db.sql("SELECT generation FROM cluster_generation WHERE id = 1"))
+            .fetch_one(&db.pool)
+            .await?;
+    Ok(g)
+}
+
+async fn changes_after(db: &crate::db::Db, last: i64) -> Result<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(db.sql(
+        "SELECT generation, payload FROM cluster_changes WHERE generation > ? ORDER BY generation",
+    ))
+    .bind(last)
+    .fetch_all(&db.pool)
+    .await?)
+}
+
+/// Deletes old entries of the change log. Not federation state (nothing in a snapshot comes
+/// from it), so not a `Write`: a single idempotent statement any replica may run.
+async fn prune(db: &crate::db::Db, last: i64) {
+    let r = sqlx::query(db.sql("DELETE FROM cluster_changes WHERE generation <= ?"))
+        .bind(last - KEEP_GENERATIONS)
+        .execute(&db.pool)
+        .await;
+    if let Err(e) = r {
+        tracing::warn!(error = %e, "cluster change log pruning failed");
     }
 }
 

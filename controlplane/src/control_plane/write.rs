@@ -131,21 +131,13 @@ impl<'a> Write<'a> {
     /// writer lock is still held. A failed publish does not fail the write: it is committed,
     /// and the snapshot catches up (see [`ControlPlane::reconcile`]).
     ///
-    /// With `cluster.enabled` on PostgreSQL the other replicas are told what was touched by a
-    /// `pg_notify` in the same transaction: delivered on commit, never for a rolled-back write.
+    /// With `cluster.enabled` the other replicas are told what was touched in the same
+    /// transaction (`pg_notify`, or the change log on MariaDB): delivered on commit, never for
+    /// a rolled-back write.
     pub async fn commit(mut self) -> Result<()> {
         if let Some(mut tx) = self.tx.take() {
             if self.cp.announces() && !self.changes.is_empty() {
-                let payload = super::cluster::encode(self.cp.origin, &self.changes);
-                sqlx::query(
-                    self.cp
-                        .db
-                        .sql("SELECT 1 AS n FROM (SELECT pg_notify(?, ?)) AS s"),
-                )
-                .bind(super::cluster::CHANNEL)
-                .bind(payload)
-                .execute(&mut *tx)
-                .await?;
+                self.cp.announce(&mut tx, &self.changes).await?;
             }
             tx.commit().await?;
         }
