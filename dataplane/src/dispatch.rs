@@ -41,7 +41,8 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         return resp;
     }
     if let Some(resp) = endpoints::cached(&dp, &snap, entry, &req, now) {
-        return resp;
+        // Only anonymous GETs have cached answers.
+        return cache_policy(resp, true);
     }
     // From here on handlers may await remote work: they get the snapshot as an owned `Arc`,
     // and the guard is given up.
@@ -70,4 +71,48 @@ fn cache_policy(resp: Response, anonymous: bool) -> Response {
         return resp;
     }
     crate::jwt_response::no_store(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(status: StatusCode, cc: Option<&'static str>) -> Response {
+        let mut r = status.into_response();
+        if let Some(v) = cc {
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(v));
+        }
+        r
+    }
+
+    fn cc(r: &Response) -> &str {
+        r.headers()[header::CACHE_CONTROL].to_str().unwrap()
+    }
+
+    #[test]
+    fn only_declared_anonymous_successes_stay_cacheable() {
+        let public = "public, max-age=60";
+        let declared = Some(public);
+        assert_eq!(
+            cc(&cache_policy(resp(StatusCode::OK, declared), true)),
+            public
+        );
+        assert_eq!(
+            cc(&cache_policy(
+                resp(StatusCode::NOT_MODIFIED, declared),
+                true
+            )),
+            public
+        );
+        for (status, cc_in, anonymous) in [
+            (StatusCode::OK, declared, false),
+            (StatusCode::OK, None, true),
+            (StatusCode::NOT_FOUND, declared, true),
+            (StatusCode::INTERNAL_SERVER_ERROR, None, true),
+        ] {
+            let r = cache_policy(resp(status, cc_in), anonymous);
+            assert_eq!(cc(&r), "no-store", "{status} {cc_in:?} {anonymous}");
+        }
+    }
 }
