@@ -217,13 +217,17 @@ async fn a_client_assertion_used_on_one_replica_is_refused_on_another() {
 
 #[tokio::test]
 async fn killing_the_leader_moves_rotation_to_another_replica_and_it_is_done_once() {
-    use pharos_shared::time::ManualClock;
-    if !postgres() {
-        return;
+    // PostgreSQL advisory lock and MariaDB GET_LOCK.
+    for b in backends().into_iter().filter(|b| *b != Backend::Sqlite) {
+        failover(b).await;
     }
+}
+
+async fn failover(backend: Backend) {
+    use pharos_shared::time::ManualClock;
     const T0: i64 = 1_900_000_000;
     const H: i64 = 3_600;
-    let db = TestDb::new(Backend::Postgres).await;
+    let db = TestDb::new(backend).await;
     let clock = ManualClock::new(T0);
     let mut r = Vec::new();
     for i in 0..3 {
