@@ -28,6 +28,7 @@ use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
+use crate::leadership::Leadership;
 use crate::metrics::Metrics;
 use crate::refresh::Refreshers;
 use crate::stats::Statistics;
@@ -50,6 +51,8 @@ pub struct App {
     pub admin_bootstrap: Arc<admin::bootstrap::Bootstrap>,
     /// Statistics: the ring, the request metrics and the daily job (tests flush and tick them).
     pub stats: Arc<Statistics>,
+    /// Whether this replica runs the once-per-federation background work.
+    pub leadership: Arc<Leadership>,
     shutdown: CancellationToken,
     drain: std::time::Duration,
     tasks: Vec<JoinHandle<()>>,
@@ -149,28 +152,40 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
+        // Work that must run once per federation entity runs on the leader only (always this
+        // process without clustering); serving, commands and the reconciler run everywhere.
+        let (leadership, campaign) = Leadership::start(&settings, shutdown.clone());
         let mut tasks = vec![
-            control.spawn_key_task(shutdown.clone()),
             control.spawn_reconciler(shutdown.clone()),
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
         ];
-        tasks.push(refreshers.spawn(shutdown.clone()));
-        tasks.push(crate::collect::job::spawn(
+        tasks.extend(campaign);
+        let cp = control.clone();
+        tasks.push(leadership.supervise(shutdown.clone(), move |t| cp.spawn_key_task(t)));
+        let r = refreshers.clone();
+        tasks.push(leadership.supervise(shutdown.clone(), move |t| r.spawn(t)));
+        match control.db.dialect {
+            _ if !control.announces() => {}
+            crate::db::Dialect::Postgres => tasks.push(control.spawn_listener(shutdown.clone())?),
+            _ => tasks.push(control.spawn_poller(shutdown.clone())),
+        }
+        let (cp, fetcher) = (
             control.clone(),
             Arc::new(HttpFetcher::new(&settings.federation)),
-            shutdown.clone(),
-        ));
+        );
+        tasks.push(leadership.supervise(shutdown.clone(), move |t| {
+            crate::collect::job::spawn(cp.clone(), fetcher.clone(), t)
+        }));
         let flush_stop = CancellationToken::new();
-        let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop);
+        let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop, &leadership);
         tasks.extend(stats_tasks);
         let flusher = flusher.map(|f| (flush_stop, f));
         if auth.jti_backend == JtiBackend::Db {
             let every = auth.jti_cleanup_interval.into();
-            tasks.push(command_dispatch::spawn_jti_cleanup(
-                control.clone(),
-                every,
-                shutdown.clone(),
-            ));
+            let cp = control.clone();
+            tasks.push(leadership.supervise(shutdown.clone(), move |t| {
+                command_dispatch::spawn_jti_cleanup(cp.clone(), every, t)
+            }));
         }
         let main_listener = match listeners.main {
             Some(l) => l,
@@ -241,6 +256,7 @@ impl App {
             refreshers,
             admin_bootstrap: bootstrap,
             stats,
+            leadership,
             shutdown,
             drain,
             tasks,
@@ -314,7 +330,13 @@ fn health(cp: Arc<ControlPlane>) -> Router {
         .route(
             "/readyz",
             get(|State(cp): State<Arc<ControlPlane>>| async move {
-                if cp.db.ping().await {
+                if cp.is_behind() {
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "catching up with the other replicas",
+                    )
+                        .into_response()
+                } else if cp.db.ping().await {
                     (StatusCode::OK, "ready").into_response()
                 } else {
                     (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()

@@ -8,6 +8,7 @@
 //! next publish or by the reconciler task, so the snapshot never stays behind the database.
 //! Loading the snapshot from the database lives in `control_plane/load.rs`.
 
+pub mod cluster;
 mod load;
 mod publish;
 mod write;
@@ -60,6 +61,10 @@ pub struct ControlPlane {
     dirty: std::sync::Mutex<Changes>,
     /// Wakes the reconciler when `dirty` gained something.
     dirty_events: tokio::sync::Notify,
+    /// This process among the replicas: announcements carrying it are its own.
+    pub origin: u64,
+    /// Whether changes of other replicas may be missing (see [`Self::is_behind`]).
+    behind: std::sync::atomic::AtomicBool,
     /// Test hook: how many of the next reloads fail.
     #[cfg(test)]
     failing_reloads: std::sync::atomic::AtomicU32,
@@ -78,6 +83,7 @@ impl ControlPlane {
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         let max_bytes = settings.federation.max_response_bytes;
+        let listens = settings.cluster.enabled && db.dialect != crate::db::Dialect::Sqlite;
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
         Ok(Arc::new(Self {
             db,
@@ -96,6 +102,9 @@ impl ControlPlane {
             write: Mutex::new(()),
             dirty: std::sync::Mutex::new(Changes::default()),
             dirty_events: tokio::sync::Notify::new(),
+            origin: random_origin(),
+            // A replica is behind until its listener has connected and reloaded.
+            behind: std::sync::atomic::AtomicBool::new(listens),
             #[cfg(test)]
             failing_reloads: std::sync::atomic::AtomicU32::new(0),
         }))
@@ -149,6 +158,19 @@ impl ControlPlane {
     fn next_generation(&self) -> u64 {
         self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
+}
+
+/// A process identifier unlikely to repeat among replicas (random, not configured: two
+/// replicas given the same `instance_id` by mistake must still not ignore each other).
+fn random_origin() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        return h.finish();
+    }
+    u64::from_le_bytes(b)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod db;
 pub mod error;
 pub mod http;
 pub mod keys;
+pub mod leadership;
 pub mod logging;
 pub mod metrics;
 pub mod private_files;

@@ -41,18 +41,78 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
         return resp;
     }
     if let Some(resp) = endpoints::cached(&dp, &snap, entry, &req, now) {
-        return resp;
+        // Only anonymous GETs have cached answers.
+        return cache_policy(resp, true);
     }
     // From here on handlers may await remote work: they get the snapshot as an owned `Arc`,
     // and the guard is given up.
+    let anonymous = endpoints::anonymous_get(entry, &req);
     let entry = Arc::clone(entry);
     let snap = Guard::into_inner(snap);
-    endpoints::serve(Call {
+    let resp = endpoints::serve(Call {
         dp: &dp,
         snap,
         entry,
         req,
         now,
     })
-    .await
+    .await;
+    cache_policy(resp, anonymous)
+}
+
+/// Only an anonymous GET's successful answer that its handler declared cacheable (with
+/// `Cache-Control`, see [`crate::jwt_response::cacheable`]) may be kept by a cache; everything
+/// else (errors, authenticated or POST answers, answers whose lifetime nothing bounds) is
+/// `no-store`, so a CDN never serves one client's answer to another nor a stale one.
+fn cache_policy(resp: Response, anonymous: bool) -> Response {
+    let declared = resp.headers().contains_key(header::CACHE_CONTROL);
+    let status = resp.status();
+    if anonymous && declared && (status.is_success() || status == StatusCode::NOT_MODIFIED) {
+        return resp;
+    }
+    crate::jwt_response::no_store(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(status: StatusCode, cc: Option<&'static str>) -> Response {
+        let mut r = status.into_response();
+        if let Some(v) = cc {
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static(v));
+        }
+        r
+    }
+
+    fn cc(r: &Response) -> &str {
+        r.headers()[header::CACHE_CONTROL].to_str().unwrap()
+    }
+
+    #[test]
+    fn only_declared_anonymous_successes_stay_cacheable() {
+        let public = "public, max-age=60";
+        let declared = Some(public);
+        assert_eq!(
+            cc(&cache_policy(resp(StatusCode::OK, declared), true)),
+            public
+        );
+        assert_eq!(
+            cc(&cache_policy(
+                resp(StatusCode::NOT_MODIFIED, declared),
+                true
+            )),
+            public
+        );
+        for (status, cc_in, anonymous) in [
+            (StatusCode::OK, declared, false),
+            (StatusCode::OK, None, true),
+            (StatusCode::NOT_FOUND, declared, true),
+            (StatusCode::INTERNAL_SERVER_ERROR, None, true),
+        ] {
+            let r = cache_policy(resp(status, cc_in), anonymous);
+            assert_eq!(cc(&r), "no-store", "{status} {cc_in:?} {anonymous}");
+        }
+    }
 }

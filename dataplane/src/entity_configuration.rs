@@ -10,14 +10,16 @@ use std::sync::Arc;
 
 use arc_swap::{ArcSwapOption, Guard};
 use axum::extract::State;
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::entity_configuration::{ENTITY_STATEMENT_TYP, payload};
+use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::Snapshot;
 
 use crate::DataPlane;
 use crate::error::FedError;
-use crate::jwt_response::jwt;
+use crate::jwt_response::cacheable;
 use crate::signing;
 
 /// Media type of entity statements.
@@ -28,11 +30,12 @@ pub const CONTENT_TYPE: &str = "application/entity-statement+jwt";
 const REFRESH_BEFORE_EXP: i64 = 60;
 const MAX_CACHE_AGE: i64 = 8 * 3600;
 
+/// The signed bytes with their entity tag (hashed once, at signing) and their refresh instant,
+/// which is also how long HTTP caches may keep them.
 #[derive(Debug)]
 struct Signed {
     generation: u64,
-    body: Bytes,
-    refresh_at: i64,
+    tagged: Tagged,
 }
 
 /// The signed Entity Configuration of one snapshot generation.
@@ -48,25 +51,36 @@ impl EcCache {
         Self::default()
     }
 
-    fn fresh(&self, generation: u64, now: i64) -> Option<Bytes> {
+    fn fresh(&self, generation: u64, now: i64) -> Option<Tagged> {
         let slot = self.slot.load();
         slot.as_ref()
-            .filter(|s| s.generation == generation && now < s.refresh_at)
-            .map(|s| s.body.clone())
+            .filter(|s| s.generation == generation && now < s.tagged.fresh_until)
+            .map(|s| s.tagged.clone())
     }
 }
 
-/// The handler.
-pub async fn handler(State(dp): State<Arc<DataPlane>>) -> Response {
-    match signed(&dp).await {
-        Ok(body) => jwt(CONTENT_TYPE, body),
+/// The handler: a cacheable answer (`ETag`, `Cache-Control` up to the next re-signing, `304`
+/// on a matching `If-None-Match`).
+pub async fn handler(State(dp): State<Arc<DataPlane>>, headers: HeaderMap) -> Response {
+    let now = dp.now();
+    match signed_at(&dp, now).await {
+        Ok(tagged) => cacheable(
+            CONTENT_TYPE,
+            tagged,
+            now,
+            headers.get(header::IF_NONE_MATCH),
+        ),
         Err(e) => e.into_response(),
     }
 }
 
 /// The current signed Entity Configuration (cached).
 pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
-    let now = dp.now();
+    signed_at(dp, dp.now()).await.map(|t| t.body)
+}
+
+/// The Entity Configuration signed for `now`, with its entity tag and freshness.
+async fn signed_at(dp: &DataPlane, now: i64) -> Result<Tagged, FedError> {
     let cache = &dp.ec_cache;
     let snap = {
         let snap = dp.snapshot_ref();
@@ -82,7 +96,7 @@ pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
         return Ok(body);
     }
     let signed = sign(&snap, now).await.map_err(FedError::server_error)?;
-    let body = signed.body.clone();
+    let body = signed.tagged.clone();
     // A request holding an older snapshot must not replace a newer generation's token.
     if cache
         .slot
@@ -102,9 +116,15 @@ async fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error>
         .and_then(serde_json::Value::as_i64)
         .unwrap_or(now);
     let token = signing::sign(&snap.keys.signer, ENTITY_STATEMENT_TYP, claims).await?;
+    // Re-signed (and kept by HTTP caches) until shortly before `exp`, for at most
+    // `MAX_CACHE_AGE`, and never past the next change of our keys: a CDN must not go on
+    // serving the old key set after a rotation.
+    let mut refresh_at = (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE);
+    if let Some(change) = snap.keys.next_change(now) {
+        refresh_at = refresh_at.min(change);
+    }
     Ok(Signed {
         generation: snap.generation,
-        body: Bytes::from(token),
-        refresh_at: (exp - REFRESH_BEFORE_EXP).min(now + MAX_CACHE_AGE),
+        tagged: Tagged::new(Bytes::from(token), refresh_at),
     })
 }

@@ -53,7 +53,9 @@ impl IntoResponse for FedError {
     }
 }
 
-/// Renders an error body; shared with the Admin API so both surfaces speak one shape.
+/// Renders an error body; shared with the Admin API so both surfaces speak one shape. No cache
+/// may keep an error (`no-store`): a CDN must not go on answering 404 for an entity that was
+/// just enrolled, nor an error meant for one client to another.
 pub fn json_error(status: StatusCode, code: &str, description: &str) -> Response {
     let body = serde_json::json!({ "error": code, "error_description": description });
     let mut resp = (status, body.to_string()).into_response();
@@ -61,5 +63,7 @@ pub fn json_error(status: StatusCode, code: &str, description: &str) -> Response
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }

@@ -1,8 +1,10 @@
-//! Responses carrying a signed JWT with the exact media type the specification names.
+//! Responses carrying a signed JWT with the exact media type the specification names, and the
+//! HTTP caching headers of federation answers (see [`pharos_shared::http_cache`]).
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use pharos_shared::http_cache::{self, Tagged};
 
 /// A `200` response whose body is a compact JWS of media type `content_type` (no parameters:
 /// strict clients reject `; charset=...`).
@@ -15,5 +17,46 @@ pub fn jwt_with_status(status: StatusCode, content_type: &'static str, body: Byt
     let mut resp = (status, body).into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+/// A cacheable `200` answer: `tagged`'s body with its `ETag` and `Cache-Control: public,
+/// max-age` up to its freshness limit, or a bodiless `304` when `if_none_match` (the
+/// request's header) names that tag. Only anonymous GETs are answered this way: an authenticated answer is meant
+/// for one client and is `no-store` (see [`no_store`]).
+pub fn cacheable(
+    content_type: &'static str,
+    tagged: Tagged,
+    now: i64,
+    if_none_match: Option<&HeaderValue>,
+) -> Response {
+    let not_modified =
+        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), &tagged.etag));
+    let mut resp = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        jwt(content_type, tagged.body)
+    };
+    validators(resp.headers_mut(), tagged.etag, tagged.fresh_until, now);
+    resp
+}
+
+/// Adds `ETag` and `Cache-Control` to a cacheable answer's headers.
+pub fn validators(headers: &mut HeaderMap, etag: Bytes, fresh_until: i64, now: i64) {
+    let max_age = u64::try_from(fresh_until.saturating_sub(now)).unwrap_or(0);
+    // The tag is made by `http_cache::etag` (quoted base64url): always a valid header value.
+    if let Ok(v) = HeaderValue::from_maybe_shared(etag) {
+        headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&http_cache::cache_control(max_age)) {
+        headers.insert(header::CACHE_CONTROL, v);
+    }
+}
+
+/// Marks `resp` as not to be kept by any cache (errors, authenticated answers, answers whose
+/// lifetime nothing bounds).
+pub fn no_store(mut resp: Response) -> Response {
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }

@@ -327,3 +327,38 @@ mod tests {
         assert_eq!(expiry(&s, 100), 100 + 86_400);
     }
 }
+
+#[cfg(test)]
+mod key_change_tests {
+    use std::sync::Arc;
+
+    use crate::jose::{Algorithm, Signer, SigningKey};
+    use crate::snapshot::KeySet;
+    use serde_json::json;
+
+    #[test]
+    fn next_key_change_is_the_next_nbf_or_exp() {
+        let key = SigningKey::generate(Algorithm::ES256, 2048).unwrap();
+        let public = key.public_jwk().clone();
+        let signer: Arc<dyn Signer> = Arc::new(key);
+        let jwk = |nbf: i64, exp: Option<i64>| {
+            let mut k = public.clone();
+            k.insert("nbf".into(), json!(nbf));
+            if let Some(e) = exp {
+                k.insert("exp".into(), json!(e));
+            }
+            k
+        };
+        let set = |published| KeySet {
+            signer: signer.clone(),
+            published,
+            historical: Vec::new(),
+        };
+        // The current key signs since 0 and ends at 900; its successor takes over at 600.
+        let keys = set(vec![jwk(0, Some(900)), jwk(600, None)]);
+        assert_eq!(keys.next_change(100), Some(600), "successor starts signing");
+        assert_eq!(keys.next_change(600), Some(900), "current key expires");
+        assert_eq!(keys.next_change(900), None, "nothing planned");
+        assert_eq!(set(vec![jwk(0, None)]).next_change(5), None);
+    }
+}

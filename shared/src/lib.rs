@@ -13,6 +13,7 @@ pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
 pub mod error;
+pub mod http_cache;
 pub mod interop;
 pub mod jose;
 pub mod key_update;

@@ -236,6 +236,18 @@ impl KeySet {
         }
     }
 
+    /// The next instant after `now` at which a published key starts signing (`nbf`) or stops
+    /// being valid (`exp`): what we publish or sign with changes then, so no answer may be
+    /// cached past it.
+    pub fn next_change(&self, now: i64) -> Option<i64> {
+        self.published
+            .iter()
+            .flat_map(|k| [k.get("nbf"), k.get("exp")])
+            .filter_map(|v| v.and_then(Value::as_i64))
+            .filter(|t| *t > now)
+            .min()
+    }
+
     /// Latest `exp` among published keys, or `None` when some key never expires.
     pub fn latest_expiry(&self) -> Option<i64> {
         let mut latest: Option<i64> = None;

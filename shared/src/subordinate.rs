@@ -8,7 +8,6 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use bytes::Bytes;
 use serde_json::Value;
 
 use crate::claims::AdditionalClaim;
@@ -124,10 +123,9 @@ pub struct SignedStatement {
     pub general_version: u64,
     /// The generation of our keys and endpoint registry it was signed under.
     pub statements_generation: u64,
-    /// When to sign a new one (before `exp`, or at the subordinate's next key change).
-    pub refresh_at: i64,
-    /// The compact JWS.
-    pub body: Bytes,
+    /// The compact JWS, its entity tag, and when to sign a new one (before `exp`, or at the
+    /// next change of the subordinate's or our keys): HTTP caches keep it until then.
+    pub signed: crate::http_cache::Tagged,
 }
 
 /// Where the data plane keeps the signed statement about one subordinate version, beside the
@@ -144,13 +142,18 @@ pub struct StatementSlot(ArcSwapOption<SignedStatement>);
 impl StatementSlot {
     /// The statement if it was made under `general_version` and `statements_generation` and is not
     /// due for refreshing at `now`.
-    pub fn get(&self, general_version: u64, statements_generation: u64, now: i64) -> Option<Bytes> {
+    pub fn get(
+        &self,
+        general_version: u64,
+        statements_generation: u64,
+        now: i64,
+    ) -> Option<crate::http_cache::Tagged> {
         let guard = self.0.load();
         let s = guard.as_ref()?;
         (s.general_version == general_version
             && s.statements_generation == statements_generation
-            && now < s.refresh_at)
-            .then(|| s.body.clone())
+            && now < s.signed.fresh_until)
+            .then(|| s.signed.clone())
     }
 
     /// Keeps `statement`, replacing whatever was there.
@@ -413,10 +416,9 @@ mod tests {
         slot.put(SignedStatement {
             general_version: 1,
             statements_generation: 2,
-            refresh_at: 100,
-            body: Bytes::from_static(b"jws"),
+            signed: crate::http_cache::Tagged::new(bytes::Bytes::from_static(b"jws"), 100),
         });
-        assert_eq!(slot.get(1, 2, 99).as_deref(), Some(&b"jws"[..]));
+        assert_eq!(slot.get(1, 2, 99).unwrap().body, &b"jws"[..]);
         assert_eq!(slot.get(1, 2, 100), None, "due for refreshing");
         assert_eq!(slot.get(2, 2, 0), None, "other general settings");
         assert_eq!(slot.get(1, 3, 0), None, "other keys");

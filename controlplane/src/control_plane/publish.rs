@@ -15,7 +15,9 @@ use crate::error::Result;
 use crate::keys;
 
 /// Parts of the snapshot that a change can touch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Section {
     /// Endpoint registry (endpoints, auth trust anchors, legacy paths).
     Registry,
@@ -34,11 +36,16 @@ pub enum Section {
 }
 
 /// What a write touched: whole sections and single subordinates (by entity identifier).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Serialisable: other replicas receive it (see `control_plane/cluster.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Changes {
+    #[serde(default, rename = "s", skip_serializing_if = "BTreeSet::is_empty")]
     sections: BTreeSet<Section>,
+    #[serde(default, rename = "sub", skip_serializing_if = "BTreeSet::is_empty")]
     subordinates: BTreeSet<String>,
+    #[serde(default, rename = "tm", skip_serializing_if = "BTreeSet::is_empty")]
     issued_marks: BTreeSet<String>,
+    #[serde(default, rename = "col", skip_serializing_if = "BTreeSet::is_empty")]
     collections: BTreeSet<String>,
 }
 
@@ -225,6 +232,33 @@ impl ControlPlane {
         if c.sections.contains(&Section::Registry) {
             self.registry_events.send_modify(|n| *n += 1);
         }
+        Ok(())
+    }
+
+    /// Replaces the snapshot with one built from the database as a whole (a replica that
+    /// may have missed announcements). Call with the writer lock held. Every cached signature
+    /// is renewed (the statements generation moves), and the jobs that follow changes are told
+    /// everything may have changed.
+    pub(super) async fn reload_all(&self) -> Result<()> {
+        let now = self.now();
+        let mut next =
+            load::snapshot(&self.db, &self.settings, &self.kms, &self.versions, now).await?;
+        next.generation = self.next_generation();
+        next.statements_generation = next.generation;
+        let ids: Vec<String> = next
+            .subordinates
+            .all()
+            .map(|s| s.entity_id.to_string())
+            .collect();
+        self.snapshot.publish(Arc::new(next));
+        self.published_at
+            .store(self.clock.now(), std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut changed) = self.changed_subordinates.lock() {
+            changed.extend(ids);
+        }
+        self.refresh_events.notify_one();
+        self.key_events.notify_one();
+        self.registry_events.send_modify(|n| *n += 1);
         Ok(())
     }
 

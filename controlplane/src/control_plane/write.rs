@@ -130,8 +130,15 @@ impl<'a> Write<'a> {
     /// Commits the transaction (if one was begun), then publishes what was touched while the
     /// writer lock is still held. A failed publish does not fail the write: it is committed,
     /// and the snapshot catches up (see [`ControlPlane::reconcile`]).
+    ///
+    /// With `cluster.enabled` the other replicas are told what was touched in the same
+    /// transaction (`pg_notify`, or the change log on MariaDB): delivered on commit, never for
+    /// a rolled-back write.
     pub async fn commit(mut self) -> Result<()> {
-        if let Some(tx) = self.tx.take() {
+        if let Some(mut tx) = self.tx.take() {
+            if self.cp.announces() && !self.changes.is_empty() {
+                self.cp.announce(&mut tx, &self.changes).await?;
+            }
             tx.commit().await?;
         }
         let changes = std::mem::take(&mut self.changes);

@@ -163,6 +163,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0011_push_freshness.sql"),
         ],
     ),
+    (
+        12,
+        "cluster_changes",
+        [
+            include_str!("../../../migrations/sqlite/0012_cluster_changes.sql"),
+            include_str!("../../../migrations/mysql/0012_cluster_changes.sql"),
+            include_str!("../../../migrations/postgres/0012_cluster_changes.sql"),
+        ],
+    ),
 ];
 
 impl Db {

@@ -83,6 +83,7 @@ impl Statistics {
         cp: &Arc<ControlPlane>,
         stop: &CancellationToken,
         flush_stop: &CancellationToken,
+        leadership: &Arc<crate::leadership::Leadership>,
     ) -> (Vec<JoinHandle<()>>, Option<JoinHandle<()>>) {
         let (Some(ring), Some(agg)) = (&self.ring, &self.aggregator) else {
             return (Vec::new(), None);
@@ -95,6 +96,9 @@ impl Statistics {
             every,
             flush_stop.clone(),
         );
-        (vec![agg.spawn(cp.clone(), stop.clone())], Some(flusher))
+        // Every replica flushes its own records; aggregation and purge run on the leader.
+        let (agg, cp) = (agg.clone(), cp.clone());
+        let daily = leadership.supervise(stop.clone(), move |t| agg.spawn(cp.clone(), t));
+        (vec![daily], Some(flusher))
     }
 }

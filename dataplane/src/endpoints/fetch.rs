@@ -13,10 +13,12 @@ use crate::cache_counters::Cache;
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
+use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 use pharos_shared::subordinate::{SignedStatement, Subordinate, SubordinateStatus};
 use pharos_shared::subordinate_statement::{next_key_change, payload};
@@ -25,7 +27,7 @@ use super::Call;
 use crate::DataPlane;
 use crate::entity_configuration::CONTENT_TYPE;
 use crate::error::FedError;
-use crate::jwt_response::jwt;
+use crate::jwt_response::{cacheable, jwt};
 use crate::signing;
 use crate::single_flight::SingleFlight;
 
@@ -80,7 +82,7 @@ fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
 
 /// Signings in flight, by subject and everything its statement is made from (the record's
 /// version, the general settings' version, the generation of our keys and registry).
-pub(crate) type Flights = SingleFlight<(Arc<str>, u64, u64, u64), Result<Bytes, FedError>>;
+pub(crate) type Flights = SingleFlight<(Arc<str>, u64, u64, u64), Result<Tagged, FedError>>;
 
 /// The subordinate an answer is about, or the error to answer with.
 fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinate>, FedError> {
@@ -99,29 +101,41 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
 }
 
 /// The statement already signed for this request, if there is one (the warm path: no await).
-pub(crate) fn cached(dp: &DataPlane, snap: &Snapshot, query: &str, now: i64) -> Option<Response> {
+pub(crate) fn cached(
+    dp: &DataPlane,
+    snap: &Snapshot,
+    query: &str,
+    now: i64,
+    if_none_match: Option<&HeaderValue>,
+) -> Option<Response> {
     let sub = subordinate(snap, query).ok()?;
     let (general_version, statements_generation) = (
         snap.subordinates.general_version,
         snap.statements_generation,
     );
-    let body = sub
+    let tagged = sub
         .statement
         .get(general_version, statements_generation, now)?;
     dp.caches.hit(Cache::Fetch);
-    Some(jwt(CONTENT_TYPE, body))
+    Some(cacheable(CONTENT_TYPE, tagged, now, if_none_match))
 }
 
-/// Answers a fetch request.
+/// Answers a fetch request: an anonymous GET as a cacheable answer (as the Entity
+/// Configuration), an authenticated one for its client only.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
     let (dp, snap, entry, now) = (call.dp, call.snap.clone(), call.entry.clone(), call.now);
+    let anonymous = call
+        .raw_query()
+        .is_some()
+        .then(|| call.req.headers().get(header::IF_NONE_MATCH).cloned());
     let query = match call.query().await {
         Ok(q) => q,
         Err(e) => return e.into_response(),
     };
-    match signed(dp, &snap, &entry, &query, now).await {
-        Ok(body) => jwt(CONTENT_TYPE, body),
-        Err(e) => e.into_response(),
+    match (signed(dp, &snap, &entry, &query, now).await, anonymous) {
+        (Ok(tagged), Some(inm)) => cacheable(CONTENT_TYPE, tagged, now, inm.as_ref()),
+        (Ok(tagged), None) => jwt(CONTENT_TYPE, tagged.body),
+        (Err(e), _) => e.into_response(),
     }
 }
 
@@ -131,7 +145,7 @@ async fn signed(
     entry: &EndpointEntry,
     query: &str,
     now: i64,
-) -> Result<Bytes, FedError> {
+) -> Result<Tagged, FedError> {
     let sub = subordinate(snap, query)?;
     let source = entry.published_url(&snap.entity_id);
     statement(dp, snap, sub, source.as_deref(), now).await
@@ -158,7 +172,9 @@ pub(crate) async fn statement_about(
         .by_type
         .get(&EndpointType::Fetch)
         .and_then(|e| e.published_url(&snap.entity_id));
-    statement(dp, snap, sub, source.as_deref(), now).await
+    statement(dp, snap, sub, source.as_deref(), now)
+        .await
+        .map(|t| t.body)
 }
 
 /// `sub`'s statement from its record's slot, or signed once for all concurrent callers.
@@ -168,7 +184,7 @@ async fn statement(
     sub: &Arc<Subordinate>,
     source: Option<&str>,
     now: i64,
-) -> Result<Bytes, FedError> {
+) -> Result<Tagged, FedError> {
     let (general_version, statements_generation) = (
         snap.subordinates.general_version,
         snap.statements_generation,
@@ -199,27 +215,28 @@ async fn statement(
                 return Ok(body);
             }
             dp.caches.miss(Cache::Fetch);
-            let (body, refresh_at) = sign(snap, sub, now, source)
+            let signed = sign(snap, sub, now, source)
                 .await
                 .map_err(FedError::server_error)?;
             sub.statement.put(SignedStatement {
                 general_version,
                 statements_generation,
-                refresh_at,
-                body: body.clone(),
+                signed: signed.clone(),
             });
-            Ok(body)
+            Ok(signed)
         })
         .await
 }
 
-/// The signed statement about `sub` and when to sign a new one.
+/// The signed statement about `sub`, tagged with when to sign a new one: before `exp`, after
+/// at most `MAX_CACHE_AGE`, and at the next change of the subordinate's keys or of ours (the
+/// same instant bounds how long HTTP caches keep it).
 async fn sign(
     snap: &Snapshot,
     sub: &Subordinate,
     now: i64,
     source: Option<&str>,
-) -> Result<(Bytes, i64), pharos_shared::Error> {
+) -> Result<Tagged, pharos_shared::Error> {
     let claims = payload(snap, sub, now, source);
     let exp = claims
         .get("exp")
@@ -230,8 +247,11 @@ async fn sign(
     if let Some(change) = next_key_change(sub, now) {
         refresh_at = refresh_at.min(change);
     }
+    if let Some(change) = snap.keys.next_change(now) {
+        refresh_at = refresh_at.min(change);
+    }
     // Exactly sized: 100,000 of these stay in memory.
-    Ok((
+    Ok(Tagged::new(
         Bytes::from(token.into_bytes().into_boxed_slice()),
         refresh_at,
     ))

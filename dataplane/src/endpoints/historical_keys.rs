@@ -3,20 +3,24 @@
 //! judged.
 //!
 //! The key list changes only with the snapshot, so the signed answer is cached per snapshot
-//! generation like the Entity Configuration, and re-signed hourly to keep `iat` recent.
+//! generation like the Entity Configuration, and re-signed hourly to keep `iat` recent (and at
+//! the next change of our keys, when the list changes). An anonymous GET's answer is
+//! cacheable until that re-signing, with an entity tag.
 
 use std::sync::Arc;
 
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
+use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::Snapshot;
 use serde_json::{Map, Value, json};
 
 use super::Call;
 use crate::DataPlane;
 use crate::error::FedError;
-use crate::jwt_response::jwt;
+use crate::jwt_response::{cacheable, jwt};
 use crate::signing;
 
 /// Media type of the response.
@@ -29,8 +33,7 @@ const MAX_CACHE_AGE: i64 = 3_600;
 
 #[derive(Debug)]
 struct Signed {
-    body: Bytes,
-    signed_at: i64,
+    tagged: Tagged,
 }
 
 /// Signed historical-key sets by snapshot generation.
@@ -56,18 +59,27 @@ pub fn claims(snap: &Snapshot, now: i64) -> Map<String, Value> {
 /// when the endpoint asks for it, but none of them changes the answer).
 pub(crate) async fn serve(call: Call<'_>) -> Response {
     let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
-    match call.params().await {
-        Ok(_) => handle(dp, snap, now).await,
-        Err(e) => e.into_response(),
+    let anonymous = call
+        .raw_query()
+        .is_some()
+        .then(|| call.req.headers().get(header::IF_NONE_MATCH).cloned());
+    let tagged = match call.params().await {
+        Ok(_) => signed(dp, snap, now).await,
+        Err(e) => return e.into_response(),
+    };
+    match (tagged, anonymous) {
+        (Ok(t), Some(inm)) => cacheable(CONTENT_TYPE, t, now, inm.as_ref()),
+        (Ok(t), None) => jwt(CONTENT_TYPE, t.body),
+        (Err(e), _) => e.into_response(),
     }
 }
 
-/// Answers a historical keys request from `snap`.
-async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
+/// The signed historical keys of `snap` at `now` (cached).
+async fn signed(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Result<Tagged, FedError> {
     let cache = &dp.historical_cache.0;
     if let Some(hit) = cache.get(&snap.generation).await {
-        if now < hit.signed_at + MAX_CACHE_AGE {
-            return jwt(CONTENT_TYPE, hit.body.clone());
+        if now < hit.tagged.fresh_until {
+            return Ok(hit.tagged.clone());
         }
         cache.invalidate(&snap.generation).await;
     }
@@ -75,14 +87,16 @@ async fn handle(dp: &DataPlane, snap: Arc<Snapshot>, now: i64) -> Response {
     let signed = cache
         .try_get_with(generation, async move {
             let token = signing::sign(&snap.keys.signer, TYP, claims(&snap, now)).await?;
+            let mut fresh_until = now + MAX_CACHE_AGE;
+            if let Some(change) = snap.keys.next_change(now) {
+                fresh_until = fresh_until.min(change);
+            }
             Ok::<_, pharos_shared::Error>(Arc::new(Signed {
-                body: Bytes::from(token),
-                signed_at: now,
+                tagged: Tagged::new(Bytes::from(token), fresh_until),
             }))
         })
         .await;
-    match signed {
-        Ok(s) => jwt(CONTENT_TYPE, s.body.clone()),
-        Err(e) => FedError::server_error(e).into_response(),
-    }
+    signed
+        .map(|s| s.tagged.clone())
+        .map_err(FedError::server_error)
 }

@@ -16,14 +16,20 @@
 //! identifiers, and each filtered list asked for), so a repeated request copies a `Bytes`
 //! handle; concurrent first requests for one key compute it once. Trust mark filters are not
 //! cached: marks expire with the clock, not with a new snapshot.
+//!
+//! HTTP caching: a list has no expiry and changes with any write, so nothing bounds how long
+//! a cache could keep it. Anonymous answers are `Cache-Control: no-cache` with a strong
+//! `ETag` (hashed once per cached list): a CDN may keep the body but asks every time, and
+//! gets a bodiless `304` while the list is unchanged.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
+use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate::Subordinate;
 use pharos_shared::trust_mark_issuer::MarkStatus;
@@ -38,16 +44,16 @@ const CACHE_BYTES: u64 = 48 * 1024 * 1024;
 /// Serialised lists by (snapshot generation, filters). Entries of older generations are never
 /// asked for again and age out under the byte bound.
 #[derive(Debug)]
-pub struct ListCache(Cache<(u64, Filters), Bytes>);
+pub struct ListCache(Cache<(u64, Filters), Tagged>);
 
 impl ListCache {
     pub(crate) fn new() -> Self {
         Self(
             Cache::builder()
                 .max_capacity(CACHE_BYTES)
-                .weigher(|k: &(u64, Filters), v: &Bytes| {
+                .weigher(|k: &(u64, Filters), v: &Tagged| {
                     let key: usize = k.1.entity_types.iter().map(String::len).sum();
-                    u32::try_from(v.len() + key + 64).unwrap_or(u32::MAX)
+                    u32::try_from(v.body.len() + key + 64).unwrap_or(u32::MAX)
                 })
                 .build(),
         )
@@ -101,12 +107,27 @@ fn filters(query: &str) -> Result<Filters, FedError> {
     Ok(f)
 }
 
-fn json(body: Bytes) -> Response {
-    let mut r = (StatusCode::OK, body).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+/// The answer: the list, or a bodiless `304` when the request's `If-None-Match` names its tag;
+/// `Cache-Control: no-cache` (see the module documentation).
+fn json(list: Tagged, request: &HeaderMap) -> Response {
+    let not_modified = request
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| pharos_shared::http_cache::none_match(v.as_bytes(), &list.etag));
+    let mut r = if not_modified {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = (StatusCode::OK, list.body).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    };
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_maybe_shared(list.etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
 
@@ -123,23 +144,33 @@ fn serialise_ids<'a>(ids: impl Iterator<Item = &'a str>) -> Bytes {
 pub(crate) async fn serve(call: Call<'_>) -> Response {
     let now = call.now;
     if let Some(query) = call.raw_query() {
-        return handle(&call.dp.list_cache, &call.snap, query, now).await;
+        return match list(&call.dp.list_cache, &call.snap, query, now).await {
+            Ok(l) => json(l, call.req.headers()),
+            Err(e) => e.into_response(),
+        };
     }
+    // Authenticated: meant for one client (the dispatcher makes it no-store).
     let (cache, snap) = (&call.dp.list_cache, call.snap.clone());
-    match call.query().await {
-        Ok(query) => handle(cache, &snap, &query, now).await,
+    let list = match call.query().await {
+        Ok(query) => list(cache, &snap, &query, now).await,
+        Err(e) => Err(e),
+    };
+    match list {
+        Ok(l) => json(l, &HeaderMap::new()),
         Err(e) => e.into_response(),
     }
 }
 
-/// Answers a list request whose query string is `query`, at `now`.
-async fn handle(cache: &ListCache, snap: &Snapshot, query: &str, now: i64) -> Response {
-    let mut f = match filters(query) {
-        Ok(f) => f,
-        Err(e) => return e.into_response(),
-    };
+/// The list answering the query string `query` at `now`.
+async fn list(
+    cache: &ListCache,
+    snap: &Snapshot,
+    query: &str,
+    now: i64,
+) -> Result<Tagged, FedError> {
+    let mut f = filters(query)?;
     if f.by_trust_marks() {
-        return json(trust_marked(snap, &f, now));
+        return Ok(Tagged::new(trust_marked(snap, &f, now), now));
     }
     // Types no active subordinate has cannot match (the filter is any-of): dropped, so that the
     // cache keys stay few whatever clients send, and a filter of only such types is `[]`.
@@ -147,28 +178,29 @@ async fn handle(cache: &ListCache, snap: &Snapshot, query: &str, now: i64) -> Re
         f.entity_types
             .retain(|t| snap.subordinates.has_entity_type(t));
         if f.entity_types.is_empty() {
-            return json(Bytes::from_static(b"[]"));
+            return Ok(Tagged::new(Bytes::from_static(b"[]"), now));
         }
     }
     let key = (snap.generation, f);
-    let body =
-        cache
-            .0
-            .get_with_by_ref(&key, async {
-                let (subs, f) = (&snap.subordinates, &key.1);
-                if *f == Filters::default() {
-                    return serialise(subs.active());
-                }
-                if !f.intermediate {
-                    let ids = subs.active_ids_with_any_type(&f.entity_types);
-                    return serialise_ids(ids.iter().map(|id| &***id));
-                }
+    let body = cache
+        .0
+        .get_with_by_ref(&key, async {
+            let (subs, f) = (&snap.subordinates, &key.1);
+            let body = if *f == Filters::default() {
+                serialise(subs.active())
+            } else if !f.intermediate {
+                let ids = subs.active_ids_with_any_type(&f.entity_types);
+                serialise_ids(ids.iter().map(|id| &***id))
+            } else {
                 serialise(subs.active().filter(|s| {
                     s.has_any_type(&f.entity_types) && s.is_intermediate(&subs.general)
                 }))
-            })
-            .await;
-    json(body)
+            };
+            // No freshness: the list is revalidated on every use.
+            Tagged::new(body, 0)
+        })
+        .await;
+    Ok(body)
 }
 
 /// The active subordinates matching `f` that hold a valid mark issued here (of

@@ -126,7 +126,7 @@ impl Call<'_> {
 }
 
 /// Whether `req` is an unauthenticated GET, whose raw query string is its parameters.
-fn anonymous_get(entry: &EndpointEntry, req: &Request) -> bool {
+pub(crate) fn anonymous_get(entry: &EndpointEntry, req: &Request) -> bool {
     !entry.auth_enabled && req.method() == Method::GET
 }
 
@@ -144,7 +144,10 @@ pub fn cached(
     }
     let query = req.uri().query().unwrap_or("");
     match entry.kind {
-        EndpointType::Fetch => fetch::cached(dp, snap, query, now),
+        EndpointType::Fetch => {
+            let inm = req.headers().get(axum::http::header::IF_NONE_MATCH);
+            fetch::cached(dp, snap, query, now, inm)
+        }
         EndpointType::Resolve => resolve::cached(dp, snap, entry, query, now),
         _ => None,
     }

@@ -208,7 +208,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 107);
+    assert_eq!(table.len(), 111);
 }
 
 #[test]
@@ -366,4 +366,31 @@ fn old_jti_variables_warn_with_their_new_names_and_change_nothing() {
     assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
     assert!(l.warnings[0].contains("SVC_ENDPOINTS_AUTH_JTI_BACKEND is ignored: it was renamed to SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND"));
     assert!(l.warnings[1].contains("SVC_STORAGE_ENDPOINT_AUTH_JTI_CLEANUP_INTERVAL"));
+
+#[test]
+fn cluster_is_refused_on_sqlite_and_with_the_cache_replay_store() {
+    let p = problems(None, &[("SVC_CLUSTER_ENABLED", "true")]);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p.iter()
+            .any(|m| m.contains("storage.driver postgres or mysql"))
+    );
+    assert!(p.iter().any(|m| m.contains("jti_backend: db")));
+    let f = yaml(
+        "cluster:\n  enabled: true\n  instance_id: a\n  poll_interval: 500ms\n  leader_lease: 5s\n\
+         storage:\n  driver: postgres\n  dsn: postgres://x@y/z\n  endpoint_auth:\n    jti_backend: db\n",
+    );
+    let c = ok(Some(&f), &[]).settings.cluster;
+    assert!(c.enabled);
+    assert_eq!(c.instance_id, "a");
+    assert_eq!(c.poll_interval.get(), std::time::Duration::from_millis(500));
+    assert_eq!(c.leader_lease.get().as_secs(), 5);
+    let d = ClusterSettings::default();
+    assert_eq!(
+        (
+            d.poll_interval.get().as_secs(),
+            d.leader_lease.get().as_secs()
+        ),
+        (1, 10)
+    );
 }

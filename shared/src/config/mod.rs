@@ -5,6 +5,7 @@
 //! generated ES256 keys, entity identifier `http://127.0.0.1:7672`, Admin API on the main port.
 
 mod admin;
+mod cluster;
 mod duration;
 mod legacy;
 mod load;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use admin::{ActorSource, AdminCors, AdminSettings, AdminTls, ApiSettings, PasswordHashing};
+pub use cluster::{ClusterSettings, MAX_INSTANCE_ID};
 pub use duration::Duration;
 pub use load::{Loaded, env_names, load, load_legacy};
 pub use server::{
@@ -61,6 +63,8 @@ pub struct Settings {
     pub stats: StatsSettings,
     /// Outbound fetches, the shape of issued trust marks, and draft-era leniencies.
     pub federation: FederationSettings,
+    /// Several replicas on one database.
+    pub cluster: ClusterSettings,
 }
 
 impl Default for Settings {
@@ -75,6 +79,7 @@ impl Default for Settings {
             api: ApiSettings::default(),
             stats: StatsSettings::default(),
             federation: FederationSettings::default(),
+            cluster: ClusterSettings::default(),
         }
     }
 }
@@ -127,6 +132,7 @@ impl Settings {
         self.api.admin.check(self.server.port, problems);
         self.stats.check(problems);
         self.federation.check(problems);
+        self.cluster.check(&self.storage, problems);
     }
 }
 

@@ -1,0 +1,120 @@
+//! HTTP caching of federation answers, so that a CDN or a reverse proxy in front of several
+//! replicas can serve them: a strong entity tag computed once per signed body, and how long
+//! the body stays fresh.
+//!
+//! Freshness is never chosen by configuration: an answer is fresh until the instant the data
+//! plane would sign a new one (its "refresh" instant, which is before the statement's `exp`,
+//! and no later than the next change of our keys or of the subject's keys). A cache that keeps
+//! it exactly that long never serves a statement past its `exp` nor one signed with a key that
+//! no longer signs.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+/// A body ready to be served from cache: the bytes, their entity tag and the instant until
+/// which a cache may serve them without asking again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tagged {
+    /// The response body.
+    pub body: Bytes,
+    /// Its strong entity tag, quoted (the `ETag` header value).
+    pub etag: Bytes,
+    /// Unix seconds after which the body is stale.
+    pub fresh_until: i64,
+}
+
+impl Tagged {
+    /// Tags `body` (hashing it once) as fresh until `fresh_until`.
+    pub fn new(body: Bytes, fresh_until: i64) -> Self {
+        let etag = etag(&body);
+        Self {
+            body,
+            etag,
+            fresh_until,
+        }
+    }
+
+    /// Seconds a cache may keep the body at `now` (never negative).
+    pub fn max_age(&self, now: i64) -> u64 {
+        u64::try_from(self.fresh_until.saturating_sub(now)).unwrap_or(0)
+    }
+}
+
+/// The strong entity tag of `body`: 128 bits of its SHA-256, base64url, in quotes. The same
+/// bytes always get the same tag, on every replica, so a CDN revalidating against another
+/// replica still gets its `304`.
+pub fn etag(body: &[u8]) -> Bytes {
+    let digest = Sha256::digest(body);
+    let mut tag = String::with_capacity(24);
+    tag.push('"');
+    URL_SAFE_NO_PAD.encode_string(&digest[..16], &mut tag);
+    tag.push('"');
+    Bytes::from(tag)
+}
+
+/// Whether an `If-None-Match` header value matches `etag` (RFC 9110 §13.1.2: `*`, or a list
+/// of entity tags compared weakly, so `W/"x"` matches `"x"`). A malformed value matches
+/// nothing, which only costs the client a full answer.
+pub fn none_match(header: &[u8], etag: &[u8]) -> bool {
+    let Ok(header) = std::str::from_utf8(header) else {
+        return false;
+    };
+    let header = header.trim();
+    if header == "*" {
+        return true;
+    }
+    header
+        .split(',')
+        .map(str::trim)
+        .map(|t| t.strip_prefix("W/").unwrap_or(t))
+        .any(|t| t.as_bytes() == etag)
+}
+
+/// The `Cache-Control` value of an answer fresh for `max_age` seconds: shared caches may keep
+/// it (federation answers are public, signed documents).
+pub fn cache_control(max_age: u64) -> String {
+    format!("public, max-age={max_age}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_is_strong_quoted_and_depends_on_every_byte() {
+        let a = etag(b"header.payload.signature");
+        assert_eq!(a.len(), 24);
+        assert!(a.starts_with(b"\"") && a.ends_with(b"\""));
+        assert_eq!(a, etag(b"header.payload.signature"), "stable");
+        assert_ne!(a, etag(b"header.payload.signaturf"));
+        assert!(!a.starts_with(b"W/"));
+    }
+
+    #[test]
+    fn if_none_match_rules() {
+        let tag = etag(b"x");
+        let t = std::str::from_utf8(&tag).unwrap();
+        assert!(none_match(t.as_bytes(), &tag));
+        assert!(none_match(format!("W/{t}").as_bytes(), &tag), "weak");
+        assert!(none_match(format!("\"other\", {t}").as_bytes(), &tag));
+        assert!(none_match(b" * ", &tag));
+        assert!(!none_match(b"\"other\"", &tag));
+        assert!(
+            !none_match(t.trim_matches('"').as_bytes(), &tag),
+            "unquoted"
+        );
+        assert!(!none_match(b"", &tag));
+        assert!(!none_match(&[0xff, 0xfe], &tag));
+    }
+
+    #[test]
+    fn max_age_counts_down_to_zero() {
+        let t = Tagged::new(Bytes::from_static(b"b"), 1_000);
+        assert_eq!(t.max_age(400), 600);
+        assert_eq!(t.max_age(1_000), 0);
+        assert_eq!(t.max_age(5_000), 0, "never negative");
+        assert_eq!(cache_control(600), "public, max-age=600");
+    }
+}

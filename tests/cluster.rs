@@ -1,0 +1,311 @@
+//! Several replicas on one PostgreSQL database (issue 19, acceptance 1 and 2): a write through
+//! one replica is visible on the others, a replica whose listener connection was cut catches
+//! up, and a client assertion used on one replica is refused on another.
+//!
+//! Clustering needs PostgreSQL (configuration check refuses SQLite), so these run only when
+//! `SVC_TEST_POSTGRES_DSN` is set.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pharos_shared::config::JtiBackend;
+use pharos_shared::time::SystemClock;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::client_auth::{Federation, assertion, call, claims, error, signer};
+use crate::support::{Backend, Pharos, TestDb, backends, enable, enc, jwk};
+
+const ENTITY_ID: &str = "https://federation.example.org";
+
+/// `n` replicas on `db`, started one after the other (the first seeds the signing key).
+async fn replicas(db: &TestDb, n: usize) -> Vec<Pharos> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let p = Pharos::start_with(
+            db,
+            |s| {
+                s.entity_id = ENTITY_ID.into();
+                s.cluster.enabled = true;
+                s.cluster.instance_id = format!("replica-{i}");
+                s.storage.endpoint_auth.jti_backend = JtiBackend::Db;
+            },
+            Arc::new(SystemClock),
+        )
+        .await;
+        out.push(p);
+    }
+    for p in &out {
+        eventually("ready", || async { p.get("/readyz").await.status() == 200 }).await;
+    }
+    out
+}
+
+/// Polls `check` until it holds; fails after a generous deadline (this asserts that the
+/// state is reached, not how fast: the benchmark measures that).
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+async fn listed(p: &Pharos, entity: &str) -> bool {
+    let r = p.get("/list").await;
+    r.status() == 200 && r.text().await.unwrap().contains(entity)
+}
+
+async fn add(p: &Pharos, entity: &str) {
+    let body = json!({"entity_id": entity, "jwks": {"keys": [jwk("k1", None)]}});
+    let (s, v) = p.admin(Method::POST, "/subordinates", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+}
+
+fn postgres() -> bool {
+    backends().contains(&Backend::Postgres)
+}
+
+#[tokio::test]
+async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catches_up() {
+    if !postgres() {
+        return;
+    }
+    let db = TestDb::new(Backend::Postgres).await;
+    let r = replicas(&db, 3).await;
+    let (a, b, c) = (&r[0], &r[1], &r[2]);
+
+    writes_travel(a, b, c).await;
+
+    // A's listener connection is cut: it reconnects, reloads everything and is ready again;
+    // writes made meanwhile on B are there.
+    let origin = a.app.as_ref().unwrap().control.origin;
+    let name = pharos_controlplane::control_plane::cluster::listener_name(origin);
+    let pool = db.pool().await;
+    let (killed,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = $1) AS t",
+    )
+    .bind(&name)
+    .fetch_one(&pool.pool)
+    .await
+    .unwrap();
+    assert_eq!(killed, 1, "A's listener connection");
+    let later = "https://leaf-2.example.org";
+    add(b, later).await;
+    eventually("A caught up", || listed(a, later)).await;
+    eventually("A ready", || async {
+        a.get("/readyz").await.status() == 200
+    })
+    .await;
+    // And it keeps listening afterwards.
+    let third = "https://leaf-3.example.org";
+    add(c, third).await;
+    eventually("A follows again", || listed(a, third)).await;
+
+    for p in r {
+        p.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_write_on_one_replica_is_visible_on_the_others_on_mariadb() {
+    if !backends().contains(&Backend::Mysql) {
+        return;
+    }
+    let db = TestDb::new(Backend::Mysql).await;
+    let r = replicas(&db, 3).await;
+    writes_travel(&r[0], &r[1], &r[2]).await;
+    for p in r {
+        p.stop().await;
+    }
+}
+
+/// A registry change and a subordinate added through `a` reach `b` and `c`; a status change
+/// through `b` reaches `a` and `c`.
+async fn writes_travel(a: &Pharos, b: &Pharos, c: &Pharos) {
+    // A registry change and a subordinate through A reach B and C.
+    enable(a, "list", "/list", json!({})).await;
+    enable(a, "fetch", "/fetch", json!({})).await;
+    let leaf = "https://leaf-1.example.org";
+    add(a, leaf).await;
+    for p in [b, c] {
+        eventually("subordinate listed on B and C", || listed(p, leaf)).await;
+        let r = p.get(&format!("/fetch?sub={}", enc(leaf))).await;
+        assert_eq!(r.status(), 200);
+    }
+    // A change of one subordinate (status) travels alone and is applied there too.
+    let (s, v) = b
+        .admin_raw(
+            Method::PUT,
+            &format!("/subordinates/{}/status", enc(leaf)),
+            Some("blocked"),
+        )
+        .await;
+    assert!((200..300).contains(&s), "{v}");
+    for p in [a, c] {
+        eventually("blocked on A and C", || async { !listed(p, leaf).await }).await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_assertion_used_on_one_replica_is_refused_on_another() {
+    if !postgres() {
+        return;
+    }
+    let (db_t, db_c, db) = (
+        TestDb::new(Backend::Sqlite).await,
+        TestDb::new(Backend::Sqlite).await,
+        TestDb::new(Backend::Postgres).await,
+    );
+    let f = Federation::start(&db_t, &db_c).await;
+    let r = replicas(&db, 2).await;
+    let (a, b) = (&r[0], &r[1]);
+    let jwks = f.ta.entity_configuration().await.claims["jwks"].clone();
+    let (s, v) = a
+        .admin(
+            Method::POST,
+            "/trust-anchors",
+            Some(json!({"entity_id": f.ta.entity_id(), "jwks": jwks})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let body = json!({"type": "list", "path": "/list", "auth_enabled": true,
+        "auth_trust_anchors": [f.ta.entity_id()], "config": {}});
+    let (s, v) = a
+        .admin(Method::POST, "/federation-endpoints", Some(body))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    eventually("endpoint on B", || async {
+        b.client
+            .post(b.main_url("/list"))
+            .form(&[("x", "y")])
+            .send()
+            .await
+            .unwrap()
+            .status()
+            != 404
+    })
+    .await;
+
+    let c = claims(f.client.entity_id(), ENTITY_ID, |_| {});
+    let used = assertion(signer(&f.client).as_ref(), &c);
+    assert_eq!(call(a, "/list", &used, &[]).await.0, 200);
+    let (st, body) = call(b, "/list", &used, &[]).await;
+    assert_eq!(
+        (st, error(&body).as_str()),
+        (401, "invalid_client"),
+        "{body}"
+    );
+    // A fresh assertion passes on B.
+    let c = claims(f.client.entity_id(), ENTITY_ID, |_| {});
+    let fresh = assertion(signer(&f.client).as_ref(), &c);
+    assert_eq!(call(b, "/list", &fresh, &[]).await.0, 200);
+
+    for p in r {
+        p.stop().await;
+    }
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn killing_the_leader_moves_rotation_to_another_replica_and_it_is_done_once() {
+    // PostgreSQL advisory lock and MariaDB GET_LOCK.
+    for b in backends().into_iter().filter(|b| *b != Backend::Sqlite) {
+        failover(b).await;
+    }
+}
+
+async fn failover(backend: Backend) {
+    use pharos_shared::time::ManualClock;
+    const T0: i64 = 1_900_000_000;
+    const H: i64 = 3_600;
+    let db = TestDb::new(backend).await;
+    let clock = ManualClock::new(T0);
+    let mut r = Vec::new();
+    for i in 0..3 {
+        let p = Pharos::start_with(
+            &db,
+            |s| {
+                s.entity_id = ENTITY_ID.into();
+                s.cluster.enabled = true;
+                s.cluster.instance_id = format!("replica-{i}");
+                s.cluster.leader_lease = pharos_shared::config::Duration::from_secs(2);
+                s.storage.endpoint_auth.jti_backend = JtiBackend::Db;
+            },
+            clock.clone(),
+        )
+        .await;
+        r.push(p);
+    }
+    let leaders = |r: &[Pharos]| {
+        r.iter()
+            .filter(|p| p.app.as_ref().unwrap().leadership.is_leader())
+            .count()
+    };
+    eventually("one leader", || async { leaders(&r) == 1 }).await;
+    let (s, v) = r[0]
+        .admin(
+            Method::PUT,
+            "/keys/rotation",
+            Some(json!({"enabled": true, "interval": "48h", "overlap": "2h",
+                        "key_announcement_lead_time": "6h"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let pool = db.pool().await;
+    let keys = || async {
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM signing_keys WHERE key_set = 'federation'")
+                .fetch_one(&pool.pool)
+                .await
+                .unwrap();
+        n
+    };
+    assert_eq!(keys().await, 1);
+
+    // The leader dies; another replica takes over the key schedule.
+    let i = r
+        .iter()
+        .position(|p| p.app.as_ref().unwrap().leadership.is_leader())
+        .unwrap();
+    r.remove(i).stop().await;
+    eventually("a new leader", || async { leaders(&r) == 1 }).await;
+
+    // The announcement of the successor key is due: every replica's key task is woken (their
+    // timers run on the real clock), and only the leader's acts.
+    clock.set(T0 + 42 * H);
+    for _ in 0..3 {
+        for p in &r {
+            p.app.as_ref().unwrap().control.key_events.notify_one();
+        }
+        eventually("successor announced", || async { keys().await >= 2 }).await;
+    }
+    // Both replicas publish it, and there is one successor in the database.
+    for p in &r {
+        eventually("successor published", || async {
+            p.app
+                .as_ref()
+                .unwrap()
+                .control
+                .snapshot()
+                .keys
+                .published
+                .len()
+                == 2
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(keys().await, 2, "one key transition, not one per replica");
+    for p in r {
+        p.stop().await;
+    }
+}
