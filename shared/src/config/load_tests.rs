@@ -366,6 +366,7 @@ fn old_jti_variables_warn_with_their_new_names_and_change_nothing() {
     assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
     assert!(l.warnings[0].contains("SVC_ENDPOINTS_AUTH_JTI_BACKEND is ignored: it was renamed to SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND"));
     assert!(l.warnings[1].contains("SVC_STORAGE_ENDPOINT_AUTH_JTI_CLEANUP_INTERVAL"));
+}
 
 #[test]
 fn cluster_is_refused_on_sqlite_and_with_the_cache_replay_store() {

@@ -18,8 +18,9 @@ use serde_json::Value;
 use super::{SUPPORTED_ALGS, Settings};
 
 /// The sources whose structs and enums make up `Settings`.
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     include_str!("mod.rs"),
+    include_str!("cluster.rs"),
     include_str!("server.rs"),
     include_str!("admin.rs"),
     include_str!("storage.rs"),
