@@ -35,6 +35,7 @@ mod enroll_request;
 mod entity_configuration;
 mod federation;
 mod fetch_list;
+mod hostile_peers;
 mod interop;
 mod interop_spid;
 mod jwks_refresh;
