@@ -26,6 +26,7 @@ mod collection_spid;
 mod config2db;
 mod console;
 mod cors;
+mod db_outage;
 mod deploy;
 mod deploy_nginx;
 mod enroll;

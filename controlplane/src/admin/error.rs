@@ -84,6 +84,10 @@ impl From<crate::Error> for ApiError {
             E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
             E::Unauthorized(m) => Self::Unauthorized(m),
             E::Shared(s) => s.into(),
+            e if e.is_unavailable() => {
+                tracing::warn!(error = %e, "admin request refused: the database is unreachable");
+                Self::Unavailable("the database is unreachable; try again later".into())
+            }
             e @ (E::Database(_) | E::Migrate(_) | E::Internal(_)) => Self::Internal(e.to_string()),
         }
     }
@@ -142,6 +146,18 @@ mod tests {
 
     fn status(e: impl Into<ApiError>) -> u16 {
         e.into().parts().0.as_u16()
+    }
+
+    #[test]
+    fn an_unreachable_database_is_503_and_other_database_errors_500() {
+        use crate::Error as E;
+        assert_eq!(status(E::Database(sqlx::Error::PoolTimedOut)), 503);
+        assert_eq!(status(E::Database(sqlx::Error::PoolClosed)), 503);
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(status(E::Database(sqlx::Error::Io(io))), 503);
+        assert_eq!(status(sqlx::Error::PoolTimedOut), 503);
+        assert_eq!(status(E::Database(sqlx::Error::RowNotFound)), 500);
+        assert_eq!(status(E::Internal("x".into())), 500);
     }
 
     #[test]
