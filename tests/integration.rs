@@ -50,6 +50,7 @@ mod registry;
 mod resolve;
 mod restart;
 mod setup;
+mod sigterm_writes;
 mod stats;
 mod stats_cli;
 mod stats_client;
