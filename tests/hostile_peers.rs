@@ -513,3 +513,59 @@ async fn authority_hint_cycles_and_deep_chains_end_in_a_clear_error() {
         p.stop().await;
     }
 }
+
+#[tokio::test]
+async fn enrollment_refuses_hostile_entities_and_stores_nothing() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = resolver(&db).await;
+        crate::support::enable(&p, "enroll", "/enroll", json!({})).await;
+        let before = state(&db).await;
+        let mut subjects = Vec::new();
+        for kind in [
+            Raw::Hang,
+            Raw::Trickle,
+            Raw::Flood,
+            Raw::RedirectLoop,
+            Raw::WrongMediaType,
+        ] {
+            subjects.push(raw_peer(kind).await);
+        }
+        let f = federation().await;
+        for (n, spoil) in [
+            Spoil::AlgNone,
+            Spoil::AlgNoneSigned,
+            Spoil::Hs256WithPublicKey,
+            Spoil::UnknownCrit,
+            Spoil::Expired,
+            Spoil::Future,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            f.set(n, vec![], spoil);
+            subjects.push(f.id(n));
+        }
+        for sub in &subjects {
+            let a = tokio::time::timeout(GUARD, crate::enroll::ask(&p, "/enroll", sub, &[]))
+                .await
+                .unwrap_or_else(|_| panic!("enrolling {sub} did not finish"));
+            let v: Value = serde_json::from_str(&a.body).unwrap_or_else(|_| panic!("{}", a.body));
+            assert_eq!(
+                (a.status, v["error"].as_str()),
+                (400, Some("invalid_request")),
+                "{b:?} {sub}: {}",
+                a.body
+            );
+            assert!(
+                v["error_description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("entity configuration")),
+                "{b:?} {sub}: {}",
+                a.body
+            );
+        }
+        assert_eq!(state(&db).await, before, "{b:?}");
+        p.stop().await;
+    }
+}
