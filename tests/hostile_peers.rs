@@ -149,6 +149,8 @@ struct FakeEntity {
     key: Arc<SigningKey>,
     hints: Vec<usize>,
     spoil: Spoil,
+    /// Keys listed in its `jwks` besides its signing key (an announced rotation).
+    extra: Vec<Value>,
 }
 
 struct Federation {
@@ -171,10 +173,29 @@ impl Federation {
             Some(e) => e.key,
             None => Arc::new(SigningKey::generate(Algorithm::ES256, 0).unwrap()),
         };
-        self.entities
-            .lock()
-            .unwrap()
-            .insert(n, FakeEntity { key, hints, spoil });
+        self.entities.lock().unwrap().insert(
+            n,
+            FakeEntity {
+                key,
+                hints,
+                spoil,
+                extra: Vec::new(),
+            },
+        );
+    }
+
+    /// Entity `n`'s Entity Configuration is spoiled by `spoil` from now on.
+    fn set_spoil(&self, n: usize, spoil: Spoil) {
+        if let Some(e) = self.entities.lock().unwrap().get_mut(&n) {
+            e.spoil = spoil;
+        }
+    }
+
+    /// Entity `n` announces `keys` next to its signing key from now on.
+    fn announce(&self, n: usize, keys: Vec<Value>) {
+        if let Some(e) = self.entities.lock().unwrap().get_mut(&n) {
+            e.extra = keys;
+        }
     }
 
     fn configuration(&self, n: usize) -> Option<String> {
@@ -186,8 +207,10 @@ impl Federation {
             Spoil::Future => (now + 3600, now + 7200),
             _ => (now, now + 3600),
         };
+        let mut keys = vec![serde_json::to_value(e.key.public_jwk()).unwrap()];
+        keys.extend(e.extra.iter().cloned());
         let mut claims = json!({"iss": id, "sub": id, "iat": iat, "exp": exp,
-            "jwks": {"keys": [e.key.public_jwk()]},
+            "jwks": {"keys": keys},
             "metadata": {"federation_entity": {
                 "federation_fetch_endpoint": format!("{id}/fetch")}}});
         if !e.hints.is_empty() {
@@ -566,6 +589,126 @@ async fn enrollment_refuses_hostile_entities_and_stores_nothing() {
             );
         }
         assert_eq!(state(&db).await, before, "{b:?}");
+        p.stop().await;
+    }
+}
+
+/// A fresh public key, as a JWK.
+fn new_key() -> Value {
+    let k = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    serde_json::to_value(k.public_jwk()).unwrap()
+}
+
+/// `POST /jwks-trigger` for `sub` inside the hang guard; status and body.
+async fn trigger(p: &Pharos, sub: &str) -> (u16, Value) {
+    let sent = p
+        .client
+        .post(p.main_url("/jwks-trigger"))
+        .json(&json!({"sub": sub}))
+        .send();
+    let r = tokio::time::timeout(GUARD, sent)
+        .await
+        .unwrap_or_else(|_| panic!("the trigger for {sub} did not finish"))
+        .unwrap();
+    let s = r.status().as_u16();
+    (s, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The kids of `sub`'s keys in the statement our fetch endpoint serves.
+async fn served_kids(p: &Pharos, sub: &str) -> Vec<String> {
+    let r = p
+        .get(&format!("/fetch?sub={}", crate::support::enc(sub)))
+        .await;
+    assert_eq!(r.status(), 200);
+    let d = jose::decode_unverified(&r.text().await.unwrap()).unwrap();
+    let mut k: Vec<String> = d.claims["jwks"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect();
+    k.sort();
+    k
+}
+
+#[tokio::test]
+async fn key_refresh_from_hostile_subordinates_changes_nothing() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = resolver(&db).await;
+        crate::support::enable(&p, "fetch", "/fetch", json!({})).await;
+        crate::support::enable(&p, "jwks_update_trigger", "/jwks-trigger", json!({})).await;
+        let f = federation().await;
+        let spoils = [
+            Spoil::AlgNone,
+            Spoil::AlgNoneSigned,
+            Spoil::Hs256WithPublicKey,
+            Spoil::UnknownCrit,
+            Spoil::Expired,
+            Spoil::Future,
+        ];
+        // Subordinates 0..=6 of the fake federation (0: the control), and the raw peers.
+        let mut subs = Vec::new();
+        for n in 0..=spoils.len() {
+            f.set(n, vec![], Spoil::None);
+            subs.push(f.id(n));
+        }
+        for kind in [
+            Raw::Hang,
+            Raw::Trickle,
+            Raw::Flood,
+            Raw::RedirectLoop,
+            Raw::WrongMediaType,
+        ] {
+            subs.push(raw_peer(kind).await);
+        }
+        for (n, sub) in subs.iter().enumerate() {
+            let keys = match f.entity(n) {
+                Some(e) if n <= spoils.len() => json!({"keys": [e.key.public_jwk()]}),
+                _ => json!({"keys": [crate::support::jwk("k1", None)]}),
+            };
+            let body = json!({"entity_id": sub, "status": "active", "jwks": keys});
+            let (s, v) = p
+                .admin(reqwest::Method::POST, "/subordinates", Some(body))
+                .await;
+            assert_eq!(s, 201, "{v}");
+        }
+        // The control: an honest announcement of a new key is taken.
+        f.announce(0, vec![new_key()]);
+        assert_eq!(
+            trigger(&p, &subs[0]).await,
+            (200, json!({"sub": subs[0], "changed": true}))
+        );
+        assert_eq!(served_kids(&p, &subs[0]).await.len(), 2);
+
+        let before = state(&db).await;
+        for (i, spoil) in spoils.into_iter().enumerate() {
+            let n = i + 1;
+            let kids = served_kids(&p, &subs[n]).await;
+            f.announce(n, vec![new_key()]);
+            f.set_spoil(n, spoil);
+            let (s, v) = trigger(&p, &subs[n]).await;
+            assert!(
+                s >= 400 && v["error"].is_string(),
+                "{b:?} {spoil:?}: {s} {v}"
+            );
+            assert_eq!(served_kids(&p, &subs[n]).await, kids, "{b:?} {spoil:?}");
+        }
+        for sub in &subs[spoils.len() + 1..] {
+            let kids = served_kids(&p, sub).await;
+            let (s, v) = trigger(&p, sub).await;
+            assert!(s >= 400 && v["error"].is_string(), "{b:?} {sub}: {s} {v}");
+            assert_eq!(served_kids(&p, sub).await, kids, "{b:?} {sub}");
+        }
+        // Refused refreshes leave history events at most; no keys, no subordinates change.
+        let after = state(&db).await;
+        let without_events = |v: &[(&'static str, i64)]| {
+            v.iter()
+                .filter(|(t, _)| *t != "subordinate_events")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(without_events(&after), without_events(&before), "{b:?}");
         p.stop().await;
     }
 }

@@ -33,7 +33,7 @@ async fn serve(data: &std::path::Path, port: u16, stderr: &std::path::Path) -> C
             cmd.env_remove(k);
         }
     }
-    let child = cmd
+    let mut child = cmd
         .arg("serve")
         .env("SVC_ENTITY_ID", format!("http://127.0.0.1:{port}"))
         .env("SVC_SERVER_IP_LISTEN", "127.0.0.1")
@@ -54,6 +54,8 @@ async fn serve(data: &std::path::Path, port: u16, stderr: &std::path::Path) -> C
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!(
         "pharos did not start: {}",
         std::fs::read_to_string(stderr).unwrap_or_default()
