@@ -191,7 +191,8 @@ mod tests {
         assert_eq!(status(E::Jws("x".into())), 500);
         assert_eq!(status(E::Fetch("x".into())), 500);
         assert_eq!(status(crate::Error::Internal("x".into())), 500);
-        assert_eq!(status(sqlx::Error::PoolTimedOut), 500);
+        // A database fault that is not an outage (an unreachable database is 503, tested above).
+        assert_eq!(status(sqlx::Error::Protocol("x".into())), 500);
         let r = ApiError::Internal("secret detail".into()).into_response();
         assert_eq!(r.status(), 500);
     }
