@@ -16,6 +16,7 @@ use sqlx::Row as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::enroll::ask;
 use crate::fetch_list::{enable, jwk};
 use crate::support::{Backend, Pharos, TestDb, enc};
 
@@ -136,6 +137,10 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
     db.dsn = through(&direct, proxy.port);
     let p = Pharos::start(&db).await;
     enable(&p, "fetch", "/fetch", json!({})).await;
+    enable(&p, "enroll", "/enroll", json!({})).await;
+    // An entity that asks to enroll during the outage (its own database is elsewhere).
+    let leaf_db = TestDb::new(Backend::Sqlite).await;
+    let leaf = Pharos::start(&leaf_db).await;
     let (s, v) = create(&p, "https://before.example").await;
     assert_eq!(s, 201, "{v}");
     assert_eq!(status(&p, "/readyz").await, 200);
@@ -161,6 +166,15 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
         refused.push(id);
         assert_eq!(status(&p, "/readyz").await, 503, "round {round}");
     }
+    // An enrollment (a data-plane command that writes) is refused the same way.
+    let a = guarded("an enrollment", ask(&p, "/enroll", leaf.entity_id(), &[])).await;
+    let v: Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(
+        (a.status, v["error"].as_str()),
+        (503, Some("temporarily_unavailable")),
+        "{}",
+        a.body
+    );
     // Reads of the Admin API need the database too: an error in the same form, never a hang.
     let (s, v) = guarded("a read", p.admin(Method::GET, "/subordinates", None)).await;
     assert_eq!(
@@ -175,6 +189,8 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
     assert_eq!(status(&p, "/readyz").await, 200);
     let after = format!("/fetch?sub={}", enc("https://after.example"));
     assert_eq!(status(&p, &after).await, 200);
+    let a = guarded("an enrollment", ask(&p, "/enroll", leaf.entity_id(), &[])).await;
+    assert_eq!(a.status, 201, "{}", a.body);
 
     // Exactly the acknowledged writes are stored (read directly, not through the proxy).
     let d = pharos_controlplane::db::Db::connect(&direct, 1)
@@ -187,7 +203,13 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
         .iter()
         .map(|r| r.get::<String, _>(0))
         .collect();
-    assert_eq!(rows, ["https://after.example", "https://before.example"]);
+    let mut expected = vec![
+        "https://after.example".to_owned(),
+        "https://before.example".to_owned(),
+        leaf.entity_id().to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(rows, expected);
     // Each stored subordinate with the history event written in the same transaction.
     let with_events: i64 =
         sqlx::query("SELECT COUNT(DISTINCT subordinate_id) FROM subordinate_events")
@@ -195,6 +217,7 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
             .await
             .unwrap()
             .get(0);
-    assert_eq!(with_events, 2, "refused: {refused:?}");
+    assert_eq!(with_events, 3, "refused: {refused:?}");
     p.stop().await;
+    leaf.stop().await;
 }
