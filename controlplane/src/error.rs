@@ -48,4 +48,34 @@ impl Error {
         }
         Self::Database(e)
     }
+
+    /// Whether this is the database being unreachable (connection refused or lost, pool
+    /// acquire timed out, server shutting down) rather than a fault of the request or of ours:
+    /// the Admin API answers these 503 so that clients retry, as the outage will pass.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Database(e) => db_unavailable(e),
+            _ => false,
+        }
+    }
+}
+
+/// [`Error::is_unavailable`] for a bare sqlx error.
+pub fn db_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| unavailable_code(&c)),
+        _ => false,
+    }
+}
+
+/// PostgreSQL SQLSTATE class 08 (connection exception) and 57P01..57P03 (the server shutting
+/// down or not yet accepting), MySQL/MariaDB 1053 (shutdown in progress), 2006 and 2013
+/// (server gone, connection lost).
+fn unavailable_code(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "1053" | "2006" | "2013")
 }

@@ -84,6 +84,10 @@ impl From<crate::Error> for ApiError {
             E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
             E::Unauthorized(m) => Self::Unauthorized(m),
             E::Shared(s) => s.into(),
+            e if e.is_unavailable() => {
+                tracing::warn!(error = %e, "admin request refused: the database is unreachable");
+                Self::Unavailable("the database is unreachable; try again later".into())
+            }
             e @ (E::Database(_) | E::Migrate(_) | E::Internal(_)) => Self::Internal(e.to_string()),
         }
     }
@@ -145,6 +149,18 @@ mod tests {
     }
 
     #[test]
+    fn an_unreachable_database_is_503_and_other_database_errors_500() {
+        use crate::Error as E;
+        assert_eq!(status(E::Database(sqlx::Error::PoolTimedOut)), 503);
+        assert_eq!(status(E::Database(sqlx::Error::PoolClosed)), 503);
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(status(E::Database(sqlx::Error::Io(io))), 503);
+        assert_eq!(status(sqlx::Error::PoolTimedOut), 503);
+        assert_eq!(status(E::Database(sqlx::Error::RowNotFound)), 500);
+        assert_eq!(status(E::Internal("x".into())), 500);
+    }
+
+    #[test]
     fn client_errors_keep_their_status() {
         use crate::Error as E;
         assert_eq!(status(E::BadRequest("x".into())), 400);
@@ -175,7 +191,8 @@ mod tests {
         assert_eq!(status(E::Jws("x".into())), 500);
         assert_eq!(status(E::Fetch("x".into())), 500);
         assert_eq!(status(crate::Error::Internal("x".into())), 500);
-        assert_eq!(status(sqlx::Error::PoolTimedOut), 500);
+        // A database fault that is not an outage (an unreachable database is 503, tested above).
+        assert_eq!(status(sqlx::Error::Protocol("x".into())), 500);
         let r = ApiError::Internal("secret detail".into()).into_response();
         assert_eq!(r.status(), 500);
     }

@@ -114,11 +114,16 @@ fn flight_key(mode: EnrollMode, sub: &str) -> String {
     format!("{m} {sub}")
 }
 
-/// Runs one enrollment; a database failure is logged and answered `Internal`.
+/// Runs one enrollment; a database failure is logged and answered `Internal` (503
+/// `Unavailable` when the database is unreachable).
 pub async fn enroll<F: Fetcher>(cp: &ControlPlane, fetcher: &Arc<F>, e: &Enrollment) -> Outcome {
     run(cp, fetcher, e).await.unwrap_or_else(|err| {
         tracing::error!(error = %err, sub = %e.sub, "cannot store an enrollment");
-        Err(EnrollError::Internal)
+        if err.is_unavailable() {
+            Err(EnrollError::Refused(Refused::Unavailable))
+        } else {
+            Err(EnrollError::Internal)
+        }
     })
 }
 

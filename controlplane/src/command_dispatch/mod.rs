@@ -249,7 +249,11 @@ async fn record_jti(cp: &ControlPlane, jti: &str, expires_at: i64) -> Result<boo
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "cannot record a client assertion jti");
-            JtiError::Internal
+            if e.is_unavailable() {
+                JtiError::Refused(Refused::Unavailable)
+            } else {
+                JtiError::Internal
+            }
         })
 }
 

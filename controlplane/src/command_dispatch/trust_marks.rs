@@ -4,7 +4,7 @@
 //!
 //! [`Write`]: crate::control_plane::Write
 
-use pharos_dataplane::command::{MarkRequestError, MarkRequestOutcome, RecordMarkError};
+use pharos_dataplane::command::{MarkRequestError, MarkRequestOutcome, RecordMarkError, Refused};
 use pharos_shared::trust_mark_issuer::{IssuedMark, SubjectStatus};
 
 use crate::control_plane::ControlPlane;
@@ -22,7 +22,11 @@ pub async fn record_issued(cp: &ControlPlane, mark: &IssuedMark) -> Result<(), R
     };
     stored.await.map_err(|e| {
         tracing::error!(error = %e, jti = %mark.jti, "cannot record an issued trust mark");
-        RecordMarkError::Internal
+        if e.is_unavailable() {
+            RecordMarkError::Refused(Refused::Unavailable)
+        } else {
+            RecordMarkError::Internal
+        }
     })
 }
 
@@ -38,7 +42,11 @@ pub async fn request(
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, %trust_mark_type, %sub, "cannot store a trust mark request");
-            Err(MarkRequestError::Internal)
+            if e.is_unavailable() {
+                Err(MarkRequestError::Refused(Refused::Unavailable))
+            } else {
+                Err(MarkRequestError::Internal)
+            }
         })
 }
 

@@ -61,6 +61,13 @@ impl Dialect {
     }
 }
 
+/// How long `/readyz` waits for the database before answering "not ready".
+pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a request waits for a pooled connection before it fails (the Admin API then
+/// answers 503): bounded, so that an unreachable database never makes a request hang.
+pub const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A connection pool plus its dialect.
 #[derive(Debug, Clone)]
 pub struct Db {
@@ -187,7 +194,7 @@ impl Db {
         };
         let pool = AnyPoolOptions::new()
             .max_connections(max)
-            .acquire_timeout(std::time::Duration::from_secs(10))
+            .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect(url)
             .await?;
         Ok(Self { pool, dialect })
@@ -272,12 +279,14 @@ impl Db {
         }
     }
 
-    /// Checks that the database answers (used by `/readyz`).
+    /// Checks that the database answers within [`PING_TIMEOUT`] (used by `/readyz`): a
+    /// readiness probe must get its answer before its own timeout, not after the pool's
+    /// acquire timeout, or an unreachable database reads as a hung instance.
     pub async fn ping(&self) -> bool {
-        sqlx::query(self.sql("SELECT 1"))
-            .execute(&self.pool)
+        let query = sqlx::query(self.sql("SELECT 1")).execute(&self.pool);
+        tokio::time::timeout(PING_TIMEOUT, query)
             .await
-            .is_ok()
+            .is_ok_and(|r| r.is_ok())
     }
 }
 

@@ -21,6 +21,10 @@ pub enum Refused {
     /// The control plane has stopped (shutting down) or dropped the command.
     #[error("shutting down")]
     Stopped,
+    /// The command ran into an unreachable database: nothing was stored, and a retry once
+    /// the database is back will succeed (503, as the Admin API answers the same outage).
+    #[error("the database is unreachable; retry later")]
+    Unavailable,
 }
 
 /// Why a jwks_update_trigger did not refresh keys.
@@ -375,6 +379,8 @@ mod tests {
             Refusal::Fed(status, code, _) => (status.as_u16(), code.to_owned()),
             Refusal::Denied(d) => (d.status, d.error),
         };
+        let down = EnrollError::Refused(Refused::Unavailable);
+        assert_eq!(code(down), (503, "temporarily_unavailable".into()));
         let busy = EnrollError::Refused(Refused::Busy);
         assert_eq!(code(busy), (503, "temporarily_unavailable".into()));
         assert_eq!(code(EnrollError::Blocked), (403, "invalid_request".into()));
