@@ -120,10 +120,9 @@ fn main() -> ExitCode {
             let now = pharos_shared::time::Clock::now(&SystemClock);
             pharos_controlplane::stats::cli::run(&settings, args, now)
         }
-        Command::Policy { .. }
-        | Command::Config2db(_)
-        | Command::Admin(_)
-        | Command::Setup(_) => ExitCode::SUCCESS,
+        Command::Policy { .. } | Command::Config2db(_) | Command::Admin(_) | Command::Setup(_) => {
+            ExitCode::SUCCESS
+        }
     }
 }
 

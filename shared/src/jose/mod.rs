@@ -10,8 +10,8 @@
 mod algorithm;
 mod jws;
 mod key;
-pub mod seal;
 mod key_file;
+pub mod seal;
 mod thumbprint;
 mod verify;
 
