@@ -129,7 +129,7 @@ done
 
 # Admin API writes for the same duration: new subordinates at the anchor (each acknowledged
 # entity_id recorded), a status toggle and leaf metadata changes (the last acknowledged value
-# recorded), ~20 writes per second.
+# recorded), one after another with a 50 ms pause (at most 20 per second).
 python3 - "$TA" "$LEAF" "$SECONDS_TOTAL" "$WORK/writes" <<'PY' &
 import http.client, json, sys, time
 ta, leaf, duration, out = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
