@@ -135,7 +135,7 @@ import http.client, json, sys, time
 ta, leaf, duration, out = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 key = {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-conns = {}
+conns, failures = {}, []
 def call(port, method, path, body):
     # The status endpoint takes text/plain (as lighthouse's); everything else JSON.
     text = isinstance(body, str)
@@ -146,7 +146,9 @@ def call(port, method, path, body):
             c.request(method, "/api/v1/admin" + path, body=body if text else json.dumps(body),
                       headers={"content-type": "text/plain" if text else "application/json"})
             r = c.getresponse()
-            r.read()
+            answer = r.read()
+            if not 200 <= r.status < 300:
+                failures.append(f"{method} {path} -> {r.status} {answer[:200].decode(errors='replace')}")
             return r.status
         except (ConnectionError, http.client.HTTPException):
             conns.pop(port, None)
@@ -177,7 +179,8 @@ while time.monotonic() < end:
         stats["non2xx"] += 1
         if s >= 500: stats["s5xx"] += 1
     time.sleep(0.05)
-json.dump({"stats": stats, "created": created, "toggle": toggle, "client_name": client_name},
+json.dump({"stats": stats, "created": created, "toggle": toggle, "client_name": client_name,
+           "failures": failures},
           open(out, "w"))
 PY
 WRITER=$!
@@ -193,6 +196,8 @@ wait "$WRITER" || die "the write loop failed"
 sample_rss end
 STORE_FILES=$(find "$WORK/r/responses" -type f | wc -l)
 
+# Server-side errors during the soak, for the report.
+for n in ta im leaf r; do grep -hiE '"level":"(ERROR|WARN)"| ERROR | WARN ' "$WORK/$n/log" | grep -v 'no admin user exists' | sed "s/^/$n: /" | tail -n 5; done >"$WORK/errors.txt" || true
 log "graceful stop, then the databases are read"
 for n in ta im leaf r; do pharos_stop $n; done
 sqlite3 "$WORK/ta/data/pharos.db" "SELECT entity_id FROM subordinates WHERE entity_id LIKE 'https://soak-%'" \
@@ -254,6 +259,12 @@ print(f"Acknowledged subordinate creations: {len(acked)}; found in the anchor's 
       f"last acknowledged leaf `client_name` `{w['client_name']}`, published after a restart `{leaf_name}`. "
       f"Proactive resolver files at the end: {store_files}.")
 print()
+if w.get("failures"):
+    print("Admin API writes not acknowledged (status, body):")
+    print()
+    for f in w["failures"][:10]:
+        print(f"- `{f}`")
+    print()
 print(f"| RSS, MB | " + " | ".join(procs) + " |")
 print("|---|" + "---|" * len(procs))
 print(f"| after setup | " + " | ".join(mb(x) for x in rss[0][1:]) + " |")
@@ -261,6 +272,14 @@ print(f"| after {start[0]} s of load | " + " | ".join(mb(x) for x in start[1:]) 
 print(f"| end ({secs} s) | " + " | ".join(mb(x) for x in end[1:]) + " |")
 print(f"| maximum sampled (every 10 s) | " + " | ".join(mb(max(int(r[i]) for r in rss)) for i in range(1, 5)) + " |")
 ok = fed["s5xx"] == 0 and st["s5xx"] == 0 and missing == 0 and toggle_db == (w["toggle"] or toggle_db) and leaf_ok
+errors = open(f"{work}/errors.txt").read().strip()
+if errors:
+    print()
+    print("Errors and warnings logged by the servers (last 5 of each):")
+    print()
+    print("```")
+    print(errors[:3000])
+    print("```")
 print()
 print("Result: " + ("zero 5xx and every acknowledged write stored." if ok else "**EXPECTATIONS FAILED** (see above)."))
 open(f"{work}/verdict", "w").write("ok" if ok else "failed")
