@@ -37,9 +37,14 @@ pub struct FrontCache(Cache<Arc<str>, Arc<Entry>>);
 
 impl FrontCache {
     pub(crate) fn new() -> Self {
+        Self::with_capacity(MAX_BYTES)
+    }
+
+    /// A cache holding at most `max_bytes` of queries and responses (plus 64 bytes each).
+    fn with_capacity(max_bytes: u64) -> Self {
         Self(
             Cache::builder()
-                .max_capacity(MAX_BYTES)
+                .max_capacity(max_bytes)
                 .weigher(|k: &Arc<str>, v: &Arc<Entry>| {
                     u32::try_from(k.len() + v.body.len() + 64).unwrap_or(u32::MAX)
                 })
@@ -82,5 +87,23 @@ mod tests {
         assert_eq!(c.get("sub=a&trust_anchor=b", 7, 100), None, "expired");
         assert_eq!(c.get("sub=a&trust_anchor=b", 8, 50), None, "newer snapshot");
         assert_eq!(c.get("trust_anchor=b&sub=a", 7, 50), None, "another query");
+    }
+
+    /// A flood of long, distinct queries with large answers stays within the byte cap.
+    #[test]
+    fn bounded_in_bytes() {
+        const CAP: u64 = 1024 * 1024;
+        let c = FrontCache::with_capacity(CAP);
+        for i in 0..20 {
+            let q = format!("sub=a&pad={}&n={i}", "p".repeat(10_000));
+            c.insert(&q, 1, 100, Bytes::from(vec![b'x'; 200 * 1024]));
+            c.0.run_pending_tasks();
+        }
+        let held: u64 =
+            c.0.iter()
+                .map(|(k, v)| (k.len() + v.body.len() + 64) as u64)
+                .sum();
+        assert!(held <= CAP, "{held} bytes held, cap {CAP}");
+        assert!(c.0.entry_count() < 20, "{} entries", c.0.entry_count());
     }
 }

@@ -34,8 +34,10 @@ use pharos_shared::{Error, Result};
 
 use statements::{CachedFetcher, StatementCache};
 
-/// Most resolutions kept in memory.
-const MAX_RESOLUTIONS: u64 = 100_000;
+/// Upper bound of the resolutions cache, in bytes (see [`Resolution::weight`]). A bound on
+/// entries alone let a client that can make many distinct valid chains (wildcard DNS under
+/// an anchor, `entity_type` variations) hold up to 100,000 chains of up to 1 MiB each.
+const MAX_RESOLUTION_BYTES: u64 = 256 * 1024 * 1024;
 
 /// What one resolve request asks for.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,9 +81,40 @@ pub struct Resolution {
     /// When this resolution was computed.
     pub computed_at: i64,
     refreshing: AtomicBool,
+    /// Its weight in the cache, computed once (see [`Resolution::weight`]).
+    bytes: u32,
 }
 
 impl Resolution {
+    /// A resolution computed at `computed_at`, weighed once.
+    pub fn new(chain: ResolvedChain, marks: Vec<VerifiedTrustMark>, computed_at: i64) -> Self {
+        use json_len::JsonLen;
+        let bytes = chain.trust_anchor.len()
+            + chain.chain.iter().map(String::len).sum::<usize>()
+            + chain.metadata.json_len()
+            + chain.subject_claims.json_len()
+            + chain.anchor_claims.json_len()
+            + marks
+                .iter()
+                .map(|m| m.trust_mark.len() + m.trust_mark_type.len())
+                .sum::<usize>()
+            + 256;
+        Self {
+            chain,
+            marks,
+            computed_at,
+            refreshing: AtomicBool::new(false),
+            bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Approximate bytes held: the chain's statements, the JSON text of its decoded claims and
+    /// metadata, the Trust Marks and a fixed overhead. Parsed JSON takes more memory than its
+    /// text, so the cache's byte cap is a bound on text, not an exact allocator figure.
+    pub fn weight(&self) -> u32 {
+        self.bytes
+    }
+
     /// The response's `exp` (chain and Trust Marks).
     pub fn exp(&self) -> i64 {
         chain::response_exp(&self.chain, &self.marks)
@@ -102,7 +135,7 @@ impl<F: Fetcher + 'static> Resolver<F> {
     pub fn new(upstream: Arc<F>) -> Arc<Self> {
         Arc::new(Self {
             statements: StatementCache::new(upstream),
-            resolutions: Cache::builder().max_capacity(MAX_RESOLUTIONS).build(),
+            resolutions: resolutions_cache(MAX_RESOLUTION_BYTES),
             signed: signed::SignedCache::new(),
         })
     }
@@ -184,12 +217,52 @@ impl<F: Fetcher + 'static> Resolver<F> {
             .find(|a| a.entity_id == chain.trust_anchor)
             .is_some_and(|a| a.interop.draft_shapes);
         let marks = verified_marks(&fetcher, &chain, now, draft_shapes).await;
-        Ok(Arc::new(Resolution {
-            chain,
-            marks,
-            computed_at: now,
-            refreshing: AtomicBool::new(false),
-        }))
+        Ok(Arc::new(Resolution::new(chain, marks, now)))
+    }
+}
+
+/// The resolutions cache: weighed by [`Resolution::weight`] plus the key, capped at `max_bytes`.
+fn resolutions_cache(max_bytes: u64) -> Cache<String, Arc<Resolution>> {
+    Cache::builder()
+        .max_capacity(max_bytes)
+        .weigher(|k: &String, v: &Arc<Resolution>| {
+            v.weight()
+                .saturating_add(u32::try_from(k.len()).unwrap_or(u32::MAX))
+        })
+        .build()
+}
+
+/// The length of a JSON value's text, without keeping the text.
+mod json_len {
+    use serde::Serialize;
+
+    /// Counts bytes written by the serializer.
+    struct Counter(usize);
+
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Anything serializable as JSON, measured.
+    pub trait JsonLen {
+        /// Bytes of its compact JSON text (0 if it cannot be serialized).
+        fn json_len(&self) -> usize;
+    }
+
+    impl<T: Serialize> JsonLen for T {
+        fn json_len(&self) -> usize {
+            let mut c = Counter(0);
+            match serde_json::to_writer(&mut c, self) {
+                Ok(()) => c.0,
+                Err(_) => 0,
+            }
+        }
     }
 }
 

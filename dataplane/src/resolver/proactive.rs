@@ -5,7 +5,8 @@
 //! Jobs arrive through [`Proactive::submit`] — from every resolve the endpoint answers live,
 //! and later from the entity collection — into a bounded queue (`queue_size`; a full queue
 //! drops the job, the next request resubmits it) worked by at most `concurrency_limit` tasks.
-//! A ticker resubmits stored entries that have entered their grace period, and submits every
+//! A ticker resubmits stored entries that have entered their grace period and were requested
+//! recently (the store is bounded and evicts, see [`super::store`]), and submits every
 //! Entity of each new periodic entity collection (of an anchor this endpoint accepts) once. The tasks end when
 //! the [`Proactive`] is dropped (configuration change).
 
@@ -21,7 +22,7 @@ use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
-use super::store::{Job, Store};
+use super::store::{Job, Limits, Store};
 use super::{Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
 use crate::signing;
 
@@ -94,8 +95,16 @@ pub struct Proactive {
 impl Proactive {
     /// Reads the store back, then starts the workers and the ticker.
     pub async fn start<F: Fetcher + 'static>(settings: Settings, ctx: Context<F>) -> Arc<Self> {
-        let store =
-            Arc::new(Store::open(&settings.dir, settings.store_jwt, settings.store_json).await);
+        let store = Arc::new(
+            Store::open(
+                &settings.dir,
+                settings.store_jwt,
+                settings.store_json,
+                Limits::default(),
+                ctx.clock.now(),
+            )
+            .await,
+        );
         let (tx, rx) = mpsc::channel(settings.queue);
         let me = Arc::new(Self {
             settings: settings.clone(),
@@ -190,11 +199,12 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
         claims.clone(),
     )
     .await?;
-    store.put(job, &jwt, &claims, res.exp()).await;
+    store.put(job, &jwt, &claims, res.exp(), now).await;
     Ok(())
 }
 
-/// Resubmit stored entries whose grace period has begun (every [`TICK`]) and feed new entity
+/// Resubmit stored entries whose grace period has begun and that are still requested (every
+/// [`TICK`], see [`Store::sweep`]) and feed new entity
 /// collections (every [`FEED_TICK`]: a look at each anchor's `last_updated`), until the
 /// resolver is dropped.
 async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotReader) {
@@ -210,15 +220,12 @@ async fn tick(me: Weak<Proactive>, clock: Arc<dyn Clock>, snapshot: SnapshotRead
         let snap = snapshot.load_full();
         if n.is_multiple_of(every) {
             let grace = resolve_config(&snap).map_or(3600, |c| grace_rule(c).grace_period);
-            let now = clock.now();
-            for s in me.store.all() {
-                if now >= s.exp - grace {
-                    me.submit(s.job);
-                }
+            for job in me.store.sweep(clock.now(), grace).await {
+                me.submit(job);
             }
         }
         n = n.wrapping_add(1);
-        feed_collections(&me, &snap, &mut fed);
+        feed_collections(&me, &snap, &mut fed, clock.now());
     }
 }
 
@@ -229,6 +236,7 @@ fn feed_collections(
     me: &Proactive,
     snap: &pharos_shared::snapshot::Snapshot,
     fed: &mut HashMap<String, i64>,
+    now: i64,
 ) {
     let allowed = resolve_config(snap).and_then(|c| allowed_anchors(snap, c));
     for (ta, c) in &snap.collections.by_anchor {
@@ -237,11 +245,14 @@ fn feed_collections(
             continue;
         }
         let all = c.entities.iter().all(|e| {
-            me.submit(Job {
+            let job = Job {
                 sub: e.entity_id.clone(),
                 trust_anchor: ta.clone(),
                 entity_types: Vec::new(),
-            })
+            };
+            // A collection listing the Entity again counts as asking for it.
+            me.store.touch(&job, now);
+            me.submit(job)
         });
         if all {
             fed.insert(ta.clone(), c.last_updated);

@@ -6,10 +6,16 @@
 //! `<hash>.json` (the unsigned claims, signed per request) and `<hash>.job` (what was
 //! resolved, to schedule the next refresh after a restart). Files are written to a temporary
 //! name and renamed, so a crash never leaves half a response behind.
+//!
+//! The store is bounded ([`Limits`]: entries and bytes, in memory and so on disk): beyond
+//! either bound the least recently requested entries are evicted with their files. An entry
+//! nobody has requested for [`IDLE`] is no longer refreshed (see [`Store::sweep`]) and goes
+//! once it expires, so jobs that clients made up once are not re-resolved for ever.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use bytes::Bytes;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
@@ -53,6 +59,109 @@ pub struct Stored {
     pub exp: i64,
 }
 
+/// How long an entry is refreshed without being requested (looked up, or fed again by an
+/// entity collection), in seconds.
+pub const IDLE: i64 = 24 * 3600;
+
+/// Bounds of the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most entries.
+    pub max_entries: usize,
+    /// Most bytes of responses, claims and jobs (their text, as on disk).
+    pub max_bytes: usize,
+}
+
+impl Default for Limits {
+    /// 100,000 entries (ten times the default queue) and 256 MiB.
+    fn default() -> Self {
+        Self {
+            max_entries: 100_000,
+            max_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// One entry with its weight and when it was last requested.
+#[derive(Debug)]
+struct Slot {
+    stored: Stored,
+    bytes: usize,
+    last_used: AtomicI64,
+}
+
+/// The in-memory index: entries by job hash and their total weight.
+#[derive(Debug, Default)]
+struct Index {
+    slots: HashMap<String, Slot>,
+    bytes: usize,
+}
+
+impl Index {
+    /// Inserts or replaces; a replaced entry keeps its `last_used` (a refresh is no request).
+    fn insert(&mut self, stem: String, stored: Stored, now: i64) {
+        let bytes = weight(&stored);
+        let last_used = match self.slots.remove(&stem) {
+            Some(old) => {
+                self.bytes -= old.bytes;
+                old.last_used.load(Ordering::Relaxed)
+            }
+            None => now,
+        };
+        self.bytes += bytes;
+        let slot = Slot {
+            stored,
+            bytes,
+            last_used: AtomicI64::new(last_used),
+        };
+        self.slots.insert(stem, slot);
+    }
+
+    fn remove(&mut self, stem: &str) -> Option<Job> {
+        let slot = self.slots.remove(stem)?;
+        self.bytes -= slot.bytes;
+        Some(slot.stored.job)
+    }
+
+    /// When over `limits`, evicts the least recently requested entries (never `keep`) down to
+    /// nine tenths of them, so that eviction's sort runs once per many inserts; returns the
+    /// jobs evicted.
+    fn evict(&mut self, limits: Limits, keep: Option<&str>) -> Vec<Job> {
+        if self.slots.len() <= limits.max_entries && self.bytes <= limits.max_bytes {
+            return Vec::new();
+        }
+        let (entries, bytes) = (limits.max_entries / 10 * 9, limits.max_bytes / 10 * 9);
+        let mut order: Vec<(i64, String)> = self
+            .slots
+            .iter()
+            .filter(|(k, _)| Some(k.as_str()) != keep)
+            .map(|(k, v)| (v.last_used.load(Ordering::Relaxed), k.clone()))
+            .collect();
+        order.sort_unstable();
+        let mut out = Vec::new();
+        for (_, stem) in order {
+            if self.slots.len() <= entries && self.bytes <= bytes {
+                break;
+            }
+            out.extend(self.remove(&stem));
+        }
+        out
+    }
+}
+
+/// Bytes of an entry: its job, response and claims as text, plus a fixed overhead.
+fn weight(s: &Stored) -> usize {
+    let job = s.job.sub.len()
+        + s.job.trust_anchor.len()
+        + s.job.entity_types.iter().map(String::len).sum::<usize>();
+    let json = s
+        .json
+        .as_ref()
+        .and_then(|j| serde_json::to_vec(j).ok())
+        .map_or(0, |v| v.len());
+    job + s.jwt.as_ref().map_or(0, Bytes::len) + json + 128
+}
+
 /// A stored answer for a request.
 #[derive(Debug)]
 pub enum Hit {
@@ -68,27 +177,108 @@ pub struct Store {
     dir: PathBuf,
     store_jwt: bool,
     store_json: bool,
-    entries: RwLock<HashMap<String, Stored>>,
+    limits: Limits,
+    entries: RwLock<Index>,
 }
 
 impl Store {
-    /// Opens `dir` and reads back every stored response (unreadable files are skipped).
-    pub async fn open(dir: &Path, store_jwt: bool, store_json: bool) -> Self {
+    /// Opens `dir` and reads back every stored response (unreadable files are skipped), each
+    /// counted as requested at `now`; beyond `limits`, entries are evicted (files removed).
+    pub async fn open(
+        dir: &Path,
+        store_jwt: bool,
+        store_json: bool,
+        limits: Limits,
+        now: i64,
+    ) -> Self {
         let store = Self {
             dir: dir.join("resolve"),
             store_jwt,
             store_json,
-            entries: RwLock::new(HashMap::new()),
+            limits,
+            entries: RwLock::new(Index::default()),
         };
         let loaded = store.load().await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, dir = %store.dir.display(), "cannot read stored resolve responses");
             HashMap::new()
         });
         tracing::info!(count = loaded.len(), "stored resolve responses loaded");
-        if let Ok(mut m) = store.entries.write() {
-            *m = loaded;
-        }
+        let evicted = match store.entries.write() {
+            Ok(mut m) => {
+                for (stem, s) in loaded {
+                    m.insert(stem, s, now);
+                }
+                m.evict(limits, None)
+            }
+            Err(_) => Vec::new(),
+        };
+        store.delete(&evicted).await;
         store
+    }
+
+    /// How many entries and bytes the store holds.
+    pub fn size(&self) -> (usize, usize) {
+        self.entries
+            .read()
+            .map(|m| (m.slots.len(), m.bytes))
+            .unwrap_or_default()
+    }
+
+    /// Notes that `job` is wanted at `now` (so it keeps being refreshed).
+    pub fn touch(&self, job: &Job, now: i64) {
+        if let Ok(m) = self.entries.read()
+            && let Some(slot) = m.slots.get(&job.hash())
+        {
+            slot.last_used.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+
+    /// The jobs to resubmit at `now`: entries within `grace` of their `exp` that were requested
+    /// in the last [`IDLE`] seconds. Entries past their `exp` and idle are removed with their
+    /// files; idle entries not yet expired are still served but no longer refreshed.
+    pub async fn sweep(&self, now: i64, grace: i64) -> Vec<Job> {
+        let (due, gone) = match self.entries.write() {
+            Ok(mut m) => {
+                let mut due = Vec::new();
+                let mut stale = Vec::new();
+                for (stem, slot) in &m.slots {
+                    let idle = now - slot.last_used.load(Ordering::Relaxed) > IDLE;
+                    if idle && now >= slot.stored.exp {
+                        stale.push(stem.clone());
+                    } else if !idle && now >= slot.stored.exp - grace {
+                        due.push(slot.stored.job.clone());
+                    }
+                }
+                let gone: Vec<Job> = stale.iter().filter_map(|s| m.remove(s)).collect();
+                (due, gone)
+            }
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        self.delete(&gone).await;
+        due
+    }
+
+    /// The files of `job`.
+    fn files(&self, job: &Job) -> (PathBuf, [PathBuf; 3]) {
+        let dir = self
+            .dir
+            .join(utf8_percent_encode(&job.trust_anchor, NON_ALPHANUMERIC).to_string());
+        let stem = job.hash();
+        let files = ["jwt", "json", "job"].map(|ext| dir.join(format!("{stem}.{ext}")));
+        (dir, files)
+    }
+
+    /// Removes the files of `jobs` (missing files are fine).
+    async fn delete(&self, jobs: &[Job]) {
+        for job in jobs {
+            for f in self.files(job).1 {
+                if let Err(e) = tokio::fs::remove_file(&f).await
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(error = %e, file = %f.display(), "cannot remove evicted resolve response");
+                }
+            }
+        }
     }
 
     async fn load(&self) -> std::io::Result<HashMap<String, Stored>> {
@@ -116,9 +306,9 @@ impl Store {
     /// key than `kid` (ours changed) is not served; the JSON form is, being signed anew.
     pub fn lookup(&self, job: &Job, kid: &str, now: i64) -> Option<Hit> {
         let m = self.entries.read().ok()?;
-        let s = m
-            .get(&job.hash())
-            .filter(|s| s.exp > now && s.job == *job)?;
+        let slot = m.slots.get(&job.hash()).filter(|s| s.stored.job == *job)?;
+        slot.last_used.fetch_max(now, Ordering::Relaxed);
+        let s = Some(&slot.stored).filter(|s| s.exp > now)?;
         if let Some(jwt) = &s.jwt {
             let same_key = std::str::from_utf8(jwt)
                 .ok()
@@ -131,19 +321,10 @@ impl Store {
         s.json.clone().map(Hit::Json)
     }
 
-    /// Every stored entry (for rescheduling).
-    pub fn all(&self) -> Vec<Stored> {
-        self.entries
-            .read()
-            .map(|m| m.values().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Writes the files of one result and indexes it.
-    pub async fn put(&self, job: &Job, jwt: &str, claims: &Map<String, Value>, exp: i64) {
-        let dir = self
-            .dir
-            .join(utf8_percent_encode(&job.trust_anchor, NON_ALPHANUMERIC).to_string());
+    /// Writes the files of one result and indexes it (a new entry counts as requested at
+    /// `now`); evicts the least recently requested entries when over the limits.
+    pub async fn put(&self, job: &Job, jwt: &str, claims: &Map<String, Value>, exp: i64, now: i64) {
+        let (dir, _) = self.files(job);
         let stem = job.hash();
         let mut json = claims.clone();
         for c in ["iss", "iat", "aud"] {
@@ -169,9 +350,14 @@ impl Store {
         if let Err(e) = written.await {
             tracing::warn!(error = %e, dir = %dir.display(), "cannot store resolve response");
         }
-        if let Ok(mut m) = self.entries.write() {
-            m.insert(stem, stored);
-        }
+        let evicted = match self.entries.write() {
+            Ok(mut m) => {
+                m.insert(stem.clone(), stored, now);
+                m.evict(self.limits, Some(&stem))
+            }
+            Err(_) => Vec::new(),
+        };
+        self.delete(&evicted).await;
     }
 }
 

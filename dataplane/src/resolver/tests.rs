@@ -9,7 +9,7 @@ use pharos_shared::time::{Clock, ManualClock};
 use serde_json::json;
 use tokio::sync::RwLock;
 
-use super::store::{Hit, Job, Store};
+use super::store::{Hit, IDLE, Job, Limits, Store};
 use super::*;
 
 const T0: i64 = 1_800_000_000;
@@ -254,11 +254,11 @@ async fn stored_responses_survive_a_reopen() {
         trust_anchor: TA.into(),
         entity_types: vec![],
     };
-    Store::open(dir.path(), true, true)
+    Store::open(dir.path(), true, true, Limits::default(), T0)
         .await
-        .put(&job, &jwt, &claims, T0 + 60)
+        .put(&job, &jwt, &claims, T0 + 60, T0)
         .await;
-    let store = Store::open(dir.path(), true, true).await;
+    let store = Store::open(dir.path(), true, true, Limits::default(), T0).await;
     assert!(matches!(store.lookup(&job, key.kid(), T0), Some(Hit::Jwt(b)) if b == jwt.as_bytes()));
     let Some(Hit::Json(c)) = store.lookup(&job, "another-kid", T0) else {
         panic!("the JSON form serves a key change");
@@ -285,4 +285,159 @@ async fn only_trust_marks_the_anchor_admits_and_that_verify_are_kept() {
     assert_eq!(res.marks[0].trust_mark_type, MARK);
     assert_eq!(res.exp(), T0 + 600, "the mark's exp lowers the response's");
     assert_eq!(up.count("tmi"), 1);
+}
+
+/// A resolution whose chain holds `bytes` bytes of statement text.
+fn resolution_of(bytes: usize) -> Arc<Resolution> {
+    let chain = ResolvedChain {
+        trust_anchor: TA.into(),
+        chain: vec!["x".repeat(bytes)],
+        metadata: json!({}),
+        exp: T0 + 3600,
+        subject_claims: serde_json::Map::new(),
+        anchor_claims: serde_json::Map::new(),
+    };
+    Arc::new(Resolution::new(chain, Vec::new(), T0))
+}
+
+#[test]
+fn resolution_weight_counts_statement_bytes() {
+    let small = resolution_of(10).weight();
+    let big = resolution_of(100_000).weight();
+    assert!(big - small >= 99_990, "{small} {big}");
+}
+
+/// Many large resolutions (a client making distinct valid chains) stay within the byte cap:
+/// with an entry-count bound alone all twenty would be kept.
+#[tokio::test]
+async fn resolutions_cache_is_bounded_in_bytes() {
+    const CAP: u64 = 1024 * 1024;
+    let cache = resolutions_cache(CAP);
+    for i in 0..20 {
+        cache
+            .insert(format!("sub-{i}"), resolution_of(200 * 1024))
+            .await;
+        cache.run_pending_tasks().await;
+    }
+    let held: u64 = cache
+        .iter()
+        .map(|(k, v)| u64::from(v.weight()) + k.len() as u64)
+        .sum();
+    assert!(held <= CAP, "{held} bytes held, cap {CAP}");
+    assert!(cache.entry_count() < 20, "{} entries", cache.entry_count());
+    assert!(cache.entry_count() >= 1, "the cache still holds something");
+}
+
+fn job(i: usize) -> Job {
+    Job {
+        sub: format!("https://leaf-{i}.example"),
+        trust_anchor: TA.into(),
+        entity_types: vec![],
+    }
+}
+
+/// Stores a response of `pad` bytes for `job(i)` at `now`, valid for an hour.
+async fn put_padded(store: &Store, i: usize, pad: usize, now: i64) {
+    let claims = json!({"sub": job(i).sub, "exp": now + 3600, "pad": "x".repeat(pad)});
+    let claims = claims.as_object().unwrap().clone();
+    store
+        .put(&job(i), "header.payload.sig", &claims, now + 3600, now)
+        .await;
+}
+
+fn files_on_disk(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for a in std::fs::read_dir(dir.join("resolve")).unwrap() {
+        n += std::fs::read_dir(a.unwrap().path()).unwrap().count();
+    }
+    n
+}
+
+/// Beyond the entry bound the least recently requested entries go, from memory and disk; an
+/// entry that was looked up recently stays.
+#[tokio::test]
+async fn store_evicts_least_recently_requested_beyond_its_entry_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_entries: 10,
+        max_bytes: usize::MAX,
+    };
+    let store = Store::open(dir.path(), false, true, limits, T0).await;
+    for i in 0..10 {
+        put_padded(&store, i, 10, T0 + i as i64).await;
+    }
+    assert!(
+        store.lookup(&job(0), "kid", T0 + 100).is_some(),
+        "requested again"
+    );
+    for i in 10..40 {
+        put_padded(&store, i, 10, T0 + 100 + i as i64).await;
+        assert!(store.size().0 <= 10, "{:?} after {i}", store.size());
+    }
+    assert!(
+        store.lookup(&job(1), "kid", T0 + 200).is_none(),
+        "oldest gone"
+    );
+    assert!(
+        store.lookup(&job(39), "kid", T0 + 200).is_some(),
+        "newest kept"
+    );
+    assert!(
+        files_on_disk(dir.path()) <= 2 * 10,
+        "files of evicted entries removed"
+    );
+    let reopened = Store::open(dir.path(), false, true, limits, T0 + 300).await;
+    assert!(reopened.size().0 <= 10);
+}
+
+/// Large responses are bounded by bytes too.
+#[tokio::test]
+async fn store_is_bounded_in_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_entries: usize::MAX,
+        max_bytes: 1024 * 1024,
+    };
+    let store = Store::open(dir.path(), false, true, limits, T0).await;
+    for i in 0..20 {
+        put_padded(&store, i, 200 * 1024, T0 + i as i64).await;
+        let (_, bytes) = store.size();
+        assert!(bytes <= 1024 * 1024, "{bytes} bytes after {i}");
+    }
+    assert!(store.lookup(&job(0), "kid", T0 + 30).is_none());
+    assert!(store.lookup(&job(19), "kid", T0 + 30).is_some());
+}
+
+/// Entries nobody asked for in [`IDLE`] are not resubmitted and go once expired; requested
+/// ones keep being refreshed.
+#[tokio::test]
+async fn store_stops_refreshing_entries_nobody_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), false, true, Limits::default(), T0).await;
+    put_padded(&store, 1, 10, T0).await;
+    put_padded(&store, 2, 10, T0).await;
+    let grace = 600;
+    // Both due within grace of exp; only within IDLE of their last request.
+    let mut due = store.sweep(T0 + 3600 - grace, grace).await;
+    due.sort_by(|a, b| a.sub.cmp(&b.sub));
+    assert_eq!(due, vec![job(1), job(2)]);
+
+    // Refreshed many times over two days; only job 1 is requested meanwhile.
+    let later = T0 + 2 * IDLE;
+    for now in (T0 + 3600..later).step_by(3600) {
+        put_padded(&store, 2, 10, now).await;
+        put_padded(&store, 1, 10, now).await;
+        store.touch(&job(1), now);
+    }
+    put_padded(&store, 2, 10, later).await;
+    put_padded(&store, 1, 10, later).await;
+    store.touch(&job(1), later);
+    let due = store.sweep(later + 3600 - grace, grace).await;
+    assert_eq!(due, vec![job(1)], "the idle entry is not refreshed");
+    assert_eq!(store.size().0, 2, "still served until it expires");
+    let due = store.sweep(later + 3600, grace).await;
+    assert_eq!(due, vec![job(1)]);
+    assert_eq!(store.size().0, 1, "the idle, expired entry is gone");
+    assert!(store.lookup(&job(2), "kid", later).is_none());
+    assert_eq!(files_on_disk(dir.path()), 2, "job 1's .json and .job only");
 }
