@@ -184,6 +184,9 @@ async fn skipped_members_and_listings_are_logged() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Another test's thread may have cached "nobody listens" for these callsites while no
+    // subscriber was set; make them ask again now that this thread has one.
+    tracing::callsite::rebuild_interest_cache();
     let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)
         .await
         .unwrap();
