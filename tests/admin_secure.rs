@@ -14,6 +14,13 @@ fn via(p: &Pharos, ip: IpAddr, path: &str) -> String {
     format!("http://{ip}:{port}/api/v1/admin{path}")
 }
 
+/// Creates the admin user `alice` with password `right`.
+async fn add_alice(p: &Pharos) {
+    let body = json!({"username": "alice", "password": "right"});
+    let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+}
+
 async fn users(p: &Pharos) -> usize {
     let db = p.app.as_ref().unwrap().control.db.clone();
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
@@ -184,14 +191,7 @@ async fn failed_logins_are_limited_per_client_and_the_user_is_the_actor() {
     };
     let db = TestDb::new(Backend::Sqlite).await;
     let mut p = Pharos::start_on_all_interfaces(&db, |_| {}).await;
-    let (s, _) = p
-        .admin(
-            Method::POST,
-            "/users",
-            Some(json!({"username": "alice", "password": "right"})),
-        )
-        .await;
-    assert_eq!(s, 201);
+    add_alice(&p).await;
     let get =
         |url: String, pw: &'static str| p.client.get(url).basic_auth("alice", Some(pw)).send();
     for _ in 0..10 {
@@ -253,14 +253,7 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
         std::sync::Arc::new(pharos_shared::time::SystemClock),
     )
     .await;
-    let (s, _) = p
-        .admin(
-            Method::POST,
-            "/users",
-            Some(json!({"username": "alice", "password": "right"})),
-        )
-        .await;
-    assert_eq!(s, 201);
+    add_alice(&p).await;
     let get = |client: &'static str, pw: &'static str| {
         p.client
             .get(p.url("/api/v1/admin/trust-anchors"))
@@ -282,14 +275,7 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
     // The same proxy untrusted: every forwarded address is the proxy itself, one bucket.
     let db = TestDb::new(Backend::Sqlite).await;
     let p = Pharos::start(&db).await;
-    let (s, _) = p
-        .admin(
-            Method::POST,
-            "/users",
-            Some(json!({"username": "alice", "password": "right"})),
-        )
-        .await;
-    assert_eq!(s, 201);
+    add_alice(&p).await;
     for i in 0..10 {
         let client = format!("203.0.113.{i}");
         let r = p

@@ -57,9 +57,11 @@ pub async fn authenticate(
         .map_err(|e| FedError::invalid_request(format!("client_assertion is not a JWT: {e}")))?
         .claims;
     let checked = check_claims(&claims, &snap.entity_id, now, dp.max_assertion_lifetime)?;
-    let cfg = resolve_config(snap).cloned().unwrap_or_default();
-    self_signed(dp, &cfg, assertion, &checked.client, now).await?;
-    let keys = client_keys(dp, &cfg, entry, snap, &checked.client, now).await?;
+    // Without a resolve endpoint the resolver's defaults apply (borrowed: no copy per request).
+    static DEFAULT: std::sync::LazyLock<ResolveConfig> = std::sync::LazyLock::new(Default::default);
+    let cfg = resolve_config(snap).unwrap_or(&DEFAULT);
+    self_signed(dp, cfg, assertion, &checked.client, now).await?;
+    let keys = client_keys(dp, cfg, entry, snap, &checked.client, now).await?;
     jose::verify(assertion, &keys)
         .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))?;
     if !dp
