@@ -45,6 +45,7 @@ mod interop_spid;
 mod jwks_refresh;
 mod keys;
 mod keys_admin;
+mod large_registry;
 mod list;
 mod logging;
 mod openapi;

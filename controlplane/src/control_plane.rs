@@ -50,6 +50,8 @@ pub struct ControlPlane {
     pub registry_events: tokio::sync::watch::Sender<u64>,
     /// Subordinates changed since the refresher last looked (it restarts or stops their polls).
     changed_subordinates: std::sync::Mutex<Vec<String>>,
+    /// Set by a full reload: any subordinate may have changed.
+    resync_all_subordinates: std::sync::atomic::AtomicBool,
     snapshot: SnapshotPublisher,
     generation: AtomicU64,
     /// When the current snapshot was published, Unix seconds (for `/metrics`).
@@ -95,6 +97,7 @@ impl ControlPlane {
             refresh_events: tokio::sync::Notify::new(),
             registry_events: tokio::sync::watch::Sender::new(0),
             changed_subordinates: std::sync::Mutex::new(Vec::new()),
+            resync_all_subordinates: std::sync::atomic::AtomicBool::new(false),
             snapshot: SnapshotPublisher::new(snapshot),
             generation: AtomicU64::new(1),
             published_at: std::sync::atomic::AtomicI64::new(now),
@@ -134,6 +137,13 @@ impl ControlPlane {
     /// the service itself): waits for the writer lock. See [`Write`].
     pub async fn write(&self, actor: Option<&str>) -> Write<'_> {
         Write::new(self, self.write.lock().await, actor.map(str::to_owned))
+    }
+
+    /// Whether a full reload happened since the last call: every subordinate's polling
+    /// settings must be read again (see [`Self::take_changed_subordinates`] for single ones).
+    pub fn take_resync_all_subordinates(&self) -> bool {
+        self.resync_all_subordinates
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The subordinates published since the last call (the key refresher re-reads their

@@ -195,7 +195,7 @@ impl SnapshotBuilder {
             id: i64::try_from(version).unwrap(),
             entity_id: entity_id.into(),
             status: SubordinateStatus::Active,
-            registered_entity_types: vec!["openid_relying_party".into()],
+            registered_entity_types: ["openid_relying_party".into()].into(),
             jwks: StoredJwks::new(&Jwks {
                 keys: vec![key.public_jwk().clone()],
             }),

@@ -294,9 +294,11 @@ row() { echo "$*" >>"$TABLE"; echo "   $*" >&2; }
 note() { echo "$*" >>"$NOTES"; echo "   $*" >&2; }
 
 print_table() {
-    echo "| measurement | Pharos | nginx | responder | Pharos / nginx | Pharos / responder |"
-    echo "|---|---|---|---|---|---|"
-    cat "$TABLE"
-    echo
+    if [ -s "$TABLE" ]; then
+        echo "| measurement | Pharos | nginx | responder | Pharos / nginx | Pharos / responder |"
+        echo "|---|---|---|---|---|---|"
+        cat "$TABLE"
+        echo
+    fi
     cat "$NOTES"
 }

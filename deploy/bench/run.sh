@@ -4,7 +4,10 @@
 # deploy/bench/scenarios/ in order, prints the table and appends it to BENCHMARKS.md with the
 # date, machine and command.
 #
-# Usage: deploy/bench/run.sh [--no-append]
+# Usage: deploy/bench/run.sh [--no-append] [--scale N]
+#   --scale N: instead of the scenarios, how Pharos grows with its registry (deploy/bench/scale.sh):
+#   every figure at 10,000, 100,000 … N subordinates on SQLite and PostgreSQL, one table per
+#   backend, and deploy/bench/scale.svg. `--scale 1000000` takes about 25 minutes on 2 cores.
 # Environment: BENCH_DURATION (10s), BENCH_CONNECTIONS (32), BENCH_THREADS (2), BENCH_REPEATS (3),
 # BENCH_SUBORDINATES (100000), BENCH_SCENARIOS (glob of scenario files, default all),
 # BENCH_KEEP_WORK (keep the work directory), CARGO_TARGET_DIR.
@@ -12,7 +15,23 @@
 set -euo pipefail
 
 APPEND=1
-[ "${1:-}" = "--no-append" ] && APPEND=0
+SCALE=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --no-append) APPEND=0 ;;
+        --scale) SCALE=${2:-}; shift ;;
+        *) echo "usage: deploy/bench/run.sh [--no-append] [--scale N]" >&2; exit 64 ;;
+    esac
+    shift
+done
+case $SCALE in
+    "" | *[!0-9]*) [ -z "$SCALE" ] || { echo "--scale needs a number of subordinates" >&2; exit 64; } ;;
+esac
+if [ -n "$SCALE" ]; then
+    # Many figures per size: shorter throughput rounds than the scenarios' default.
+    : "${BENCH_DURATION:=5s}" "${BENCH_REPEATS:=2}"
+    export BENCH_DURATION BENCH_REPEATS
+fi
 
 need=()
 for pair in wrk:wrk nginx:nginx sqlite3:sqlite3 curl:curl python3:python3 pkg-config:pkg-config; do
@@ -33,14 +52,19 @@ command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup
 
 # shellcheck source=deploy/bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-CMD="$({ env | grep -E '^BENCH_' || true; } | sort | tr '\n' ' ')deploy/bench/run.sh${*:+ $*}"
+CMD="$({ env | grep -E '^BENCH_' || true; } | sort | tr '\n' ' ')deploy/bench/run.sh${SCALE:+ --scale $SCALE}"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 build_all
 
-for scenario in "$BENCH_DIR"/scenarios/${BENCH_SCENARIOS:-*}.sh; do
-    # shellcheck source=/dev/null
-    source "$scenario"
-done
+if [ -n "$SCALE" ]; then
+    # shellcheck source=deploy/bench/scale.sh
+    source "$BENCH_DIR/scale.sh" "$SCALE"
+else
+    for scenario in "$BENCH_DIR"/scenarios/${BENCH_SCENARIOS:-*}.sh; do
+        # shellcheck source=/dev/null
+        source "$scenario"
+    done
+fi
 
 MACHINE="$(nproc) vCPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), \
 $(awk '/MemTotal/ {printf "%.0f GB RAM", $2 / 1048576}' /proc/meminfo), Linux $(uname -r)"

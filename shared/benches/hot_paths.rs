@@ -38,7 +38,7 @@ fn subordinate(i: usize, keys: Vec<Jwk>) -> Subordinate {
         id: i64::try_from(i).unwrap(),
         entity_id: format!("https://sub{i:06}.example.org").into(),
         status: SubordinateStatus::Active,
-        registered_entity_types: vec!["openid_relying_party".into()],
+        registered_entity_types: ["openid_relying_party".into()].into(),
         jwks: Jwks { keys }.into(),
         metadata: None,
         metadata_policy: Some(Box::new(

@@ -62,6 +62,25 @@ impl std::fmt::Display for SubordinateStatus {
     }
 }
 
+/// The shared name of entity type `name`: every record registered with a type holds the same
+/// allocation. Names come from administrators and enrollment (validated, at most 255 bytes),
+/// so the set stays as small as the set of types in use.
+pub fn entity_type(name: &str) -> Arc<str> {
+    static NAMES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<Arc<str>>>> =
+        std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(Default::default);
+    let mut names = match names.lock() {
+        Ok(n) => n,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(n) = names.get(name) {
+        return n.clone();
+    }
+    let n: Arc<str> = name.into();
+    names.insert(n.clone());
+    n
+}
+
 /// One subordinate, frozen at one version.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Subordinate {
@@ -71,8 +90,10 @@ pub struct Subordinate {
     pub entity_id: Arc<str>,
     /// Whether it is served.
     pub status: SubordinateStatus,
-    /// Entity types it was registered with (the list endpoint's `entity_type` filter).
-    pub registered_entity_types: Vec<String>,
+    /// Entity types it was registered with (the list endpoint's `entity_type` filter). The few
+    /// distinct names are shared between records (see [`entity_type`]): a million copies of
+    /// `"openid_relying_party"` were 40 MB.
+    pub registered_entity_types: Box<[Arc<str>]>,
     /// Every stored key, expired ones included (filtering happens at issuance).
     pub jwks: StoredJwks,
     /// Metadata override; `None` = use the general value. (Boxed, as the other overrides:
@@ -102,6 +123,21 @@ impl StoredJwks {
     /// The compact form of `jwks`.
     pub fn new(jwks: &Jwks) -> Self {
         Self(serde_json::to_string(jwks).unwrap_or_default().into())
+    }
+
+    /// The stored text of a key set as read from the database, kept as it is when it has the
+    /// shape of a JWK Set (a check that allocates nothing per key); anything else is read as
+    /// the empty set, as an unreadable stored set always was.
+    pub fn from_text(text: Option<&str>) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Shape {
+            #[allow(dead_code)]
+            keys: Vec<serde::de::IgnoredAny>,
+        }
+        match text {
+            Some(t) if serde_json::from_str::<Shape>(t).is_ok() => Self(t.into()),
+            _ => Self::default(),
+        }
     }
 
     /// The key set (empty if the text were ever unreadable, which `new` never produces).
@@ -191,7 +227,7 @@ impl Subordinate {
         if !self
             .registered_entity_types
             .iter()
-            .any(|t| t == "federation_entity")
+            .any(|t| &**t == "federation_entity")
         {
             return false;
         }
@@ -207,7 +243,7 @@ impl Subordinate {
         types.is_empty()
             || types
                 .iter()
-                .any(|t| self.registered_entity_types.contains(t))
+                .any(|t| self.registered_entity_types.iter().any(|r| **r == **t))
     }
 }
 
@@ -241,7 +277,7 @@ pub struct Subordinates {
     index: imbl::HashMap<Arc<str>, Arc<Subordinate>>,
     /// Active subordinates by registered entity type, in identifier order: the list
     /// endpoint's `entity_type` filter reads these instead of walking every record.
-    by_type: imbl::HashMap<String, imbl::OrdSet<Arc<str>>>,
+    by_type: imbl::HashMap<Arc<str>, imbl::OrdSet<Arc<str>>>,
     /// General settings.
     pub general: Arc<GeneralSettings>,
     /// Changes with every change to the general settings; part of the statement cache key.
@@ -267,6 +303,12 @@ impl Subordinates {
         next
     }
 
+    /// Adds `s` (replacing the record with its entity identifier); O(log n). For building a
+    /// registry record by record; [`Self::with`] makes a changed copy.
+    pub fn insert(&mut self, s: Arc<Subordinate>) {
+        self.put(s);
+    }
+
     fn put(&mut self, s: Arc<Subordinate>) {
         if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
             self.index_types(&old, false);
@@ -288,14 +330,14 @@ impl Subordinates {
             return;
         }
         for t in &s.registered_entity_types {
-            match self.by_type.get_mut(t.as_str()) {
+            match self.by_type.get_mut(&**t) {
                 Some(ids) if add => {
                     ids.insert(s.entity_id.clone());
                 }
                 Some(ids) => {
                     ids.remove(&s.entity_id);
                     if ids.is_empty() {
-                        self.by_type.remove(t.as_str());
+                        self.by_type.remove(&**t);
                     }
                 }
                 None if add => {
@@ -382,7 +424,7 @@ mod tests {
             id: 1,
             entity_id: id.into(),
             status: SubordinateStatus::Active,
-            registered_entity_types: types.iter().map(|t| t.to_string()).collect(),
+            registered_entity_types: types.iter().map(|t| entity_type(t)).collect(),
             jwks: StoredJwks::default(),
             metadata: metadata.map(Box::new),
             metadata_policy: None,

@@ -27,7 +27,7 @@ fn sub(keys: Vec<Jwk>) -> Subordinate {
         id: 7,
         entity_id: "https://leaf.example".into(),
         status: SubordinateStatus::Active,
-        registered_entity_types: vec!["openid_relying_party".into()],
+        registered_entity_types: ["openid_relying_party".into()].into(),
         jwks: Jwks { keys }.into(),
         metadata: None,
         metadata_policy: None,

@@ -245,17 +245,13 @@ impl ControlPlane {
             load::snapshot(&self.db, &self.settings, &self.kms, &self.versions, now).await?;
         next.generation = self.next_generation();
         next.statements_generation = next.generation;
-        let ids: Vec<String> = next
-            .subordinates
-            .all()
-            .map(|s| s.entity_id.to_string())
-            .collect();
         self.snapshot.publish(Arc::new(next));
         self.published_at
             .store(self.clock.now(), std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut changed) = self.changed_subordinates.lock() {
-            changed.extend(ids);
-        }
+        // Not a list of every identifier: with a million subordinates the key refresher would
+        // read each one back; it re-reads the polled ones in one query instead.
+        self.resync_all_subordinates
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.refresh_events.notify_one();
         self.key_events.notify_one();
         self.registry_events.send_modify(|n| *n += 1);

@@ -87,36 +87,151 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
     })
 }
 
-/// Every subordinate with its child rows, ordered by entity identifier (three queries, not
-/// 3n: this loads 100,000 subordinates at startup). Rows are converted as they stream in, so
-/// the driver's row buffers never exist for all of them at once.
-pub async fn list(db: &Db) -> Result<Vec<SubordinateRow>> {
+/// What the snapshot needs of one subordinate row: its key set stays text (the snapshot
+/// keeps it so; parsing a million key sets at start-up only to serialise them again cost
+/// seconds and, held all at once, a gigabyte).
+#[derive(Debug)]
+pub struct SnapshotRow {
+    /// Database id.
+    pub id: i64,
+    /// Entity identifier.
+    pub entity_id: String,
+    /// Status word.
+    pub status: String,
+    /// Stored key set, as stored.
+    pub jwks: Option<String>,
+    /// Metadata override.
+    pub metadata: Option<Value>,
+    /// Metadata policy override.
+    pub metadata_policy: Option<Value>,
+    /// Constraints override.
+    pub constraints: Option<Value>,
+}
+
+/// Every subordinate, in storage order, handed to `each` as it streams in: a million rows are
+/// never held at once, neither as driver rows nor as [`SubordinateRow`]s.
+pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
     let sql = db.sql(concat!(
-        "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
-        "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates ORDER BY entity_id"
+        "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json ",
+        "FROM subordinates"
     ));
-    let mut subs = Vec::new();
     let mut rows = sqlx::query(sql).fetch(&db.pool);
     while let Some(r) = rows.try_next().await? {
-        subs.push(from_row(&r)?);
+        each(SnapshotRow {
+            id: r.try_get("id")?,
+            entity_id: r.try_get("entity_id")?,
+            status: r.try_get("status")?,
+            jwks: r.try_get("jwks")?,
+            metadata: json_col(&r, "metadata")?,
+            metadata_policy: json_col(&r, "metadata_policy")?,
+            constraints: json_col(&r, "constraints_json")?,
+        });
     }
-    drop(rows);
-    let mut types: HashMap<i64, Vec<String>> = HashMap::new();
-    let rows = sqlx::query(db.sql(
+    Ok(())
+}
+
+/// Registered entity types of every subordinate, streamed into a map by subordinate id. The
+/// few distinct type names are shared (`intern`), not copied into each subordinate's list.
+pub async fn entity_types(
+    db: &Db,
+    mut intern: impl FnMut(String) -> std::sync::Arc<str>,
+) -> Result<HashMap<i64, Vec<std::sync::Arc<str>>>> {
+    let mut types: HashMap<i64, Vec<std::sync::Arc<str>>> = HashMap::new();
+    let mut rows = sqlx::query(db.sql(
         "SELECT subordinate_id, entity_type FROM subordinate_entity_types ORDER BY entity_type",
     ))
+    .fetch(&db.pool);
+    while let Some(r) = rows.try_next().await? {
+        types
+            .entry(r.try_get("subordinate_id")?)
+            .or_default()
+            .push(intern(r.try_get("entity_type")?));
+    }
+    Ok(types)
+}
+
+/// Which subordinates a [`page`] holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PageFilter<'a> {
+    /// Only this status word.
+    pub status: Option<&'a str>,
+    /// Only subordinates registered with this entity type.
+    pub entity_type: Option<&'a str>,
+}
+
+/// Up to `limit` subordinates after entity identifier `after`, in entity-identifier order,
+/// with their registered entity types and without their documents (`jwks`, `metadata`,
+/// `metadata_policy`, `constraints` are `None`, `additional_claims` empty): the Admin API's
+/// list reads a million subordinates page by page instead of all at once.
+pub async fn page(
+    db: &Db,
+    filter: PageFilter<'_>,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<SubordinateRow>> {
+    let mut sql = String::from(concat!(
+        "SELECT s.id, s.entity_id, s.description, s.status, s.enable_jwks_update, ",
+        "s.jwks_poll_interval, s.created_at, s.updated_at FROM subordinates s WHERE s.entity_id > ?"
+    ));
+    if filter.status.is_some() {
+        sql.push_str(" AND s.status = ?");
+    }
+    if filter.entity_type.is_some() {
+        sql.push_str(concat!(
+            " AND EXISTS (SELECT 1 FROM subordinate_entity_types t ",
+            "WHERE t.subordinate_id = s.id AND t.entity_type = ?)"
+        ));
+    }
+    sql.push_str(" ORDER BY s.entity_id LIMIT ?");
+    let mut q = sqlx::query(db.sql_built(sql)).bind(after.unwrap_or(""));
+    if let Some(st) = filter.status {
+        q = q.bind(st);
+    }
+    if let Some(t) = filter.entity_type {
+        q = q.bind(t);
+    }
+    let rows = q.bind(limit).fetch_all(&db.pool).await?;
+    let mut subs = Vec::with_capacity(rows.len());
+    for r in &rows {
+        subs.push(SubordinateRow {
+            id: r.try_get("id")?,
+            entity_id: r.try_get("entity_id")?,
+            description: r.try_get("description")?,
+            status: r.try_get("status")?,
+            enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
+            jwks_poll_interval: r.try_get("jwks_poll_interval")?,
+            jwks: None,
+            metadata: None,
+            metadata_policy: None,
+            constraints: None,
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
+            registered_entity_types: Vec::new(),
+            additional_claims: Vec::new(),
+        });
+    }
+    let (Some(first), Some(last)) = (subs.first(), subs.last()) else {
+        return Ok(subs);
+    };
+    // The page's types in one query: by the identifier range the page covers.
+    let rows = sqlx::query(db.sql(concat!(
+        "SELECT t.subordinate_id, t.entity_type FROM subordinate_entity_types t ",
+        "JOIN subordinates s ON s.id = t.subordinate_id ",
+        "WHERE s.entity_id >= ? AND s.entity_id <= ? ORDER BY t.entity_type"
+    )))
+    .bind(first.entity_id.as_str())
+    .bind(last.entity_id.as_str())
     .fetch_all(&db.pool)
     .await?;
+    let mut types: HashMap<i64, Vec<String>> = HashMap::new();
     for r in &rows {
         types
             .entry(r.try_get("subordinate_id")?)
             .or_default()
             .push(r.try_get("entity_type")?);
     }
-    let mut claims = claims::by_subordinate(db).await?;
     for s in &mut subs {
         s.registered_entity_types = types.remove(&s.id).unwrap_or_default();
-        s.additional_claims = claims.remove(&s.id).unwrap_or_default();
     }
     Ok(subs)
 }

@@ -194,7 +194,10 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     async fn sync(&self, now: i64) -> crate::error::Result<()> {
         self.sync_anchors(now).await;
         // At boot every polled subordinate is read once; later only the changed ones.
-        if !self.booted.load(std::sync::atomic::Ordering::SeqCst) {
+        // After a full reload too (a replica that missed announcements).
+        if self.cp.take_resync_all_subordinates()
+            || !self.booted.load(std::sync::atomic::Ordering::SeqCst)
+        {
             self.sync_all_subordinates(now).await?;
             self.booted.store(true, std::sync::atomic::Ordering::SeqCst);
         }

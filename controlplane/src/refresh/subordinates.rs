@@ -38,7 +38,10 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     pub(super) async fn sync_all_subordinates(&self, now: i64) -> Result<()> {
         let rows = db::jwks_polling::polled(&self.cp.db).await?;
         let mut s = self.subordinates.lock().await;
-        for r in rows {
+        let polled: std::collections::HashSet<&str> =
+            rows.iter().map(|r| r.entity_id.as_str()).collect();
+        s.retain(|id| polled.contains(id));
+        for r in &rows {
             s.sync(
                 &r.entity_id,
                 wanted(true, &r.status, r.jwks_poll_interval),

@@ -38,8 +38,9 @@ use super::Call;
 use crate::error::FedError;
 
 /// Upper bound of the cache, in bytes of serialised lists (a list of 100,000 identifiers is
-/// about 3 MB, so this keeps the unfiltered list and a dozen filtered ones).
-const CACHE_BYTES: u64 = 48 * 1024 * 1024;
+/// about 3 MB, of 1,000,000 about 33 MB: this keeps the unfiltered list and two filtered
+/// ones of a million, or dozens of 100,000).
+const CACHE_BYTES: u64 = 96 * 1024 * 1024;
 
 /// Serialised lists by (snapshot generation, filters). Entries of older generations are never
 /// asked for again and age out under the byte bound.
@@ -161,10 +162,15 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
     }
 }
 
+/// Registries above this size compute a list on the blocking pool: a million identifiers
+/// take a third of a second to serialise, which on an async worker would stall every request
+/// queued behind it.
+const INLINE_LIMIT: usize = 20_000;
+
 /// The list answering the query string `query` at `now`.
 async fn list(
     cache: &ListCache,
-    snap: &Snapshot,
+    snap: &Arc<Snapshot>,
     query: &str,
     now: i64,
 ) -> Result<Tagged, FedError> {
@@ -184,23 +190,37 @@ async fn list(
     let key = (snap.generation, f);
     let body = cache
         .0
-        .get_with_by_ref(&key, async {
-            let (subs, f) = (&snap.subordinates, &key.1);
-            let body = if *f == Filters::default() {
-                serialise(subs.active())
-            } else if !f.intermediate {
-                let ids = subs.active_ids_with_any_type(&f.entity_types);
-                serialise_ids(ids.iter().map(|id| &***id))
-            } else {
-                serialise(subs.active().filter(|s| {
-                    s.has_any_type(&f.entity_types) && s.is_intermediate(&subs.general)
-                }))
-            };
-            // No freshness: the list is revalidated on every use.
-            Tagged::new(body, 0)
+        .try_get_with_by_ref(&key, async {
+            if snap.subordinates.len() <= INLINE_LIMIT {
+                return Ok(compute(snap, &key.1));
+            }
+            let (snap, f) = (snap.clone(), key.1.clone());
+            tokio::task::spawn_blocking(move || compute(&snap, &f)).await
         })
-        .await;
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "computing a list failed");
+            FedError::server_error("the list could not be computed")
+        })?;
     Ok(body)
+}
+
+/// The list of `snap`'s subordinates that `f` selects (no trust mark filters), serialised.
+fn compute(snap: &Snapshot, f: &Filters) -> Tagged {
+    let subs = &snap.subordinates;
+    let body = if *f == Filters::default() {
+        serialise(subs.active())
+    } else if !f.intermediate {
+        let ids = subs.active_ids_with_any_type(&f.entity_types);
+        serialise_ids(ids.iter().map(|id| &***id))
+    } else {
+        serialise(
+            subs.active()
+                .filter(|s| s.has_any_type(&f.entity_types) && s.is_intermediate(&subs.general)),
+        )
+    };
+    // No freshness: the list is revalidated on every use.
+    Tagged::new(body, 0)
 }
 
 /// The active subordinates matching `f` that hold a valid mark issued here (of

@@ -1,8 +1,10 @@
 //! Create, read, update and delete subordinates; their status, history and statement preview.
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use pharos_shared::jose::Jwks;
 use pharos_shared::subordinate::SubordinateStatus;
 use serde::Deserialize;
@@ -13,7 +15,7 @@ use crate::admin::actor::Actor;
 use crate::admin::body::{Json, Text, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::trust_anchors::validate_jwks;
-use crate::db::subordinates::{self as repo, BasicWrite, SubKey};
+use crate::db::subordinates::{self as repo, BasicWrite, PageFilter, SubKey};
 
 /// This module's routes, merged by [`crate::admin::routes`].
 pub fn routes() -> crate::admin::Routes {
@@ -33,29 +35,72 @@ pub struct ListQuery {
     pub entity_type: Option<String>,
 }
 
-/// Lists subordinates, optionally filtered by status and entity type.
+/// Subordinates per database read while listing.
+const LIST_PAGE: i64 = 5_000;
+
+/// Lists subordinates, optionally filtered by status and entity type. The body is streamed a
+/// page at a time (a registry of a million is never held in memory, as rows or as JSON); the
+/// first page is read before answering, so an unreachable database is a 503, not a cut body.
 #[utoipa::path(get, path = "/subordinates", tag = "subordinates", params(ListQuery),
     responses((status = 200, body = [BasicRecord]), (status = 400)))]
-pub async fn list(
-    State(cp): Cp,
-    Query(q): Query<ListQuery>,
-) -> ApiResult<axum::Json<Vec<BasicRecord>>> {
-    let status = match q.status.as_deref().filter(|s| !s.is_empty()) {
-        Some(s) => Some(parse_status(s)?),
+pub async fn list(State(cp): Cp, Query(q): Query<ListQuery>) -> ApiResult<Response> {
+    let status: Option<&'static str> = match q.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => Some(parse_status(s)?.as_str()),
         None => None,
     };
-    let rows = repo::list(&cp.db).await?;
-    Ok(axum::Json(
-        rows.iter()
-            .filter(|r| status.is_none_or(|s| r.status == s.as_str()))
-            .filter(|r| {
-                q.entity_type
-                    .as_ref()
-                    .is_none_or(|t| r.registered_entity_types.contains(t))
-            })
-            .map(Into::into)
-            .collect(),
-    ))
+    let entity_type = q.entity_type.filter(|t| !t.is_empty());
+    fn filter<'a>(status: Option<&'static str>, t: &'a Option<String>) -> PageFilter<'a> {
+        PageFilter {
+            status,
+            entity_type: t.as_deref(),
+        }
+    }
+    let first = repo::page(&cp.db, filter(status, &entity_type), None, LIST_PAGE).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    tokio::spawn(async move {
+        let mut rows = first;
+        let mut chunk = b"[".to_vec();
+        let mut comma = false;
+        loop {
+            for r in &rows {
+                if std::mem::replace(&mut comma, true) {
+                    chunk.push(b',');
+                }
+                if let Err(e) = serde_json::to_writer(&mut chunk, &BasicRecord::from(r)) {
+                    tracing::error!(error = %e, "serialising a subordinate failed");
+                }
+            }
+            let last = match rows.last() {
+                Some(r) if rows.len() as i64 == LIST_PAGE => r.entity_id.clone(),
+                _ => break,
+            };
+            if tx
+                .send(Ok(std::mem::take(&mut chunk).into()))
+                .await
+                .is_err()
+            {
+                return; // The client went away.
+            }
+            rows = match repo::page(&cp.db, filter(status, &entity_type), Some(&last), LIST_PAGE)
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    // Too late for a status: end the body unfinished, so the client sees a
+                    // broken transfer rather than a short list.
+                    tracing::error!(error = %e, "listing subordinates failed midway");
+                    let _ = tx.send(Err(std::io::Error::other("database error"))).await;
+                    return;
+                }
+            };
+        }
+        chunk.push(b']');
+        let _ = tx.send(Ok(chunk.into())).await;
+    });
+    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    }));
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {

@@ -1,0 +1,333 @@
+# shellcheck shell=bash
+# How Pharos grows with its registry (issue 24), sourced by `deploy/bench/run.sh --scale N`:
+# for each size of 10,000, 100,000 … up to N subordinates, on SQLite and (when `psql` reaches
+# BENCH_PG_DSN, default postgres://postgres@127.0.0.1:5432/postgres) on PostgreSQL:
+#   - bulk load (deploy/bench/gen_subordinates.py: batched inserts / COPY, not the Admin API);
+#   - start → ready, RSS, and how long the start-up snapshot build took (its log line);
+#   - list: unfiltered, by entity type, `intermediate=true` (first request after a change,
+#     computed, and repeated, cached), and the Entity Configuration's worst latency while a
+#     list of the whole registry is being computed (a stall would show there);
+#   - fetch: first request per subject (signs), random subjects with the statement cache cold
+#     and warm (warm: against nginx and the responder serving one statement), RSS when every
+#     statement is held;
+#   - one Admin API write → visible on the data plane, p50 / p99;
+#   - PostgreSQL, as a replica (`cluster.enabled`): a full snapshot rebuild while serving (its
+#     change listener is cut, so it reloads everything), its time and peak RSS.
+# Writes $WORK/scale.csv (one line per backend, size and figure), a table per backend and
+# deploy/bench/scale.svg (ready time and RSS against the size) from that CSV.
+
+SCALE_MAX=$1
+SCALE_SIZES=()
+for n in 10000 100000 1000000; do [ "$n" -le "$SCALE_MAX" ] && SCALE_SIZES+=("$n"); done
+[ "${SCALE_SIZES[-1]:-0}" = "$SCALE_MAX" ] || SCALE_SIZES+=("$SCALE_MAX")
+PG_DSN=${BENCH_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres}
+SCALE_CSV=$WORK/scale.csv
+echo "backend,subordinates,figure,value" >"$SCALE_CSV"
+SCALE_PORT=17720
+
+csv() { echo "$SCALE_BACKEND,$SCALE_N,$1,$2" >>"$SCALE_CSV"; echo "   $SCALE_BACKEND $SCALE_N $1 = $2" >&2; }
+
+# The longest Entity Configuration answer (ms) while the first list of a new snapshot is
+# computed, the list's own time (ms), and the list's size; the write that makes the new
+# snapshot is a status toggle of subordinate 2.
+list_probe() {
+    python3 - "$SCALE_PORT" "$1" <<'PY'
+import http.client, sys, threading, time
+port, query = int(sys.argv[1]), sys.argv[2]
+def conn():
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+def call(c, method, path, body=None):
+    c.request(method, path, body=body, headers={"content-type": "application/json"} if body else {})
+    r = c.getresponse()
+    data = r.read()
+    if r.status != 200:
+        sys.exit(f"{method} {path} answered {r.status}")
+    return data
+admin = conn()
+for status in ("blocked", "active"):
+    call(admin, "PUT", "/api/v1/admin/subordinates/2/status", f'"{status}"')
+stop, worst = threading.Event(), [0.0]
+def probe():
+    c = conn()
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        call(c, "GET", "/.well-known/openid-federation")
+        worst[0] = max(worst[0], time.perf_counter() - t0)
+t = threading.Thread(target=probe)
+t.start()
+time.sleep(0.05)
+t0 = time.perf_counter()
+body = call(conn(), "GET", "/list" + query)
+took = time.perf_counter() - t0
+stop.set()
+t.join()
+print(f"{worst[0] * 1000:.1f} {took * 1000:.1f} {len(body)}")
+PY
+}
+
+# repeat_ms URL: median of 20 sequential requests, ms.
+repeat_ms() {
+    local i
+    : >"$WORK/lat.txt"
+    for i in $(seq 1 20); do curl -fs -o /dev/null -w '%{time_total}\n' "$1" >>"$WORK/lat.txt" || die "$1"; done
+    pct 50 "$WORK/lat.txt" 1000
+}
+
+# rss_peak_mb PID SECONDS: the highest RSS (MB) sampled every 20 ms for SECONDS.
+rss_peak_mb() {
+    python3 - "$1" "$2" <<'PY'
+import sys, time
+pid, secs, peak = sys.argv[1], float(sys.argv[2]), 0
+end = time.time() + secs
+while time.time() < end:
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                peak = max(peak, int(line.split()[1]))
+    except FileNotFoundError:
+        break
+    time.sleep(0.02)
+print(peak // 1024)
+PY
+}
+
+# built_ms: the elapsed_ms of the last "snapshot built from the database" log line.
+built_ms() {
+    grep 'snapshot built from the database' "$WORK/scale/log" | tail -1 \
+        | sed -E 's/.*elapsed_ms[=":]+([0-9]+).*/\1/'
+}
+
+scale_instance() {
+    local backend=$1 n=$2 db
+    SCALE_BACKEND=$backend SCALE_N=$n
+    pharos_stop scale 2>/dev/null || true
+    rm -rf "$WORK/scale"
+    mkdir -p "$WORK/scale"
+    if [ "$backend" = sqlite ]; then
+        db="storage:
+  driver: sqlite
+  data_dir: $WORK/scale/data"
+    else
+        SCALE_PGDB=pharos_scale_$$
+        psql -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $SCALE_PGDB" -c "CREATE DATABASE $SCALE_PGDB" >/dev/null
+        db="storage:
+  driver: postgres
+  dsn: ${PG_DSN%/*}/$SCALE_PGDB
+cluster:
+  enabled: true"
+    fi
+    cat >"$WORK/scale/config.yaml" <<EOF
+entity_id: http://127.0.0.1:$SCALE_PORT
+server:
+  ip_listen: 127.0.0.1
+  port: $SCALE_PORT
+$db
+logging:
+  internal:
+    level: info
+    stderr_format: json
+EOF
+    pharos_start scale $SCALE_PORT
+    for ep in fetch list; do
+        admin $SCALE_PORT POST /federation-endpoints "{\"type\":\"$ep\",\"path\":\"/$ep\"}"
+    done
+    pharos_stop scale
+    log "scale: bulk-loading $n subordinates into $backend"
+    if [ "$backend" = sqlite ]; then
+        csv load_s "$(python3 "$BENCH_DIR/gen_subordinates.py" "$n" sqlite "$WORK/scale/data/pharos.db")"
+    else
+        csv load_s "$(python3 "$BENCH_DIR/gen_subordinates.py" "$n" postgres "${PG_DSN%/*}/$SCALE_PGDB")"
+    fi
+}
+
+scale_measure() {
+    local n=$SCALE_N i out lua sent url=http://127.0.0.1:$SCALE_PORT
+    : >"$WORK/ready.txt"
+    for i in 1 2; do
+        pharos_start scale $SCALE_PORT
+        echo "$READY_S" >>"$WORK/ready.txt"
+        csv "snapshot_build_ms_start$i" "$(built_ms)"
+        [ "$i" = 2 ] || pharos_stop scale
+    done
+    csv ready_s "$(pct 50 "$WORK/ready.txt")"
+    csv rss_ready_mb "$(rss_mb scale)"
+
+    read -r worst took bytes <<<"$(list_probe "")"
+    csv list_bytes "$bytes"
+    csv list_first_ms "$took"
+    csv ec_worst_during_list_ms "$worst"
+    csv list_repeat_ms "$(repeat_ms "$url/list")"
+    read -r worst took bytes <<<"$(list_probe "?entity_type=openid_provider")"
+    csv list_type_first_ms "$took"
+    csv list_type_repeat_ms "$(repeat_ms "$url/list?entity_type=openid_provider")"
+    read -r worst took bytes <<<"$(list_probe "?intermediate=true")"
+    csv list_intermediate_first_ms "$took"
+    csv list_intermediate_repeat_ms "$(repeat_ms "$url/list?intermediate=true")"
+    csv rss_after_lists_mb "$(rss_mb scale)"
+
+    # Random subjects, nothing signed yet: most requests sign.
+    cat >"$WORK/rand.lua" <<LUA
+math.randomseed(os.time())
+request = function()
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%07d.example.org", math.random(1, $n)))
+end
+LUA
+    csv fetch_random_cold_rps "$(DURATION=3s wrk_run "$url" "$WORK/rand.lua" | rps_of)"
+    # Then every subject in order: the signing rate, and afterwards every statement is held.
+    cat >"$WORK/seq.lua" <<LUA
+local i = 0
+request = function()
+    i = i + 1
+    if i > $n then i = 1 end
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%07d.example.org", i))
+end
+LUA
+    out=$(THREADS=1 DURATION=$((n / 8000 + 3))s wrk_run "$url" "$WORK/seq.lua")
+    sent=$(awk '/requests in/ {print $1}' <<<"$out")
+    [ "$sent" -ge "$n" ] || die "the signing pass reached only $sent of $n subjects"
+    csv fetch_sign_all_rps "$(rps_of <<<"$out")"
+    csv rss_all_signed_mb "$(rss_mb scale)"
+    curl -fsS "$url/fetch?sub=https%3A%2F%2Fsub0000042.example.org" >"$WORK/scale-fetch.jwt"
+    ref_add scalefetch "$WORK/scale-fetch.jwt" application/entity-statement+jwt
+    local before_rows
+    before_rows=$(wc -l <"$TABLE")
+    compare "fetch, random of $n, warm ($SCALE_BACKEND)" "$url" scalefetch "$WORK/rand.lua"
+    csv fetch_random_warm_rps "$MAX_RPS"
+    csv fetch_random_warm_vs_responder "$(tail -1 "$TABLE" | awk -F'|' '{print $7}' | tr -d ' *' | cut -d'(' -f1)"
+    # The compare row belongs in the scale table, not the main one.
+    head -n "$before_rows" "$TABLE" >"$WORK/table.tmp" && mv "$WORK/table.tmp" "$TABLE"
+
+    python3 - "$SCALE_PORT" "$n" 100 >"$WORK/visible.txt" <<'PY'
+import http.client, random, sys, time
+port, n, samples = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+admin = http.client.HTTPConnection("127.0.0.1", port)
+data = http.client.HTTPConnection("127.0.0.1", port)
+def call(conn, method, path, body=None):
+    conn.request(method, path, body=body, headers={"content-type": "application/json"} if body else {})
+    r = conn.getresponse()
+    r.read()
+    return r.status
+random.seed(7)
+for i in random.sample(range(1, n + 1), samples // 2):
+    fetch = f"/fetch?sub=https%3A%2F%2Fsub{i:07d}.example.org"
+    for status, expect in (("blocked", 404), ("active", 200)):
+        t0 = time.perf_counter()
+        if call(admin, "PUT", f"/api/v1/admin/subordinates/{i}/status", f'"{status}"') != 200:
+            sys.exit("admin PUT status failed")
+        for _ in range(100000):
+            if call(data, "GET", fetch) == expect:
+                break
+        else:
+            sys.exit(f"change never became visible for subordinate {i}")
+        print(time.perf_counter() - t0)
+PY
+    csv write_visible_p50_ms "$(pct 50 "$WORK/visible.txt" 1000)"
+    csv write_visible_p99_ms "$(pct 99 "$WORK/visible.txt" 1000)"
+
+    if [ "$SCALE_BACKEND" = postgres ]; then
+        # A replica that lost its change listener reloads everything while it serves.
+        local pid=${PHAROS_PIDS[scale]} lines
+        lines=$(grep -c 'snapshot built from the database' "$WORK/scale/log" || true)
+        rss_peak_mb "$pid" $((n / 40000 + 8)) >"$WORK/peak.txt" &
+        local sampler=$!
+        sleep 0.5
+        psql -q "$PG_DSN" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$SCALE_PGDB' AND application_name LIKE 'pharos-listener-%'" >/dev/null
+        for i in $(seq 1 3000); do
+            [ "$(grep -c 'snapshot built from the database' "$WORK/scale/log")" -gt "$lines" ] && break
+            sleep 0.02
+        done
+        wait "$sampler"
+        csv full_rebuild_ms "$(built_ms)"
+        csv full_rebuild_peak_rss_mb "$(cat "$WORK/peak.txt")"
+    fi
+    pharos_stop scale
+    [ "$SCALE_BACKEND" = postgres ] && psql -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $SCALE_PGDB" >/dev/null
+    return 0
+}
+
+SCALE_BACKENDS=(sqlite)
+if command -v psql >/dev/null && psql -q "$PG_DSN" -c 'SELECT 1' >/dev/null 2>&1; then
+    SCALE_BACKENDS+=(postgres)
+else
+    note "PostgreSQL not reachable at $PG_DSN: the scale run measured SQLite only."
+fi
+for backend in "${SCALE_BACKENDS[@]}"; do
+    for n in "${SCALE_SIZES[@]}"; do
+        scale_instance "$backend" "$n"
+        scale_measure
+    done
+done
+
+# The tables (one per backend: a row per figure, a column per size) and the plot.
+python3 - "$SCALE_CSV" "$BENCH_DIR/scale.svg" >>"$NOTES" <<'PY'
+import csv, math, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+labels = {
+    "load_s": "bulk load, s", "ready_s": "start → ready, s (median of 2)",
+    "snapshot_build_ms_start2": "of which the snapshot build, ms",
+    "rss_ready_mb": "RSS when ready, MB", "list_bytes": "unfiltered list, bytes",
+    "list_first_ms": "list, unfiltered, first after a change, ms",
+    "list_repeat_ms": "list, unfiltered, repeated, median ms",
+    "ec_worst_during_list_ms": "Entity Configuration, worst latency while that list is computed, ms",
+    "list_type_first_ms": "list by entity_type (half), first after a change, ms",
+    "list_type_repeat_ms": "list by entity_type, repeated, median ms",
+    "list_intermediate_first_ms": "list intermediate=true (1 %), first after a change, ms",
+    "list_intermediate_repeat_ms": "list intermediate=true, repeated, median ms",
+    "rss_after_lists_mb": "RSS after the lists, MB",
+    "fetch_random_cold_rps": "fetch, random subjects, statements not yet signed, req/s",
+    "fetch_sign_all_rps": "fetch, every subject once in order (signs each), req/s",
+    "rss_all_signed_mb": "RSS with every statement signed and held, MB",
+    "fetch_random_warm_rps": "fetch, random subjects, warm, req/s",
+    "fetch_random_warm_vs_responder": "… / responder serving one statement",
+    "write_visible_p50_ms": "Admin API write → visible, p50 ms (n=100)",
+    "write_visible_p99_ms": "Admin API write → visible, p99 ms",
+    "full_rebuild_ms": "full snapshot rebuild while serving (replica reload), ms",
+    "full_rebuild_peak_rss_mb": "peak RSS during that rebuild, MB",
+}
+by = {}
+for r in rows:
+    by.setdefault(r["backend"], {}).setdefault(r["figure"], {})[int(r["subordinates"])] = r["value"]
+for backend, figs in by.items():
+    sizes = sorted({n for f in figs.values() for n in f})
+    print(f"\nScale, {backend}:\n")
+    print("| figure | " + " | ".join(f"{n:,}" for n in sizes) + " |")
+    print("|---|" + "---|" * len(sizes))
+    for key, label in labels.items():
+        if key in figs:
+            print(f"| {label} | " + " | ".join(figs[key].get(n, "") for n in sizes) + " |")
+# The plot: ready time (s) and RSS when ready (GB) against the size, log scale.
+W, H, L, B = 640, 360, 60, 40
+series = [(b, f, c) for b, c in (("sqlite", "#1f77b4"), ("postgres", "#d62728")) if b in by
+          for f in ("ready_s", "rss_ready_mb")]
+pts = {}
+for b, f, c in series:
+    pts[(b, f)] = sorted((n, float(v) / (1024 if f == "rss_ready_mb" else 1))
+                         for n, v in by[b].get(f, {}).items() if v)
+allx = [n for p in pts.values() for n, _ in p] or [1, 10]
+ally = [v for p in pts.values() for _, v in p] or [1]
+x0, x1 = math.log10(min(allx)), math.log10(max(allx)) + 1e-9
+y1 = max(ally) * 1.1 or 1
+sx = lambda n: L + (math.log10(n) - x0) / (x1 - x0) * (W - L - 20)
+sy = lambda v: H - B - v / y1 * (H - B - 20)
+out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+       f'<rect width="{W}" height="{H}" fill="white"/>',
+       f'<line x1="{L}" y1="{H-B}" x2="{W-20}" y2="{H-B}" stroke="black"/>',
+       f'<line x1="{L}" y1="20" x2="{L}" y2="{H-B}" stroke="black"/>']
+for n in sorted(set(allx)):
+    out.append(f'<text x="{sx(n):.0f}" y="{H-B+15}" text-anchor="middle">{n:,}</text>')
+for i in range(5):
+    v = y1 * i / 4
+    out.append(f'<text x="{L-5}" y="{sy(v)+4:.0f}" text-anchor="end">{v:.1f}</text>')
+out.append(f'<text x="{W/2:.0f}" y="{H-5}" text-anchor="middle">subordinates (log scale)</text>')
+for k, ((b, f, c)) in enumerate(series):
+    p = pts[(b, f)]
+    dash = "" if f == "ready_s" else ' stroke-dasharray="5,3"'
+    out.append(f'<polyline fill="none" stroke="{c}" stroke-width="2"{dash} points="'
+               + " ".join(f"{sx(n):.1f},{sy(v):.1f}" for n, v in p) + '"/>')
+    name = f"{b}: {'ready, s' if f == 'ready_s' else 'RSS when ready, GB'}"
+    out.append(f'<line x1="{L+10}" y1="{25+k*14}" x2="{L+30}" y2="{25+k*14}" stroke="{c}" stroke-width="2"{dash}/>'
+               f'<text x="{L+35}" y="{29+k*14}">{name}</text>')
+out.append("</svg>")
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+print(f"\nPlot: `deploy/bench/scale.svg` (ready time and RSS against the size).")
+PY
