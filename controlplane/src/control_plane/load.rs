@@ -61,23 +61,26 @@ pub async fn snapshot(
 pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates> {
     let general = Arc::new(general(db).await?);
     let general_version = versions.fetch_add(1, Ordering::SeqCst) + 1;
-    let mut types = db::subordinates::entity_types(db, |t| entity_type(&t)).await?;
     let mut claims = claims::by_subordinate(db).await?;
     let mut subs = Subordinates::new([], general, general_version);
+    let doc = |text: Option<String>| {
+        text.and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .map(Box::new)
+    };
     db::subordinates::for_each(db, |r| {
         let version = versions.fetch_add(1, Ordering::SeqCst) + 1;
-        let types = types.remove(&r.id).unwrap_or_default();
+        let mut types: Vec<_> = r.registered_entity_types.iter().map(|t| entity_type(t)).collect();
+        types.sort_unstable();
         let claims = claims.remove(&r.id).unwrap_or_default();
-        let status = status(&r.entity_id, &r.status);
         subs.insert(Arc::new(Subordinate {
             id: r.id,
+            status: status(&r.entity_id, &r.status),
             entity_id: r.entity_id.into(),
-            status,
             registered_entity_types: types.into(),
             jwks: StoredJwks::from_text(r.jwks.as_deref()),
-            metadata: r.metadata.map(Box::new),
-            metadata_policy: r.metadata_policy.map(Box::new),
-            constraints: r.constraints.map(Box::new),
+            metadata: doc(r.metadata),
+            metadata_policy: doc(r.metadata_policy),
+            constraints: doc(r.constraints),
             additional_claims: claims.into_iter().map(claim).collect(),
             version,
             statement: Default::default(),

@@ -90,7 +90,7 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
 /// What the snapshot needs of one subordinate row: its key set stays text (the snapshot
 /// keeps it so; parsing a million key sets at start-up only to serialise them again cost
 /// seconds and, held all at once, a gigabyte).
-#[derive(Debug)]
+#[derive(Debug, serde::Deserialize)]
 pub struct SnapshotRow {
     /// Database id.
     pub id: i64,
@@ -100,43 +100,79 @@ pub struct SnapshotRow {
     pub status: String,
     /// Stored key set, as stored.
     pub jwks: Option<String>,
-    /// Metadata override.
-    pub metadata: Option<Value>,
-    /// Metadata policy override.
-    pub metadata_policy: Option<Value>,
-    /// Constraints override.
-    pub constraints: Option<Value>,
+    /// Metadata override, as stored.
+    pub metadata: Option<String>,
+    /// Metadata policy override, as stored.
+    pub metadata_policy: Option<String>,
+    /// Constraints override, as stored.
+    pub constraints: Option<String>,
+    /// Registered entity types.
+    pub registered_entity_types: Vec<String>,
 }
 
-/// Every subordinate, in storage order, handed to `each` as it streams in: a million rows are
-/// never held at once, neither as driver rows nor as [`SubordinateRow`]s.
+/// Rows per SQLite batch (about 6 MB of JSON text at one key per subordinate).
+const SQLITE_BATCH: i64 = 20_000;
+
+/// Every subordinate with its registered entity types, in no particular order, handed to
+/// `each` as it streams in: a million rows are never held at once, neither as driver rows nor
+/// as [`SubordinateRow`]s.
 pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
+    if db.dialect == super::Dialect::Sqlite {
+        return for_each_sqlite(db, each).await;
+    }
+    let mut types = entity_types(db).await?;
     let sql = db.sql(concat!(
         "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json ",
         "FROM subordinates"
     ));
     let mut rows = sqlx::query(sql).fetch(&db.pool);
     while let Some(r) = rows.try_next().await? {
+        let id = r.try_get("id")?;
         each(SnapshotRow {
-            id: r.try_get("id")?,
+            id,
             entity_id: r.try_get("entity_id")?,
             status: r.try_get("status")?,
             jwks: r.try_get("jwks")?,
-            metadata: json_col(&r, "metadata")?,
-            metadata_policy: json_col(&r, "metadata_policy")?,
-            constraints: json_col(&r, "constraints_json")?,
+            metadata: r.try_get("metadata")?,
+            metadata_policy: r.try_get("metadata_policy")?,
+            constraints: r.try_get("constraints_json")?,
+            registered_entity_types: types.remove(&id).unwrap_or_default(),
         });
     }
     Ok(())
 }
 
-/// Registered entity types of every subordinate, streamed into a map by subordinate id. The
-/// few distinct type names are shared (`intern`), not copied into each subordinate's list.
-pub async fn entity_types(
-    db: &Db,
-    mut intern: impl FnMut(String) -> std::sync::Arc<str>,
-) -> Result<HashMap<i64, Vec<std::sync::Arc<str>>>> {
-    let mut types: HashMap<i64, Vec<std::sync::Arc<str>>> = HashMap::new();
+/// SQLite: sqlx's driver hands each row from its worker thread to the async side, a thread
+/// wake-up per row that was most of a million-subordinate start-up. SQLite builds the rows
+/// (types included) into one JSON array per batch instead: a wake-up per 20,000.
+async fn for_each_sqlite(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
+    let sql = db.sql(concat!(
+        "SELECT json_group_array(json_array(id, entity_id, status, jwks, metadata, ",
+        "metadata_policy, constraints_json, json((SELECT json_group_array(entity_type) ",
+        "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))) AS batch, ",
+        "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
+    ));
+    let mut after = i64::MIN;
+    loop {
+        let row = sqlx::query(sql.clone())
+            .bind(after)
+            .bind(SQLITE_BATCH)
+            .fetch_one(&db.pool)
+            .await?;
+        let Some(last) = row.try_get::<Option<i64>, _>("last")? else {
+            return Ok(());
+        };
+        let batch: String = row.try_get("batch")?;
+        let rows: Vec<SnapshotRow> = serde_json::from_str(&batch)
+            .map_err(|e| Error::Internal(format!("reading subordinates: {e}")))?;
+        rows.into_iter().for_each(&mut each);
+        after = last;
+    }
+}
+
+/// Registered entity types of every subordinate, streamed into a map by subordinate id.
+async fn entity_types(db: &Db) -> Result<HashMap<i64, Vec<String>>> {
+    let mut types: HashMap<i64, Vec<String>> = HashMap::new();
     let mut rows = sqlx::query(db.sql(
         "SELECT subordinate_id, entity_type FROM subordinate_entity_types ORDER BY entity_type",
     ))
@@ -145,7 +181,7 @@ pub async fn entity_types(
         types
             .entry(r.try_get("subordinate_id")?)
             .or_default()
-            .push(intern(r.try_get("entity_type")?));
+            .push(r.try_get("entity_type")?);
     }
     Ok(types)
 }
