@@ -18,7 +18,8 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$BENCH_DIR/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 RESPONDER_TARGET=${BENCH_RESPONDER_TARGET:-$TARGET/bench-responder}
-BIN=$TARGET/release/pharos
+# BENCH_BIN: a prebuilt pharos binary to measure instead of building this checkout's.
+BIN=${BENCH_BIN:-$TARGET/release/pharos}
 RESPONDER_BIN=$RESPONDER_TARGET/release/bench-responder
 
 # Client settings, identical for every server.
@@ -55,10 +56,15 @@ trap bench_cleanup EXIT
 die() { echo "bench: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
 
-# Both binaries, built once per run (cargo is a no-op when nothing changed).
+# Both binaries, built once per run (cargo is a no-op when nothing changed). With BENCH_BIN
+# set, only the responder is built and the given binary is measured as it is.
 build_all() {
-    log "building the release binary and the reference responder"
-    (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+    if [ -n "${BENCH_BIN:-}" ]; then
+        log "using the prebuilt $BIN; building the reference responder"
+    else
+        log "building the release binary and the reference responder"
+        (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+    fi
     (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
     [ -x "$BIN" ] || die "no binary at $BIN"
     [ -x "$RESPONDER_BIN" ] || die "no responder at $RESPONDER_BIN"
@@ -86,11 +92,18 @@ logging:
 EOF
 }
 
+# port_free PORT: dies if something already listens on 127.0.0.1:PORT. The machine may be
+# shared: another process's /readyz would otherwise pass for ours, and we would measure it.
+port_free() {
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || die "port $1 is in use by another process"
+}
+
 # pharos_start NAME PORT: starts (config written on first use) and waits for /readyz.
 # Sets READY_S to the seconds from exec to the first 200 of /readyz (polled every 10 ms).
 pharos_start() {
     local name=$1 port=$2 t0 i
     [ -f "$WORK/$name/config.yaml" ] || pharos_config "$name" "$port"
+    port_free "$port"
     t0=$(date +%s%N)
     "$BIN" serve --config "$WORK/$name/config.yaml" >>"$WORK/$name/log" 2>&1 &
     PHAROS_PIDS[$name]=$!

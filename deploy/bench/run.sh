@@ -10,7 +10,8 @@
 #   backend, and deploy/bench/scale.svg. `--scale 1000000` takes about 25 minutes on 2 cores.
 # Environment: BENCH_DURATION (10s), BENCH_CONNECTIONS (32), BENCH_THREADS (2), BENCH_REPEATS (3),
 # BENCH_SUBORDINATES (100000), BENCH_SCENARIOS (glob of scenario files, default all),
-# BENCH_KEEP_WORK (keep the work directory), CARGO_TARGET_DIR.
+# BENCH_KEEP_WORK (keep the work directory), CARGO_TARGET_DIR, BENCH_BIN (path of a prebuilt
+# pharos binary to measure: nothing of this checkout is built then but the reference responder).
 # Needs cargo (rustup) on PATH; everything else comes from apt.
 set -euo pipefail
 
