@@ -274,7 +274,8 @@ impl Db {
         };
         let db = self.clone();
         rt.spawn(async move {
-            while db.breaker.is_open() {
+            // A closed pool (the service stopping) ends the probe.
+            while db.breaker.is_open() && !db.pool.is_closed() {
                 tokio::time::sleep(PROBE_INTERVAL).await;
                 if db.answers().await {
                     db.breaker.close();
@@ -283,7 +284,7 @@ impl Db {
             db.breaker.probing.store(false, Ordering::Release);
             // A trip between the loop's last check and the store above starts no probe of its
             // own: start it here.
-            if db.breaker.is_open() {
+            if db.breaker.is_open() && !db.pool.is_closed() {
                 db.trip();
             }
         });
@@ -423,6 +424,25 @@ pub fn flag(b: bool) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_breaker_refuses_writes_until_the_database_answers() {
+        let Ok(db) = Db::connect("sqlite::memory:", 1).await else {
+            panic!("no in-memory SQLite");
+        };
+        assert!(db.refuse_if_down().is_ok());
+        // A connection-class error opens it; a query error does not.
+        db.note(&sqlx::Error::RowNotFound);
+        assert!(!db.breaker.is_open());
+        db.note(&sqlx::Error::PoolTimedOut);
+        assert!(db.breaker.is_open());
+        assert!(db.refuse_if_down().is_err_and(|e| e.is_unavailable()));
+        assert_eq!(db.breaker.trips(), 1);
+        // The readiness check (or the probe) finds the database again and closes it.
+        assert!(db.ping().await);
+        assert!(!db.breaker.is_open());
+        assert!(db.refuse_if_down().is_ok());
+    }
 
     #[test]
     fn placeholders_are_numbered() {
