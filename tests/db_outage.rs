@@ -6,6 +6,10 @@
 //! restart, writes succeed and `/readyz` is ready again; the database holds exactly the writes
 //! that were acknowledged, nothing half-written.
 //!
+//! Once the outage is known (a write or the readiness check ran into it), a breaker answers
+//! writes — Admin API writes, signed key pushes, key update triggers — 503 at once instead of
+//! after the pool's 10 s acquire timeout each, until the database answers again.
+//!
 //! Needs `SVC_TEST_POSTGRES_DSN` (CI sets it); without it the test says so and passes.
 
 use std::time::Duration;
@@ -18,6 +22,9 @@ use tokio::sync::watch;
 
 use crate::enroll::ask;
 use crate::fetch_list::{enable, jwk};
+use crate::jwks_refresh::{
+    assert_statement_has, federation, published, push, rotate, signed_jwks, trigger,
+};
 use crate::support::{Backend, Pharos, TestDb, enc};
 
 /// Hang guard of each request: far above any bound Pharos sets, only there so that a
@@ -123,12 +130,46 @@ async fn status(p: &Pharos, path: &str) -> u16 {
     guarded(path, p.get(path)).await.status().as_u16()
 }
 
+/// Whether PostgreSQL is configured; says so when it is not.
+fn postgres_configured() -> bool {
+    if std::env::var("SVC_TEST_POSTGRES_DSN").is_ok_and(|v| !v.is_empty()) {
+        return true;
+    }
+    eprintln!("SVC_TEST_POSTGRES_DSN is not set: the database outage test is skipped");
+    false
+}
+
+/// Polls `/readyz` until it answers `want`; its last body.
+async fn readyz_until(p: &Pharos, want: u16) -> String {
+    guarded("readyz", async {
+        loop {
+            let r = p.get("/readyz").await;
+            let s = r.status().as_u16();
+            let body = r.text().await.unwrap();
+            if s == want {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+}
+
+/// A counter or gauge of the `/metrics` scrape (no admin user exists: loopback may scrape).
+async fn metric(p: &Pharos, name: &str) -> f64 {
+    let text = guarded("metrics", p.get("/metrics"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
 #[tokio::test]
 async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
-    if std::env::var("SVC_TEST_POSTGRES_DSN").is_ok_and(|v| v.is_empty())
-        || std::env::var("SVC_TEST_POSTGRES_DSN").is_err()
-    {
-        eprintln!("SVC_TEST_POSTGRES_DSN is not set: the database outage test is skipped");
+    if !postgres_configured() {
         return;
     }
     let mut db = TestDb::new(Backend::Postgres).await;
@@ -183,7 +224,9 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
     );
 
     proxy.restore().await;
-    // The pool reconnects on its own: the next write succeeds, no restart.
+    // The pool reconnects on its own: once the readiness check sees the database (which also
+    // closes the write breaker), the next write succeeds, no restart.
+    readyz_until(&p, 200).await;
     let (s, v) = create(&p, "https://after.example").await;
     assert_eq!(s, 201, "{v}");
     assert_eq!(status(&p, "/readyz").await, 200);
@@ -219,5 +262,96 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
             .get(0);
     assert_eq!(with_events, 3, "refused: {refused:?}");
     p.stop().await;
+    leaf.stop().await;
+}
+
+#[tokio::test]
+async fn a_known_outage_refuses_writes_and_key_updates_at_once() {
+    if !postgres_configured() {
+        return;
+    }
+    // A superior on PostgreSQL through the proxy, its subordinate leaf on SQLite.
+    let mut db_s = TestDb::new(Backend::Postgres).await;
+    let direct = db_s.dsn.clone();
+    let proxy = Proxy::start(address(&direct)).await;
+    db_s.dsn = through(&direct, proxy.port);
+    let db_l = TestDb::new(Backend::Sqlite).await;
+    let (sup, leaf) = federation(&db_s, &db_l, false).await;
+    let sub = leaf.entity_id().to_owned();
+    let before = published(&leaf).await;
+    // The leaf rotates; a push signed by its old key (stored at the superior) carries the new.
+    let old = rotate(&leaf).await;
+    let after = published(&leaf).await;
+    let now = sup.clock.now();
+    let claims = json!({"iss": sub, "sub": sub, "iat": now, "exp": now + 600, "keys": after.keys});
+    let pushed = signed_jwks(old.as_ref(), claims);
+    let ct = "application/jwk-set+jwt";
+    assert_eq!(metric(&sup, "pharos_database_unreachable").await, 0.0);
+
+    proxy.cut();
+    // The readiness check finds the outage and opens the breaker.
+    let body = readyz_until(&sup, 503).await;
+    assert!(body.contains("writes refused"), "{body}");
+    // Parallel writes all answer 503 at once: none waits for the pool's acquire timeout (10 s,
+    // so eight of them one behind another on the writer lock would take 80 s).
+    let started = std::time::Instant::now();
+    let writes = (0..8).map(|i| {
+        let sup = &sup;
+        async move {
+            let body = json!({"entity_id": format!("https://parallel-{i}.example"),
+                "jwks": {"keys": [jwk("k1", None)]}});
+            let r = sup
+                .client
+                .post(sup.url("/api/v1/admin/subordinates"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let retry = r.headers().get("retry-after").cloned();
+            (r.status().as_u16(), retry, r.json::<Value>().await.unwrap())
+        }
+    });
+    let answers = guarded("parallel writes", futures_util::future::join_all(writes)).await;
+    let took = started.elapsed();
+    for (s, retry, v) in &answers {
+        assert_eq!(*s, 503, "{v}");
+        assert_eq!(v["error"], "temporarily_unavailable", "{v}");
+        assert!(retry.is_some(), "503 without Retry-After: {v}");
+    }
+    assert!(
+        took < pharos_controlplane::db::ACQUIRE_TIMEOUT,
+        "8 writes during a known outage took {took:?}"
+    );
+    // A signed key push and a key update trigger are refused alike, and change nothing.
+    assert_eq!(push(&sup, ct, pushed.clone()).await, 503);
+    let (s, v) = guarded("a trigger", trigger(&sup, json!({"sub": sub}))).await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (503, Some("temporarily_unavailable"))
+    );
+    // The data plane keeps serving the last snapshot: the leaf's statement as it was.
+    assert_statement_has(&sup, &leaf, &before).await;
+
+    proxy.restore().await;
+    readyz_until(&sup, 200).await;
+    assert_eq!(metric(&sup, "pharos_database_unreachable").await, 0.0);
+    assert!(metric(&sup, "pharos_database_outages_total").await >= 1.0);
+    // Nothing from the outage was stored; the same push now succeeds.
+    assert_statement_has(&sup, &leaf, &before).await;
+    assert_eq!(push(&sup, ct, pushed).await, 204);
+    assert_statement_has(&sup, &leaf, &after).await;
+    let (s, v) = create(&sup, "https://after-outage.example").await;
+    assert_eq!(s, 201, "{v}");
+    let d = pharos_controlplane::db::Db::connect(&direct, 1)
+        .await
+        .unwrap();
+    let parallel: i64 =
+        sqlx::query("SELECT COUNT(*) FROM subordinates WHERE entity_id LIKE 'https://parallel-%'")
+            .fetch_one(&d.pool)
+            .await
+            .unwrap()
+            .get(0);
+    assert_eq!(parallel, 0);
+    sup.stop().await;
     leaf.stop().await;
 }

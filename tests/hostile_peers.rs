@@ -4,7 +4,9 @@
 //! or future statements), `authority_hints` cycles and a 100-level chain. Each request must
 //! finish (a generous `tokio::time::timeout` is the hang guard, not a performance assertion),
 //! answer the specification's error format with a cause the caller can act on, and change
-//! nothing in the resolver's database.
+//! nothing in the resolver's database. The key refreshers meet the same peers: subordinates
+//! through the key update trigger, configured trust anchors through the anchor key refresher
+//! (each refresh ends, is counted in `pharos_refresh_failures_total`, stored keys stay).
 //!
 //! Transport attacks are raw TCP servers (they do what no HTTP framework would let them);
 //! statement attacks are one small axum app serving a whole fake federation, one entity per
@@ -140,6 +142,8 @@ enum Spoil {
     AlgNoneSigned,
     Hs256WithPublicKey,
     UnknownCrit,
+    /// Signed, but with `typ: jwt` instead of `entity-statement+jwt`.
+    WrongTyp,
     Expired,
     Future,
 }
@@ -252,6 +256,7 @@ impl Federation {
                 )
                 .unwrap()
             }
+            Spoil::WrongTyp => jose::sign(&*e.key, "jwt", &claims, None).unwrap(),
             _ => jose::sign(&*e.key, "entity-statement+jwt", &claims, None).unwrap(),
         })
     }
@@ -709,6 +714,104 @@ async fn key_refresh_from_hostile_subordinates_changes_nothing() {
                 .collect::<Vec<_>>()
         };
         assert_eq!(without_events(&after), without_events(&before), "{b:?}");
+        p.stop().await;
+    }
+}
+
+/// A sample of the `/metrics` scrape: the value of the line starting with `series` (name and
+/// labels as the exposition writes them).
+async fn sample(p: &Pharos, series: &str) -> f64 {
+    let text = p.get("/metrics").await.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// The kids of trust anchor `id`'s stored keys, as the Admin API shows them.
+async fn anchor_kids(p: &Pharos, id: &str) -> Vec<String> {
+    let path = format!("/trust-anchors/{}", crate::support::enc(id));
+    let (s, v) = p.admin(reqwest::Method::GET, &path, None).await;
+    assert_eq!(s, 200, "{v}");
+    let mut k: Vec<String> = v["jwks"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_owned())
+        .collect();
+    k.sort();
+    k
+}
+
+#[tokio::test]
+async fn hostile_trust_anchors_cannot_change_their_stored_keys() {
+    const FAILURES: &str = "pharos_refresh_failures_total{kind=\"anchor_keys\"}";
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = resolver(&db).await;
+        let f = federation().await;
+        let spoils = [
+            Spoil::AlgNone,
+            Spoil::AlgNoneSigned,
+            Spoil::Hs256WithPublicKey,
+            Spoil::WrongTyp,
+            Spoil::UnknownCrit,
+            Spoil::Expired,
+            Spoil::Future,
+        ];
+        // Anchor 0 (the control) honestly announces a second key; anchors 1.. announce one
+        // in a spoiled configuration; the raw peers hang, trickle, flood or lie.
+        let mut anchors = Vec::new();
+        for n in 0..=spoils.len() {
+            f.set(n, vec![], Spoil::None);
+            f.announce(n, vec![new_key()]);
+            anchors.push(f.id(n));
+        }
+        for (i, spoil) in spoils.into_iter().enumerate() {
+            f.set_spoil(i + 1, spoil);
+        }
+        for kind in [
+            Raw::Hang,
+            Raw::Trickle,
+            Raw::Flood,
+            Raw::FloodDeclared,
+            Raw::RedirectLoop,
+            Raw::WrongMediaType,
+        ] {
+            anchors.push(raw_peer(kind).await);
+        }
+        let hostile = anchors.len() - 1;
+        let before_failures = sample(&p, FAILURES).await;
+        let mut stored = Vec::new();
+        for (n, id) in anchors.iter().enumerate() {
+            let keys = match f.entity(n) {
+                Some(e) if n <= spoils.len() => json!({"keys": [e.key.public_jwk()]}),
+                _ => json!({"keys": [crate::support::jwk("k1", None)]}),
+            };
+            let body = json!({"entity_id": id, "jwks": keys, "enable_jwks_update": true,
+                "key_poll_interval": 3600});
+            let (s, v) = p
+                .admin(reqwest::Method::POST, "/trust-anchors", Some(body))
+                .await;
+            assert_eq!(s, 201, "{v}");
+            stored.push(anchor_kids(&p, id).await);
+        }
+        // The running refresher polls every new anchor at once (adding one publishes, which
+        // wakes it). Wait, inside the hang guard, until each hostile anchor's refresh has
+        // ended in a counted failure and the control's has stored its announced key.
+        tokio::time::timeout(GUARD, async {
+            loop {
+                let failed = sample(&p, FAILURES).await - before_failures;
+                if failed >= hostile as f64 && anchor_kids(&p, &anchors[0]).await.len() == 2 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{b:?}: the anchor refreshes did not all end"));
+        for (id, kids) in anchors.iter().zip(&stored).skip(1) {
+            assert_eq!(&anchor_kids(&p, id).await, kids, "{b:?} {id}");
+        }
         p.stop().await;
     }
 }

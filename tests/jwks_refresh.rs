@@ -11,11 +11,11 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 /// The leaf's published keys as its Entity Configuration shows them.
-async fn published(p: &Pharos) -> Jwks {
+pub async fn published(p: &Pharos) -> Jwks {
     serde_json::from_value(p.entity_configuration().await.claims["jwks"].clone()).unwrap()
 }
 
-fn kids(j: &Value) -> Vec<String> {
+pub fn kids(j: &Value) -> Vec<String> {
     let mut k: Vec<String> = j["keys"]
         .as_array()
         .unwrap()
@@ -57,7 +57,7 @@ pub async fn federation(db_s: &TestDb, db_l: &TestDb, poll: bool) -> (Pharos, Ph
 }
 
 /// Rotates the leaf's keys; returns the key that signed before the rotation.
-async fn rotate(leaf: &Pharos) -> Arc<dyn Signer> {
+pub async fn rotate(leaf: &Pharos) -> Arc<dyn Signer> {
     let old = leaf
         .app
         .as_ref()
@@ -108,7 +108,7 @@ async fn history(sup: &Pharos, leaf: &Pharos) -> Vec<(String, String)> {
         .collect()
 }
 
-async fn assert_statement_has(sup: &Pharos, leaf: &Pharos, keys: &Jwks) {
+pub async fn assert_statement_has(sup: &Pharos, leaf: &Pharos, keys: &Jwks) {
     let st = fetch(sup, leaf.entity_id()).await;
     assert_eq!(kids(&st["jwks"]), kids(&json!(keys)));
 }
@@ -131,7 +131,7 @@ async fn polling_picks_up_a_rotation() {
     }
 }
 
-async fn trigger(sup: &Pharos, body: Value) -> (u16, Value) {
+pub async fn trigger(sup: &Pharos, body: Value) -> (u16, Value) {
     let r = sup
         .client
         .post(sup.main_url("/jwks-trigger"))
@@ -198,11 +198,11 @@ async fn the_trigger_picks_up_a_rotation() {
     }
 }
 
-fn signed_jwks(signer: &dyn Signer, claims: Value) -> String {
+pub fn signed_jwks(signer: &dyn Signer, claims: Value) -> String {
     jose::sign(signer, "jwk-set+jwt", claims.as_object().unwrap(), None).unwrap()
 }
 
-async fn push(sup: &Pharos, content_type: &str, body: String) -> u16 {
+pub async fn push(sup: &Pharos, content_type: &str, body: String) -> u16 {
     let r = sup
         .client
         .post(sup.main_url("/jwks-update"))

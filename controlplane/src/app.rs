@@ -339,7 +339,11 @@ fn health(cp: Arc<ControlPlane>) -> Router {
                 } else if cp.db.ping().await {
                     (StatusCode::OK, "ready").into_response()
                 } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+                    (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "database unreachable; Admin API writes refused until it answers",
+                    )
+                        .into_response()
                 }
             }),
         )

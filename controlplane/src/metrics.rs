@@ -101,6 +101,19 @@ impl Collector for Sources {
             "Statistics records waiting for the flusher",
             i64::try_from(buffered).unwrap_or(i64::MAX),
         )?;
+        let breaker = &self.cp.db.breaker;
+        gauge(
+            &mut enc,
+            "pharos_database_unreachable",
+            "1 while the database is known to be unreachable (Admin API writes answer 503 at once)",
+            i64::from(breaker.is_open()),
+        )?;
+        counter(
+            &mut enc,
+            "pharos_database_outages",
+            "Times the database was found unreachable since start",
+            breaker.trips(),
+        )?;
         counter(
             &mut enc,
             "pharos_outbound_fetches",

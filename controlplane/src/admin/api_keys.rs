@@ -100,6 +100,23 @@ pub struct ExpUpdate {
     exp: Option<i64>,
 }
 
+impl NewKey {
+    /// Checks the body of `POST /entity-configuration/keys` (times default to `now`): the row
+    /// to store.
+    pub fn into_row(self, now: i64) -> ApiResult<KeyRow> {
+        let (iat, nbf) = (self.iat.unwrap_or(now), self.nbf.unwrap_or(now));
+        row(self.kid, self.key, iat, nbf, self.exp)
+    }
+}
+
+impl RotateKey {
+    /// Checks the body of a rotation (times default to `now`): the new key's row.
+    pub fn new_row(&self, now: i64) -> ApiResult<KeyRow> {
+        let (iat, nbf) = (self.iat.unwrap_or(now), self.nbf.unwrap_or(now));
+        row(None, self.key.clone(), iat, nbf, self.exp)
+    }
+}
+
 fn row(
     kid: Option<String>,
     mut key: Jwk,
@@ -192,14 +209,7 @@ pub async fn add(
     actor: Actor,
     Json(b): Json<NewKey>,
 ) -> ApiResult<impl IntoResponse> {
-    let now = cp.now();
-    let r = row(
-        b.kid,
-        b.key,
-        b.iat.unwrap_or(now),
-        b.nbf.unwrap_or(now),
-        b.exp,
-    )?;
+    let r = b.into_row(cp.now())?;
     let mut w = cp.write(actor.name()).await;
     let tx = w.tx().await?;
     repo::insert(&cp.db, tx, &r).await?;
@@ -237,7 +247,7 @@ pub async fn rotate(
 ) -> ApiResult<impl IntoResponse> {
     let now = cp.now();
     let nbf = b.nbf.unwrap_or(now);
-    let new = row(None, b.key, b.iat.unwrap_or(now), nbf, b.exp)?;
+    let new = b.new_row(now)?;
     let overlap = rotation::load(&cp.db).await?.overlap;
     let mut w = cp.write(actor.name()).await;
     let old = find(&cp, &kid).await?;

@@ -30,7 +30,7 @@ use super::bootstrap::Bootstrap;
 use super::guard;
 use super::login_limit::FailedLogins;
 use super::password::Passwords;
-use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::error::{ApiError, ApiResult, DatabaseDown};
 use crate::control_plane::ControlPlane;
 use crate::db::users;
 use pharos_shared::client_ip::TrustedProxies;
@@ -80,16 +80,30 @@ pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
 
 /// Middleware: refuses cross-origin writes, authenticates the request, runs it, and logs admin
 /// writes with their actor.
-pub async fn middleware(State(auth): State<AuthState>, mut req: Request, next: Next) -> Response {
+pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next) -> Response {
     let write = guard::is_write(req.method());
     if write && let Err(e) = guard::check_origin(req.headers(), &auth.cp.settings.api.admin.cors) {
         return e.into_response();
     }
+    // A database known to be down answers writes at once (before authentication, which needs
+    // the database too) instead of after the pool's acquire timeout each.
+    if write && let Err(e) = auth.cp.db.refuse_if_down() {
+        return ApiError::from(e).into_response();
+    }
+    let response = authenticated(&auth, req, next, write).await;
+    if response.extensions().get::<DatabaseDown>().is_some() {
+        auth.cp.db.trip();
+    }
+    response
+}
+
+/// The rest of [`middleware`]: authentication, the request, the audit log line.
+async fn authenticated(auth: &AuthState, mut req: Request, next: Next, write: bool) -> Response {
     let peer = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    match authenticate(&auth, req.headers(), peer).await {
+    match authenticate(auth, req.headers(), peer).await {
         Ok(Some(user)) => {
             req.extensions_mut().insert(AuthenticatedUser(user));
         }

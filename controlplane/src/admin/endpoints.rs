@@ -114,7 +114,8 @@ impl TrustAnchorRef {
     }
 }
 
-fn parse_type(s: &str) -> ApiResult<EndpointType> {
+/// An endpoint type named in a path or body (400 for an unknown one).
+pub fn parse_type(s: &str) -> ApiResult<EndpointType> {
     EndpointType::parse(s).ok_or_else(|| {
         let all: Vec<&str> = EndpointType::ALL.iter().map(|t| t.as_str()).collect();
         ApiError::BadRequest(format!(
@@ -151,42 +152,52 @@ fn parse_config(kind: EndpointType, config: Option<Value>) -> ApiResult<Value> {
     Ok(value)
 }
 
+impl EndpointInput {
+    /// Checks the body as the create and update routes of an endpoint of type `kind` do
+    /// before they read the database: what to store, and the entity identifiers of the trust
+    /// anchors it names (each must be in the repository, which [`validate`] checks).
+    pub fn check(self, kind: EndpointType) -> ApiResult<(EndpointWrite, Vec<String>)> {
+        let path = validate_path(self.path)?;
+        let url = self.url.filter(|u| !u.is_empty());
+        if let Some(u) = &url {
+            http_url("url", u)?;
+        }
+        let config = parse_config(kind, self.config)?;
+        if self.auth_enabled && kind.supports_client_auth() && self.auth_trust_anchors.is_empty() {
+            return Err(ApiError::BadRequest(
+                "auth_enabled requires at least one entry in auth_trust_anchors".into(),
+            ));
+        }
+        let names = self
+            .auth_trust_anchors
+            .iter()
+            .map(|t| t.entity_id().to_string())
+            .collect();
+        Ok((
+            EndpointWrite {
+                kind: kind.as_str().into(),
+                path,
+                url,
+                auth_enabled: self.auth_enabled,
+                config,
+            },
+            names,
+        ))
+    }
+}
+
 /// Validated input plus the trust anchor row ids it references.
 async fn validate(
     cp: &ControlPlane,
     kind: EndpointType,
     input: EndpointInput,
 ) -> ApiResult<(EndpointWrite, Vec<i64>)> {
-    let path = validate_path(input.path)?;
-    let url = input.url.filter(|u| !u.is_empty());
-    if let Some(u) = &url {
-        http_url("url", u)?;
-    }
-    let config = parse_config(kind, input.config)?;
-    if input.auth_enabled && kind.supports_client_auth() && input.auth_trust_anchors.is_empty() {
-        return Err(ApiError::BadRequest(
-            "auth_enabled requires at least one entry in auth_trust_anchors".into(),
-        ));
-    }
-    let names: Vec<String> = input
-        .auth_trust_anchors
-        .iter()
-        .map(|t| t.entity_id().to_string())
-        .collect();
+    let (write, names) = input.check(kind)?;
     let ta_ids = trust_anchor_ids(cp, &names).await.map_err(|e| match e {
         ApiError::NotFound(m) => ApiError::BadRequest(m),
         other => other,
     })?;
-    Ok((
-        EndpointWrite {
-            kind: kind.as_str().into(),
-            path,
-            url,
-            auth_enabled: input.auth_enabled,
-            config,
-        },
-        ta_ids,
-    ))
+    Ok((write, ta_ids))
 }
 
 async fn trust_anchor_ids(cp: &ControlPlane, entity_ids: &[String]) -> ApiResult<Vec<i64>> {

@@ -46,10 +46,19 @@ pub enum ApiError {
     /// second).
     #[error("{0}")]
     Unavailable(String),
+    /// The database is unreachable (503 `temporarily_unavailable`, retry in a second); the
+    /// response carries [`DatabaseDown`] so that the Admin API's middleware opens the write
+    /// breaker ([`crate::db::Breaker`]).
+    #[error("{0}")]
+    DatabaseUnavailable(String),
     /// Our fault (500 `server_error`); the detail goes to the log, never to the client.
     #[error("{0}")]
     Internal(String),
 }
+
+/// Marks a response that failed because the database is unreachable.
+#[derive(Debug, Clone, Copy)]
+pub struct DatabaseDown;
 
 /// Result alias of Admin API handlers.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
@@ -68,7 +77,9 @@ impl ApiError {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "invalid_request")
             }
             Self::TooManyRequests { .. } => (StatusCode::TOO_MANY_REQUESTS, "invalid_client"),
-            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable"),
+            Self::Unavailable(_) | Self::DatabaseUnavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "temporarily_unavailable")
+            }
             Self::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
         }
     }
@@ -86,7 +97,7 @@ impl From<crate::Error> for ApiError {
             E::Shared(s) => s.into(),
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "admin request refused: the database is unreachable");
-                Self::Unavailable("the database is unreachable; try again later".into())
+                Self::DatabaseUnavailable("the database is unreachable; try again later".into())
             }
             e @ (E::Database(_) | E::Migrate(_) | E::Internal(_)) => Self::Internal(e.to_string()),
         }
@@ -122,7 +133,7 @@ impl IntoResponse for ApiError {
         let (status, code) = self.parts();
         let retry_after = match &self {
             Self::TooManyRequests { retry_after, .. } => Some(*retry_after),
-            Self::Unavailable(_) => Some(1),
+            Self::Unavailable(_) | Self::DatabaseUnavailable(_) => Some(1),
             _ => None,
         };
         let description = if status == StatusCode::INTERNAL_SERVER_ERROR {
@@ -131,7 +142,11 @@ impl IntoResponse for ApiError {
         } else {
             self.to_string()
         };
+        let down = matches!(self, Self::DatabaseUnavailable(_));
         let mut r = pharos_dataplane::error::json_error(status, code, &description);
+        if down {
+            r.extensions_mut().insert(DatabaseDown);
+        }
         if let Some(secs) = retry_after {
             r.headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, secs.into());

@@ -6,6 +6,7 @@
 pub mod actor;
 pub mod api_keys;
 pub mod auth;
+pub mod bodies;
 pub mod body;
 pub mod bootstrap;
 pub mod claims;

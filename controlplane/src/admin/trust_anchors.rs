@@ -107,7 +107,8 @@ pub fn validate_jwks(jwks: &Jwks) -> ApiResult<()> {
     pharos_shared::jose::check_public_key_set(jwks).map_err(ApiError::BadRequest)
 }
 
-fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
+/// Checks the body of a trust anchor named `entity` (create and update).
+pub fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
     entity_id("entity_id", entity)?;
     if input.key_poll_interval < 0 {
         return Err(ApiError::BadRequest(
@@ -120,6 +121,24 @@ fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
         )),
         Some(j) => validate_jwks(j),
         None => Ok(()),
+    }
+}
+
+impl TrustAnchorInput {
+    /// Checks the body of a new trust anchor as its route does before it reads the database:
+    /// the anchor's entity identifier.
+    pub fn check_new(&self) -> ApiResult<String> {
+        let entity = self
+            .entity_id
+            .clone()
+            .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
+        validate(self, &entity)?;
+        if self.jwks.is_none() && !self.enable_jwks_update {
+            return Err(ApiError::BadRequest(
+                "jwks is required unless enable_jwks_update is true".into(),
+            ));
+        }
+        Ok(entity)
     }
 }
 
@@ -157,16 +176,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<TrustAnchorInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let entity = input
-        .entity_id
-        .clone()
-        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
-    validate(&input, &entity)?;
-    if input.jwks.is_none() && !input.enable_jwks_update {
-        return Err(ApiError::BadRequest(
-            "jwks is required unless enable_jwks_update is true".into(),
-        ));
-    }
+    let entity = input.check_new()?;
     let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, &entity).await?.is_some() {
         return Err(ApiError::Conflict(format!(

@@ -88,6 +88,32 @@ pub struct UserUpdate {
     pub disabled: Option<bool>,
 }
 
+impl NewUser {
+    /// Checks the body as `POST /users` does before it hashes the password: the username and
+    /// the password.
+    pub fn check(&self) -> ApiResult<(&str, &str)> {
+        let (Some(username), Some(password)) = (&self.username, &self.password) else {
+            return Err(ApiError::BadRequest(
+                "username and password are required".into(),
+            ));
+        };
+        if username.is_empty() || username.contains(':') || username.chars().count() > 255 {
+            return Err(ApiError::BadRequest(
+                "username must be 1 to 255 characters without ':'".into(),
+            ));
+        }
+        check_password(password)?;
+        Ok((username, password))
+    }
+}
+
+impl UserUpdate {
+    /// Checks the body as `PUT /users/{username}` does before it hashes the password.
+    pub fn check(&self) -> ApiResult<()> {
+        self.password.as_deref().map_or(Ok(()), check_password)
+    }
+}
+
 fn check_password(p: &str) -> ApiResult<()> {
     if p.is_empty() || p.len() > 1024 {
         return Err(ApiError::BadRequest(
@@ -120,17 +146,8 @@ pub async fn create(
     Extension(pw): Extension<Passwords>,
     Json(input): Json<NewUser>,
 ) -> ApiResult<impl IntoResponse> {
-    let (Some(username), Some(password)) = (input.username, input.password) else {
-        return Err(ApiError::BadRequest(
-            "username and password are required".into(),
-        ));
-    };
-    if username.is_empty() || username.contains(':') || username.chars().count() > 255 {
-        return Err(ApiError::BadRequest(
-            "username must be 1 to 255 characters without ':'".into(),
-        ));
-    }
-    check_password(&password)?;
+    let (username, password) = input.check()?;
+    let (username, password) = (username.to_owned(), password.to_owned());
     let now = cp.now();
     let row = UserRow {
         id: 0,
@@ -168,12 +185,10 @@ pub async fn update(
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
 ) -> ApiResult<axum::Json<UserRecord>> {
+    input.check()?;
     // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
     let new_hash = match &input.password {
-        Some(p) => {
-            check_password(p)?;
-            Some(pw.hash(p).await?)
-        }
+        Some(p) => Some(pw.hash(p).await?),
         None => None,
     };
     let mut w = cp.write(actor.name()).await;

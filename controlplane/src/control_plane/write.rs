@@ -49,7 +49,13 @@ impl<'a> Write<'a> {
     pub async fn tx(&mut self) -> Result<&mut AnyConnection> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
-            None => self.cp.db.pool.begin().await?,
+            None => self
+                .cp
+                .db
+                .pool
+                .begin()
+                .await
+                .inspect_err(|e| self.cp.db.note(e))?,
         };
         Ok(&mut **self.tx.insert(tx))
     }
@@ -139,7 +145,7 @@ impl<'a> Write<'a> {
             if self.cp.announces() && !self.changes.is_empty() {
                 self.cp.announce(&mut tx, &self.changes).await?;
             }
-            tx.commit().await?;
+            tx.commit().await.inspect_err(|e| self.cp.db.note(e))?;
         }
         let changes = std::mem::take(&mut self.changes);
         self.cp.publish(changes).await;

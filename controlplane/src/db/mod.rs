@@ -68,6 +68,9 @@ pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// answers 503): bounded, so that an unreachable database never makes a request hang.
 pub const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How often the breaker's probe asks an unreachable database whether it is back.
+pub const PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A connection pool plus its dialect.
 #[derive(Debug, Clone)]
 pub struct Db {
@@ -75,6 +78,41 @@ pub struct Db {
     pub pool: AnyPool,
     /// Its dialect.
     pub dialect: Dialect,
+    /// Whether the database is known to be unreachable (see [`Breaker`]).
+    pub breaker: std::sync::Arc<Breaker>,
+}
+
+/// What is known of the database's reachability: a circuit breaker for Admin API writes.
+///
+/// During an outage every request that touches the pool waits its full [`ACQUIRE_TIMEOUT`]
+/// before it fails, and writes queue one behind another on the writer lock, so N writes would
+/// cost N × 10 s. Once an outage is seen (an unreachable-database error from a write or from
+/// the readiness check), the breaker opens: writes answer 503 `temporarily_unavailable` at
+/// once, and a background probe pings the database every [`PROBE_INTERVAL`] until it answers;
+/// a successful readiness check closes it too.
+#[derive(Debug, Default)]
+pub struct Breaker {
+    open: std::sync::atomic::AtomicBool,
+    probing: std::sync::atomic::AtomicBool,
+    trips: std::sync::atomic::AtomicU64,
+}
+
+impl Breaker {
+    /// Whether the database is known to be unreachable now.
+    pub fn is_open(&self) -> bool {
+        self.open.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// How many times an outage was seen (opened from closed) since start.
+    pub fn trips(&self) -> u64 {
+        self.trips.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn close(&self) {
+        if self.open.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            tracing::info!("database reachable again; Admin API writes accepted");
+        }
+    }
 }
 
 /// Migrations embedded per dialect, in version order. A test checks that every file under
@@ -209,7 +247,67 @@ impl Db {
             });
         }
         let pool = options.connect(url).await?;
-        Ok(Self { pool, dialect })
+        Ok(Self {
+            pool,
+            dialect,
+            breaker: Default::default(),
+        })
+    }
+
+    /// Opens the breaker when `e` says the database is unreachable (see [`Breaker`]), and
+    /// starts the probe that closes it again.
+    pub fn note(&self, e: &sqlx::Error) {
+        if crate::error::db_unavailable(e) {
+            self.trip();
+        }
+    }
+
+    /// [`Db::note`] for the control plane's error type.
+    pub fn note_error(&self, e: &Error) {
+        if e.is_unavailable() {
+            self.trip();
+        }
+    }
+
+    /// Opens the breaker: the database is unreachable.
+    pub fn trip(&self) {
+        use std::sync::atomic::Ordering;
+        let b = &self.breaker;
+        if !b.open.swap(true, Ordering::AcqRel) {
+            b.trips.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("database unreachable; Admin API writes answer 503 until it is back");
+        }
+        if b.probing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            b.probing.store(false, Ordering::Release);
+            return;
+        };
+        let db = self.clone();
+        rt.spawn(async move {
+            // A closed pool (the service stopping) ends the probe.
+            while db.breaker.is_open() && !db.pool.is_closed() {
+                tokio::time::sleep(PROBE_INTERVAL).await;
+                if db.answers().await {
+                    db.breaker.close();
+                }
+            }
+            db.breaker.probing.store(false, Ordering::Release);
+            // A trip between the loop's last check and the store above starts no probe of its
+            // own: start it here.
+            if db.breaker.is_open() && !db.pool.is_closed() {
+                db.trip();
+            }
+        });
+    }
+
+    /// The error a write answers while the breaker is open.
+    pub fn refuse_if_down(&self) -> Result<()> {
+        if self.breaker.is_open() {
+            return Err(Error::Database(sqlx::Error::PoolTimedOut));
+        }
+        Ok(())
     }
 
     /// Applies the embedded migrations of this dialect, then the data moves that SQL cannot
@@ -294,7 +392,19 @@ impl Db {
     /// Checks that the database answers within [`PING_TIMEOUT`] (used by `/readyz`): a
     /// readiness probe must get its answer before its own timeout, not after the pool's
     /// acquire timeout, or an unreachable database reads as a hung instance.
+    /// The answer also opens or closes the write breaker ([`Breaker`]).
     pub async fn ping(&self) -> bool {
+        let up = self.answers().await;
+        if up {
+            self.breaker.close();
+        } else {
+            self.trip();
+        }
+        up
+    }
+
+    /// Whether `SELECT 1` answers within [`PING_TIMEOUT`].
+    async fn answers(&self) -> bool {
         let query = sqlx::query(self.sql("SELECT 1")).execute(&self.pool);
         tokio::time::timeout(PING_TIMEOUT, query)
             .await
@@ -326,6 +436,25 @@ pub fn flag(b: bool) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_breaker_refuses_writes_until_the_database_answers() {
+        let Ok(db) = Db::connect("sqlite::memory:", 1).await else {
+            panic!("no in-memory SQLite");
+        };
+        assert!(db.refuse_if_down().is_ok());
+        // A connection-class error opens it; a query error does not.
+        db.note(&sqlx::Error::RowNotFound);
+        assert!(!db.breaker.is_open());
+        db.note(&sqlx::Error::PoolTimedOut);
+        assert!(db.breaker.is_open());
+        assert!(db.refuse_if_down().is_err_and(|e| e.is_unavailable()));
+        assert_eq!(db.breaker.trips(), 1);
+        // The readiness check (or the probe) finds the database again and closes it.
+        assert!(db.ping().await);
+        assert!(!db.breaker.is_open());
+        assert!(db.refuse_if_down().is_ok());
+    }
 
     #[test]
     fn placeholders_are_numbered() {

@@ -2,7 +2,7 @@
 //! plane has checked the request and forwards it as a command; the answer is the result or a
 //! typed reason ([`TriggerError`], [`PushError`]) that the data plane renders.
 
-use pharos_dataplane::command::{PushError, TriggerError};
+use pharos_dataplane::command::{PushError, Refused, TriggerError};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::jose;
 use pharos_shared::key_update::SignedJwks;
@@ -66,9 +66,20 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             logged(e);
             TriggerError::Internal
         };
+        // A database known to be down refuses at once (503), like the Admin API's writes.
+        if self.cp.db.breaker.is_open() {
+            return Err(Refused::Unavailable.into());
+        }
         let row = repo::get(&self.cp.db, SubKey::EntityId(sub))
             .await
-            .map_err(|e| internal(e.to_string()))?;
+            .map_err(|e| {
+                if e.is_unavailable() {
+                    self.cp.db.note_error(&e);
+                    TriggerError::from(Refused::Unavailable)
+                } else {
+                    internal(e.to_string())
+                }
+            })?;
         let row = known(row)?;
         let changed = match self.refresh_holding(slot, sub, now, actor).await {
             Ok(p) => p.changed,
@@ -98,6 +109,21 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 }
 
 impl ControlPlane {
+    /// A database error of a push: 503 (and the write breaker opened) when the database is
+    /// unreachable, else `other`.
+    fn unavailable_or(
+        &self,
+        e: crate::Error,
+        other: impl FnOnce(String) -> PushError,
+    ) -> PushError {
+        if e.is_unavailable() {
+            self.db.note_error(&e);
+            Refused::Unavailable.into()
+        } else {
+            other(e.to_string())
+        }
+    }
+
     /// jwks_update: checks the signature of `pushed` (whose form the data plane checked)
     /// against the keys stored now (under the writer lock, so no concurrent change slips
     /// between check and store) and its `iat` against the last accepted push's, replaces
@@ -107,11 +133,15 @@ impl ControlPlane {
             logged(e);
             PushError::Internal
         };
+        // A database known to be down refuses at once (503), like the Admin API's writes.
+        if self.db.breaker.is_open() {
+            return Err(Refused::Unavailable.into());
+        }
         // The pushing subordinate is the actor of its own key change.
         let mut w = self.write(Some(&pushed.sub)).await;
         let row = repo::get(&self.db, SubKey::EntityId(&pushed.sub))
             .await
-            .map_err(|e| internal(e.to_string()))?;
+            .map_err(|e| self.unavailable_or(e, internal))?;
         let row = known(row)?;
         let stored = row.jwks.clone().unwrap_or_default();
         if stored.keys.is_empty() {
@@ -130,7 +160,14 @@ impl ControlPlane {
         // authentic; reading them again here would only repeat the data plane's work.
         let message =
             describe_change(&stored, &pushed.keys).unwrap_or_else(|| "added: ; removed: ".into());
-        let tx = w.tx().await.map_err(|e| internal(e.to_string()))?;
+        let down_or = |e: crate::Error| {
+            if e.is_unavailable() {
+                PushError::from(Refused::Unavailable)
+            } else {
+                internal(e.to_string())
+            }
+        };
+        let tx = w.tx().await.map_err(down_or)?;
         repo::set_pushed_jwks(&self.db, tx, row.id, &pushed.keys, pushed.iat, now)
             .await
             .map_err(|e| internal(e.to_string()))?;
@@ -138,6 +175,6 @@ impl ControlPlane {
             .await
             .map_err(|e| internal(e.to_string()))?;
         w.touch_subordinate(&pushed.sub);
-        w.commit().await.map_err(|e| internal(e.to_string()))
+        w.commit().await.map_err(down_or)
     }
 }

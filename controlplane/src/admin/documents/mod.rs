@@ -174,6 +174,11 @@ async fn crit(cp: &ControlPlane) -> ApiResult<Vec<String>> {
 
 /// Checks a whole document before it is stored.
 pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> ApiResult<()> {
+    check(doc, v, &crit(cp).await?)
+}
+
+/// Checks a whole document (`crit`: the non-standard policy operators declared critical).
+pub fn check(doc: Doc, v: &Value, crit: &[String]) -> ApiResult<()> {
     let Value::Object(m) = v else {
         return Err(ApiError::BadRequest(format!(
             "{} must be a JSON object",
@@ -188,7 +193,7 @@ pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> ApiResult<()> {
                 )));
             }
         }
-        Doc::Policy => check_metadata_policy(v, &crit(cp).await?)
+        Doc::Policy => check_metadata_policy(v, crit)
             .map_err(|e| ApiError::BadRequest(format!("invalid metadata_policy: {e}")))?,
         Doc::Constraints => {
             serde_json::from_value::<Constraints>(v.clone())

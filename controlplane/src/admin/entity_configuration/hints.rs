@@ -23,6 +23,24 @@ pub struct HintInput {
     pub description: String,
 }
 
+impl HintInput {
+    /// Checks the body of a new hint as its route does before it reads the database (`us`: our
+    /// own entity identifier): the superior's entity identifier.
+    pub fn check_new(&self, us: &str) -> ApiResult<String> {
+        let e = self
+            .entity_id
+            .clone()
+            .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
+        entity_id("entity_id", &e)?;
+        if e == us {
+            return Err(ApiError::BadRequest(
+                "an entity cannot be its own authority".into(),
+            ));
+        }
+        Ok(e)
+    }
+}
+
 async fn find_hint(cp: &ControlPlane, id: &str) -> ApiResult<AuthorityHint> {
     repo::hints(&cp.db)
         .await?
@@ -46,15 +64,7 @@ pub async fn add_hint(
     actor: Actor,
     Json(h): Json<HintInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let e = h
-        .entity_id
-        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
-    entity_id("entity_id", &e)?;
-    if e == cp.settings.entity_id {
-        return Err(ApiError::BadRequest(
-            "an entity cannot be its own authority".into(),
-        ));
-    }
+    let e = h.check_new(&cp.settings.entity_id)?;
     let mut w = cp.write(actor.name()).await;
     if repo::hints(&cp.db).await?.iter().any(|x| x.entity_id == e) {
         return Err(ApiError::Conflict(format!(

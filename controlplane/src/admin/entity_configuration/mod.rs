@@ -3,9 +3,9 @@
 //! additional claims and the trust marks we hold have a file each.
 
 mod claims;
-mod hints;
+pub(crate) mod hints;
 mod metadata;
-mod trust_marks;
+pub(crate) mod trust_marks;
 
 use std::sync::Arc;
 

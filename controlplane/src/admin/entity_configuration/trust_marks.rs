@@ -72,75 +72,92 @@ async fn prepare(
     h: HeldInput,
     old: Option<&PublishedRow>,
 ) -> ApiResult<PublishedWrite> {
-    let us = cp.settings.entity_id.as_str();
     let now = cp.now();
-    let tm_type = h
-        .trust_mark_type
-        .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| bad("trust_mark_type is required"))?;
-    let min_lifetime = non_negative("min_lifetime", h.min_lifetime, DEFAULT_MIN_LIFETIME)?;
-    let mut w = PublishedWrite {
-        trust_mark_type: tm_type.clone(),
-        trust_mark_issuer: None,
-        trust_mark: None,
-        refresh: true,
-        min_lifetime,
-        refresh_grace_period: non_negative(
-            "refresh_grace_period",
-            h.refresh_grace_period,
-            DEFAULT_GRACE_PERIOD,
-        )?,
-        refresh_rate_limit: non_negative(
-            "refresh_rate_limit",
-            h.refresh_rate_limit,
-            DEFAULT_RATE_LIMIT,
-        )?,
-        self_issuance_spec: None,
-    };
-    let issuer = h.trust_mark_issuer.filter(|i| !i.is_empty());
-    match (h.self_issuance_spec.filter(|s| !s.is_null()), h.trust_mark) {
-        (Some(_), Some(_)) => Err(bad("self_issuance_spec and trust_mark exclude each other")),
-        (Some(spec), None) => {
-            let spec: SelfIssuance = serde_json::from_value(spec)
-                .map_err(|e| bad(format!("invalid self_issuance_spec: {e}")))?;
-            spec.check().map_err(bad)?;
-            if spec.lifetime > 0 && spec.lifetime <= min_lifetime {
-                return Err(bad(
-                    "self_issuance_spec.lifetime must be longer than min_lifetime",
-                ));
+    let (mut w, spec) = h.plan(&cp.settings.entity_id, now, old)?;
+    if let Some(spec) = spec {
+        w.trust_mark = Some(self_issue(cp, &w.trust_mark_type, &spec, now).await?);
+    }
+    Ok(w)
+}
+
+impl HeldInput {
+    /// Checks the body as the routes of held marks do (`us`: our own entity identifier, `old`:
+    /// the row a PUT replaces) and works out what to store; a self-issued mark's spec is
+    /// returned to be signed (the stored `trust_mark` is then still to be filled in).
+    pub fn plan(
+        self,
+        us: &str,
+        now: i64,
+        old: Option<&PublishedRow>,
+    ) -> ApiResult<(PublishedWrite, Option<SelfIssuance>)> {
+        let h = self;
+        let tm_type = h
+            .trust_mark_type
+            .filter(|t| !t.trim().is_empty())
+            .ok_or_else(|| bad("trust_mark_type is required"))?;
+        let min_lifetime = non_negative("min_lifetime", h.min_lifetime, DEFAULT_MIN_LIFETIME)?;
+        let mut w = PublishedWrite {
+            trust_mark_type: tm_type.clone(),
+            trust_mark_issuer: None,
+            trust_mark: None,
+            refresh: true,
+            min_lifetime,
+            refresh_grace_period: non_negative(
+                "refresh_grace_period",
+                h.refresh_grace_period,
+                DEFAULT_GRACE_PERIOD,
+            )?,
+            refresh_rate_limit: non_negative(
+                "refresh_rate_limit",
+                h.refresh_rate_limit,
+                DEFAULT_RATE_LIMIT,
+            )?,
+            self_issuance_spec: None,
+        };
+        let issuer = h.trust_mark_issuer.filter(|i| !i.is_empty());
+        match (h.self_issuance_spec.filter(|s| !s.is_null()), h.trust_mark) {
+            (Some(_), Some(_)) => Err(bad("self_issuance_spec and trust_mark exclude each other")),
+            (Some(spec), None) => {
+                let spec: SelfIssuance = serde_json::from_value(spec)
+                    .map_err(|e| bad(format!("invalid self_issuance_spec: {e}")))?;
+                spec.check().map_err(bad)?;
+                if spec.lifetime > 0 && spec.lifetime <= min_lifetime {
+                    return Err(bad(
+                        "self_issuance_spec.lifetime must be longer than min_lifetime",
+                    ));
+                }
+                if issuer.as_deref().is_some_and(|i| i != us) {
+                    return Err(bad("a self-issued mark's trust_mark_issuer is this entity"));
+                }
+                w.trust_mark_issuer = Some(us.to_owned());
+                w.self_issuance_spec = serde_json::to_value(&spec).ok();
+                Ok((w, Some(spec)))
             }
-            if issuer.as_deref().is_some_and(|i| i != us) {
-                return Err(bad("a self-issued mark's trust_mark_issuer is this entity"));
+            (None, Some(jwt)) => {
+                let held = holder::check(jwt.trim(), us, &tm_type, None, now, 0).map_err(bad)?;
+                if issuer.as_deref().is_some_and(|i| i != held.iss) {
+                    return Err(bad(format!(
+                        "trust_mark_issuer differs from the trust_mark's iss {:?}",
+                        held.iss
+                    )));
+                }
+                w.trust_mark = Some(jwt.trim().to_owned());
+                w.trust_mark_issuer = Some(held.iss);
+                w.refresh = h.refresh.unwrap_or(false);
+                Ok((w, None))
             }
-            w.trust_mark = Some(self_issue(cp, &tm_type, &spec, now).await?);
-            w.trust_mark_issuer = Some(us.to_owned());
-            w.self_issuance_spec = serde_json::to_value(&spec).ok();
-            Ok(w)
-        }
-        (None, Some(jwt)) => {
-            let held = holder::check(jwt.trim(), us, &tm_type, None, now, 0).map_err(bad)?;
-            if issuer.as_deref().is_some_and(|i| i != held.iss) {
-                return Err(bad(format!(
-                    "trust_mark_issuer differs from the trust_mark's iss {:?}",
-                    held.iss
-                )));
+            (None, None) => {
+                let issuer = issuer.ok_or_else(|| {
+                    bad("one of trust_mark_issuer, trust_mark or self_issuance_spec is required")
+                })?;
+                entity_id("trust_mark_issuer", &issuer)?;
+                w.trust_mark = old
+                    .filter(|o| o.trust_mark_type == tm_type && o.self_issuance_spec.is_none())
+                    .filter(|o| o.trust_mark_issuer.as_deref() == Some(issuer.as_str()))
+                    .and_then(|o| o.trust_mark.clone());
+                w.trust_mark_issuer = Some(issuer);
+                Ok((w, None))
             }
-            w.trust_mark = Some(jwt.trim().to_owned());
-            w.trust_mark_issuer = Some(held.iss);
-            w.refresh = h.refresh.unwrap_or(false);
-            Ok(w)
-        }
-        (None, None) => {
-            let issuer = issuer.ok_or_else(|| {
-                bad("one of trust_mark_issuer, trust_mark or self_issuance_spec is required")
-            })?;
-            entity_id("trust_mark_issuer", &issuer)?;
-            w.trust_mark = old
-                .filter(|o| o.trust_mark_type == tm_type && o.self_issuance_spec.is_none())
-                .filter(|o| o.trust_mark_issuer.as_deref() == Some(issuer.as_str()))
-                .and_then(|o| o.trust_mark.clone());
-            w.trust_mark_issuer = Some(issuer);
-            Ok(w)
         }
     }
 }

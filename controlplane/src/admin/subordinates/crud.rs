@@ -103,7 +103,8 @@ pub async fn list(State(cp): Cp, Query(q): Query<ListQuery>) -> ApiResult<Respon
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
-fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
+/// A status word of a body (400 for an unknown one).
+pub fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
     SubordinateStatus::parse(s).ok_or_else(|| {
         ApiError::BadRequest(format!(
             "invalid status {s:?}: expected active, pending, blocked or inactive"
@@ -135,6 +136,38 @@ pub struct CreateInput {
     pub jwks_poll_interval: i64,
 }
 
+impl CreateInput {
+    /// Checks the body as `POST /subordinates` does before it reads the database (`us`: our
+    /// own entity identifier): the entity identifier and the initial status.
+    pub fn check(&self, us: &str) -> ApiResult<(String, SubordinateStatus)> {
+        let entity = self
+            .entity_id
+            .clone()
+            .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
+        entity_id("entity_id", &entity)?;
+        if entity == us {
+            return Err(ApiError::BadRequest(
+                "a subordinate cannot be ourselves".into(),
+            ));
+        }
+        let status = match self.status.as_deref() {
+            Some(s) => parse_status(s)?,
+            None => SubordinateStatus::Active,
+        };
+        if let Some(j) = &self.jwks {
+            validate_jwks(j)?;
+        }
+        require_keys(status, &self.jwks)?;
+        check_types(&self.registered_entity_types)?;
+        if self.jwks_poll_interval < 0 {
+            return Err(ApiError::BadRequest(
+                "jwks_poll_interval must not be negative".into(),
+            ));
+        }
+        Ok((entity, status))
+    }
+}
+
 fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()> {
     if status == SubordinateStatus::Active && jwks.as_ref().is_none_or(|j| j.keys.is_empty()) {
         return Err(ApiError::BadRequest(
@@ -161,30 +194,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<CreateInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let entity = input
-        .entity_id
-        .clone()
-        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
-    entity_id("entity_id", &entity)?;
-    if entity == cp.settings.entity_id {
-        return Err(ApiError::BadRequest(
-            "a subordinate cannot be ourselves".into(),
-        ));
-    }
-    let status = match input.status.as_deref() {
-        Some(s) => parse_status(s)?,
-        None => SubordinateStatus::Active,
-    };
-    if let Some(j) = &input.jwks {
-        validate_jwks(j)?;
-    }
-    require_keys(status, &input.jwks)?;
-    check_types(&input.registered_entity_types)?;
-    if input.jwks_poll_interval < 0 {
-        return Err(ApiError::BadRequest(
-            "jwks_poll_interval must not be negative".into(),
-        ));
-    }
+    let (entity, status) = input.check(&cp.settings.entity_id)?;
     let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, SubKey::EntityId(&entity))
         .await?
@@ -238,20 +248,28 @@ pub struct UpdateInput {
     pub jwks_poll_interval: Option<i64>,
 }
 
+impl UpdateInput {
+    /// Checks the body as `PUT`/`PATCH /subordinates/{id}` do before they read the database.
+    pub fn check(&self) -> ApiResult<()> {
+        if let Some(t) = &self.registered_entity_types {
+            check_types(t)?;
+        }
+        if self.jwks_poll_interval.is_some_and(|i| i < 0) {
+            return Err(ApiError::BadRequest(
+                "jwks_poll_interval must not be negative".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 async fn apply_update(
     cp: &crate::control_plane::ControlPlane,
     id: &str,
     actor: &Actor,
     u: UpdateInput,
 ) -> ApiResult<FullRecord> {
-    if let Some(t) = &u.registered_entity_types {
-        check_types(t)?;
-    }
-    if u.jwks_poll_interval.is_some_and(|i| i < 0) {
-        return Err(ApiError::BadRequest(
-            "jwks_poll_interval must not be negative".into(),
-        ));
-    }
+    u.check()?;
     let mut w = cp.write(actor.name()).await;
     let row = find(cp, id).await?;
     let basic = BasicWrite {

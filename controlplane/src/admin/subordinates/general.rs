@@ -71,7 +71,21 @@ fn crit_list(cp: &ControlPlane) -> Vec<String> {
         .clone()
 }
 
-fn check_operator(op: &str) -> ApiResult<()> {
+/// Checks the body of `PUT /subordinates/metadata-policy-crit`: distinct non-standard
+/// operator names.
+pub fn check_crit(ops: &[String]) -> ApiResult<()> {
+    let mut seen = std::collections::HashSet::new();
+    for op in ops {
+        check_operator(op)?;
+        if !seen.insert(op) {
+            return Err(ApiError::BadRequest(format!("duplicate operator {op:?}")));
+        }
+    }
+    Ok(())
+}
+
+/// Checks one critical operator's name.
+pub fn check_operator(op: &str) -> ApiResult<()> {
     if op.is_empty() || STANDARD_OPERATORS.contains(&op) {
         return Err(ApiError::BadRequest(format!(
             "{op:?} is not a non-standard operator name (metadata_policy_crit lists only those)"
@@ -95,13 +109,7 @@ pub async fn put_crit(
     actor: Actor,
     Json(ops): Json<Vec<String>>,
 ) -> ApiResult<axum::Json<Vec<String>>> {
-    let mut seen = std::collections::HashSet::new();
-    for op in &ops {
-        check_operator(op)?;
-        if !seen.insert(op) {
-            return Err(ApiError::BadRequest(format!("duplicate operator {op:?}")));
-        }
-    }
+    check_crit(&ops)?;
     let w = cp.write(actor.name()).await;
     store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok(axum::Json(ops))

@@ -40,7 +40,8 @@ pub struct IssuerBody {
 }
 
 impl IssuerBody {
-    fn validate(&self) -> ApiResult<()> {
+    /// Checks the body as its routes do before they read the database.
+    pub fn validate(&self) -> ApiResult<()> {
         if let Some(i) = &self.issuer {
             entity_id("issuer", i)?;
         }

@@ -45,7 +45,8 @@ pub struct OwnerBody {
 }
 
 impl OwnerBody {
-    fn validate(&self) -> ApiResult<()> {
+    /// Checks the body as its routes do before they read the database.
+    pub fn validate(&self) -> ApiResult<()> {
         if let Some(e) = &self.entity_id {
             entity_id("entity_id", e)?;
         }

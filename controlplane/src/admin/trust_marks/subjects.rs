@@ -64,7 +64,8 @@ impl From<SubjectRow> for SubjectRecord {
     }
 }
 
-fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
+/// A status word of a body (400 for an unknown one).
+pub fn parse_status(s: &str) -> ApiResult<SubordinateStatus> {
     SubordinateStatus::parse(s).ok_or_else(|| {
         ApiError::BadRequest(format!(
             "invalid status {s:?}: expected active, pending, blocked or inactive"
@@ -145,6 +146,24 @@ pub struct SubjectInput {
     pub description: Option<String>,
 }
 
+impl SubjectInput {
+    /// Checks the body of a new subject as its route does before it reads the database: the
+    /// entity identifier, the status and the additional claims.
+    pub fn check_new(&self) -> ApiResult<(String, SubordinateStatus, Map<String, Value>)> {
+        let e = self
+            .entity_id
+            .clone()
+            .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
+        entity_id("entity_id", &e)?;
+        let status = match self.status.as_deref() {
+            Some(s) => parse_status(s)?,
+            None => SubordinateStatus::Active,
+        };
+        let claims = claims_object("additional_claims", self.additional_claims.clone())?;
+        Ok((e, status, claims))
+    }
+}
+
 /// Adds a subject to a spec (status `active` unless given).
 #[utoipa::path(post, path = "/trust-marks/issuance-spec/{trustMarkSpecID}/subjects", tag = "trust-marks",
     params(("trustMarkSpecID" = String, Path)), request_body = SubjectInput,
@@ -155,16 +174,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<SubjectInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let e = input
-        .entity_id
-        .clone()
-        .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
-    entity_id("entity_id", &e)?;
-    let status = match input.status.as_deref() {
-        Some(s) => parse_status(s)?,
-        None => SubordinateStatus::Active,
-    };
-    let claims = claims_object("additional_claims", input.additional_claims)?;
+    let (e, status, claims) = input.check_new()?;
     let mut w = cp.write(actor.name()).await;
     let spec = find_spec(&cp, &key).await?;
     if repo::get(&cp.db, spec.id, Key::Name(&e)).await?.is_some() {

@@ -50,7 +50,8 @@ pub fn check_type_name(t: &str) -> ApiResult<()> {
 }
 
 impl TypeInput {
-    fn validate(&self) -> ApiResult<()> {
+    /// Checks the body as its routes do before they read the database.
+    pub fn validate(&self) -> ApiResult<()> {
         if let Some(t) = &self.trust_mark_type {
             check_type_name(t)?;
         }
