@@ -65,5 +65,31 @@ pub fn json_error(status: StatusCode, code: &str, description: &str) -> Response
     );
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if status == StatusCode::SERVICE_UNAVAILABLE && !resp.headers().contains_key(header::RETRY_AFTER)
+    {
+        // Busy or a database outage: both pass within seconds. Without a hint, clients (an
+        // enrolling entity among a hundred at once) retry at once and are refused again.
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_answers_say_when_to_retry_and_others_do_not() {
+        let busy = FedError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "temporarily_unavailable",
+            "busy",
+        )
+        .into_response();
+        assert_eq!(busy.headers()[header::RETRY_AFTER], "1");
+        assert_eq!(busy.headers()[header::CACHE_CONTROL], "no-store");
+        let missing = FedError::not_found("no such entity").into_response();
+        assert!(!missing.headers().contains_key(header::RETRY_AFTER));
+    }
 }
