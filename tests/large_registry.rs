@@ -14,7 +14,11 @@ fn entity(i: usize) -> String {
 }
 
 fn status(i: usize) -> &'static str {
-    if i % 7 == 0 { "blocked" } else { "active" }
+    if i.is_multiple_of(7) {
+        "blocked"
+    } else {
+        "active"
+    }
 }
 
 fn types(i: usize) -> &'static [&'static str] {

@@ -65,7 +65,8 @@ pub fn json_error(status: StatusCode, code: &str, description: &str) -> Response
     );
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if status == StatusCode::SERVICE_UNAVAILABLE && !resp.headers().contains_key(header::RETRY_AFTER)
+    if status == StatusCode::SERVICE_UNAVAILABLE
+        && !resp.headers().contains_key(header::RETRY_AFTER)
     {
         // Busy or a database outage: both pass within seconds. Without a hint, clients (an
         // enrolling entity among a hundred at once) retry at once and are refused again.

@@ -69,7 +69,11 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
     };
     db::subordinates::for_each(db, |r| {
         let version = versions.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut types: Vec<_> = r.registered_entity_types.iter().map(|t| entity_type(t)).collect();
+        let mut types: Vec<_> = r
+            .registered_entity_types
+            .iter()
+            .map(|t| entity_type(t))
+            .collect();
         types.sort_unstable();
         let claims = claims.remove(&r.id).unwrap_or_default();
         subs.insert(Arc::new(Subordinate {
