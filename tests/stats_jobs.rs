@@ -315,3 +315,31 @@ async fn a_full_buffer_drops_the_oldest_and_counts_them() {
     );
     p.stop().await;
 }
+
+/// A batch that takes every statement size the writer cuts it into (2,048, 256, 32, 4 and 1
+/// rows) is stored whole: every record once, none twice.
+#[tokio::test]
+async fn a_large_batch_is_stored_whole() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let mut s = pharos_shared::config::Settings::default();
+        db.configure(&mut s);
+        if b == crate::support::Backend::Sqlite {
+            std::fs::create_dir_all(&s.storage.data_dir).unwrap();
+        }
+        let pool = Db::connect(&s.storage_url(), 2).await.unwrap();
+        pool.migrate().await.unwrap();
+        let n: i64 = 2048 + 256 + 32 + 4 + 1 + 2;
+        let rows: Vec<RequestRow> = (0..n).map(|i| record(NOW + i, "fetch", 200, i)).collect();
+        assert_eq!(repo::insert_requests(&pool, rows).await.unwrap(), n as u64);
+        let stored = count(&pool, "SELECT COUNT(*) FROM stats_requests").await;
+        let distinct = count(
+            &pool,
+            "SELECT COUNT(DISTINCT duration_us) FROM stats_requests",
+        )
+        .await;
+        let min = count(&pool, "SELECT MIN(duration_us) FROM stats_requests").await;
+        let max = count(&pool, "SELECT MAX(duration_us) FROM stats_requests").await;
+        assert_eq!((stored, distinct, min, max), (n, n, 0, n - 1), "{b:?}");
+    }
+}

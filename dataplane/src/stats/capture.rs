@@ -86,11 +86,15 @@ impl Capture {
         }
     }
 
-    /// The request's part of a record (`None` when statistics are off or the path untracked).
-    fn begin(&self, req: &mut Request, endpoint: String) -> Option<Box<StatsRecord>> {
-        self.ring.as_ref()?;
-        if !self.tracked(&endpoint) {
-            return None;
+    /// The request's part of a record, which takes `endpoint`; or, when statistics are off or
+    /// the path untracked, no record and `endpoint` back.
+    fn begin(
+        &self,
+        req: &mut Request,
+        endpoint: String,
+    ) -> (Option<Box<StatsRecord>>, Option<String>) {
+        if self.ring.is_none() || !self.tracked(&endpoint) {
+            return (None, Some(endpoint));
         }
         let headers = req.headers();
         let ip = (self.client_ip || self.geo_ip)
@@ -125,7 +129,7 @@ impl Capture {
         if self.client_entity_id && req.method() == http::Method::POST {
             req.extensions_mut().insert(ClientEntitySlot::default());
         }
-        Some(Box::new(StatsRecord {
+        let record = Box::new(StatsRecord {
             ts: self.clock.now(),
             endpoint,
             method: req.method().clone(),
@@ -138,7 +142,8 @@ impl Capture {
             query,
             request_size,
             response_size: 0,
-        }))
+        });
+        (Some(record), None)
     }
 }
 
@@ -195,7 +200,9 @@ where
     fn call(&mut self, mut req: Request) -> Self::Future {
         let start = Instant::now();
         let endpoint = normalise(req.uri().path());
-        let record = self.capture.begin(&mut req, endpoint.clone());
+        // The endpoint goes into the record when there is one (the metrics label is read from
+        // it), else it stays here for the label: one copy of the path per request.
+        let (record, endpoint) = self.capture.begin(&mut req, endpoint);
         let slot = record
             .as_ref()
             .and_then(|_| req.extensions().get::<ClientEntitySlot>().cloned());
@@ -215,7 +222,8 @@ where
 #[derive(Debug)]
 struct State {
     start: Instant,
-    endpoint: String,
+    /// The endpoint when there is no record (else it is the record's).
+    endpoint: Option<String>,
     record: Option<Box<StatsRecord>>,
     slot: Option<ClientEntitySlot>,
     capture: Arc<Capture>,
@@ -250,7 +258,11 @@ where
             let label = if response.extensions().get::<Unregistered>().is_some() {
                 "other"
             } else {
-                s.endpoint.as_str()
+                match (&s.record, &s.endpoint) {
+                    (Some(r), _) => r.endpoint.as_str(),
+                    (None, Some(e)) => e.as_str(),
+                    (None, None) => "other",
+                }
             };
             s.capture
                 .metrics

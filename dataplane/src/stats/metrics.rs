@@ -4,6 +4,9 @@
 //! statistics database). The endpoint label is the registered path; requests to paths with no
 //! registered endpoint share the label `other`, so a scanner cannot mint unbounded series.
 
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -28,11 +31,22 @@ pub struct EndpointLabel {
 
 type HistogramFamily = Family<EndpointLabel, Histogram, fn() -> Histogram>;
 
+/// The series of one endpoint label: its histogram and its counters by status. Handles share
+/// their values with the families' series, so counting through them is what `/metrics` shows.
+#[derive(Debug)]
+struct EndpointSeries {
+    latency: Histogram,
+    by_status: Vec<(u16, Counter)>,
+}
+
 /// The data plane's request metrics.
 #[derive(Debug, Clone)]
 pub struct RequestMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
+    /// Handles by endpoint label, found by `&str`: a request then builds no label set and
+    /// allocates nothing. As bounded as the families (registered paths and `other`).
+    series: Arc<RwLock<HashMap<Box<str>, EndpointSeries>>>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -45,6 +59,7 @@ impl Default for RequestMetrics {
         Self {
             requests: Family::default(),
             latency: Family::new_with_constructor(latency_histogram),
+            series: Arc::default(),
         }
     }
 }
@@ -66,14 +81,70 @@ impl RequestMetrics {
 
     /// Counts one request.
     pub fn observe(&self, endpoint: &str, status: u16, seconds: f64) {
-        let endpoint = endpoint.to_owned();
-        self.latency
-            .get_or_create(&EndpointLabel {
-                endpoint: endpoint.clone(),
-            })
-            .observe(seconds);
-        self.requests
-            .get_or_create(&RequestLabels { endpoint, status })
-            .inc();
+        // A poisoned lock only means another request panicked while counting; the map is
+        // still whole, so counting goes on.
+        {
+            let series = self.series.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = series.get(endpoint)
+                && let Some((_, counter)) = s.by_status.iter().find(|(st, _)| *st == status)
+            {
+                s.latency.observe(seconds);
+                counter.inc();
+                return;
+            }
+        }
+        let mut series = self.series.write().unwrap_or_else(|e| e.into_inner());
+        let s = series
+            .entry(endpoint.into())
+            .or_insert_with(|| EndpointSeries {
+                latency: self
+                    .latency
+                    .get_or_create(&EndpointLabel {
+                        endpoint: endpoint.to_owned(),
+                    })
+                    .clone(),
+                by_status: Vec::new(),
+            });
+        let counter = match s.by_status.iter().find(|(st, _)| *st == status) {
+            Some((_, c)) => c.clone(),
+            None => {
+                let c = self
+                    .requests
+                    .get_or_create(&RequestLabels {
+                        endpoint: endpoint.to_owned(),
+                        status,
+                    })
+                    .clone();
+                s.by_status.push((status, c.clone()));
+                c
+            }
+        };
+        s.latency.observe(seconds);
+        counter.inc();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    #[test]
+    fn cached_handles_count_into_the_registered_series() {
+        let m = RequestMetrics::default();
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        for _ in 0..3 {
+            m.observe("fetch", 200, 0.001);
+        }
+        m.observe("fetch", 404, 0.001);
+        m.observe("other", 404, 0.001);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 3"#));
+        assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="404"} 1"#));
+        assert!(text.contains(r#"pharos_http_requests_total{endpoint="other",status="404"} 1"#));
+        assert!(text.contains(r#"pharos_http_request_duration_seconds_count{endpoint="fetch"} 4"#));
     }
 }
