@@ -71,7 +71,7 @@ def load_postgres(n, dsn, now):
         return "\\N" if v is None else str(v)
 
     script = subprocess.Popen(["psql", "-q", "-v", "ON_ERROR_STOP=1", dsn],
-                              stdin=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     w = script.stdin.write
     w("BEGIN;\nCOPY subordinates (id, entity_id, description, status, jwks, metadata, "
       "created_at, updated_at) FROM STDIN;\n")
