@@ -42,19 +42,21 @@ use crate::error::FedError;
 /// ones of a million, or dozens of 100,000).
 const CACHE_BYTES: u64 = 96 * 1024 * 1024;
 
-/// Serialised lists by (snapshot generation, filters). Entries of older generations are never
-/// asked for again and age out under the byte bound.
+/// Serialised lists by filters, each with the snapshot generation it was made from. One entry
+/// per filter set: the list of a newer generation replaces the older one at once, so lists of
+/// past snapshots never linger until the byte bound pushes them out (a soak that added 1,800
+/// subordinates, each write a new generation, grew the anchor by 60 MB of stale lists).
 #[derive(Debug)]
-pub struct ListCache(Cache<(u64, Filters), Tagged>);
+pub struct ListCache(Cache<Filters, Arc<(u64, Tagged)>>);
 
 impl ListCache {
     pub(crate) fn new() -> Self {
         Self(
             Cache::builder()
                 .max_capacity(CACHE_BYTES)
-                .weigher(|k: &(u64, Filters), v: &Tagged| {
-                    let key: usize = k.1.entity_types.iter().map(String::len).sum();
-                    u32::try_from(v.body.len() + key + 64).unwrap_or(u32::MAX)
+                .weigher(|k: &Filters, v: &Arc<(u64, Tagged)>| {
+                    let key: usize = k.entity_types.iter().map(String::len).sum();
+                    u32::try_from(v.1.body.len() + key + 64).unwrap_or(u32::MAX)
                 })
                 .build(),
         )
@@ -187,22 +189,41 @@ async fn list(
             return Ok(Tagged::new(Bytes::from_static(b"[]"), now));
         }
     }
-    let key = (snap.generation, f);
-    let body = cache
+    let generation = snap.generation;
+    // Per filter set, one computation at a time: concurrent first requests for a new
+    // generation compute it once, and the result replaces the older generation's list.
+    let entry = cache
         .0
-        .try_get_with_by_ref(&key, async {
-            if snap.subordinates.len() <= INLINE_LIMIT {
-                return Ok(compute(snap, &key.1));
+        .entry_by_ref(&f)
+        .and_try_compute_with(|existing| async {
+            use moka::ops::compute::Op;
+            if existing.is_some_and(|e| e.value().0 >= generation) {
+                return Ok::<_, tokio::task::JoinError>(Op::Nop);
             }
-            let (snap, f) = (snap.clone(), key.1.clone());
-            tokio::task::spawn_blocking(move || compute(&snap, &f)).await
+            Ok(Op::Put(Arc::new((generation, build(snap, &f).await?))))
         })
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "computing a list failed");
             FedError::server_error("the list could not be computed")
         })?;
-    Ok(body)
+    match entry.into_entry() {
+        Some(e) if e.value().0 == generation => Ok(e.value().1.clone()),
+        // A request still holding an older snapshot found a newer list: it answers from its
+        // own snapshot instead.
+        _ => build(snap, &f)
+            .await
+            .map_err(|e| FedError::server_error(format!("computing a list failed: {e}"))),
+    }
+}
+
+/// [`compute`], on the blocking pool when the registry is large (see [`INLINE_LIMIT`]).
+async fn build(snap: &Arc<Snapshot>, f: &Filters) -> Result<Tagged, tokio::task::JoinError> {
+    if snap.subordinates.len() <= INLINE_LIMIT {
+        return Ok(compute(snap, f));
+    }
+    let (snap, f) = (snap.clone(), f.clone());
+    tokio::task::spawn_blocking(move || compute(&snap, &f)).await
 }
 
 /// The list of `snap`'s subordinates that `f` selects (no trust mark filters), serialised.
@@ -249,6 +270,57 @@ fn trust_marked(snap: &Snapshot, f: &Filters, now: i64) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{SnapshotBuilder, invalidated};
+
+    #[tokio::test]
+    async fn a_newer_snapshot_replaces_the_cached_list_and_an_older_one_still_gets_its_own() {
+        let cache = ListCache::new();
+        let old = Arc::new(
+            SnapshotBuilder::new()
+                .subordinate("https://a.example")
+                .build(),
+        );
+        let mut next = invalidated(&old);
+        next.subordinates = Arc::new(
+            next.subordinates.with(
+                "https://b.example",
+                Some(Arc::new(
+                    crate::test_support::SnapshotBuilder::new()
+                        .subordinate("https://b.example")
+                        .build()
+                        .subordinates
+                        .get("https://b.example")
+                        .unwrap()
+                        .as_ref()
+                        .clone(),
+                )),
+            ),
+        );
+        let next = Arc::new(next);
+        let body = |t: Tagged| String::from_utf8(t.body.to_vec()).unwrap();
+        assert_eq!(
+            body(list(&cache, &old, "", 0).await.unwrap()),
+            r#"["https://a.example"]"#
+        );
+        let both = r#"["https://a.example","https://b.example"]"#;
+        assert_eq!(body(list(&cache, &next, "", 0).await.unwrap()), both);
+        cache.0.run_pending_tasks().await;
+        assert_eq!(
+            cache.0.entry_count(),
+            1,
+            "one list per filter set, not per generation"
+        );
+        // A request still holding the older snapshot answers from it, not from the newer list.
+        assert_eq!(
+            body(list(&cache, &old, "", 0).await.unwrap()),
+            r#"["https://a.example"]"#
+        );
+        assert_eq!(body(list(&cache, &next, "", 0).await.unwrap()), both);
+        let filtered = list(&cache, &next, "entity_type=openid_relying_party", 0);
+        assert_eq!(body(filtered.await.unwrap()), both);
+        cache.0.run_pending_tasks().await;
+        assert_eq!(cache.0.entry_count(), 2);
+    }
 
     #[test]
     fn filter_parsing() {
