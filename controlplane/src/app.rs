@@ -111,6 +111,7 @@ impl App {
             &settings.federation,
             commands,
             auth,
+            &settings.cache,
         );
         let refreshers = Refreshers::new(
             control.clone(),
@@ -122,6 +123,7 @@ impl App {
             stats.ring.clone(),
             refreshers.failures.clone(),
             data.caches.clone(),
+            data.statement_budget.clone(),
         );
 
         let admin = &settings.api.admin;

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use pharos_dataplane::cache_counters::{Cache, CacheCounters};
 use pharos_dataplane::stats::Ring;
 use pharos_dataplane::stats::metrics::RequestMetrics;
+use pharos_shared::subordinate::StatementBudget;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::MetricType;
@@ -40,6 +41,7 @@ struct Sources {
     ring: Option<Arc<Ring>>,
     failures: Arc<Failures>,
     caches: Arc<CacheCounters>,
+    statements: Arc<StatementBudget>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -152,6 +154,12 @@ impl Collector for Sources {
                 ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
             }
         }
+        gauge(
+            &mut enc,
+            "pharos_statement_cache_bytes",
+            "Bytes of signed Subordinate Statements held for reuse (bounded by cache.statements_max_bytes)",
+            i64::try_from(self.statements.held()).unwrap_or(i64::MAX),
+        )?;
         let pool = &self.cp.db.pool;
         let (size, idle) = (
             i64::from(pool.size()),
@@ -180,6 +188,7 @@ impl Metrics {
         ring: Option<Arc<Ring>>,
         failures: Arc<Failures>,
         caches: Arc<CacheCounters>,
+        statements: Arc<StatementBudget>,
     ) -> Arc<Self> {
         let mut registry = Registry::default();
         requests.register(&mut registry);
@@ -188,6 +197,7 @@ impl Metrics {
             ring,
             failures,
             caches,
+            statements,
         }));
         Arc::new(Self { registry })
     }

@@ -60,6 +60,7 @@ impl Fake {
             &FederationSettings::default(),
             commands,
             &Default::default(),
+            &Default::default(),
         );
         let asked = Arc::new(Mutex::new(Vec::new()));
         let seen = asked.clone();

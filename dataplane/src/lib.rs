@@ -38,8 +38,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::config::{EndpointAuth, FederationSettings};
+use pharos_shared::config::{CacheSettings, EndpointAuth, FederationSettings};
 use pharos_shared::snapshot::{Snapshot, SnapshotReader};
+use pharos_shared::subordinate::StatementBudget;
 use pharos_shared::time::Clock;
 
 use crate::command::Commands;
@@ -66,6 +67,8 @@ pub struct DataPlane {
     pub max_assertion_lifetime: i64,
     /// Cache hits and misses (for `/metrics`).
     pub caches: Arc<cache_counters::CacheCounters>,
+    /// What the subordinates' statement slots may hold together (`cache.statements_max_bytes`).
+    pub statement_budget: Arc<StatementBudget>,
 }
 
 impl DataPlane {
@@ -90,6 +93,7 @@ impl DataPlane {
             federation,
             commands,
             &EndpointAuth::default(),
+            &CacheSettings::default(),
         )
     }
 
@@ -102,8 +106,10 @@ impl DataPlane {
         federation: &FederationSettings,
         commands: Commands,
         auth: &EndpointAuth,
+        cache: &CacheSettings,
     ) -> Arc<Self> {
         Arc::new(Self {
+            statement_budget: StatementBudget::new(cache.statements_max_bytes),
             replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
             max_assertion_lifetime: i64::try_from(auth.max_assertion_lifetime.get().as_secs())
                 .unwrap_or(i64::MAX),

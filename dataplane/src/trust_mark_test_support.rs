@@ -93,6 +93,7 @@ impl Issuer {
             federation,
             commands,
             &Default::default(),
+            &Default::default(),
         );
         let p = publisher.clone();
         tokio::spawn(async move {

@@ -11,8 +11,10 @@
 #     and warm (warm: against nginx and the responder serving one statement), RSS when every
 #     statement is held;
 #   - one Admin API write → visible on the data plane, p50 / p99;
-#   - PostgreSQL, as a replica (`cluster.enabled`): a full snapshot rebuild while serving (its
-#     change listener is cut, so it reloads everything), its time and peak RSS.
+#   - PostgreSQL, then as a replica (`cluster.enabled`, restarted on the same database): its
+#     start, and a full snapshot rebuild while serving (its change listener is cut, so it
+#     reloads everything), its time and peak RSS.
+# BENCH_SCALE_BACKENDS limits the run to "sqlite" or "postgres".
 # Writes $WORK/scale.csv (one line per backend, size and figure), a table per backend and
 # deploy/bench/scale.svg (ready time and RSS against the size) from that CSV.
 
@@ -114,9 +116,7 @@ scale_instance() {
   driver: postgres
   dsn: ${PG_DSN%/*}/$SCALE_PGDB
   endpoint_auth:
-    jti_backend: db
-cluster:
-  enabled: true"
+    jti_backend: db"
     fi
     cat >"$WORK/scale/config.yaml" <<EOF
 entity_id: http://127.0.0.1:$SCALE_PORT
@@ -201,6 +201,7 @@ LUA
         THREADS=1 DURATION=$(((n - sent) / 10000 + 2))s wrk_run "$url" "$WORK/rest.lua" >/dev/null
     fi
     csv rss_all_signed_mb "$(rss_mb scale)"
+    csv statements_held_mb "$(curl -fsS "$url/metrics" | awk '/^pharos_statement_cache_bytes / {printf "%.0f", $2 / 1048576}')"
     curl -fsS "$url/fetch?sub=https%3A%2F%2Fsub0000042.example.org" >"$WORK/scale-fetch.jwt"
     # Registered as `fetch`: nginx and the responder answer the script's /fetch?sub=… paths.
     ref_add fetch "$WORK/scale-fetch.jwt" application/entity-statement+jwt
@@ -240,7 +241,13 @@ PY
     csv write_visible_p99_ms "$(pct 99 "$WORK/visible.txt" 1000)"
 
     if [ "$SCALE_BACKEND" = postgres ]; then
-        # A replica that lost its change listener reloads everything while it serves.
+        # The same database served by a replica (`cluster.enabled`): its start, and a full
+        # reload while it serves (its change listener is cut, so it reloads everything).
+        pharos_stop scale
+        printf 'cluster:\n  enabled: true\n' >>"$WORK/scale/config.yaml"
+        pharos_start scale $SCALE_PORT
+        csv replica_ready_s "$READY_S"
+        csv replica_rss_ready_mb "$(rss_mb scale)"
         local pid=${PHAROS_PIDS[scale]} lines
         lines=$(grep -c 'snapshot built from the database' "$WORK/scale/log" || true)
         rss_peak_mb "$pid" $((n / 40000 + 8)) >"$WORK/peak.txt" &
@@ -260,13 +267,15 @@ PY
     return 0
 }
 
-SCALE_BACKENDS=(sqlite)
-if command -v psql >/dev/null && psql -q "$PG_DSN" -c 'SELECT 1' >/dev/null 2>&1; then
-    SCALE_BACKENDS+=(postgres)
-else
-    note "PostgreSQL not reachable at $PG_DSN: the scale run measured SQLite only."
+# BENCH_SCALE_BACKENDS: "sqlite postgres" (default) or one of them.
+read -r -a SCALE_BACKENDS <<<"${BENCH_SCALE_BACKENDS:-sqlite postgres}"
+if [[ " ${SCALE_BACKENDS[*]} " == *" postgres "* ]] \
+    && ! { command -v psql >/dev/null && psql -q "$PG_DSN" -c 'SELECT 1' >/dev/null 2>&1; }; then
+    SCALE_BACKENDS=("${SCALE_BACKENDS[@]/postgres/}")
+    note "PostgreSQL not reachable at $PG_DSN: the scale run did not measure it."
 fi
 for backend in "${SCALE_BACKENDS[@]}"; do
+    [ -n "$backend" ] || continue
     for n in "${SCALE_SIZES[@]}"; do
         scale_instance "$backend" "$n"
         scale_measure
@@ -291,11 +300,14 @@ labels = {
     "rss_after_lists_mb": "RSS after the lists, MB",
     "fetch_random_cold_rps": "fetch, random subjects, statements not yet signed, req/s",
     "fetch_first_per_subject_rps": "fetch, first request per subject in order (signs each), req/s",
-    "rss_all_signed_mb": "RSS with every statement signed and held, MB",
+    "rss_all_signed_mb": "RSS after every subject was fetched once, MB",
+    "statements_held_mb": "… of which signed statements held (cache.statements_max_bytes), MB",
     "fetch_random_warm_rps": "fetch, random subjects, warm, req/s",
     "fetch_random_warm_vs_responder": "… / responder serving one statement",
     "write_visible_p50_ms": "Admin API write → visible, p50 ms (n=100)",
     "write_visible_p99_ms": "Admin API write → visible, p99 ms",
+    "replica_ready_s": "as a cluster replica: start → ready, s",
+    "replica_rss_ready_mb": "as a cluster replica: RSS when ready, MB",
     "full_rebuild_ms": "full snapshot rebuild while serving (replica reload), ms",
     "full_rebuild_peak_rss_mb": "peak RSS during that rebuild, MB",
 }

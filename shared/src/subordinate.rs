@@ -164,6 +164,63 @@ pub struct SignedStatement {
     pub signed: crate::http_cache::Tagged,
 }
 
+/// The bytes of signed statements all [`StatementSlot`]s may hold together
+/// (`cache.statements_max_bytes`). A statement is about a kilobyte: a million subordinates
+/// would hold a gigabyte of them beside the registry itself. Past the budget a statement is
+/// served and not kept (the next request for it signs again, some 26 µs with ES256); room
+/// comes back as held statements are replaced or their subordinates change.
+#[derive(Debug)]
+pub struct StatementBudget {
+    held: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl StatementBudget {
+    /// A budget of `max_bytes` (0 = unbounded).
+    pub fn new(max_bytes: u64) -> Arc<Self> {
+        Arc::new(Self {
+            held: Default::default(),
+            max: match usize::try_from(max_bytes) {
+                Ok(0) | Err(_) => usize::MAX,
+                Ok(m) => m,
+            },
+        })
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn charge(self: &Arc<Self>, bytes: usize) -> Option<Charge> {
+        use std::sync::atomic::Ordering;
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+                h.checked_add(bytes).filter(|n| *n <= self.max)
+            })
+            .ok()?;
+        Some(Charge {
+            budget: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// Bytes of a [`StatementBudget`] in use by one held statement, given back when it goes.
+#[derive(Debug)]
+struct Charge {
+    budget: Arc<StatementBudget>,
+    bytes: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.budget
+            .held
+            .fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Where the data plane keeps the signed statement about one subordinate version, beside the
 /// record it was made from: a cached fetch is then the one map lookup that finds the
 /// subordinate, and the statement goes away with the version it describes (a write replaces
@@ -173,7 +230,7 @@ pub struct SignedStatement {
 /// It is a cache, not part of the record's value: clones start empty and it never makes two
 /// records unequal.
 #[derive(Default)]
-pub struct StatementSlot(ArcSwapOption<SignedStatement>);
+pub struct StatementSlot(ArcSwapOption<(SignedStatement, Charge)>);
 
 impl StatementSlot {
     /// The statement if it was made under `general_version` and `statements_generation` and is not
@@ -185,16 +242,24 @@ impl StatementSlot {
         now: i64,
     ) -> Option<crate::http_cache::Tagged> {
         let guard = self.0.load();
-        let s = guard.as_ref()?;
+        let (s, _) = guard.as_deref()?;
         (s.general_version == general_version
             && s.statements_generation == statements_generation
             && now < s.signed.fresh_until)
             .then(|| s.signed.clone())
     }
 
-    /// Keeps `statement`, replacing whatever was there.
-    pub fn put(&self, statement: SignedStatement) {
-        self.0.store(Some(Arc::new(statement)));
+    /// Keeps `statement`, replacing whatever was there, if `budget` has room for it beside
+    /// what it holds (the replaced statement's bytes count until it is gone); whether it was
+    /// kept.
+    pub fn put(&self, statement: SignedStatement, budget: &Arc<StatementBudget>) -> bool {
+        // The body and tag, and the record, slot and reference counts around them.
+        let bytes = statement.signed.body.len() + statement.signed.etag.len() + 160;
+        let Some(charge) = budget.charge(bytes) else {
+            return false;
+        };
+        self.0.store(Some(Arc::new((statement, charge))));
+        true
     }
 }
 
@@ -455,16 +520,53 @@ mod tests {
     fn statement_slot_serves_only_what_matches() {
         let slot = StatementSlot::default();
         assert_eq!(slot.get(1, 1, 0), None);
-        slot.put(SignedStatement {
-            general_version: 1,
-            statements_generation: 2,
-            signed: crate::http_cache::Tagged::new(bytes::Bytes::from_static(b"jws"), 100),
-        });
+        slot.put(
+            SignedStatement {
+                general_version: 1,
+                statements_generation: 2,
+                signed: crate::http_cache::Tagged::new(bytes::Bytes::from_static(b"jws"), 100),
+            },
+            &StatementBudget::new(0),
+        );
         assert_eq!(slot.get(1, 2, 99).unwrap().body, &b"jws"[..]);
         assert_eq!(slot.get(1, 2, 100), None, "due for refreshing");
         assert_eq!(slot.get(2, 2, 0), None, "other general settings");
         assert_eq!(slot.get(1, 3, 0), None, "other keys");
         assert_eq!(slot.clone().get(1, 2, 0), None, "a clone starts empty");
+    }
+
+    #[test]
+    fn the_budget_bounds_what_slots_hold_and_gets_bytes_back_when_they_go() {
+        let statement = |body: &'static [u8]| SignedStatement {
+            general_version: 1,
+            statements_generation: 1,
+            signed: crate::http_cache::Tagged::new(bytes::Bytes::from_static(body), 100),
+        };
+        let one = 3
+            + crate::http_cache::Tagged::new(bytes::Bytes::from_static(b"jws"), 0)
+                .etag
+                .len()
+            + 160;
+        let budget = StatementBudget::new(u64::try_from(2 * one).unwrap());
+        let (a, b, c) = (
+            StatementSlot::default(),
+            StatementSlot::default(),
+            StatementSlot::default(),
+        );
+        assert!(a.put(statement(b"jws"), &budget));
+        assert!(b.put(statement(b"jws"), &budget));
+        assert_eq!(budget.held(), 2 * one);
+        assert!(
+            !c.put(statement(b"jws"), &budget),
+            "over the budget: served, not kept"
+        );
+        assert_eq!(c.get(1, 1, 0), None);
+        drop(a);
+        assert_eq!(budget.held(), one, "a dropped slot gives its bytes back");
+        assert!(c.put(statement(b"jws"), &budget));
+        assert_eq!(c.get(1, 1, 0).unwrap().body, &b"jws"[..]);
+        let unbounded = StatementBudget::new(0);
+        assert!(StatementSlot::default().put(statement(b"jws"), &unbounded));
     }
 
     #[test]

@@ -110,16 +110,17 @@ pub struct SnapshotRow {
     pub registered_entity_types: Vec<String>,
 }
 
-/// Rows per SQLite batch (about 6 MB of JSON text at one key per subordinate).
-const SQLITE_BATCH: i64 = 20_000;
+/// Rows per batch (about 6 MB of JSON text at one key per subordinate).
+const BATCH: i64 = 20_000;
 
 /// Every subordinate with its registered entity types, in no particular order, handed to
 /// `each` as it streams in: a million rows are never held at once, neither as driver rows nor
 /// as [`SubordinateRow`]s.
 pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
-    if db.dialect == super::Dialect::Sqlite {
-        return for_each_sqlite(db, each).await;
+    if db.dialect != super::Dialect::Mysql {
+        return for_each_batch(db, each).await;
     }
+    // MariaDB truncates JSON aggregates at `group_concat_max_len` (1 MB by default): rows.
     let mut types = entity_types(db).await?;
     let sql = db.sql(concat!(
         "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json ",
@@ -142,21 +143,31 @@ pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> 
     Ok(())
 }
 
-/// SQLite: sqlx's driver hands each row from its worker thread to the async side, a thread
-/// wake-up per row that was most of a million-subordinate start-up. SQLite builds the rows
-/// (types included) into one JSON array per batch instead: a wake-up per 20,000.
-async fn for_each_sqlite(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
-    let sql = db.sql(concat!(
-        "SELECT json_group_array(json_array(id, entity_id, status, jwks, metadata, ",
-        "metadata_policy, constraints_json, json((SELECT json_group_array(entity_type) ",
-        "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))) AS batch, ",
-        "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
-    ));
+/// SQLite and PostgreSQL build the rows (entity types included) into one JSON array per
+/// 20,000 subordinates. SQLite: sqlx's driver hands each row from its worker thread to the
+/// async side, a thread wake-up per row that was most of a million-subordinate start-up.
+/// Both: no map of every subordinate's entity types is held beside the rows.
+async fn for_each_batch(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> {
+    let sql = if db.dialect == super::Dialect::Sqlite {
+        db.sql(concat!(
+            "SELECT json_group_array(json_array(id, entity_id, status, jwks, metadata, ",
+            "metadata_policy, constraints_json, json((SELECT json_group_array(entity_type) ",
+            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))) AS batch, ",
+            "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
+        ))
+    } else {
+        db.sql(concat!(
+            "SELECT json_agg(json_build_array(id, entity_id, status, jwks, metadata, ",
+            "metadata_policy, constraints_json, (SELECT coalesce(json_agg(entity_type), '[]') ",
+            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))::text AS batch, ",
+            "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
+        ))
+    };
     let mut after = i64::MIN;
     loop {
         let row = sqlx::query(sql.clone())
             .bind(after)
-            .bind(SQLITE_BATCH)
+            .bind(BATCH)
             .fetch_one(&db.pool)
             .await?;
         let Some(last) = row.try_get::<Option<i64>, _>("last")? else {

@@ -218,11 +218,14 @@ async fn statement(
             let signed = sign(snap, sub, now, source)
                 .await
                 .map_err(FedError::server_error)?;
-            sub.statement.put(SignedStatement {
-                general_version,
-                statements_generation,
-                signed: signed.clone(),
-            });
+            sub.statement.put(
+                SignedStatement {
+                    general_version,
+                    statements_generation,
+                    signed: signed.clone(),
+                },
+                &dp.statement_budget,
+            );
             Ok(signed)
         })
         .await

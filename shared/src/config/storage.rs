@@ -98,13 +98,17 @@ pub enum JtiBackend {
 }
 
 /// `cache.*`: Pharos caches in process; the redis keys are accepted so old files still load.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheSettings {
     /// Turn caching off (tests only).
     pub disabled: bool,
     /// Upper bound on any cache entry's lifetime; 0 = none.
     pub max_lifetime: Duration,
+    /// Bytes of signed Subordinate Statements kept for reuse (about 1 KB each); past it a
+    /// statement is signed per request until room comes back. 0 = no bound. The default (128
+    /// MiB) holds every statement of about 125,000 subordinates.
+    pub statements_max_bytes: u64,
     /// Accepted for compatibility; ignored (warning).
     pub redis_addr: String,
     /// Accepted for compatibility; ignored.
@@ -113,6 +117,20 @@ pub struct CacheSettings {
     pub password: String,
     /// Accepted for compatibility; ignored.
     pub redis_db: u32,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        Self {
+            disabled: false,
+            max_lifetime: Duration::default(),
+            statements_max_bytes: 128 * 1024 * 1024,
+            redis_addr: String::new(),
+            username: String::new(),
+            password: String::new(),
+            redis_db: 0,
+        }
+    }
 }
 
 /// `federation.*`: limits on outbound fetches of other entities' statements, and how the
