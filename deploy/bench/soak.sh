@@ -31,7 +31,8 @@ CMD="$({ env | grep -E '^SOAK_' || true; } | sort | tr '\n' ' ')deploy/bench/soa
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "building the release binary"
-(cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+# BENCH_BIN: a prebuilt binary (as for run.sh); otherwise this checkout's release build.
+[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
 [ -x "$BIN" ] || die "no binary at $BIN"
 
 TA=17761 IM=17762 LEAF=17763 R=17764
