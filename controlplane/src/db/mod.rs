@@ -230,22 +230,12 @@ impl Db {
         } else {
             max_connections.max(1)
         };
-        let mut options = AnyPoolOptions::new()
+        // Rollback journal (sqlx's default), not WAL: a soak with WAL on this service
+        // answered 5 of 153 Admin API writes with "database is locked" after 5 s waits
+        // (BENCHMARKS.md, soak of 2026-11-24 06:30), where the rollback journal had 0 of 2,255.
+        let options = AnyPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(ACQUIRE_TIMEOUT);
-        if dialect == Dialect::Sqlite && !url.contains(":memory:") {
-            // Write-ahead logging: a commit is one fsync of the log instead of the rollback
-            // journal's four (create, sync, sync the file, delete), which capped every write —
-            // an issued trust mark, an enrollment, an Admin API change — at about 60 a second
-            // on an ordinary disk; readers no longer wait for a writer either. sqlx keeps
-            // `synchronous = FULL`, so a commit is still on disk when it returns.
-            options = options.after_connect(|conn, _| {
-                Box::pin(async move {
-                    sqlx::Executor::execute(&mut *conn, "PRAGMA journal_mode = WAL").await?;
-                    Ok(())
-                })
-            });
-        }
         let pool = options.connect(url).await?;
         Ok(Self {
             pool,
