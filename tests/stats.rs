@@ -71,17 +71,17 @@ pub async fn flush(p: &Pharos) -> u64 {
 
 /// The stored durations (µs), sorted, optionally of one endpoint.
 async fn durations(db: &TestDb, endpoint: Option<&str>) -> Vec<i64> {
-    use sqlx::Row as _;
     let pool = db.pool().await;
-    let rows = sqlx::query(pool.sql("SELECT endpoint, duration_us FROM stats_requests"))
-        .fetch_all(&pool.pool)
-        .await
-        .unwrap();
-    let mut v: Vec<i64> = rows
-        .iter()
-        .filter(|r| endpoint.is_none_or(|e| r.get::<String, _>(0) == e))
-        .map(|r| r.get(1))
-        .collect();
+    let mut v = Vec::new();
+    pharos_controlplane::db::stats::for_each_batch(&pool, i64::MIN, i64::MAX, |b| {
+        let selected = b
+            .iter()
+            .filter(|r| endpoint.is_none_or(|e| r.endpoint == e));
+        v.extend(selected.map(|r| r.duration_us));
+        Ok(())
+    })
+    .await
+    .unwrap();
     v.sort();
     v
 }

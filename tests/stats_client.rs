@@ -6,7 +6,6 @@ use crate::client_auth::{Federation, assertion, call, claims, signer};
 use crate::support::{Backend, Pharos, TestDb, backends};
 use reqwest::Method;
 use serde_json::json;
-use sqlx::Row as _;
 
 #[tokio::test]
 async fn the_authenticated_client_entity_is_recorded() {
@@ -45,21 +44,25 @@ async fn the_authenticated_client_entity_is_recorded() {
         assert_eq!(st, 200, "{body}");
         assert_eq!(s.app.as_ref().unwrap().stats.flush().await, 1);
         let pool = db.pool().await;
-        let row = sqlx::query(pool.sql(
-            "SELECT endpoint, method, status_code, client_entity_id, request_size FROM stats_requests",
-        ))
-        .fetch_one(&pool.pool)
+        let mut rows = Vec::new();
+        pharos_controlplane::db::stats::for_each_batch(&pool, i64::MIN, i64::MAX, |b| {
+            rows.extend(b.iter().map(|r| r.to_row()));
+            Ok(())
+        })
         .await
         .unwrap();
-        assert_eq!(row.get::<String, _>(0), "list");
-        assert_eq!(row.get::<String, _>(1), "POST");
-        assert_eq!(row.get::<i64, _>(2), 200);
+        let [row] = rows.as_slice() else {
+            panic!("{b:?}: {rows:?}")
+        };
+        assert_eq!(row.endpoint, "list");
+        assert_eq!(row.method, "POST");
+        assert_eq!(row.status_code, 200);
         assert_eq!(
-            row.get::<Option<String>, _>(3).as_deref(),
+            row.client_entity_id.as_deref(),
             Some(f.client.entity_id()),
             "{b:?}"
         );
-        assert!(row.get::<i64, _>(4) > 0);
+        assert!(row.request_size > 0);
         s.stop().await;
     }
     f.stop().await;

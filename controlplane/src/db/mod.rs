@@ -217,6 +217,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0012_cluster_changes.sql"),
         ],
     ),
+    (
+        13,
+        "stats_batches",
+        [
+            include_str!("../../../migrations/sqlite/0013_stats_batches.sql"),
+            include_str!("../../../migrations/mysql/0013_stats_batches.sql"),
+            include_str!("../../../migrations/postgres/0013_stats_batches.sql"),
+        ],
+    ),
 ];
 
 impl Db {

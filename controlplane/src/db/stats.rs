@@ -1,14 +1,17 @@
-//! `stats_requests` and `stats_daily`: request statistics and their daily aggregates.
+//! `stats_batches` and `stats_daily`: request statistics (stored in batches, see
+//! [`crate::stats::batch`]) and their daily aggregates.
 //!
 //! Not snapshot state, so these writes do not go through `Write`: they are append-only records
 //! and recomputable aggregates that nothing in the snapshot depends on, batched on the pool's
 //! own connections so they never hold the writer lock (named as an exception in
 //! `control_plane/tests.rs`). Reads for the Admin API and the CLI live in `crate::stats::query`.
 
+use futures_util::TryStreamExt as _;
 use sqlx::Row as _;
 
 use super::Db;
 use crate::error::Result;
+use crate::stats::batch::{self, Batch};
 
 /// One request record as stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -41,73 +44,158 @@ pub struct RequestRow {
     pub error_type: Option<String>,
 }
 
-/// Columns of `stats_requests` in insert and export order.
-pub const REQUEST_COLUMNS: &str = "ts, endpoint, method, status_code, duration_us, client_ip, \
-     country_code, user_agent, client_entity_id, query_params, request_size, response_size, \
-     error_type";
+/// A stored batch's document stays below this size (a batch that would exceed it is split):
+/// MariaDB refuses statements over `max_allowed_packet` (16 MiB by default), and a few thousand
+/// distinct long query strings could otherwise get there.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// Stores `rows` as batches (one, unless its document would pass [`MAX_BODY`]), each one
+/// INSERT of one row; returns how many records were written.
+pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
+    let mut written = 0;
+    let mut pending: Vec<&[RequestRow]> = vec![&rows];
+    while let Some(part) = pending.pop() {
+        let Some(batch) = batch::encode(part) else {
+            continue;
+        };
+        if batch.body.len() > MAX_BODY && part.len() > 1 {
+            let (a, b) = part.split_at(part.len() / 2);
+            pending.push(b);
+            pending.push(a);
+            continue;
+        }
+        insert_batch(db, &batch, &db.pool).await?;
+        written += batch.records as u64;
+    }
+    Ok(written)
+}
+
+async fn insert_batch<'e, E>(db: &Db, batch: &batch::Encoded, on: E) -> Result<()>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    sqlx::query(
+        db.sql("INSERT INTO stats_batches (ts_first, ts_last, records, body) VALUES (?, ?, ?, ?)"),
+    )
+    .bind(batch.ts_first)
+    .bind(batch.ts_last)
+    .bind(batch.records)
+    .bind(batch.body.as_str())
+    .execute(on)
+    .await?;
+    Ok(())
+}
+
+/// The stored batches that may hold records arriving in `[from, to]`, in the order of their
+/// latest record, read one at a time.
+pub fn batches(db: &Db, from: i64, to: i64) -> Batches<'_> {
+    let sql = db.sql(
+        "SELECT id, body FROM stats_batches WHERE ts_last >= ? AND ts_first <= ? \
+         ORDER BY ts_last, id",
+    );
+    Batches {
+        rows: sqlx::query(sql).bind(from).bind(to).fetch(&db.pool),
+    }
+}
+
+/// See [`batches`].
+pub struct Batches<'a> {
+    rows: futures_util::stream::BoxStream<'a, std::result::Result<sqlx::any::AnyRow, sqlx::Error>>,
+}
+
+impl Batches<'_> {
+    /// The next batch. A document that cannot be read is logged and skipped: one damaged row
+    /// must not make every report of its range fail.
+    pub async fn next(&mut self) -> Result<Option<Batch>> {
+        while let Some(r) = self.rows.try_next().await? {
+            let body: String = r.try_get(1)?;
+            match Batch::decode(&body) {
+                Ok(b) => return Ok(Some(b)),
+                Err(e) => {
+                    let id: i64 = r.try_get(0)?;
+                    tracing::warn!(batch = id, error = %e, "statistics batch skipped: unreadable");
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Calls `each` with every batch of [`batches`].
+pub async fn for_each_batch(
+    db: &Db,
+    from: i64,
+    to: i64,
+    mut each: impl FnMut(Batch) -> Result<()>,
+) -> Result<()> {
+    let mut all = batches(db, from, to);
+    while let Some(b) = all.next().await? {
+        each(b)?;
+    }
+    Ok(())
+}
+
+/// Stored request records (all of them).
+pub async fn count_requests(db: &Db) -> Result<i64> {
+    let r = sqlx::query(db.sql_built(format!("SELECT {} FROM stats_batches", db.sum("records"))))
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(r.try_get(0)?)
+}
+
+/// Moves the rows a version before batches left in `stats_requests` into batches, 8,192 at a
+/// time, each move one transaction (the batch is inserted and its rows deleted together, so a
+/// crash or a second instance doing the same never duplicates or loses a record). Returns how
+/// many records were moved.
+pub async fn convert_legacy_rows(db: &Db) -> Result<u64> {
+    const CHUNK: i64 = 8192;
+    let mut moved = 0;
+    loop {
+        let mut tx = db.pool.begin().await?;
+        let sql = db.sql(
+            "SELECT id, ts, endpoint, method, status_code, duration_us, client_ip, \
+             country_code, user_agent, client_entity_id, query_params, request_size, \
+             response_size, error_type FROM stats_requests ORDER BY id LIMIT ?",
+        );
+        let found = sqlx::query(sql).bind(CHUNK).fetch_all(&mut *tx).await?;
+        let Some(last) = found.last() else {
+            tx.rollback().await?;
+            return Ok(moved);
+        };
+        let last_id: i64 = last.try_get(0)?;
+        let mut rows = Vec::with_capacity(found.len());
+        for r in &found {
+            rows.push(RequestRow {
+                ts: r.try_get(1)?,
+                endpoint: r.try_get(2)?,
+                method: r.try_get(3)?,
+                status_code: r.try_get(4)?,
+                duration_us: r.try_get(5)?,
+                client_ip: r.try_get(6)?,
+                country_code: r.try_get(7)?,
+                user_agent: r.try_get(8)?,
+                client_entity_id: r.try_get(9)?,
+                query_params: r.try_get(10)?,
+                request_size: r.try_get(11)?,
+                response_size: r.try_get(12)?,
+                error_type: r.try_get(13)?,
+            });
+        }
+        if let Some(batch) = batch::encode(&rows) {
+            insert_batch(db, &batch, &mut *tx).await?;
+        }
+        sqlx::query(db.sql("DELETE FROM stats_requests WHERE id <= ?"))
+            .bind(last_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        moved += rows.len() as u64;
+    }
+}
 
 /// Rows per INSERT statement of the daily aggregates (15 placeholders each, far below every
 /// dialect's limit).
 pub const BATCH: usize = 2000;
-
-/// Row counts of the multi-row INSERT statements that write request records, largest first.
-/// A batch is cut into statements of exactly these sizes (8,192 rows = four of 2,048; 1,000
-/// rows = three of 256, seven of 32, two of 4), so that the database only ever sees five
-/// statement texts: each is prepared once per connection and then taken from the statement
-/// cache. Statements of arbitrary sizes made SQLite parse and plan a new 26,000-placeholder
-/// statement for most flushes. The largest size keeps the round trips to the database (and the
-/// flusher's waits behind busy request workers) few: 2,048 × 13 placeholders stays below every
-/// dialect's limit (SQLite's is the lowest, 32,766).
-const STATEMENT_ROWS: [usize; 5] = [2048, 256, 32, 4, 1];
-
-/// The INSERT statement of `n` request records.
-fn insert_sql(n: usize) -> String {
-    let mut sql = format!("INSERT INTO stats_requests ({REQUEST_COLUMNS}) VALUES ");
-    sql.reserve(n * 28);
-    for i in 0..n {
-        if i > 0 {
-            sql.push(',');
-        }
-        sql.push_str("(?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    }
-    sql
-}
-
-/// Inserts `rows` in one transaction (one commit, so one round of disk syncs for the whole
-/// batch instead of one per statement), in multi-row statements of the [`STATEMENT_ROWS`]
-/// sizes; returns how many were written. The rows are consumed: their strings are bound as
-/// they are, without copies.
-pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
-    let mut written = 0;
-    let mut left = rows.len();
-    let mut rows = rows.into_iter();
-    let mut tx = db.pool.begin().await?;
-    for size in STATEMENT_ROWS {
-        while left >= size {
-            let mut q = sqlx::query(db.sql_built(insert_sql(size)));
-            for r in rows.by_ref().take(size) {
-                q = q
-                    .bind(r.ts)
-                    .bind(r.endpoint)
-                    .bind(r.method)
-                    .bind(r.status_code)
-                    .bind(r.duration_us)
-                    .bind(r.client_ip)
-                    .bind(r.country_code)
-                    .bind(r.user_agent)
-                    .bind(r.client_entity_id)
-                    .bind(r.query_params)
-                    .bind(r.request_size)
-                    .bind(r.response_size)
-                    .bind(r.error_type);
-            }
-            written += q.execute(&mut *tx).await?.rows_affected();
-            left -= size;
-        }
-    }
-    tx.commit().await?;
-    Ok(written)
-}
 
 /// One daily aggregate row.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -186,13 +274,71 @@ pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow]) -> Result<()> {
     Ok(())
 }
 
-/// Deletes request records older than `before` (Unix seconds); returns how many.
+/// Deletes request records older than `before` (Unix seconds); returns how many. Batches
+/// wholly before it are deleted; the few that straddle it are rewritten without their older
+/// records, each in its own transaction.
 pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
-    let r = sqlx::query(db.sql("DELETE FROM stats_requests WHERE ts < ?"))
+    let (whole, _) = count_before(db, before).await?;
+    sqlx::query(db.sql("DELETE FROM stats_batches WHERE ts_last < ?"))
         .bind(before)
         .execute(&db.pool)
         .await?;
-    Ok(r.rows_affected())
+    let straddling = sqlx::query(
+        db.sql("SELECT id, body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?"),
+    )
+    .bind(before)
+    .bind(before)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut purged = u64::try_from(whole).unwrap_or(0);
+    for r in straddling {
+        let (id, body): (i64, String) = (r.try_get(0)?, r.try_get(1)?);
+        let Ok(b) = Batch::decode(&body) else {
+            continue;
+        };
+        let kept: Vec<RequestRow> = b
+            .iter()
+            .filter(|r| r.ts >= before)
+            .map(|r| r.to_row())
+            .collect();
+        purged += (b.len() - kept.len()) as u64;
+        let mut tx = db.pool.begin().await?;
+        sqlx::query(db.sql("DELETE FROM stats_batches WHERE id = ?"))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if let Some(batch) = batch::encode(&kept) {
+            insert_batch(db, &batch, &mut *tx).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(purged)
+}
+
+/// Records in batches wholly before `before`, and those in batches straddling it (some of
+/// whose records are before it).
+async fn count_before(db: &Db, before: i64) -> Result<(i64, i64)> {
+    let whole = sqlx::query(db.sql_built(format!(
+        "SELECT {} FROM stats_batches WHERE ts_last < ?",
+        db.sum("records")
+    )))
+    .bind(before)
+    .fetch_one(&db.pool)
+    .await?
+    .try_get(0)?;
+    let mut straddling = 0;
+    let rows =
+        sqlx::query(db.sql("SELECT body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?"))
+            .bind(before)
+            .bind(before)
+            .fetch_all(&db.pool)
+            .await?;
+    for r in rows {
+        if let Ok(b) = Batch::decode(&r.try_get::<String, _>(0)?) {
+            straddling += b.iter().filter(|r| r.ts < before).count() as i64;
+        }
+    }
+    Ok((whole, straddling))
 }
 
 /// Deletes aggregates of days before `before`; returns how many rows.
@@ -210,15 +356,12 @@ pub async fn count_purgeable(
     requests_before: i64,
     daily_before: i64,
 ) -> Result<(i64, i64)> {
-    let r = sqlx::query(db.sql("SELECT COUNT(*) FROM stats_requests WHERE ts < ?"))
-        .bind(requests_before)
-        .fetch_one(&db.pool)
-        .await?;
+    let (whole, straddling) = count_before(db, requests_before).await?;
     let d = sqlx::query(db.sql("SELECT COUNT(*) FROM stats_daily WHERE day < ?"))
         .bind(daily_before)
         .fetch_one(&db.pool)
         .await?;
-    Ok((r.try_get(0)?, d.try_get(0)?))
+    Ok((whole + straddling, d.try_get(0)?))
 }
 
 /// Days in `[from, to)` (00:00 UTC, Unix seconds) that have aggregates.
@@ -233,17 +376,26 @@ pub async fn aggregated_days(db: &Db, from: i64, to: i64) -> Result<Vec<i64>> {
     rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
 }
 
-/// Days in `[from, to)` that have request records.
+/// Days in `[from, to)` that have request records (a batch's first and last record bound
+/// the days it covers).
 pub async fn recorded_days(db: &Db, from: i64, to: i64) -> Result<Vec<i64>> {
-    let rows = sqlx::query(db.sql(
-        "SELECT DISTINCT ts - (ts % 86400) FROM stats_requests WHERE ts >= ? AND ts < ? \
-         ORDER BY 1",
-    ))
+    let rows = sqlx::query(
+        db.sql("SELECT ts_first, ts_last FROM stats_batches WHERE ts_last >= ? AND ts_first < ?"),
+    )
     .bind(from)
     .bind(to)
     .fetch_all(&db.pool)
     .await?;
-    rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+    let mut days = std::collections::BTreeSet::new();
+    for r in rows {
+        let (first, last): (i64, i64) = (r.try_get(0)?, r.try_get(1)?);
+        let mut day = first.max(from) - first.max(from).rem_euclid(86_400);
+        while day <= last && day < to {
+            days.insert(day);
+            day += 86_400;
+        }
+    }
+    Ok(days.into_iter().collect())
 }
 
 /// Aggregates of days in `[from, to]`, ordered by day, endpoint, status.

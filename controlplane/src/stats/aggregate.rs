@@ -1,6 +1,7 @@
 //! Daily aggregates and retention: at 02:00 UTC yesterday's records are summarised per endpoint
 //! and status into `stats_daily`, and records and aggregates past their retention are purged;
-//! at start every recent day with records but no aggregates is backfilled.
+//! at start every recent day with records but no aggregates is backfilled (after moving any
+//! records an older version left one per row into batches).
 //!
 //! Time comes from the control plane's clock and [`Aggregator::tick`] does whatever is due at
 //! the `now` it is given, so tests drive 02:00 without sleeping.
@@ -8,12 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures_util::TryStreamExt as _;
 use pharos_shared::config::StatsRetention;
-use sqlx::Row as _;
 use tokio_util::sync::CancellationToken;
 
-use super::query::Count;
+use super::tally::{Counter, Durations};
 use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::db::stats::{self, DailyRow};
@@ -36,120 +35,61 @@ pub fn next_run(now: i64) -> i64 {
     if now < today { today } else { today + DAY }
 }
 
-type Key = (String, i64);
+/// One (endpoint, status) group of a day.
+#[derive(Default)]
+struct Group {
+    durations: Durations,
+    user_agents: Counter,
+    countries: Counter,
+    clients: Counter,
+    params: Counter,
+}
 
 /// Computes and stores the aggregates of the day starting at `day`; returns the row count.
 pub async fn aggregate_day(db: &Db, day: i64) -> Result<usize> {
     let (from, to) = (day, day + DAY);
-    let sql = format!(
-        "SELECT endpoint, status_code, COUNT(*), {}, MIN(duration_us), MAX(duration_us) \
-         FROM stats_requests WHERE ts >= ? AND ts < ? GROUP BY endpoint, status_code",
-        db.sum("duration_us")
-    );
-    let groups = sqlx::query(db.sql_built(sql))
-        .bind(from)
-        .bind(to)
-        .fetch_all(&db.pool)
-        .await?;
-    let mut rows: HashMap<Key, DailyRow> = HashMap::new();
-    for g in groups {
-        let (endpoint, status): (String, i64) = (g.try_get(0)?, g.try_get(1)?);
-        let n: i64 = g.try_get(2)?;
-        let sum: i64 = g.try_get(3)?;
-        let row = DailyRow {
-            day,
-            endpoint: endpoint.clone(),
-            status_code: status,
-            request_count: n,
-            error_count: if status >= 400 { n } else { 0 },
-            avg_us: if n == 0 { 0 } else { sum / n },
-            min_us: g.try_get(4)?,
-            max_us: g.try_get(5)?,
-            ..DailyRow::default()
-        };
-        rows.insert((endpoint, status), row);
-    }
-    percentiles(db, from, to, &mut rows).await?;
-    for (column, set) in [
-        ("user_agent", 0usize),
-        ("country_code", 1),
-        ("client_ip", 2),
-        ("query_params", 3),
-    ] {
-        let mut tops = tops(db, from, to, column).await?;
-        for (key, row) in rows.iter_mut() {
-            let list = tops.remove(key).unwrap_or_default();
-            let json = serde_json::to_string(&list).unwrap_or_else(|_| "[]".into());
-            match set {
-                0 => row.top_user_agents = json,
-                1 => row.top_countries = json,
-                2 => row.top_clients = json,
-                _ => row.top_params = json,
-            }
+    let mut groups: HashMap<(String, i64), Group> = HashMap::new();
+    stats::for_each_batch(db, from, to - 1, |b| {
+        for r in b.iter().filter(|r| r.ts >= from && r.ts < to) {
+            let key = (r.endpoint.to_owned(), r.status_code);
+            let g = groups.entry(key).or_default();
+            g.durations.add(r.duration_us);
+            g.user_agents.add(r.user_agent);
+            g.countries.add(r.country_code);
+            g.clients.add(r.client_ip);
+            g.params.add(r.query_params);
         }
-    }
-    let mut rows: Vec<DailyRow> = rows.into_values().collect();
+        Ok(())
+    })
+    .await?;
+    let top = |c: &Counter| serde_json::to_string(&c.top(TOP)).unwrap_or_else(|_| "[]".into());
+    let mut rows: Vec<DailyRow> = groups
+        .into_iter()
+        .map(|((endpoint, status), g)| {
+            let d = &g.durations;
+            let [p50, p95, p99] = d.percentiles([500, 950, 990]);
+            DailyRow {
+                day,
+                endpoint,
+                status_code: status,
+                request_count: d.n(),
+                error_count: if status >= 400 { d.n() } else { 0 },
+                p50_us: p50,
+                p95_us: p95,
+                p99_us: p99,
+                avg_us: d.avg(),
+                min_us: d.min(),
+                max_us: d.max(),
+                top_user_agents: top(&g.user_agents),
+                top_countries: top(&g.countries),
+                top_clients: top(&g.clients),
+                top_params: top(&g.params),
+            }
+        })
+        .collect();
     rows.sort_by(|a, b| (&a.endpoint, a.status_code).cmp(&(&b.endpoint, b.status_code)));
     stats::replace_day(db, day, &rows).await?;
     Ok(rows.len())
-}
-
-/// Fills p50/p95/p99 of every group from one ordered stream of the day's durations.
-async fn percentiles(db: &Db, from: i64, to: i64, rows: &mut HashMap<Key, DailyRow>) -> Result<()> {
-    let sql = db.sql(
-        "SELECT endpoint, status_code, duration_us FROM stats_requests WHERE ts >= ? AND ts < ? \
-         ORDER BY endpoint, status_code, duration_us",
-    );
-    let mut stream = sqlx::query(sql).bind(from).bind(to).fetch(&db.pool);
-    let mut seen: HashMap<Key, i64> = HashMap::new();
-    while let Some(r) = stream.try_next().await? {
-        let key: Key = (r.try_get(0)?, r.try_get(1)?);
-        let d: i64 = r.try_get(2)?;
-        let Some(row) = rows.get_mut(&key) else {
-            continue;
-        };
-        let i = seen.entry(key).or_insert(0);
-        *i += 1;
-        let n = row.request_count;
-        let rank = |p| super::query::rank(p, n);
-        if *i == rank(500) {
-            row.p50_us = d;
-        }
-        if *i == rank(950) {
-            row.p95_us = d;
-        }
-        if *i == rank(990) {
-            row.p99_us = d;
-        }
-    }
-    Ok(())
-}
-
-/// The top values of `column` per (endpoint, status) group.
-async fn tops(db: &Db, from: i64, to: i64, column: &str) -> Result<HashMap<Key, Vec<Count>>> {
-    let sql = format!(
-        "SELECT endpoint, status_code, {column}, COUNT(*) FROM stats_requests \
-         WHERE ts >= ? AND ts < ? AND {column} IS NOT NULL \
-         GROUP BY endpoint, status_code, {column}"
-    );
-    let rows = sqlx::query(db.sql_built(sql))
-        .bind(from)
-        .bind(to)
-        .fetch_all(&db.pool)
-        .await?;
-    let mut out: HashMap<Key, Vec<Count>> = HashMap::new();
-    for r in rows {
-        let key: Key = (r.try_get(0)?, r.try_get(1)?);
-        out.entry(key).or_default().push(Count {
-            value: r.try_get(2)?,
-            count: r.try_get(3)?,
-        });
-    }
-    for list in out.values_mut() {
-        list.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
-        list.truncate(TOP);
-    }
-    Ok(out)
 }
 
 /// What a purge at `now` deletes before: (request records, aggregates).
@@ -217,6 +157,10 @@ impl Aggregator {
         let mut next = self.next.lock().await;
         match *next {
             None => {
+                let moved = stats::convert_legacy_rows(&self.db).await?;
+                if moved > 0 {
+                    tracing::info!(records = moved, "statistics records moved into batches");
+                }
                 let filled = backfill(&self.db, now, &self.retention).await?;
                 if !filled.is_empty() {
                     tracing::info!(days = filled.len(), "statistics aggregates backfilled");

@@ -1,16 +1,13 @@
 //! `export`: the request records of a range as CSV or newline-delimited JSON, streamed from the
-//! database in chunks through a small bounded channel, so memory stays flat whatever the range
+//! database batch by batch in chunks through a small bounded channel, so memory stays flat whatever the range
 //! (the reader — an HTTP response body or the CLI's output — paces the database stream).
 
 use bytes::Bytes;
-use futures_util::TryStreamExt as _;
-use sqlx::Row as _;
 use tokio::sync::mpsc;
 
 use super::params::{Query, rfc3339};
 use super::query::ms;
-use crate::db::Db;
-use crate::db::stats::REQUEST_COLUMNS;
+use crate::db::{Db, stats};
 
 /// Export format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,50 +57,45 @@ async fn run(
     format: Format,
     tx: &mpsc::Sender<std::io::Result<Bytes>>,
 ) -> crate::error::Result<()> {
-    let mut sql = format!("SELECT {REQUEST_COLUMNS} FROM stats_requests WHERE ts >= ? AND ts <= ?");
-    if q.endpoint.is_some() {
-        sql.push_str(" AND endpoint = ?");
-    }
-    sql.push_str(" ORDER BY ts, id");
-    let mut query = sqlx::query(db.sql_built(sql)).bind(q.from).bind(q.to);
-    if let Some(e) = &q.endpoint {
-        query = query.bind(e.clone());
-    }
-    let mut rows = query.fetch(&db.pool);
     let mut buf = String::with_capacity(CHUNK + 1024);
     if format == Format::Csv {
         buf.push_str(CSV_HEADER);
     }
-    while let Some(r) = rows.try_next().await? {
-        let ts: i64 = r.try_get(0)?;
-        let text = |i: usize| r.try_get::<Option<String>, _>(i);
-        let int = |i: usize| r.try_get::<i64, _>(i);
-        let rec = Record {
-            timestamp: rfc3339(ts),
-            endpoint: text(1)?.unwrap_or_default(),
-            method: text(2)?.unwrap_or_default(),
-            status_code: int(3)?,
-            duration_ms: ms(int(4)?),
-            client_ip: text(5)?,
-            country_code: text(6)?,
-            user_agent: text(7)?,
-            client_entity_id: text(8)?,
-            query_params: text(9)?,
-            request_size: int(10)?,
-            response_size: int(11)?,
-            error_type: text(12)?,
-        };
-        match format {
-            Format::Csv => rec.csv(&mut buf),
-            Format::Json => {
-                buf.push_str(&serde_json::to_string(&rec).unwrap_or_default());
-                buf.push('\n');
+    // Batches are read one at a time; each is written out in chunks before the next is read,
+    // so at most one decoded batch and the chunks in flight are held.
+    let mut batches = stats::batches(db, q.from, q.to);
+    while let Some(b) = batches.next().await? {
+        let selected = b.iter().filter(|r| {
+            r.ts >= q.from && r.ts <= q.to && q.endpoint.as_deref().is_none_or(|e| e == r.endpoint)
+        });
+        for r in selected {
+            let rec = Record {
+                timestamp: rfc3339(r.ts),
+                endpoint: r.endpoint,
+                method: r.method,
+                status_code: r.status_code,
+                duration_ms: ms(r.duration_us),
+                client_ip: r.client_ip,
+                country_code: r.country_code,
+                user_agent: r.user_agent,
+                query_params: r.query_params,
+                request_size: r.request_size,
+                response_size: r.response_size,
+                error_type: r.error_type,
+                client_entity_id: r.client_entity_id,
+            };
+            match format {
+                Format::Csv => rec.csv(&mut buf),
+                Format::Json => {
+                    buf.push_str(&serde_json::to_string(&rec).unwrap_or_default());
+                    buf.push('\n');
+                }
             }
-        }
-        if buf.len() >= CHUNK {
-            let chunk = std::mem::replace(&mut buf, String::with_capacity(CHUNK + 1024));
-            if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
-                return Ok(()); // The reader went away.
+            if buf.len() >= CHUNK {
+                let chunk = std::mem::replace(&mut buf, String::with_capacity(CHUNK + 1024));
+                if tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                    return Ok(()); // The reader went away.
+                }
             }
         }
     }
@@ -115,40 +107,44 @@ async fn run(
 
 /// One exported record.
 #[derive(Debug, serde::Serialize)]
-struct Record {
+struct Record<'a> {
     timestamp: String,
-    endpoint: String,
-    method: String,
+    endpoint: &'a str,
+    method: &'a str,
     status_code: i64,
     duration_ms: f64,
-    client_ip: Option<String>,
-    country_code: Option<String>,
-    user_agent: Option<String>,
-    query_params: Option<String>,
+    client_ip: Option<&'a str>,
+    country_code: Option<&'a str>,
+    user_agent: Option<&'a str>,
+    query_params: Option<&'a str>,
     request_size: i64,
     response_size: i64,
-    error_type: Option<String>,
-    client_entity_id: Option<String>,
+    error_type: Option<&'a str>,
+    client_entity_id: Option<&'a str>,
 }
 
-impl Record {
+impl Record<'_> {
     fn csv(&self, out: &mut String) {
         use std::fmt::Write as _;
-        let opt = |o: &Option<String>| o.clone().unwrap_or_default();
-        let fields = [
-            self.timestamp.clone(),
-            self.endpoint.clone(),
-            self.method.clone(),
-            self.status_code.to_string(),
-            self.duration_ms.to_string(),
-            opt(&self.client_ip),
-            opt(&self.country_code),
-            opt(&self.user_agent),
-            opt(&self.query_params),
+        let (status, duration) = (self.status_code.to_string(), self.duration_ms.to_string());
+        let (request, response) = (
             self.request_size.to_string(),
             self.response_size.to_string(),
-            opt(&self.error_type),
-            opt(&self.client_entity_id),
+        );
+        let fields = [
+            self.timestamp.as_str(),
+            self.endpoint,
+            self.method,
+            &status,
+            &duration,
+            self.client_ip.unwrap_or_default(),
+            self.country_code.unwrap_or_default(),
+            self.user_agent.unwrap_or_default(),
+            self.query_params.unwrap_or_default(),
+            &request,
+            &response,
+            self.error_type.unwrap_or_default(),
+            self.client_entity_id.unwrap_or_default(),
         ];
         for (i, f) in fields.iter().enumerate() {
             if i > 0 {

@@ -4,9 +4,11 @@
 //!
 //! Statistics are not snapshot state and never go through `Write` or the command channel: the
 //! data plane pushes records into a lock-free ring ([`pharos_dataplane::stats::Ring`]), and the
-//! flusher writes them in batched INSERTs on the pool's own connections.
+//! flusher writes them as batches ([`batch`]: one row per drained batch) on the pool's own
+//! connections.
 
 pub mod aggregate;
+pub mod batch;
 pub mod cli;
 pub mod export;
 pub mod flush;
@@ -14,6 +16,7 @@ pub mod geo;
 pub mod params;
 pub mod query;
 pub mod report;
+pub mod tally;
 
 use std::sync::Arc;
 

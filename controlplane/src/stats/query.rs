@@ -1,18 +1,18 @@
-//! Reads of `stats_requests` for the Admin API and the CLI, written once for all three
-//! dialects (`?` placeholders, BIGINT columns, sums cast by [`Db::sum`]).
+//! The reports of the Admin API and the CLI, computed from the request records of the stored
+//! batches that meet the range, read one batch at a time (see [`crate::stats::batch`]).
 //!
-//! Percentiles are exact (nearest rank): the durations in range are streamed in order from the
-//! database and the ranks picked on the way, so memory does not grow with the range.
+//! Percentiles are nearest-rank over a [`Durations`] distribution: exact up to 65 ms, within
+//! 1 % above, so memory does not grow with the range.
 
 use std::collections::BTreeMap;
 
-use futures_util::TryStreamExt as _;
 use serde::Serialize;
-use sqlx::Row as _;
 use utoipa::ToSchema;
 
+use super::batch::Record;
 use super::params::{Interval, Query};
-use crate::db::Db;
+use super::tally::{Counter, Durations};
+use crate::db::{Db, stats};
 use crate::error::Result;
 
 /// A value and how often it occurred.
@@ -101,16 +101,6 @@ pub enum Top {
 }
 
 impl Top {
-    fn column(self) -> &'static str {
-        match self {
-            Self::Endpoints => "endpoint",
-            Self::UserAgents => "user_agent",
-            Self::Clients => "client_ip",
-            Self::Countries => "country_code",
-            Self::Params => "query_params",
-        }
-    }
-
     /// Parses the path segment (`user-agents`, …).
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
@@ -140,115 +130,36 @@ pub fn ms(us: i64) -> f64 {
     us as f64 / 1000.0
 }
 
-/// ` WHERE ts >= ? AND ts <= ? [AND endpoint = ?]` and whether the endpoint is bound.
-fn filter(q: &Query) -> String {
-    let mut w = " WHERE ts >= ? AND ts <= ?".to_string();
-    if q.endpoint.is_some() {
-        w.push_str(" AND endpoint = ?");
-    }
-    w
+/// Whether `r` is in the query's range and of its endpoint.
+fn selected(q: &Query, r: &Record<'_>) -> bool {
+    r.ts >= q.from && r.ts <= q.to && q.endpoint.as_deref().is_none_or(|e| e == r.endpoint)
 }
 
-type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
-
-fn bind<'q>(mut query: AnyQuery<'q>, q: &Query) -> AnyQuery<'q> {
-    query = query.bind(q.from).bind(q.to);
-    if let Some(e) = &q.endpoint {
-        query = query.bind(e.clone());
-    }
-    query
-}
-
-/// Count, sum, min and max of the durations in range.
-async fn totals(db: &Db, q: &Query) -> Result<(i64, i64, i64, i64, i64)> {
-    let sql = format!(
-        "SELECT COUNT(*), {}, {}, COALESCE(MIN(duration_us), 0), COALESCE(MAX(duration_us), 0) \
-         FROM stats_requests{}",
-        db.sum("CASE WHEN status_code >= 400 THEN 1 ELSE 0 END"),
-        db.sum("duration_us"),
-        filter(q)
-    );
-    let r = bind(sqlx::query(db.sql_built(sql)), q)
-        .fetch_one(&db.pool)
-        .await?;
-    Ok((
-        r.try_get(0)?,
-        r.try_get(1)?,
-        r.try_get(2)?,
-        r.try_get(3)?,
-        r.try_get(4)?,
-    ))
-}
-
-/// The nearest rank (1-based) of the `per_mille`-th per-mille of `n` values: ⌈p·n⌉ in integer
-/// arithmetic (0.95 · 20 in floating point is not exactly 19).
-pub fn rank(per_mille: i64, n: i64) -> i64 {
-    ((per_mille * n + 999) / 1000).clamp(1, n.max(1))
-}
-
-/// Nearest-rank percentiles (`ps` ascending, per mille) of the `n` durations in range.
-pub async fn percentiles(db: &Db, q: &Query, n: i64, ps: &[i64]) -> Result<Vec<i64>> {
-    let mut out = vec![0; ps.len()];
-    if n == 0 {
-        return Ok(out);
-    }
-    let ranks: Vec<i64> = ps.iter().map(|p| rank(*p, n)).collect();
-    let sql = format!(
-        "SELECT duration_us FROM stats_requests{} ORDER BY duration_us",
-        filter(q)
-    );
-    let sql = db.sql_built(sql);
-    let mut rows = bind(sqlx::query(sql), q).fetch(&db.pool);
-    let (mut i, mut next) = (0i64, 0usize);
-    while let Some(row) = rows.try_next().await? {
-        i += 1;
-        while next < ranks.len() && ranks[next] == i {
-            out[next] = row.try_get(0)?;
-            next += 1;
-        }
-        if next == ranks.len() {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-async fn grouped(db: &Db, q: &Query, column: &str) -> Result<BTreeMap<String, i64>> {
-    let sql = format!(
-        "SELECT {column}, COUNT(*) FROM stats_requests{} GROUP BY {column}",
-        filter(q)
-    );
-    let rows = bind(sqlx::query(db.sql_built(sql)), q)
-        .fetch_all(&db.pool)
-        .await?;
-    let mut out = BTreeMap::new();
-    for r in rows {
-        let key = if column == "status_code" {
-            r.try_get::<i64, _>(0)?.to_string()
-        } else {
-            r.try_get::<String, _>(0)?
-        };
-        out.insert(key, r.try_get(1)?);
-    }
-    Ok(out)
-}
-
-async fn distinct(db: &Db, q: &Query, column: &str) -> Result<i64> {
-    let sql = format!(
-        "SELECT COUNT(DISTINCT {column}) FROM stats_requests{}",
-        filter(q)
-    );
-    let r = bind(sqlx::query(db.sql_built(sql)), q)
-        .fetch_one(&db.pool)
-        .await?;
-    Ok(r.try_get(0)?)
+/// Calls `each` with every record the query selects.
+async fn scan(db: &Db, q: &Query, mut each: impl FnMut(&Record<'_>)) -> Result<()> {
+    stats::for_each_batch(db, q.from, q.to, |b| {
+        b.iter().filter(|r| selected(q, r)).for_each(|r| each(&r));
+        Ok(())
+    })
+    .await
 }
 
 /// `summary`.
 pub async fn summary(db: &Db, q: &Query) -> Result<Summary> {
-    let (n, errors, sum, _, _) = totals(db, q).await?;
-    let p = percentiles(db, q, n, &[500, 950, 990]).await?;
-    let avg = if n == 0 { 0.0 } else { ms(sum) / n as f64 };
+    let mut durations = Durations::default();
+    let (mut errors, mut clients, mut agents) = (0, Counter::default(), Counter::default());
+    let (mut statuses, mut endpoints) = (BTreeMap::<i64, i64>::new(), Counter::default());
+    scan(db, q, |r| {
+        durations.add(r.duration_us);
+        errors += i64::from(r.status_code >= 400);
+        clients.add(r.client_ip);
+        agents.add(r.user_agent);
+        *statuses.entry(r.status_code).or_insert(0) += 1;
+        endpoints.add(Some(r.endpoint));
+    })
+    .await?;
+    let n = durations.n();
+    let [p50, p95, p99] = durations.percentiles([500, 950, 990]);
     Ok(Summary {
         total_requests: n,
         total_errors: errors,
@@ -257,64 +168,68 @@ pub async fn summary(db: &Db, q: &Query) -> Result<Summary> {
         } else {
             errors as f64 / n as f64
         },
-        avg_latency_ms: avg,
-        p50_latency_ms: ms(p[0]),
-        p95_latency_ms: ms(p[1]),
-        p99_latency_ms: ms(p[2]),
-        unique_clients: distinct(db, q, "client_ip").await?,
-        unique_user_agents: distinct(db, q, "user_agent").await?,
-        requests_by_status: grouped(db, q, "status_code").await?,
-        requests_by_endpoint: grouped(db, q, "endpoint").await?,
+        avg_latency_ms: if n == 0 {
+            0.0
+        } else {
+            ms(durations.sum()) / n as f64
+        },
+        p50_latency_ms: ms(p50),
+        p95_latency_ms: ms(p95),
+        p99_latency_ms: ms(p99),
+        unique_clients: clients.distinct(),
+        unique_user_agents: agents.distinct(),
+        requests_by_status: statuses
+            .into_iter()
+            .map(|(s, n)| (s.to_string(), n))
+            .collect(),
+        requests_by_endpoint: endpoints.into_map(),
     })
 }
 
 /// `latency`.
 pub async fn latency(db: &Db, q: &Query) -> Result<Latency> {
-    let (n, _, sum, min, max) = totals(db, q).await?;
-    let p = percentiles(db, q, n, &[500, 750, 900, 950, 990]).await?;
+    let mut d = Durations::default();
+    scan(db, q, |r| d.add(r.duration_us)).await?;
+    let n = d.n();
+    let [p50, p75, p90, p95, p99] = d.percentiles([500, 750, 900, 950, 990]);
     Ok(Latency {
-        p50_ms: ms(p[0]),
-        p75_ms: ms(p[1]),
-        p90_ms: ms(p[2]),
-        p95_ms: ms(p[3]),
-        p99_ms: ms(p[4]),
-        avg_ms: if n == 0 { 0.0 } else { ms(sum) / n as f64 },
-        min_ms: ms(min),
-        max_ms: ms(max),
+        p50_ms: ms(p50),
+        p75_ms: ms(p75),
+        p90_ms: ms(p90),
+        p95_ms: ms(p95),
+        p99_ms: ms(p99),
+        avg_ms: if n == 0 { 0.0 } else { ms(d.sum()) / n as f64 },
+        min_ms: ms(d.min()),
+        max_ms: ms(d.max()),
     })
 }
 
-/// The `limit` most frequent values of a column (missing values are not counted), most
+/// The `limit` most frequent values of a field (missing values are not counted), most
 /// frequent first, ties by value.
 pub async fn top(db: &Db, q: &Query, what: Top) -> Result<Vec<Count>> {
-    let c = what.column();
-    let sql = format!(
-        "SELECT {c}, COUNT(*) AS n FROM stats_requests{} AND {c} IS NOT NULL \
-         GROUP BY {c} ORDER BY n DESC, {c} LIMIT ?",
-        filter(q)
-    );
-    let rows = bind(sqlx::query(db.sql_built(sql)), q)
-        .bind(q.limit)
-        .fetch_all(&db.pool)
-        .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(Count {
-                value: r.try_get(0)?,
-                count: r.try_get(1)?,
-            })
+    let mut c = Counter::default();
+    scan(db, q, |r| {
+        c.add(match what {
+            Top::Endpoints => Some(r.endpoint),
+            Top::UserAgents => r.user_agent,
+            Top::Clients => r.client_ip,
+            Top::Countries => r.country_code,
+            Top::Params => r.query_params,
         })
-        .collect()
+    })
+    .await?;
+    Ok(c.top(usize::try_from(q.limit).unwrap_or(0)))
 }
 
-/// SQL of a bucket's start for the fixed-width intervals (a month is folded from days).
-fn bucket_sql(interval: Interval) -> &'static str {
+/// The start of the bucket of `ts`.
+fn bucket(interval: Interval, ts: i64) -> i64 {
     match interval {
-        Interval::Minute => "ts - (ts % 60)",
-        Interval::Hour => "ts - (ts % 3600)",
-        Interval::Day | Interval::Month => "ts - (ts % 86400)",
+        Interval::Minute => ts - ts.rem_euclid(60),
+        Interval::Hour => ts - ts.rem_euclid(3600),
+        Interval::Day => ts - ts.rem_euclid(86_400),
         // 1970-01-05 (345,600 s) was a Monday.
-        Interval::Week => "ts - ((ts - 345600) % 604800)",
+        Interval::Week => ts - (ts - 345_600).rem_euclid(604_800),
+        Interval::Month => month_start(ts),
     }
 }
 
@@ -331,36 +246,28 @@ fn month_start(ts: i64) -> i64 {
 
 /// `timeseries`: buckets with requests, in time order.
 pub async fn timeseries(db: &Db, q: &Query) -> Result<Vec<Point>> {
-    let sql = format!(
-        "SELECT {}, COUNT(*), {}, {} FROM stats_requests{} GROUP BY 1 ORDER BY 1",
-        bucket_sql(q.interval),
-        db.sum("CASE WHEN status_code >= 400 THEN 1 ELSE 0 END"),
-        db.sum("duration_us"),
-        filter(q)
-    );
-    let rows = bind(sqlx::query(db.sql_built(sql)), q)
-        .fetch_all(&db.pool)
-        .await?;
-    // (bucket, count, errors, duration sum)
-    let mut buckets: Vec<(i64, i64, i64, i64)> = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut b = r.try_get::<i64, _>(0)?;
-        if q.interval == Interval::Month {
-            b = month_start(b);
-        }
-        let (n, e, s) = (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
-        match buckets.last_mut() {
-            Some(last) if last.0 == b => {
-                last.1 += n;
-                last.2 += e;
-                last.3 += s;
+    // bucket → (count, errors, duration sum)
+    let mut buckets: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
+    let mut month = (i64::MIN, 0); // the last day start and its month, for months
+    scan(db, q, |r| {
+        let b = if q.interval == Interval::Month {
+            let day = r.ts - r.ts.rem_euclid(86_400);
+            if month.0 != day {
+                month = (day, bucket(Interval::Month, day));
             }
-            _ => buckets.push((b, n, e, s)),
-        }
-    }
+            month.1
+        } else {
+            bucket(q.interval, r.ts)
+        };
+        let e = buckets.entry(b).or_insert((0, 0, 0));
+        e.0 += 1;
+        e.1 += i64::from(r.status_code >= 400);
+        e.2 = e.2.saturating_add(r.duration_us);
+    })
+    .await?;
     Ok(buckets
         .into_iter()
-        .map(|(b, n, e, s)| Point {
+        .map(|(b, (n, e, s))| Point {
             timestamp: super::params::rfc3339(b),
             request_count: n,
             error_count: e,
@@ -374,17 +281,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_ranks() {
-        assert_eq!(rank(950, 20), 19);
-        assert_eq!(rank(990, 6), 6);
-        assert_eq!(rank(500, 6), 3);
-        assert_eq!(rank(500, 1), 1);
-        assert_eq!(rank(10, 3), 1);
-    }
-
-    #[test]
     fn months_start_on_the_first() {
         // 2023-11-14T22:13:20Z → 2023-11-01T00:00:00Z
         assert_eq!(month_start(1_700_000_000), 1_698_796_800);
+    }
+
+    #[test]
+    fn buckets() {
+        let t = 1_700_000_000; // Tuesday 2023-11-14T22:13:20Z
+        assert_eq!(bucket(Interval::Minute, t), 1_699_999_980);
+        assert_eq!(bucket(Interval::Hour, t), 1_699_999_200);
+        assert_eq!(bucket(Interval::Day, t), 1_699_920_000);
+        // Monday 2023-11-13T00:00:00Z
+        assert_eq!(bucket(Interval::Week, t), 1_699_833_600);
     }
 }

@@ -45,7 +45,7 @@ print(f'on {m(o):.0f} ({min(o):.0f}–{max(o):.0f}), off {m(f):.0f} ({min(f):.0f
 on_vs_off "Entity Configuration" /.well-known/openid-federation
 on_vs_off "fetch (cached)" "$FETCH_Q"
 sleep 6 # one flush interval: what the load left in the buffer is written
-RECORDED=$(sqlite3 "$WORK/statson/data/pharos.db" 'SELECT COUNT(*) FROM stats_requests')
+RECORDED=$(sqlite3 "$WORK/statson/data/pharos.db" 'SELECT COALESCE(SUM(records), 0) FROM stats_batches')
 DROPPED=$(curl -fsS "http://127.0.0.1:$ON/metrics" | awk '/^pharos_stats_records_dropped_total/ {print $2}')
 note "Statistics on: $RECORDED request records written during the on-rounds, $DROPPED dropped (the buffer drops the oldest when the flusher falls behind; \`pharos_stats_records_dropped_total\` in /metrics)."
 pharos_stop statsoff
@@ -53,23 +53,40 @@ pharos_stop statsoff
 EXPORT_N=${BENCH_EXPORT_RECORDS:-1000000}
 log "bulk-loading $EXPORT_N statistics records"
 pharos_stop statson
-sqlite3 "$WORK/statson/data/pharos.db" 'DELETE FROM stats_requests'
-python3 - "$WORK/stats.sql" "$EXPORT_N" <<'PY'
-import sys, time
+sqlite3 "$WORK/statson/data/pharos.db" 'DELETE FROM stats_batches'
+# Written as the flusher writes them: batches of 8,192 records, one JSON document of columns
+# each (controlplane/src/stats/batch.rs).
+python3 - "$WORK/statson/data/pharos.db" "$EXPORT_N" <<'PY'
+import json, sqlite3, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
 now = int(time.time()) - 3600
-with open(path, "w") as f:
-    f.write("BEGIN;\n")
-    for i in range(n):
-        ep = ("fetch", "list", ".well-known/openid-federation")[i % 3]
-        f.write("INSERT INTO stats_requests (ts, endpoint, method, status_code, duration_us, client_ip, "
-                "user_agent, query_params, request_size, response_size, error_type) VALUES "
-                f"({now + i % 3600}, '{ep}', 'GET', 200, {100 + i % 5000}, '192.0.2.{i % 250}', "
-                f"'bench/{i % 7}', '{{\"sub\":\"https://sub{i % 1000:06d}.example.org\"}}', 0, 1234, NULL);\n")
-    f.write("COMMIT;\n")
+db = sqlite3.connect(path)
+for start in range(0, n, 8192):
+    ids = range(start, min(n, start + 8192))
+    strings, index = [], {}
+    def at(v):
+        if v is None:
+            return 0
+        if v not in index:
+            strings.append(v)
+            index[v] = len(strings)
+        return index[v]
+    ts = [now + i % 3600 for i in ids]
+    t0 = min(ts)
+    doc = {"v": 1, "t0": t0, "ts": [t - t0 for t in ts],
+           "endpoint": [at(("fetch", "list", ".well-known/openid-federation")[i % 3]) for i in ids],
+           "method": [at("GET") for i in ids], "status": [200 for i in ids],
+           "duration_us": [100 + i % 5000 for i in ids],
+           "client_ip": [at(f"192.0.2.{i % 250}") for i in ids], "country": [0 for i in ids],
+           "user_agent": [at(f"bench/{i % 7}") for i in ids], "client_entity_id": [0 for i in ids],
+           "query_params": [at(f'{{"sub":"https://sub{i % 1000:06d}.example.org"}}') for i in ids],
+           "request_size": [0 for i in ids], "response_size": [1234 for i in ids],
+           "error_type": [0 for i in ids]}
+    doc["strings"] = strings
+    db.execute("INSERT INTO stats_batches (ts_first, ts_last, records, body) VALUES (?, ?, ?, ?)",
+               (t0, max(ts), len(ts), json.dumps(doc, separators=(",", ":"))))
+db.commit()
 PY
-sqlite3 "$WORK/statson/data/pharos.db" <"$WORK/stats.sql"
-rm -f "$WORK/stats.sql"
 pharos_start statson $ON
 sleep 1
 IDLE=$(rss_mb statson)
