@@ -4,6 +4,7 @@
 //! Turning a [`StatsRecord`] into a row (query parameters as JSON, the error class, the country)
 //! happens here, off the request path.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,11 +49,38 @@ fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String, String)> 
     url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
+/// What the records of one drain share, worked out once per distinct value: the JSON of a
+/// query string, the text and country of an address. Clients repeat themselves (a resolver
+/// polls the same subjects from the same address), and parsing a query string costs more than
+/// everything else about a record.
+#[derive(Debug, Default)]
+pub struct Memo {
+    queries: HashMap<String, Option<String>>,
+    addresses: HashMap<IpAddr, (String, Option<String>)>,
+}
+
 /// The stored row of `r`.
-pub fn row(r: StatsRecord, geo: Option<&Geo>) -> RequestRow {
-    let country = match (geo, r.ip) {
-        (Some(g), Some(ip)) => g.country(ip),
-        _ => None,
+pub fn row(r: StatsRecord, geo: Option<&Geo>, memo: &mut Memo) -> RequestRow {
+    let (client_ip, country_code) = match r.ip {
+        Some(ip) => {
+            let (text, country) = memo
+                .addresses
+                .entry(ip)
+                .or_insert_with(|| (ip.to_string(), geo.and_then(|g| g.country(ip))));
+            (r.store_ip.then(|| text.clone()), country.clone())
+        }
+        None => (None, None),
+    };
+    let query_params = match r.query {
+        Some(q) => match memo.queries.get(&q) {
+            Some(json) => json.clone(),
+            None => {
+                let json = query_json(&q);
+                memo.queries.insert(q, json.clone());
+                json
+            }
+        },
+        None => None,
     };
     RequestRow {
         ts: r.ts,
@@ -60,11 +88,11 @@ pub fn row(r: StatsRecord, geo: Option<&Geo>) -> RequestRow {
         method: r.method.as_str().to_owned(),
         status_code: i64::from(r.status),
         duration_us: i64::try_from(r.duration_us).unwrap_or(i64::MAX),
-        client_ip: r.ip.filter(|_| r.store_ip).map(|ip: IpAddr| ip.to_string()),
-        country_code: country,
+        client_ip,
+        country_code,
         user_agent: r.user_agent,
         client_entity_id: r.client_entity_id,
-        query_params: r.query.as_deref().and_then(query_json),
+        query_params,
         request_size: i64::try_from(r.request_size).unwrap_or(i64::MAX),
         response_size: i64::try_from(r.response_size).unwrap_or(i64::MAX),
         error_type: error_type(r.status).map(str::to_owned),
@@ -81,7 +109,8 @@ pub async fn flush(db: &Db, ring: &Ring, geo: Option<&Geo>) -> u64 {
         if batch.is_empty() {
             return written;
         }
-        let rows: Vec<RequestRow> = batch.into_iter().map(|r| row(r, geo)).collect();
+        let mut memo = Memo::default();
+        let rows: Vec<RequestRow> = batch.into_iter().map(|r| row(r, geo, &mut memo)).collect();
         let n = rows.len();
         match stats::insert_requests(db, rows).await {
             Ok(w) => written += w,
@@ -127,6 +156,33 @@ mod tests {
         assert_eq!(error_type(405), Some("client_error"));
         assert_eq!(error_type(404), Some("not_found"));
         assert_eq!(error_type(503), Some("server_error"));
+    }
+
+    #[test]
+    fn repeated_values_are_worked_out_once_and_stored_alike() {
+        let rec = |store_ip| StatsRecord {
+            ts: 1,
+            endpoint: "fetch".into(),
+            method: http::Method::GET,
+            status: 404,
+            duration_us: 5,
+            ip: "192.0.2.1".parse().ok(),
+            store_ip,
+            user_agent: None,
+            client_entity_id: None,
+            query: Some("sub=x&a=1".into()),
+            request_size: 0,
+            response_size: 3,
+        };
+        let mut memo = Memo::default();
+        let a = row(rec(true), None, &mut memo);
+        let b = row(rec(false), None, &mut memo);
+        assert_eq!(a.query_params.as_deref(), Some(r#"{"a":"1","sub":"x"}"#));
+        assert_eq!(b.query_params, a.query_params);
+        assert_eq!(a.client_ip.as_deref(), Some("192.0.2.1"));
+        assert_eq!(b.client_ip, None, "capture.client_ip off");
+        assert_eq!(a.error_type.as_deref(), Some("not_found"));
+        assert_eq!((memo.queries.len(), memo.addresses.len()), (1, 1));
     }
 
     #[test]
