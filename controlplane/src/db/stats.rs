@@ -49,11 +49,10 @@ pub struct RequestRow {
 /// distinct long query strings could otherwise get there.
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
-/// Stores `rows` as batches (one, unless its document would pass [`MAX_BODY`]), each one
-/// INSERT of one row; returns how many records were written.
-pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
-    let mut written = 0;
-    let mut pending: Vec<&[RequestRow]> = vec![&rows];
+/// `rows` as batches: one, unless its document would pass [`MAX_BODY`].
+pub fn encode_requests(rows: &[RequestRow]) -> Vec<batch::Encoded> {
+    let mut out = Vec::new();
+    let mut pending: Vec<&[RequestRow]> = vec![rows];
     while let Some(part) = pending.pop() {
         let Some(batch) = batch::encode(part) else {
             continue;
@@ -64,10 +63,25 @@ pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
             pending.push(a);
             continue;
         }
-        insert_batch(db, &batch, &db.pool).await?;
-        written += batch.records as u64;
+        out.push(batch);
     }
-    Ok(written)
+    out
+}
+
+/// Stores `rows`; returns how many records were written.
+pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
+    insert_batches(db, &encode_requests(&rows)).await
+}
+
+/// Stores `batches` in one transaction (one commit: a round of disk syncs), one INSERT each;
+/// returns how many records were written.
+pub async fn insert_batches(db: &Db, batches: &[batch::Encoded]) -> Result<u64> {
+    let mut tx = db.pool.begin().await?;
+    for b in batches {
+        insert_batch(db, b, &mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(batches.iter().map(|b| b.records as u64).sum())
 }
 
 async fn insert_batch<'e, E>(db: &Db, batch: &batch::Encoded, on: E) -> Result<()>

@@ -39,8 +39,7 @@ pub struct Statistics {
     pub requests: RequestMetrics,
     /// The daily job (tests call its `tick` with their own clock).
     pub aggregator: Option<Arc<aggregate::Aggregator>>,
-    geo: Option<Arc<geo::Geo>>,
-    db: Db,
+    flusher: Option<Arc<flush::Flusher>>,
 }
 
 impl Statistics {
@@ -52,8 +51,7 @@ impl Statistics {
                 ring: None,
                 requests: RequestMetrics::default(),
                 aggregator: None,
-                geo: None,
-                db,
+                flusher: None,
             });
         }
         let geo = if s.capture.geo_ip.enabled {
@@ -61,19 +59,19 @@ impl Statistics {
         } else {
             None
         };
+        let ring = Ring::new(s.buffer.size as usize, s.buffer.flush_threshold);
         Ok(Self {
-            ring: Some(Ring::new(s.buffer.size as usize, s.buffer.flush_threshold)),
+            ring: Some(ring.clone()),
             requests: RequestMetrics::default(),
             aggregator: Some(aggregate::Aggregator::new(db.clone(), s.retention.clone())),
-            geo,
-            db,
+            flusher: Some(flush::Flusher::new(db, ring, geo)),
         })
     }
 
     /// Writes everything buffered now; returns the records written.
     pub async fn flush(&self) -> u64 {
-        match &self.ring {
-            Some(ring) => flush::flush(&self.db, ring, self.geo.as_deref()).await,
+        match &self.flusher {
+            Some(f) => f.flush().await,
             None => 0,
         }
     }
@@ -88,17 +86,11 @@ impl Statistics {
         flush_stop: &CancellationToken,
         leadership: &Arc<crate::leadership::Leadership>,
     ) -> (Vec<JoinHandle<()>>, Option<JoinHandle<()>>) {
-        let (Some(ring), Some(agg)) = (&self.ring, &self.aggregator) else {
+        let (Some(flusher), Some(agg)) = (&self.flusher, &self.aggregator) else {
             return (Vec::new(), None);
         };
         let every = cp.settings.stats.buffer.flush_interval.into();
-        let flusher = flush::spawn(
-            self.db.clone(),
-            ring.clone(),
-            self.geo.clone(),
-            every,
-            flush_stop.clone(),
-        );
+        let flusher = flusher.spawn(every, flush_stop.clone());
         // Every replica flushes its own records; aggregation and purge run on the leader.
         let (agg, cp) = (agg.clone(), cp.clone());
         let daily = leadership.supervise(stop.clone(), move |t| agg.spawn(cp.clone(), t));
