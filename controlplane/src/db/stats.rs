@@ -47,25 +47,11 @@ pub struct RequestRow {
 /// A stored batch's document stays below this size (a batch that would exceed it is split):
 /// MariaDB refuses statements over `max_allowed_packet` (16 MiB by default), and a few thousand
 /// distinct long query strings could otherwise get there.
-const MAX_BODY: usize = 4 * 1024 * 1024;
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
 
 /// `rows` as batches: one, unless its document would pass [`MAX_BODY`].
 pub fn encode_requests(rows: &[RequestRow]) -> Vec<batch::Encoded> {
-    let mut out = Vec::new();
-    let mut pending: Vec<&[RequestRow]> = vec![rows];
-    while let Some(part) = pending.pop() {
-        let Some(batch) = batch::encode(part) else {
-            continue;
-        };
-        if batch.body.len() > MAX_BODY && part.len() > 1 {
-            let (a, b) = part.split_at(part.len() / 2);
-            pending.push(b);
-            pending.push(a);
-            continue;
-        }
-        out.push(batch);
-    }
-    out
+    batch::encode_within(rows, MAX_BODY, batch::encode)
 }
 
 /// Stores `rows`; returns how many records were written.

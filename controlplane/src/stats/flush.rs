@@ -14,10 +14,10 @@ use std::time::Duration;
 use pharos_dataplane::stats::{Ring, StatsRecord};
 use tokio_util::sync::CancellationToken;
 
-use super::batch::Encoded;
+use super::batch::{self, Encoded, Encoder, Positions, Text};
 use super::geo::Geo;
 use crate::db::Db;
-use crate::db::stats::{self, RequestRow};
+use crate::db::stats;
 
 /// Records taken from the ring at a time, and so the records of one stored batch.
 const DRAIN: usize = 8192;
@@ -57,54 +57,59 @@ fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String, String)> 
     url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
-/// What the records of one drain share, worked out once per distinct value: the JSON of a
-/// query string, the text and country of an address. Clients repeat themselves (a resolver
-/// polls the same subjects from the same address), and parsing a query string costs more than
-/// everything else about a record.
-#[derive(Debug, Default)]
-pub struct Memo {
-    queries: HashMap<String, Option<String>>,
-    addresses: HashMap<IpAddr, (String, Option<String>)>,
+/// The records of one drain as batches (one, unless a document would pass
+/// [`stats::MAX_BODY`]), encoded straight from the ring's records: no row is built, the
+/// document borrows their text. What records share is worked out once per batch: the JSON of
+/// each distinct query string (parsing one costs more than everything else about a record),
+/// the text and country of each address.
+pub fn encode(records: &[StatsRecord], geo: Option<&Geo>) -> Vec<Encoded> {
+    batch::encode_within(records, stats::MAX_BODY, |part| {
+        encode_part(part, geo).finish()
+    })
 }
 
-/// The stored row of `r`.
-pub fn row(r: StatsRecord, geo: Option<&Geo>, memo: &mut Memo) -> RequestRow {
-    let (client_ip, country_code) = match r.ip {
-        Some(ip) => {
-            let (text, country) = memo
-                .addresses
-                .entry(ip)
-                .or_insert_with(|| (ip.to_string(), geo.and_then(|g| g.country(ip))));
-            (r.store_ip.then(|| text.clone()), country.clone())
-        }
-        None => (None, None),
-    };
-    let query_params = match r.query {
-        Some(q) => match memo.queries.get(&q) {
-            Some(json) => json.clone(),
-            None => {
-                let json = query_json(&q);
-                memo.queries.insert(q, json.clone());
-                json
-            }
-        },
-        None => None,
-    };
-    RequestRow {
-        ts: r.ts,
-        endpoint: r.endpoint,
-        method: r.method.as_str().to_owned(),
-        status_code: i64::from(r.status),
-        duration_us: i64::try_from(r.duration_us).unwrap_or(i64::MAX),
-        client_ip,
-        country_code,
-        user_agent: r.user_agent,
-        client_entity_id: r.client_entity_id,
-        query_params,
-        request_size: i64::try_from(r.request_size).unwrap_or(i64::MAX),
-        response_size: i64::try_from(r.response_size).unwrap_or(i64::MAX),
-        error_type: error_type(r.status).map(str::to_owned),
+fn encode_part<'a>(records: &'a [StatsRecord], geo: Option<&Geo>) -> Encoder<'a> {
+    let mut e = Encoder::with_capacity(records.len());
+    let mut queries: HashMap<&str, u32> = HashMap::new();
+    let mut addresses: HashMap<IpAddr, (u32, u32)> = HashMap::new();
+    for r in records {
+        let (client_ip, country) = match r.ip {
+            Some(ip) => *addresses.entry(ip).or_insert_with(|| {
+                // The address itself only when it may be stored (`capture.client_ip`).
+                let text = if r.store_ip {
+                    e.owned(ip.to_string())
+                } else {
+                    0
+                };
+                let country = geo.and_then(|g| g.country(ip)).map_or(0, |c| e.owned(c));
+                (text, country)
+            }),
+            None => (0, 0),
+        };
+        let query_params = match r.query.as_deref() {
+            Some(q) => *queries
+                .entry(q)
+                .or_insert_with(|| query_json(q).map_or(0, |j| e.owned(j))),
+            None => 0,
+        };
+        let p = Positions {
+            ts: r.ts,
+            endpoint: e.text(Text::Endpoint, Some(&r.endpoint)),
+            method: e.text(Text::Method, Some(r.method.as_str())),
+            status: i64::from(r.status),
+            duration_us: i64::try_from(r.duration_us).unwrap_or(i64::MAX),
+            client_ip,
+            country,
+            user_agent: e.text(Text::UserAgent, r.user_agent.as_deref()),
+            client_entity_id: e.text(Text::ClientEntityId, r.client_entity_id.as_deref()),
+            query_params,
+            request_size: i64::try_from(r.request_size).unwrap_or(i64::MAX),
+            response_size: i64::try_from(r.response_size).unwrap_or(i64::MAX),
+            error_type: e.text(Text::ErrorType, error_type(r.status)),
+        };
+        e.push(p);
     }
+    e
 }
 
 /// Takes the ring's records and writes them, in batches of [`DRAIN`], committed together.
@@ -139,13 +144,8 @@ impl Flusher {
             if drained.is_empty() {
                 break;
             }
-            let mut memo = Memo::default();
-            let rows: Vec<RequestRow> = drained
-                .into_iter()
-                .map(|r| row(r, self.geo.as_deref(), &mut memo))
-                .collect();
-            held.1 += rows.len();
-            held.0.extend(stats::encode_requests(&rows));
+            held.1 += drained.len();
+            held.0.extend(encode(&drained, self.geo.as_deref()));
         }
         if !(write || held.1 >= COMMIT_RECORDS) || held.0.is_empty() {
             return 0;
@@ -212,30 +212,46 @@ mod tests {
     }
 
     #[test]
-    fn repeated_values_are_worked_out_once_and_stored_alike() {
-        let rec = |store_ip| StatsRecord {
-            ts: 1,
+    fn records_are_stored_as_captured_and_shared_values_once() {
+        let rec = |store_ip, query: &str| StatsRecord {
+            ts: 1_700_000_000,
             endpoint: "fetch".into(),
             method: http::Method::GET,
             status: 404,
             duration_us: 5,
             ip: "192.0.2.1".parse().ok(),
             store_ip,
-            user_agent: None,
+            user_agent: Some("ua/1".into()),
             client_entity_id: None,
-            query: Some("sub=x&a=1".into()),
+            query: Some(query.into()),
             request_size: 0,
             response_size: 3,
         };
-        let mut memo = Memo::default();
-        let a = row(rec(true), None, &mut memo);
-        let b = row(rec(false), None, &mut memo);
-        assert_eq!(a.query_params.as_deref(), Some(r#"{"a":"1","sub":"x"}"#));
-        assert_eq!(b.query_params, a.query_params);
-        assert_eq!(a.client_ip.as_deref(), Some("192.0.2.1"));
-        assert_eq!(b.client_ip, None, "capture.client_ip off");
-        assert_eq!(a.error_type.as_deref(), Some("not_found"));
-        assert_eq!((memo.queries.len(), memo.addresses.len()), (1, 1));
+        let records = [
+            rec(true, "sub=x&a=1"),
+            rec(true, "a=1&sub=x"),
+            rec(true, "sub=x&a=1"),
+        ];
+        let [batch] = encode(&records, None).try_into().unwrap();
+        let body = &batch.body;
+        let back: Vec<_> = super::batch::Batch::decode(body)
+            .unwrap()
+            .iter()
+            .map(|r| r.to_row())
+            .collect();
+        assert_eq!(back.len(), 3);
+        for r in &back {
+            assert_eq!(r.query_params.as_deref(), Some(r#"{"a":"1","sub":"x"}"#));
+            assert_eq!(r.client_ip.as_deref(), Some("192.0.2.1"));
+            assert_eq!(r.error_type.as_deref(), Some("not_found"));
+            assert_eq!((r.endpoint.as_str(), r.method.as_str()), ("fetch", "GET"));
+        }
+        // One JSON per distinct query string, one text per address.
+        assert_eq!(body.matches("192.0.2.1").count(), 1);
+        assert_eq!(body.matches("sub").count(), 2, "{body}");
+        // capture.client_ip off: the address is not in the document at all.
+        let hidden = encode(&[rec(false, "sub=x")], None);
+        assert!(!hidden[0].body.contains("192.0.2.1"), "{}", hidden[0].body);
     }
 
     #[test]
