@@ -72,25 +72,38 @@ fn encode_part<'a>(records: &'a [StatsRecord], geo: Option<&Geo>) -> Encoder<'a>
     let mut e = Encoder::with_capacity(records.len());
     let mut queries: HashMap<&str, u32> = HashMap::new();
     let mut addresses: HashMap<IpAddr, (u32, u32)> = HashMap::new();
+    // The previous record's, so that a run from one client skips the hash lookups.
+    let mut last_ip: Option<(IpAddr, (u32, u32))> = None;
+    let mut last_query: Option<(&str, u32)> = None;
     for r in records {
-        let (client_ip, country) = match r.ip {
-            Some(ip) => *addresses.entry(ip).or_insert_with(|| {
-                // The address itself only when it may be stored (`capture.client_ip`).
-                let text = if r.store_ip {
-                    e.owned(ip.to_string())
-                } else {
-                    0
-                };
-                let country = geo.and_then(|g| g.country(ip)).map_or(0, |c| e.owned(c));
-                (text, country)
-            }),
-            None => (0, 0),
+        let (client_ip, country) = match (r.ip, last_ip) {
+            (Some(ip), Some((last, at))) if ip == last => at,
+            (Some(ip), _) => {
+                let at = *addresses.entry(ip).or_insert_with(|| {
+                    // The address itself only when it may be stored (`capture.client_ip`).
+                    let text = if r.store_ip {
+                        e.owned(ip.to_string())
+                    } else {
+                        0
+                    };
+                    let country = geo.and_then(|g| g.country(ip)).map_or(0, |c| e.owned(c));
+                    (text, country)
+                });
+                last_ip = Some((ip, at));
+                at
+            }
+            (None, _) => (0, 0),
         };
-        let query_params = match r.query.as_deref() {
-            Some(q) => *queries
-                .entry(q)
-                .or_insert_with(|| query_json(q).map_or(0, |j| e.owned(j))),
-            None => 0,
+        let query_params = match (r.query.as_deref(), last_query) {
+            (Some(q), Some((last, at))) if q == last => at,
+            (Some(q), _) => {
+                let at = *queries
+                    .entry(q)
+                    .or_insert_with(|| query_json(q).map_or(0, |j| e.owned(j)));
+                last_query = Some((q, at));
+                at
+            }
+            (None, _) => 0,
         };
         let p = Positions {
             ts: r.ts,

@@ -55,7 +55,7 @@ log "bulk-loading $EXPORT_N statistics records"
 pharos_stop statson
 sqlite3 "$WORK/statson/data/pharos.db" 'DELETE FROM stats_batches'
 # Written as the flusher writes them: batches of 8,192 records, one JSON document of columns
-# each (controlplane/src/stats/batch.rs).
+# each, run-length encoded but for the durations (controlplane/src/stats/batch.rs).
 python3 - "$WORK/statson/data/pharos.db" "$EXPORT_N" <<'PY'
 import json, sqlite3, sys, time
 path, n = sys.argv[1], int(sys.argv[2])
@@ -71,17 +71,25 @@ for start in range(0, n, 8192):
             strings.append(v)
             index[v] = len(strings)
         return index[v]
+    def runs(values):
+        out = []
+        for v in values:
+            if out and out[-2] == v:
+                out[-1] += 1
+            else:
+                out += [v, 1]
+        return out
     ts = [now + i % 3600 for i in ids]
     t0 = min(ts)
-    doc = {"v": 1, "t0": t0, "ts": [t - t0 for t in ts],
-           "endpoint": [at(("fetch", "list", ".well-known/openid-federation")[i % 3]) for i in ids],
-           "method": [at("GET") for i in ids], "status": [200 for i in ids],
-           "duration_us": [100 + i % 5000 for i in ids],
-           "client_ip": [at(f"192.0.2.{i % 250}") for i in ids], "country": [0 for i in ids],
-           "user_agent": [at(f"bench/{i % 7}") for i in ids], "client_entity_id": [0 for i in ids],
-           "query_params": [at(f'{{"sub":"https://sub{i % 1000:06d}.example.org"}}') for i in ids],
-           "request_size": [0 for i in ids], "response_size": [1234 for i in ids],
-           "error_type": [0 for i in ids]}
+    doc = {"v": 1, "t0": t0, "duration_us": [100 + i % 5000 for i in ids],
+           "ts": runs(t - t0 for t in ts),
+           "endpoint": runs(at(("fetch", "list", ".well-known/openid-federation")[i % 3]) for i in ids),
+           "method": runs(at("GET") for i in ids), "status": runs(200 for i in ids),
+           "client_ip": runs(at(f"192.0.2.{i % 250}") for i in ids), "country": runs(0 for i in ids),
+           "user_agent": runs(at(f"bench/{i % 7}") for i in ids), "client_entity_id": runs(0 for i in ids),
+           "query_params": runs(at(f'{{"sub":"https://sub{i % 1000:06d}.example.org"}}') for i in ids),
+           "request_size": runs(0 for i in ids), "response_size": runs(1234 for i in ids),
+           "error_type": runs(0 for i in ids)}
     doc["strings"] = strings
     db.execute("INSERT INTO stats_batches (ts_first, ts_last, records, body) VALUES (?, ?, ?, ?)",
                (t0, max(ts), len(ts), json.dumps(doc, separators=(",", ":"))))
