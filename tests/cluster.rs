@@ -1,6 +1,7 @@
 //! Several replicas on one PostgreSQL database (issue 19, acceptance 1 and 2): a write through
 //! one replica is visible on the others, a replica whose listener connection was cut catches
-//! up, and a client assertion used on one replica is refused on another.
+//! up, a replica starting beside a busy one builds its snapshot once and misses no write
+//! (issue 24), and a client assertion used on one replica is refused on another.
 //!
 //! Clustering needs PostgreSQL (configuration check refuses SQLite), so these run only when
 //! `SVC_TEST_POSTGRES_DSN` is set.
@@ -23,18 +24,7 @@ const ENTITY_ID: &str = "https://federation.example.org";
 async fn replicas(db: &TestDb, n: usize) -> Vec<Pharos> {
     let mut out = Vec::new();
     for i in 0..n {
-        let p = Pharos::start_with(
-            db,
-            |s| {
-                s.entity_id = ENTITY_ID.into();
-                s.cluster.enabled = true;
-                s.cluster.instance_id = format!("replica-{i}");
-                s.storage.endpoint_auth.jti_backend = JtiBackend::Db;
-            },
-            Arc::new(SystemClock),
-        )
-        .await;
-        out.push(p);
+        out.push(replica(db, i).await);
     }
     for p in &out {
         eventually("ready", || async { p.get("/readyz").await.status() == 200 }).await;
@@ -56,6 +46,31 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("never happened: {what}");
+}
+
+/// Replica number `i` on `db`, returned once it serves (not necessarily ready).
+async fn replica(db: &TestDb, i: usize) -> Pharos {
+    Pharos::start_with(
+        db,
+        |s| {
+            s.entity_id = ENTITY_ID.into();
+            s.cluster.enabled = true;
+            s.cluster.instance_id = format!("replica-{i}");
+            s.storage.endpoint_auth.jti_backend = JtiBackend::Db;
+        },
+        Arc::new(SystemClock),
+    )
+    .await
+}
+
+/// Snapshots `p` built from the whole database so far (`/metrics`; no admin user exists, so
+/// loopback may scrape).
+async fn full_builds(p: &Pharos) -> f64 {
+    const SERIES: &str = "pharos_snapshot_full_builds_total ";
+    let text = p.get("/metrics").await.text().await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(SERIES)?.parse().ok())
+        .unwrap_or_else(|| panic!("no {SERIES} in\n{text}"))
 }
 
 async fn listed(p: &Pharos, entity: &str) -> bool {
@@ -105,6 +120,11 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
         a.get("/readyz").await.status() == 200
     })
     .await;
+    assert_eq!(
+        full_builds(a).await,
+        2.0,
+        "start, and the reload after the cut"
+    );
     // And it keeps listening afterwards.
     let third = "https://leaf-3.example.org";
     add(c, third).await;
@@ -126,6 +146,59 @@ async fn a_write_on_one_replica_is_visible_on_the_others_on_mariadb() {
     for p in r {
         p.stop().await;
     }
+}
+
+#[tokio::test]
+async fn a_replica_starting_beside_a_busy_one_builds_its_snapshot_once_and_misses_no_write() {
+    // PostgreSQL LISTEN, MariaDB's change log.
+    for b in backends().into_iter().filter(|b| *b != Backend::Sqlite) {
+        starting_beside_a_busy_replica(b).await;
+    }
+}
+
+/// Replica B starts while A adds subordinates one after the other: B builds its snapshot from
+/// the database once (it used to build it again when its listener connected, doubling the
+/// start of a large registry), and every subordinate A added before, during and after B's
+/// start is listed on B.
+async fn starting_beside_a_busy_replica(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let a = replica(&db, 0).await;
+    enable(&a, "list", "/list", json!({})).await;
+    let mut added = Vec::new();
+    for i in 0..20 {
+        added.push(format!("https://before-{i}.example.org"));
+        add(&a, added.last().unwrap()).await;
+    }
+    let started = std::sync::atomic::AtomicBool::new(false);
+    let (b, during) = tokio::join!(
+        async {
+            let b = replica(&db, 1).await;
+            started.store(true, std::sync::atomic::Ordering::SeqCst);
+            b
+        },
+        async {
+            let mut during = Vec::new();
+            while !started.load(std::sync::atomic::Ordering::SeqCst) {
+                during.push(format!("https://during-{}.example.org", during.len()));
+                add(&a, during.last().unwrap()).await;
+            }
+            during
+        },
+    );
+    assert!(!during.is_empty(), "no write while B started");
+    added.extend(during);
+    added.push("https://after.example.org".into());
+    add(&a, added.last().unwrap()).await;
+    for entity in &added {
+        eventually("listed on B", || listed(&b, entity)).await;
+    }
+    eventually("B ready", || async {
+        b.get("/readyz").await.status() == 200
+    })
+    .await;
+    assert_eq!(full_builds(&b).await, 1.0, "{backend:?}: built once");
+    a.stop().await;
+    b.stop().await;
 }
 
 /// A registry change and a subordinate added through `a` reach `b` and `c`; a status change

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admin;
 use crate::command_dispatch;
 use crate::control_plane::ControlPlane;
+use crate::control_plane::cluster::Subscription;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
@@ -96,7 +97,10 @@ impl App {
         let db = Db::connect(&settings.storage_url(), settings.storage.max_connections).await?;
         db.migrate().await?;
         let stats = Arc::new(Statistics::new(&settings, db.clone())?);
-        let control = ControlPlane::start(db, settings.clone(), clock.clone()).await?;
+        // A replica subscribes to the others' announcements before it builds its snapshot.
+        let subscription = Subscription::open(&db, &settings).await?;
+        let control =
+            ControlPlane::start(db, settings.clone(), clock.clone(), &subscription).await?;
         let capture = Capture::new(
             &settings,
             stats.requests.clone(),
@@ -166,11 +170,7 @@ impl App {
         tasks.push(leadership.supervise(shutdown.clone(), move |t| cp.spawn_key_task(t)));
         let r = refreshers.clone();
         tasks.push(leadership.supervise(shutdown.clone(), move |t| r.spawn(t)));
-        match control.db.dialect {
-            _ if !control.announces() => {}
-            crate::db::Dialect::Postgres => tasks.push(control.spawn_listener(shutdown.clone())?),
-            _ => tasks.push(control.spawn_poller(shutdown.clone())),
-        }
+        tasks.extend(control.spawn_follower(subscription, shutdown.clone())?);
         let (cp, fetcher) = (
             control.clone(),
             Arc::new(HttpFetcher::new(&settings.federation)),

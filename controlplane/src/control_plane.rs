@@ -67,17 +67,22 @@ pub struct ControlPlane {
     pub origin: u64,
     /// Whether changes of other replicas may be missing (see [`Self::is_behind`]).
     behind: std::sync::atomic::AtomicBool,
+    /// Snapshots built from the whole database: the first, and each full reload.
+    full_builds: AtomicU64,
     /// Test hook: how many of the next reloads fail.
     #[cfg(test)]
     failing_reloads: std::sync::atomic::AtomicU32,
 }
 
 impl ControlPlane {
-    /// Builds the first snapshot from the database and returns the control plane.
+    /// Builds the first snapshot from the database and returns the control plane of the
+    /// process that made `subscription` (before this call, so that no change of another
+    /// replica is missing from the snapshot or left unannounced).
     pub async fn start(
         db: Db,
         settings: Arc<Settings>,
         clock: Arc<dyn Clock>,
+        subscription: &cluster::Subscription,
     ) -> Result<Arc<Self>> {
         let now = clock.now();
         let kms = keys::kms::Kms::open(&settings)?;
@@ -85,7 +90,6 @@ impl ControlPlane {
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         let max_bytes = settings.federation.max_response_bytes;
-        let listens = settings.cluster.enabled && db.dialect != crate::db::Dialect::Sqlite;
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
         Ok(Arc::new(Self {
             db,
@@ -105,9 +109,9 @@ impl ControlPlane {
             write: Mutex::new(()),
             dirty: std::sync::Mutex::new(Changes::default()),
             dirty_events: tokio::sync::Notify::new(),
-            origin: random_origin(),
-            // A replica is behind until its listener has connected and reloaded.
-            behind: std::sync::atomic::AtomicBool::new(listens),
+            origin: subscription.origin,
+            behind: std::sync::atomic::AtomicBool::new(subscription.is_behind()),
+            full_builds: AtomicU64::new(1),
             #[cfg(test)]
             failing_reloads: std::sync::atomic::AtomicU32::new(0),
         }))
@@ -126,6 +130,11 @@ impl ControlPlane {
     /// When the current snapshot was published, Unix seconds.
     pub fn published_at(&self) -> i64 {
         self.published_at.load(Ordering::Relaxed)
+    }
+
+    /// How many snapshots were built from the whole database since start (1 + full reloads).
+    pub fn full_builds(&self) -> u64 {
+        self.full_builds.load(Ordering::Relaxed)
     }
 
     /// Current time, Unix seconds.
@@ -168,19 +177,6 @@ impl ControlPlane {
     fn next_generation(&self) -> u64 {
         self.generation.fetch_add(1, Ordering::SeqCst) + 1
     }
-}
-
-/// A process identifier unlikely to repeat among replicas (random, not configured: two
-/// replicas given the same `instance_id` by mistake must still not ignore each other).
-fn random_origin() -> u64 {
-    let mut b = [0u8; 8];
-    if getrandom::fill(&mut b).is_err() {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        return h.finish();
-    }
-    u64::from_le_bytes(b)
 }
 
 #[cfg(test)]

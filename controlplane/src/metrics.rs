@@ -80,6 +80,12 @@ impl Collector for Sources {
             "Generation of the published snapshot",
             generation,
         )?;
+        counter(
+            &mut enc,
+            "pharos_snapshot_full_builds",
+            "Snapshots built from the whole database: the first, and each full reload of a replica",
+            self.cp.full_builds(),
+        )?;
         let age = (self.cp.now() - self.cp.published_at()).max(0);
         gauge(
             &mut enc,

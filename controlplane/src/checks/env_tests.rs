@@ -18,6 +18,7 @@ use super::Env;
 use super::outbound::tests::serve;
 use super::process::tests::script;
 use crate::control_plane::ControlPlane;
+use crate::control_plane::cluster::Subscription;
 use crate::db::Db;
 
 const NOW: i64 = 1_800_000_000;
@@ -27,9 +28,14 @@ async fn control_plane(dir: &tempfile::TempDir) -> Arc<ControlPlane> {
     let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
     let db = Db::connect(&url, 4).await.unwrap();
     db.migrate().await.unwrap();
-    ControlPlane::start(db, Arc::new(Settings::default()), ManualClock::new(NOW))
-        .await
-        .unwrap()
+    ControlPlane::start(
+        db,
+        Arc::new(Settings::default()),
+        ManualClock::new(NOW),
+        &Subscription::alone(),
+    )
+    .await
+    .unwrap()
 }
 
 /// Runs `checker` for the leaf (an EC with relying-party metadata) through a real `Env`.

@@ -17,6 +17,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::Dispatcher;
 use super::eligibility::CHECKS_AT_ONCE;
+use crate::control_plane::cluster::Subscription;
 use crate::control_plane::{ControlPlane, Section};
 use crate::db::Db;
 use crate::refresh::Refreshers;
@@ -77,9 +78,14 @@ async fn setup(eligibility: Value, held: bool) -> Setup {
     let db = Db::connect(&url, 4).await.unwrap();
     db.migrate().await.unwrap();
     let clock = ManualClock::new(T0);
-    let cp = ControlPlane::start(db, Arc::new(Settings::default()), clock.clone())
-        .await
-        .unwrap();
+    let cp = ControlPlane::start(
+        db,
+        Arc::new(Settings::default()),
+        clock.clone(),
+        &Subscription::alone(),
+    )
+    .await
+    .unwrap();
     let (k, other) = (
         SigningKey::generate(Algorithm::ES256, 0).unwrap(),
         SigningKey::generate(Algorithm::ES256, 0).unwrap(),

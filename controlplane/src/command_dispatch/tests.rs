@@ -11,6 +11,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::Dispatcher;
 use crate::control_plane::ControlPlane;
+use crate::control_plane::cluster::Subscription;
 use crate::db::Db;
 use crate::db::subordinates::{self as subs, BasicWrite};
 use crate::refresh::Refreshers;
@@ -44,9 +45,14 @@ pub(super) async fn setup(slots: u32) -> (Dispatcher<Gate>, Arc<Gate>, tempfile:
     db.migrate().await.unwrap();
     let mut settings = Settings::default();
     settings.federation.refresh_concurrency = slots;
-    let cp = ControlPlane::start(db, Arc::new(settings), ManualClock::new(1_700_000_000))
-        .await
-        .unwrap();
+    let cp = ControlPlane::start(
+        db,
+        Arc::new(settings),
+        ManualClock::new(1_700_000_000),
+        &Subscription::alone(),
+    )
+    .await
+    .unwrap();
     for id in [A, B] {
         let w = BasicWrite {
             description: String::new(),

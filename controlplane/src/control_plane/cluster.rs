@@ -7,18 +7,23 @@
 //! (same transaction; the row lock makes generations commit in order), and replicas poll for
 //! generations above the last one they applied every `cluster.poll_interval`. Every replica listens on a dedicated connection and reloads just
 //! those parts into its snapshot through the same reload-and-publish step as a local write, under
-//! its writer lock. Notifications sent while a listener is disconnected are lost, so after a
-//! (re)connection the replica reloads everything, and `/readyz` says not ready until it has.
+//! its writer lock.
+//!
+//! A replica subscribes before it builds its first snapshot ([`Subscription`]), so that build
+//! is the only full one. Notifications sent while a listener is disconnected are lost, so after
+//! a reconnection the replica reloads everything, and `/readyz` says not ready until it has.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use pharos_shared::config::Settings;
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::{Changes, ControlPlane};
+use crate::db::{Db, Dialect};
 use crate::error::{Error, Result};
 
 /// The notification channel.
@@ -67,11 +72,123 @@ pub fn decode(payload: &str) -> Announcement {
     })
 }
 
+/// This process's place among the replicas, taken before its first snapshot is built: its
+/// origin, and where it starts receiving the others' announcements. On PostgreSQL its listener
+/// is already LISTENing; on MariaDB the current generation has been read. A change committed
+/// after that point is announced to this replica, and one committed before it is in the first
+/// snapshot (built afterwards); one committed while the snapshot is being built is in both,
+/// never in neither. So the start-up build is the only full one, and a replica is ready once it
+/// is published (reloading everything again when the listener connected doubled a million
+/// subordinates' start: 21.5 s instead of 9 s, 1.6 GB instead of 0.8).
+#[derive(Debug)]
+pub struct Subscription {
+    /// This process among the replicas: announcements carrying it are its own.
+    pub origin: u64,
+    start: Start,
+}
+
+#[derive(Debug)]
+enum Start {
+    /// Not a replica (SQLite, or `cluster.enabled` off).
+    Alone,
+    /// PostgreSQL: LISTEN is in effect on this connection.
+    Listening(PgListener),
+    /// MariaDB: the last generation the first snapshot includes.
+    Generation(i64),
+    /// The position could not be taken (the database went away meanwhile): the replica
+    /// catches up with a full reload once it can, as after a lost listener.
+    Unknown,
+}
+
+impl Subscription {
+    /// Subscribes to the other replicas' announcements when `settings` make this process one.
+    /// Call before the first snapshot is built. Fails only on a configuration error; an
+    /// unreachable database leaves the replica to catch up later (see [`Self::is_behind`]).
+    pub async fn open(db: &Db, settings: &Settings) -> Result<Self> {
+        let origin = random_origin();
+        let start = if !replicates(settings, db.dialect) {
+            Start::Alone
+        } else if db.dialect == Dialect::Postgres {
+            match listen(&listener_options(settings, origin)?).await {
+                Ok(l) => Start::Listening(l),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster listener cannot connect; catching up later");
+                    Start::Unknown
+                }
+            }
+        } else {
+            match current_generation(db).await {
+                Ok(g) => Start::Generation(g),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster generation unreadable; catching up later");
+                    Start::Unknown
+                }
+            }
+        };
+        Ok(Self { origin, start })
+    }
+
+    /// A process that follows no other replica (a single instance; unit tests).
+    pub fn alone() -> Self {
+        Self {
+            origin: random_origin(),
+            start: Start::Alone,
+        }
+    }
+
+    /// Whether a snapshot built now may miss changes of the other replicas: the subscription
+    /// could not be made, so the follower will reload everything.
+    pub fn is_behind(&self) -> bool {
+        matches!(self.start, Start::Unknown)
+    }
+}
+
+/// Whether `settings` make this process one of several replicas on a database of `dialect`.
+fn replicates(settings: &Settings, dialect: Dialect) -> bool {
+    settings.cluster.enabled && dialect != Dialect::Sqlite
+}
+
+/// A process identifier unlikely to repeat among replicas (random, not configured: two
+/// replicas given the same `instance_id` by mistake must still not ignore each other).
+fn random_origin() -> u64 {
+    let mut b = [0u8; 8];
+    if getrandom::fill(&mut b).is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        return h.finish();
+    }
+    u64::from_le_bytes(b)
+}
+
 impl ControlPlane {
     /// Whether committed writes are announced to other replicas (`cluster.enabled` on
     /// PostgreSQL or MariaDB).
     pub fn announces(&self) -> bool {
-        self.settings.cluster.enabled && self.db.dialect != crate::db::Dialect::Sqlite
+        replicates(&self.settings, self.db.dialect)
+    }
+
+    /// Starts following the other replicas from where `subscription` (this process's, made
+    /// before [`ControlPlane::start`]) left off: the listener on PostgreSQL, the poller on
+    /// MariaDB; nothing for a single instance.
+    pub fn spawn_follower(
+        self: &Arc<Self>,
+        subscription: Subscription,
+        stop: CancellationToken,
+    ) -> Result<Option<tokio::task::JoinHandle<()>>> {
+        debug_assert_eq!(
+            subscription.origin, self.origin,
+            "another process's subscription"
+        );
+        Ok(Some(match subscription.start {
+            Start::Alone => return Ok(None),
+            Start::Listening(l) => self.spawn_listener(Some(l), stop)?,
+            Start::Generation(g) => self.spawn_poller(Some(g), stop),
+            Start::Unknown if self.db.dialect == Dialect::Postgres => {
+                self.spawn_listener(None, stop)?
+            }
+            Start::Unknown => self.spawn_poller(None, stop),
+        }))
     }
 
     /// Records the announcement of `changes` in the write's transaction `tx`.
@@ -81,7 +198,7 @@ impl ControlPlane {
         changes: &Changes,
     ) -> Result<()> {
         let payload = encode(self.origin, changes);
-        if self.db.dialect == crate::db::Dialect::Postgres {
+        if self.db.dialect == Dialect::Postgres {
             sqlx::query(
                 self.db
                     .sql("SELECT 1 AS n FROM (SELECT pg_notify(?, ?)) AS s"),
@@ -111,8 +228,13 @@ impl ControlPlane {
     }
 
     /// The poller task (MariaDB with `cluster.enabled`): applies the logged announcements of
-    /// the other replicas every `cluster.poll_interval` until `stop`.
-    pub fn spawn_poller(self: &Arc<Self>, stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+    /// the other replicas after generation `from` (everything up to it is in the snapshot)
+    /// every `cluster.poll_interval` until `stop`. Without `from` it reloads everything first.
+    fn spawn_poller(
+        self: &Arc<Self>,
+        from: Option<i64>,
+        stop: CancellationToken,
+    ) -> tokio::task::JoinHandle<()> {
         let cp = self.clone();
         let every = cp.settings.cluster.poll_interval.get();
         tokio::spawn(async move {
@@ -122,17 +244,20 @@ impl ControlPlane {
                     _ = stop.cancelled() => false,
                 }
             };
-            // Start: everything up to the current generation is in the reload.
-            let mut last = loop {
-                cp.behind.store(true, Ordering::SeqCst);
-                if let Ok(g) = current_generation(&cp.db).await
-                    && cp.reload_everything().await
-                {
-                    break g;
-                }
-                if !pause().await {
-                    return;
-                }
+            let mut last = match from {
+                Some(g) => g,
+                // Everything up to the generation read before the reload is in it.
+                None => loop {
+                    cp.behind.store(true, Ordering::SeqCst);
+                    if let Ok(g) = current_generation(&cp.db).await
+                        && cp.reload_everything().await
+                    {
+                        break g;
+                    }
+                    if !pause().await {
+                        return;
+                    }
+                },
             };
             cp.behind.store(false, Ordering::SeqCst);
             let mut polls: u64 = 0;
@@ -205,52 +330,26 @@ impl ControlPlane {
         }
     }
 
-    /// The listener task (PostgreSQL with `cluster.enabled`): listens, reloads everything
-    /// after each (re)connection, applies announcements until `stop`.
-    pub fn spawn_listener(
+    /// The listener task (PostgreSQL with `cluster.enabled`): applies announcements until
+    /// `stop`, starting with `subscribed` (LISTEN made before the first snapshot was built),
+    /// and after a lost connection (or without `subscribed`) reconnects and reloads everything.
+    fn spawn_listener(
         self: &Arc<Self>,
+        subscribed: Option<PgListener>,
         stop: CancellationToken,
     ) -> Result<tokio::task::JoinHandle<()>> {
-        let opts: PgConnectOptions = self
-            .settings
-            .storage_url()
-            .parse()
-            .map_err(|e: sqlx::Error| Error::Internal(format!("cluster listener: {e}")))?;
-        let opts = opts.application_name(&listener_name(self.origin));
+        let opts = listener_options(&self.settings, self.origin)?;
         let cp = self.clone();
         Ok(tokio::spawn(async move {
-            let mut backoff = Duration::from_millis(100);
+            let mut subscribed = subscribed;
             loop {
-                cp.behind.store(true, Ordering::SeqCst);
-                let listener = tokio::select! {
-                    l = listen(&opts) => l,
-                    _ = stop.cancelled() => return,
+                let mut listener = match subscribed.take() {
+                    Some(l) => l,
+                    None => match cp.resubscribe(&opts, &stop).await {
+                        Some(l) => l,
+                        None => return,
+                    },
                 };
-                let mut listener = match listener {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cluster listener cannot connect; retrying");
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {}
-                            _ = stop.cancelled() => return,
-                        }
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
-                        continue;
-                    }
-                };
-                // Listening before reloading: a change committed in between is both in the
-                // reload and announced, never in neither.
-                if !cp.reload_everything().await {
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = stop.cancelled() => return,
-                    }
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
-                    continue;
-                }
-                backoff = Duration::from_millis(100);
-                cp.behind.store(false, Ordering::SeqCst);
-                tracing::info!("cluster listener connected; snapshot up to date");
                 loop {
                     let next = tokio::select! {
                         n = listener.try_recv() => n,
@@ -267,6 +366,41 @@ impl ControlPlane {
             }
         }))
     }
+
+    /// Connects and LISTENs again, then reloads everything (announcements made while not
+    /// listening are lost), retrying with backoff; not ready (`/readyz`) meanwhile. `None`
+    /// when stopped first.
+    async fn resubscribe(
+        &self,
+        opts: &PgConnectOptions,
+        stop: &CancellationToken,
+    ) -> Option<PgListener> {
+        self.behind.store(true, Ordering::SeqCst);
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let listener = tokio::select! {
+                l = listen(opts) => l,
+                _ = stop.cancelled() => return None,
+            };
+            match listener {
+                // Listening before reloading: a change committed in between is both in the
+                // reload and announced, never in neither.
+                Ok(l) => {
+                    if self.reload_everything().await {
+                        self.behind.store(false, Ordering::SeqCst);
+                        tracing::info!("cluster listener connected; snapshot up to date");
+                        return Some(l);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cluster listener cannot connect; retrying"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.cancelled() => return None,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
 }
 
 /// Polls between two prunings of the change log.
@@ -275,7 +409,7 @@ const PRUNE_EVERY: u64 = 600;
 /// reloads everything).
 const KEEP_GENERATIONS: i64 = 10_000;
 
-async fn current_generation(db: &crate::db::Db) -> Result<i64> {
+async fn current_generation(db: &Db) -> Result<i64> {
     let (g,): (i64,) =
         sqlx::query_as(db.sql("SELECT generation FROM cluster_generation WHERE id = 1"))
             .fetch_one(&db.pool)
@@ -283,7 +417,7 @@ async fn current_generation(db: &crate::db::Db) -> Result<i64> {
     Ok(g)
 }
 
-async fn changes_after(db: &crate::db::Db, last: i64) -> Result<Vec<(i64, String)>> {
+async fn changes_after(db: &Db, last: i64) -> Result<Vec<(i64, String)>> {
     Ok(sqlx::query_as(db.sql(
         "SELECT generation, payload FROM cluster_changes WHERE generation > ? ORDER BY generation",
     ))
@@ -294,7 +428,7 @@ async fn changes_after(db: &crate::db::Db, last: i64) -> Result<Vec<(i64, String
 
 /// Deletes old entries of the change log. Not federation state (nothing in a snapshot comes
 /// from it), so not a `Write`: a single idempotent statement any replica may run.
-async fn prune(db: &crate::db::Db, last: i64) {
+async fn prune(db: &Db, last: i64) {
     let r = sqlx::query(db.sql("DELETE FROM cluster_changes WHERE generation <= ?"))
         .bind(last - KEEP_GENERATIONS)
         .execute(&db.pool)
@@ -307,6 +441,15 @@ async fn prune(db: &crate::db::Db, last: i64) {
 /// The listener connection's `application_name`, so operators (and tests) can tell it apart.
 pub fn listener_name(origin: u64) -> String {
     format!("pharos-listener-{origin:016x}")
+}
+
+/// The listener connection's options: the database of `settings`, named after `origin`.
+fn listener_options(settings: &Settings, origin: u64) -> Result<PgConnectOptions> {
+    let opts: PgConnectOptions = settings
+        .storage_url()
+        .parse()
+        .map_err(|e: sqlx::Error| Error::Internal(format!("cluster listener: {e}")))?;
+    Ok(opts.application_name(&listener_name(origin)))
 }
 
 async fn listen(opts: &PgConnectOptions) -> std::result::Result<PgListener, sqlx::Error> {

@@ -248,6 +248,8 @@ impl ControlPlane {
         self.snapshot.publish(Arc::new(next));
         self.published_at
             .store(self.clock.now(), std::sync::atomic::Ordering::Relaxed);
+        self.full_builds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Not a list of every identifier: with a million subordinates the key refresher would
         // read each one back; it re-reads the polled ones in one query instead.
         self.resync_all_subordinates

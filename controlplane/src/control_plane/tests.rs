@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use pharos_shared::config::Settings;
 use pharos_shared::time::ManualClock;
 
+use super::cluster::Subscription;
 use super::{ControlPlane, Section};
 use crate::db::Db;
 use crate::db::trust_anchors::{self, TrustAnchorWrite};
@@ -17,9 +18,14 @@ async fn control_plane() -> (Arc<ControlPlane>, tempfile::TempDir) {
     let db = Db::connect(&url, 4).await.unwrap();
     db.migrate().await.unwrap();
     let clock = ManualClock::new(1_700_000_000);
-    let cp = ControlPlane::start(db, Arc::new(Settings::default()), clock)
-        .await
-        .unwrap();
+    let cp = ControlPlane::start(
+        db,
+        Arc::new(Settings::default()),
+        clock,
+        &Subscription::alone(),
+    )
+    .await
+    .unwrap();
     (cp, dir)
 }
 

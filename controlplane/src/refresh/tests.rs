@@ -14,6 +14,7 @@ use serde_json::json;
 
 use super::*;
 use crate::control_plane::Section;
+use crate::control_plane::cluster::Subscription;
 use crate::db::Db;
 use crate::db::trust_anchors::{self, TrustAnchorWrite};
 
@@ -90,9 +91,14 @@ pub(super) async fn setup() -> (Arc<Refreshers<Memory>>, tempfile::TempDir) {
     let db = Db::connect(&url, 4).await.unwrap();
     db.migrate().await.unwrap();
     let clock = ManualClock::new(T0);
-    let cp = ControlPlane::start(db, Arc::new(Settings::default()), clock.clone())
-        .await
-        .unwrap();
+    let cp = ControlPlane::start(
+        db,
+        Arc::new(Settings::default()),
+        clock.clone(),
+        &Subscription::alone(),
+    )
+    .await
+    .unwrap();
     (Refreshers::new(cp, Arc::new(Memory::default())), dir)
 }
 
