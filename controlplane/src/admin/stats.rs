@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -133,9 +132,7 @@ pub async fn export(State(cp): Cp, RawQuery(raw): RawQuery) -> ApiResult<Respons
         Format::Json => ("application/x-ndjson", "stats.json"),
     };
     let rx = export::start(cp.db.clone(), q, format);
-    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
-    }));
+    let body = crate::http::channel_body(rx);
     let disposition = format!("attachment; filename=\"{file}\"");
     let headers = [
         (header::CONTENT_TYPE, media.to_string()),

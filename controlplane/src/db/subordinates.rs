@@ -189,12 +189,18 @@ async fn entity_types(db: &Db) -> Result<HashMap<i64, Vec<String>>> {
     ))
     .fetch(&db.pool);
     while let Some(r) = rows.try_next().await? {
-        types
-            .entry(r.try_get("subordinate_id")?)
-            .or_default()
-            .push(r.try_get("entity_type")?);
+        add_entity_type(&mut types, &r)?;
     }
     Ok(types)
+}
+
+/// Files a `(subordinate_id, entity_type)` row under its subordinate.
+fn add_entity_type(types: &mut HashMap<i64, Vec<String>>, r: &sqlx::any::AnyRow) -> Result<()> {
+    types
+        .entry(r.try_get("subordinate_id")?)
+        .or_default()
+        .push(r.try_get("entity_type")?);
+    Ok(())
 }
 
 /// Which subordinates a [`page`] holds.
@@ -218,7 +224,9 @@ pub async fn page(
 ) -> Result<Vec<SubordinateRow>> {
     let mut sql = String::from(concat!(
         "SELECT s.id, s.entity_id, s.description, s.status, s.enable_jwks_update, ",
-        "s.jwks_poll_interval, s.created_at, s.updated_at FROM subordinates s WHERE s.entity_id > ?"
+        "s.jwks_poll_interval, s.created_at, s.updated_at, NULL AS jwks, NULL AS metadata, ",
+        "NULL AS metadata_policy, NULL AS constraints_json FROM subordinates s ",
+        "WHERE s.entity_id > ?"
     ));
     if filter.status.is_some() {
         sql.push_str(" AND s.status = ?");
@@ -238,25 +246,7 @@ pub async fn page(
         q = q.bind(t);
     }
     let rows = q.bind(limit).fetch_all(&db.pool).await?;
-    let mut subs = Vec::with_capacity(rows.len());
-    for r in &rows {
-        subs.push(SubordinateRow {
-            id: r.try_get("id")?,
-            entity_id: r.try_get("entity_id")?,
-            description: r.try_get("description")?,
-            status: r.try_get("status")?,
-            enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
-            jwks_poll_interval: r.try_get("jwks_poll_interval")?,
-            jwks: None,
-            metadata: None,
-            metadata_policy: None,
-            constraints: None,
-            created_at: r.try_get("created_at")?,
-            updated_at: r.try_get("updated_at")?,
-            registered_entity_types: Vec::new(),
-            additional_claims: Vec::new(),
-        });
-    }
+    let mut subs: Vec<SubordinateRow> = rows.iter().map(from_row).collect::<Result<_>>()?;
     let (Some(first), Some(last)) = (subs.first(), subs.last()) else {
         return Ok(subs);
     };
@@ -272,10 +262,7 @@ pub async fn page(
     .await?;
     let mut types: HashMap<i64, Vec<String>> = HashMap::new();
     for r in &rows {
-        types
-            .entry(r.try_get("subordinate_id")?)
-            .or_default()
-            .push(r.try_get("entity_type")?);
+        add_entity_type(&mut types, r)?;
     }
     for s in &mut subs {
         s.registered_entity_types = types.remove(&s.id).unwrap_or_default();

@@ -25,10 +25,16 @@ admin $TA PUT "/subordinates/http%3A%2F%2F127.0.0.1%3A$IM/metadata-policies" \
 QUERY="/resolve?sub=http%3A%2F%2F127.0.0.1%3A$LEAF&trust_anchor=http%3A%2F%2F127.0.0.1%3A$TA"
 
 RSAMPLES=${BENCH_RESOLVE_SAMPLES:-50}
+# The resolver fetches from loopback: it says so (the default refuses private addresses).
+resolver_config() {
+    pharos_config r $R
+    printf 'federation:\n  block_private_addresses: false\n' >>"$WORK/r/config.yaml"
+}
 log "resolve cold: $RSAMPLES fresh resolver processes"
 : >"$WORK/cold.txt"
 for _ in $(seq 1 "$RSAMPLES"); do
     rm -rf "$WORK/r"
+    resolver_config
     pharos_start r $R
     admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
     curl -fsS -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$R$QUERY" >>"$WORK/cold.txt"
@@ -37,6 +43,7 @@ done
 row "| cold 3-level resolve on loopback (n=$RSAMPLES fresh resolvers) | median $(pct 50 "$WORK/cold.txt" 1000) ms, p99 $(pct 99 "$WORK/cold.txt" 1000) ms | | | | |"
 
 rm -rf "$WORK/r"
+resolver_config
 pharos_start r $R
 admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
 curl -fsS -D "$WORK/resolve.headers" "http://127.0.0.1:$R$QUERY" >"$WORK/resolve.jwt"

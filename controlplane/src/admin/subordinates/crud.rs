@@ -1,6 +1,5 @@
 //! Create, read, update and delete subordinates; their status, history and statement preview.
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -97,9 +96,7 @@ pub async fn list(State(cp): Cp, Query(q): Query<ListQuery>) -> ApiResult<Respon
         chunk.push(b']');
         let _ = tx.send(Ok(chunk.into())).await;
     });
-    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (chunk, rx))
-    }));
+    let body = crate::http::channel_body(rx);
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
