@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use arc_swap::{ArcSwapOption, Guard};
-use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::extract::{Request, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::entity_configuration::{ENTITY_STATEMENT_TYP, payload};
@@ -60,15 +60,16 @@ impl EcCache {
 }
 
 /// The handler: a cacheable answer (`ETag`, `Cache-Control` up to the next re-signing, `304`
-/// on a matching `If-None-Match`).
-pub async fn handler(State(dp): State<Arc<DataPlane>>, headers: HeaderMap) -> Response {
+/// on a matching `If-None-Match`). It takes the request itself, not a `HeaderMap`: that extractor clones every request header
+/// to read one.
+pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response {
     let now = dp.now();
     match signed_at(&dp, now).await {
         Ok(tagged) => cacheable(
             CONTENT_TYPE,
             tagged,
             now,
-            headers.get(header::IF_NONE_MATCH),
+            req.headers().get(header::IF_NONE_MATCH),
         ),
         Err(e) => e.into_response(),
     }

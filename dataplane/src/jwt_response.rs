@@ -14,11 +14,20 @@ pub fn jwt(content_type: &'static str, body: Bytes) -> Response {
 
 /// As [`jwt`] with another success status (e.g. `201` for enrollment).
 pub fn jwt_with_status(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
-    let mut resp = (status, body).into_response();
-    resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    let mut resp = Response::new(axum::body::Body::from(body));
+    *resp.status_mut() = status;
+    let headers = resp.headers_mut();
+    // Room for every header the answer gets on its way out (type, validators, request id,
+    // security headers): an empty map allocates room for six and then grows and rehashes at
+    // the seventh, ~1,500 of the ~24,000 instructions of a cached answer (callgrind).
+    headers.reserve(RESPONSE_HEADERS);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
+
+/// Headers a federation answer carries when it leaves: `Content-Type`, `ETag`,
+/// `Cache-Control`, `X-Request-Id`, three security headers, and room for `Vary`/CORS.
+const RESPONSE_HEADERS: usize = 12;
 
 /// A cacheable `200` answer: `tagged`'s body with its `ETag` and `Cache-Control: public,
 /// max-age` up to its freshness limit, or a bodiless `304` when `if_none_match` (the
