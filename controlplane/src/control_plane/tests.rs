@@ -221,7 +221,7 @@ fn repositories_write_only_inside_a_transaction() {
         ("db/jti.rs", "record"),
         ("db/jti.rs", "cleanup"),
         ("db/users.rs", "rehash"),
-        ("db/stats.rs", "insert_requests"),
+        ("db/stats.rs", "insert_batches"),
         ("db/stats.rs", "replace_day"),
         ("db/stats.rs", "purge_requests"),
         ("db/stats.rs", "purge_daily"),
