@@ -43,16 +43,14 @@ pharos_stop seed
 BUDGET=$((ONE * N * HELD_PERCENT / 100))
 log "one statement is charged $ONE bytes; budget $BUDGET bytes ($HELD_PERCENT % of $N)"
 
-# Each subject once (the few requests in flight when the last is answered wrap round).
+# Each subject once, then the Entity Configuration until the run ends (wrk runs for a time,
+# not a count; SKEW_CRAWL_RATE, default 5,000 signatures a second, sets that time).
 cat >"$WORK/crawl.lua" <<LUA
 local i = 0
 request = function()
     i = i + 1
-    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%07d.example.org",
-        (i - 1) % $N + 1))
-end
-response = function()
-    if i >= $N then wrk.thread:stop() end
+    if i > $N then return wrk.format("GET", "/.well-known/openid-federation") end
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%07d.example.org", i))
 end
 LUA
 cat >"$WORK/zipf.lua" <<LUA
@@ -99,9 +97,11 @@ run_one() {
     mkdir -p "$WORK/skew/data"
     cp "$WORK/seed/data/pharos.db" "$WORK/skew/data/pharos.db"
     pharos_start skew $PORT
-    THREADS=1 DURATION=300s wrk_run "$URL" "$WORK/crawl.lua" >/dev/null
+    THREADS=1 DURATION=$((N / ${SKEW_CRAWL_RATE:-5000} + 2))s wrk_run "$URL" "$WORK/crawl.lua" >/dev/null
+    read -r h0 m0 <<<"$(fetch_counts)"
+    py "import sys; sys.exit($m0 < $N - 64)" || { curl -fsS "$URL/metrics" | grep -i cache >&2; die "the crawl did not reach every subject ($m0)"; }
     # A few seconds of the skewed load before the measured run.
-    DURATION=5s wrk_run "$URL" "$WORK/zipf.lua" >/dev/null
+    DURATION=${SKEW_WARMUP:-5s} wrk_run "$URL" "$WORK/zipf.lua" >/dev/null
     read -r h0 m0 <<<"$(fetch_counts)"
     out=$(wrk_run "$URL" "$WORK/zipf.lua")
     read -r h1 m1 <<<"$(fetch_counts)"
