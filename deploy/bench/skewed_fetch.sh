@@ -9,7 +9,9 @@
 # statements. Each round starts each binary in turn (alternating, SKEW_ROUNDS rounds, default
 # 3) on a copy of that database and
 #   1. fetches every subject once, in order (a crawler walking the list: every request signs);
-#   2. runs wrk for 5 s, then measured for BENCH_DURATION (10s), with subjects drawn from a Zipf distribution
+#      (for N / SKEW_CRAWL_RATE + 2 seconds, default rate 5,000/s; it checks every subject was
+#      reached);
+#   2. runs wrk for SKEW_WARMUP (5s), then measured for BENCH_DURATION (10s), with subjects drawn from a Zipf distribution
 #      (exponent 1, ranks spread over the registry by a fixed permutation, so the popular
 #      subjects are not the first ones loaded); the top 10 % of ranks draw ~80 % of requests.
 # Printed per round and binary: req/s of step 2 and the fetch statement cache's hit ratio
