@@ -322,3 +322,67 @@ async fn statements_follow_general_settings_and_per_subordinate_overrides() {
         p.stop().await;
     }
 }
+
+#[tokio::test]
+async fn fetch_keeps_the_often_fetched_statements_when_the_budget_is_full() {
+    use crate::stats_jobs::{add_scraper, scrape};
+    const BUDGET: u64 = 4_500;
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let mut p = Pharos::start_with(
+        &db,
+        |s| s.cache.statements_max_bytes = BUDGET,
+        std::sync::Arc::new(pharos_shared::time::SystemClock),
+    )
+    .await;
+    add_scraper(&mut p).await;
+    enable(&p, "fetch", "/fetch", json!({})).await;
+    let hot = "https://hot.example.org";
+    add(&p, hot, json!({})).await;
+    let cold: Vec<String> = (0..25)
+        .map(|i| format!("https://cold-{i:02}.example.org"))
+        .collect();
+    for c in &cold {
+        add(&p, c, json!({})).await;
+    }
+    let get = async |sub: &str| {
+        let r = p.get(&format!("/fetch?sub={}", enc(sub))).await;
+        assert_eq!(r.status(), 200, "{sub}");
+        r.text().await.unwrap()
+    };
+    // How many statements the budget holds.
+    get(&cold[0]).await;
+    let one = scrape(&p).await["pharos_statement_cache_bytes{}"];
+    let fit = (BUDGET as f64 / one).floor() as usize;
+    assert!((3..10).contains(&fit), "{one} bytes a statement");
+    // The budget fills (and overflows) before the hot subject is first asked for: first come,
+    // first kept would never keep it.
+    for c in &cold[1..fit + 2] {
+        get(c).await;
+    }
+    let first = get(hot).await;
+    for c in &cold[fit + 2..] {
+        get(c).await;
+        assert_eq!(get(hot).await, first, "the hot statement was signed again");
+    }
+    let m = scrape(&p).await;
+    let hot_fetches = 1 + cold.len() - (fit + 2);
+    assert_eq!(
+        m["pharos_cache_requests_total{cache=fetch,result=miss}"],
+        (cold.len() + 1) as f64,
+        "every subject signed once: {m:?}"
+    );
+    assert_eq!(
+        m["pharos_cache_requests_total{cache=fetch,result=hit}"],
+        (hot_fetches - 1) as f64,
+        "{m:?}"
+    );
+    // Every subject kept once, `fit` (or one more: the hot statement is a little shorter)
+    // still held.
+    let evicted = m["pharos_statement_cache_evictions_total{}"];
+    assert!(
+        ((cold.len() - fit) as f64..=(cold.len() + 1 - fit) as f64).contains(&evicted),
+        "{m:?}"
+    );
+    assert!(m["pharos_statement_cache_bytes{}"] <= BUDGET as f64);
+    p.stop().await;
+}

@@ -164,7 +164,7 @@ async fn shutdown_flushes_what_is_buffered() {
 }
 
 /// The samples of a `/metrics` scrape, by metric name and labels.
-async fn scrape(p: &Pharos) -> HashMap<String, f64> {
+pub(crate) async fn scrape(p: &Pharos) -> HashMap<String, f64> {
     let r = p
         .client
         .get(p.url("/metrics"))
@@ -194,7 +194,7 @@ async fn scrape(p: &Pharos) -> HashMap<String, f64> {
     out
 }
 
-async fn add_scraper(p: &mut Pharos) {
+pub(crate) async fn add_scraper(p: &mut Pharos) {
     let body = json!({"username": "prom", "password": "scrape secret"});
     let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
     assert_eq!(s, 201, "{v}");

@@ -166,6 +166,12 @@ impl Collector for Sources {
             "Bytes of signed Subordinate Statements held for reuse (bounded by cache.statements_max_bytes)",
             i64::try_from(self.statements.held()).unwrap_or(i64::MAX),
         )?;
+        counter(
+            &mut enc,
+            "pharos_statement_cache_evictions",
+            "Signed Subordinate Statements evicted to make room for others (cache.statements_max_bytes)",
+            self.statements.evicted(),
+        )?;
         let pool = &self.cp.db.pool;
         let (size, idle) = (
             i64::from(pool.size()),

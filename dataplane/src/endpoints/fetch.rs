@@ -3,7 +3,9 @@
 //! Signing is the expensive part, so the signed statement is kept in the subordinate's own
 //! snapshot record ([`pharos_shared::subordinate::StatementSlot`]), tagged with the general
 //! settings' version and the generation of our keys and endpoint registry: a cached fetch is
-//! the one map lookup that finds the subordinate. A write to the subordinate replaces its
+//! the one map lookup that finds the subordinate. Past `cache.statements_max_bytes` the
+//! statements not asked for lately make room (CLOCK eviction, see
+//! [`pharos_shared::subordinate::StatementBudget`]). A write to the subordinate replaces its
 //! record (and so the statement); a change of the general settings, keys or registry changes
 //! the tag, so a stale statement is never served. Since such a change invalidates every
 //! statement at once, concurrent first requests for one statement sign it once (see
@@ -218,7 +220,7 @@ async fn statement(
             let signed = sign(snap, sub, now, source)
                 .await
                 .map_err(FedError::server_error)?;
-            sub.statement.put(
+            sub.keep_statement(
                 SignedStatement {
                     general_version,
                     statements_generation,

@@ -105,9 +105,10 @@ pub struct CacheSettings {
     pub disabled: bool,
     /// Upper bound on any cache entry's lifetime; 0 = none.
     pub max_lifetime: Duration,
-    /// Bytes of signed Subordinate Statements kept for reuse (about 1 KB each); past it a
-    /// statement is signed per request until room comes back. 0 = no bound. The default (128
-    /// MiB) holds every statement of about 125,000 subordinates.
+    /// Bytes of signed Subordinate Statements kept for reuse (about 1 KB each); past it the
+    /// statements not asked for lately make room (CLOCK eviction), so the often-fetched
+    /// subjects stay signed. 0 = no bound. The default (128 MiB) holds every statement of
+    /// about 125,000 subordinates.
     pub statements_max_bytes: u64,
     /// Accepted for compatibility; ignored (warning).
     pub redis_addr: String,
