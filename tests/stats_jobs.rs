@@ -46,13 +46,7 @@ async fn backfill_at_start_then_aggregation_and_purge_at_two() {
         // A database with history: records 100 days ago (past the 90-day retention), 3 days
         // and 1 day ago, and an aggregate 400 days old (past the 365-day retention).
         {
-            let mut s = pharos_shared::config::Settings::default();
-            db.configure(&mut s);
-            if b == crate::support::Backend::Sqlite {
-                std::fs::create_dir_all(&s.storage.data_dir).unwrap();
-            }
-            let pool = Db::connect(&s.storage_url(), 2).await.unwrap();
-            pool.migrate().await.unwrap();
+            let pool = migrated_pool(&db, b).await;
             let rows = [
                 record(today - 100 * DAY + 60, "fetch", 200, 1000),
                 record(today - 3 * DAY + 60, "fetch", 200, 1000),

@@ -278,24 +278,13 @@ pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow]) -> Result<()> {
 /// wholly before it are deleted; the few that straddle it are rewritten without their older
 /// records, each in its own transaction.
 pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
-    let (whole, _) = count_before(db, before).await?;
+    let whole = records_wholly_before(db, before).await?;
     sqlx::query(db.sql("DELETE FROM stats_batches WHERE ts_last < ?"))
         .bind(before)
         .execute(&db.pool)
         .await?;
-    let straddling = sqlx::query(
-        db.sql("SELECT id, body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?"),
-    )
-    .bind(before)
-    .bind(before)
-    .fetch_all(&db.pool)
-    .await?;
     let mut purged = u64::try_from(whole).unwrap_or(0);
-    for r in straddling {
-        let (id, body): (i64, String) = (r.try_get(0)?, r.try_get(1)?);
-        let Ok(b) = Batch::decode(&body) else {
-            continue;
-        };
+    for (id, b) in straddling(db, before).await? {
         let kept: Vec<RequestRow> = b
             .iter()
             .filter(|r| r.ts >= before)
@@ -315,30 +304,36 @@ pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
     Ok(purged)
 }
 
-/// Records in batches wholly before `before`, and those in batches straddling it (some of
-/// whose records are before it).
-async fn count_before(db: &Db, before: i64) -> Result<(i64, i64)> {
-    let whole = sqlx::query(db.sql_built(format!(
+/// Records in batches wholly before `before`.
+async fn records_wholly_before(db: &Db, before: i64) -> Result<i64> {
+    let sql = format!(
         "SELECT {} FROM stats_batches WHERE ts_last < ?",
         db.sum("records")
-    )))
+    );
+    let r = sqlx::query(db.sql_built(sql))
+        .bind(before)
+        .fetch_one(&db.pool)
+        .await?;
+    Ok(r.try_get(0)?)
+}
+
+/// The batches that straddle `before` (some of their records are older), by id; unreadable
+/// ones are left alone.
+async fn straddling(db: &Db, before: i64) -> Result<Vec<(i64, Batch)>> {
+    let rows = sqlx::query(
+        db.sql("SELECT id, body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?"),
+    )
     .bind(before)
-    .fetch_one(&db.pool)
-    .await?
-    .try_get(0)?;
-    let mut straddling = 0;
-    let rows =
-        sqlx::query(db.sql("SELECT body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?"))
-            .bind(before)
-            .bind(before)
-            .fetch_all(&db.pool)
-            .await?;
+    .bind(before)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
     for r in rows {
-        if let Ok(b) = Batch::decode(&r.try_get::<String, _>(0)?) {
-            straddling += b.iter().filter(|r| r.ts < before).count() as i64;
+        if let Ok(b) = Batch::decode(&r.try_get::<String, _>(1)?) {
+            out.push((r.try_get(0)?, b));
         }
     }
-    Ok((whole, straddling))
+    Ok(out)
 }
 
 /// Deletes aggregates of days before `before`; returns how many rows.
@@ -356,7 +351,12 @@ pub async fn count_purgeable(
     requests_before: i64,
     daily_before: i64,
 ) -> Result<(i64, i64)> {
-    let (whole, straddling) = count_before(db, requests_before).await?;
+    let whole = records_wholly_before(db, requests_before).await?;
+    let straddling: i64 = straddling(db, requests_before)
+        .await?
+        .iter()
+        .map(|(_, b)| b.iter().filter(|r| r.ts < requests_before).count() as i64)
+        .sum();
     let d = sqlx::query(db.sql("SELECT COUNT(*) FROM stats_daily WHERE day < ?"))
         .bind(daily_before)
         .fetch_one(&db.pool)

@@ -36,31 +36,11 @@ use crate::db::stats::RequestRow;
 /// The document version this build writes and reads.
 const VERSION: u32 = 1;
 
-/// The stored document as read ([`Encoder::finish`] writes it); run-length columns still as
-/// (value, count) pairs.
+/// The stored document as read ([`Encoder::finish`] writes it); [`Batch::decode`] expands its
+/// run-length columns from (value, count) pairs to one value per record in place.
 #[derive(Debug, Default, Deserialize)]
 struct Document {
     v: u32,
-    t0: i64,
-    strings: Vec<String>,
-    duration_us: Vec<i64>,
-    ts: Vec<i64>,
-    endpoint: Vec<i64>,
-    method: Vec<i64>,
-    status: Vec<i64>,
-    client_ip: Vec<i64>,
-    country: Vec<i64>,
-    user_agent: Vec<i64>,
-    client_entity_id: Vec<i64>,
-    query_params: Vec<i64>,
-    request_size: Vec<i64>,
-    response_size: Vec<i64>,
-    error_type: Vec<i64>,
-}
-
-/// The columns of a read batch, one value per record.
-#[derive(Debug, Default)]
-struct Columns {
     t0: i64,
     strings: Vec<String>,
     duration_us: Vec<i64>,
@@ -393,7 +373,7 @@ pub fn encode_within<T>(
 /// A stored batch, read back.
 #[derive(Debug)]
 pub struct Batch {
-    doc: Columns,
+    doc: Document,
 }
 
 /// One record of a [`Batch`], borrowing its text.
@@ -477,23 +457,23 @@ impl Batch {
             return Err(format!("unknown statistics batch version {}", d.v));
         }
         let n = d.duration_us.len();
-        let c = Columns {
-            ts: expand("ts", &d.ts, n)?,
-            endpoint: expand("endpoint", &d.endpoint, n)?,
-            method: expand("method", &d.method, n)?,
-            status: expand("status", &d.status, n)?,
-            client_ip: expand("client_ip", &d.client_ip, n)?,
-            country: expand("country", &d.country, n)?,
-            user_agent: expand("user_agent", &d.user_agent, n)?,
-            client_entity_id: expand("client_entity_id", &d.client_entity_id, n)?,
-            query_params: expand("query_params", &d.query_params, n)?,
-            request_size: expand("request_size", &d.request_size, n)?,
-            response_size: expand("response_size", &d.response_size, n)?,
-            error_type: expand("error_type", &d.error_type, n)?,
-            t0: d.t0,
-            strings: d.strings,
-            duration_us: d.duration_us,
-        };
+        let mut c = d;
+        for (name, column) in [
+            ("ts", &mut c.ts),
+            ("endpoint", &mut c.endpoint),
+            ("method", &mut c.method),
+            ("status", &mut c.status),
+            ("client_ip", &mut c.client_ip),
+            ("country", &mut c.country),
+            ("user_agent", &mut c.user_agent),
+            ("client_entity_id", &mut c.client_entity_id),
+            ("query_params", &mut c.query_params),
+            ("request_size", &mut c.request_size),
+            ("response_size", &mut c.response_size),
+            ("error_type", &mut c.error_type),
+        ] {
+            *column = expand(name, column, n)?;
+        }
         let strings = c.strings.len() as i64;
         let text = [
             &c.endpoint,
