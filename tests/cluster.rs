@@ -16,7 +16,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::client_auth::{Federation, assertion, call, claims, error, signer};
-use crate::support::{Backend, Pharos, TestDb, backends, enable, enc, jwk};
+use crate::support::{Backend, Pharos, TestDb, backends, enable, enc, has_backend, jwk};
 
 const ENTITY_ID: &str = "https://federation.example.org";
 
@@ -85,7 +85,7 @@ async fn add(p: &Pharos, entity: &str) {
 }
 
 fn postgres() -> bool {
-    backends().contains(&Backend::Postgres)
+    has_backend(Backend::Postgres)
 }
 
 #[tokio::test]
@@ -137,7 +137,7 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
 
 #[tokio::test]
 async fn a_write_on_one_replica_is_visible_on_the_others_on_mariadb() {
-    if !backends().contains(&Backend::Mysql) {
+    if !has_backend(Backend::Mysql) {
         return;
     }
     let db = TestDb::new(Backend::Mysql).await;

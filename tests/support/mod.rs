@@ -25,16 +25,27 @@ pub enum Backend {
     Mysql,
 }
 
-/// SQLite always; the others when their DSN variable is set.
+/// SQLite always; the others when their DSN variable is set. With `PHAROS_REQUIRE_DATABASES`
+/// set (as `.ci/run` does) a missing DSN fails the test instead of leaving its database out, so
+/// a test written for PostgreSQL or MariaDB cannot pass in CI without running there.
 pub fn backends() -> Vec<Backend> {
     let mut b = vec![Backend::Sqlite];
-    if std::env::var("SVC_TEST_POSTGRES_DSN").is_ok_and(|v| !v.is_empty()) {
-        b.push(Backend::Postgres);
-    }
-    if std::env::var("SVC_TEST_MYSQL_DSN").is_ok_and(|v| !v.is_empty()) {
-        b.push(Backend::Mysql);
+    for (backend, var) in [
+        (Backend::Postgres, "SVC_TEST_POSTGRES_DSN"),
+        (Backend::Mysql, "SVC_TEST_MYSQL_DSN"),
+    ] {
+        if std::env::var(var).is_ok_and(|v| !v.is_empty()) {
+            b.push(backend);
+        } else if std::env::var_os("PHAROS_REQUIRE_DATABASES").is_some() {
+            panic!("{var} is not set, and PHAROS_REQUIRE_DATABASES says the tests need it");
+        }
     }
     b
+}
+
+/// Whether `backend` is configured for this run (see [`backends`]: in CI a missing one fails).
+pub fn has_backend(backend: Backend) -> bool {
+    backends().contains(&backend)
 }
 
 /// A fresh, empty database for one test.
