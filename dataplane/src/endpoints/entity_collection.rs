@@ -76,6 +76,11 @@ fn periodic(cfg: &EntityCollectionConfig) -> bool {
 
 /// Answers a collection request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let on_demand =
+        !matches!(&call.entry.config, EndpointConfig::EntityCollection(c) if periodic(c));
+    if on_demand && let Err(refused) = call.limit(crate::rate_limit::Limited::EntityCollection) {
+        return refused;
+    }
     let key = match &call.entry.config {
         EndpointConfig::EntityCollection(c) if periodic(c) => call
             .raw_query()
