@@ -60,6 +60,7 @@ pub struct DataPlane {
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_cache: endpoints::trust_mark::MarkCache,
     trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
+    trust_mark_listing_cache: endpoints::trust_mark_listing::HoldersCache,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -135,6 +136,7 @@ impl DataPlane {
             fetch_flights: endpoints::fetch::Flights::default(),
             trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
             trust_mark_status_cache: Default::default(),
+            trust_mark_listing_cache: Default::default(),
             caches: Arc::default(),
         })
     }
