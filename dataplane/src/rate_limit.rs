@@ -1,7 +1,7 @@
 //! The public endpoints that write or fetch, bounded per client and in total
 //! (`server.rate_limits`, the table in [`pharos_shared::rate_limit`]).
 //!
-//! A handler spends its request at entry ([`crate::endpoints::Call::limit`]), before it parses,
+//! A handler spends its request at entry (`Call::over_limit`), before it parses,
 //! authenticates or sends anything to the control plane, so a refused request costs a hash
 //! lookup. The client is the address `server.trusted_proxies` resolve. The listeners always
 //! attach the peer's address; a request without one (the in-process router tests) has no
@@ -133,7 +133,7 @@ impl RateLimiter {
     }
 
     /// Counts `req` against `class`'s rates: `Err` is the `429` to answer.
-    pub fn check(&self, class: Limited, req: &Request) -> Result<(), Response> {
+    pub fn check(&self, class: Limited, req: &Request) -> Result<(), Box<Response>> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
@@ -170,7 +170,7 @@ impl RateLimiter {
         .into_response();
         resp.headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(refused.retry_after));
-        Err(resp)
+        Err(Box::new(resp))
     }
 }
 
@@ -204,7 +204,7 @@ mod tests {
         limiter
             .check(Limited::TrustMarkRequest, &from_proxy("192.0.2.1"))
             .unwrap();
-        let resp = limiter
+        let resp = *limiter
             .check(Limited::TrustMarkRequest, &from_proxy("192.0.2.1"))
             .unwrap_err();
         assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);

@@ -84,7 +84,7 @@ pub(crate) fn read(params: &[(String, String)], own_id: &str) -> Result<EnrollPa
 
 /// Answers an enroll request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(crate::rate_limit::Limited::Enroll) {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Enroll) {
         return refused;
     }
     let (dp, now) = (call.dp, call.now);

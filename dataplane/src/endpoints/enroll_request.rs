@@ -20,7 +20,7 @@ use crate::command::{EnrollMode, EnrollOutcome};
 
 /// Answers an enrollment request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(crate::rate_limit::Limited::Enroll) {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Enroll) {
         return refused;
     }
     match standing(call, EnrollMode::Request).await {

@@ -111,7 +111,9 @@ fn periodic(cfg: &EntityCollectionConfig) -> bool {
 pub(crate) async fn serve(call: Call<'_>) -> Response {
     let on_demand =
         !matches!(&call.entry.config, EndpointConfig::EntityCollection(c) if periodic(c));
-    if on_demand && let Err(refused) = call.limit(crate::rate_limit::Limited::EntityCollection) {
+    if on_demand
+        && let Some(refused) = call.over_limit(crate::rate_limit::Limited::EntityCollection)
+    {
         return refused;
     }
     let key = match (&call.entry.config, call.raw_query()) {

@@ -80,9 +80,13 @@ pub struct Call<'a> {
 
 impl Call<'_> {
     /// Spends this request's share of `class`'s rates (`server.rate_limits`), before any work;
-    /// `Err` is the `429` to answer.
-    pub(crate) fn limit(&self, class: Limited) -> Result<(), Response> {
-        self.dp.rate_limits.check(class, &self.req)
+    /// `Some` is the `429` to answer instead.
+    pub(crate) fn over_limit(&self, class: Limited) -> Option<Response> {
+        self.dp
+            .rate_limits
+            .check(class, &self.req)
+            .err()
+            .map(|r| *r)
     }
 
     /// The raw query string of an unauthenticated GET, read as is (no parameter vector, no
@@ -185,7 +189,7 @@ pub async fn serve(call: Call<'_>) -> Response {
 
 /// Authenticity comes from the JWK Set's signature; `auth_enabled` is ignored.
 async fn jwks_update_push(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(Limited::JwksUpdate) {
+    if let Some(refused) = call.over_limit(Limited::JwksUpdate) {
         return refused;
     }
     jwks_update::push(call.dp, call.req).await
@@ -194,7 +198,7 @@ async fn jwks_update_push(call: Call<'_>) -> Response {
 /// Without client authentication the target is named in the request; with it, the target is
 /// the authenticated client itself.
 async fn jwks_update_trigger(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(Limited::JwksUpdate) {
+    if let Some(refused) = call.over_limit(Limited::JwksUpdate) {
         return refused;
     }
     if !call.entry.auth_enabled {

@@ -84,7 +84,7 @@ pub(crate) fn cached(
 
 /// Answers a resolve request that [`cached`] did not.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(crate::rate_limit::Limited::Resolve) {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Resolve) {
         return refused;
     }
     let (dp, snap, entry, now) = (call.dp, call.snap.clone(), call.entry.clone(), call.now);

@@ -97,7 +97,7 @@ pub(crate) fn spec<'s>(
 
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(crate::rate_limit::Limited::TrustMark) {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::TrustMark) {
         return refused;
     }
     let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);

@@ -19,7 +19,7 @@ use crate::error::FedError;
 
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    if let Err(refused) = call.limit(crate::rate_limit::Limited::TrustMarkRequest) {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::TrustMarkRequest) {
         return refused;
     }
     let (dp, snap) = (call.dp, call.snap.clone());
