@@ -187,7 +187,7 @@ impl Default for Banner {
 pub struct RateLimits {
     /// Apply the limits at all.
     pub enabled: bool,
-    /// Clients remembered at most (fixed memory, about 100 bytes each); past it, the least recently seen are forgotten first.
+    /// Clients remembered at most (1 to 10,000,000; memory of about 100 bytes each, allocated at start); past it, the least recently seen are forgotten first.
     pub clients: u32,
     /// `trust_mark`: every request, including those a checker decides (cached answers too).
     pub trust_mark: RateLimit,
@@ -224,7 +224,7 @@ impl Default for RateLimits {
 pub struct RateLimit {
     /// Requests per minute one client may make on average (0 = no per-client limit).
     pub per_client: u32,
-    /// Requests one client may make at once before `per_client` paces it.
+    /// Requests one client may make at once before `per_client` paces it (at least 1).
     pub burst: u32,
     /// Requests per minute of all clients together (0 = no total limit); up to this many at once.
     pub total: u32,
@@ -246,6 +246,9 @@ impl Default for RateLimit {
         Self::new(0, 1, 0)
     }
 }
+
+/// Largest `server.rate_limits.clients`: the table is allocated whole at start (about 1 GB here).
+const MAX_LIMITED_CLIENTS: u32 = 10_000_000;
 
 const LEVELS: [&str; 5] = ["trace", "debug", "info", "warn", "error"];
 
@@ -277,8 +280,12 @@ impl ServerSettings {
         if self.request_timeout.is_zero() {
             problems.push("server.request_timeout must be greater than 0".into());
         }
-        if self.rate_limits.enabled && self.rate_limits.clients == 0 {
-            problems.push("server.rate_limits.clients must be greater than 0".into());
+        if self.rate_limits.enabled
+            && !(1..=MAX_LIMITED_CLIENTS).contains(&self.rate_limits.clients)
+        {
+            problems.push(format!(
+                "server.rate_limits.clients must be between 1 and {MAX_LIMITED_CLIENTS}"
+            ));
         }
     }
 }
@@ -322,6 +329,22 @@ mod tests {
         s.check(&mut problems);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("10.0.0.0/33")));
+    }
+
+    #[test]
+    fn the_rate_limiter_table_is_bounded_by_configuration() {
+        for (clients, ok) in [
+            (0, false),
+            (1, true),
+            (10_000_000, true),
+            (10_000_001, false),
+        ] {
+            let mut s = ServerSettings::default();
+            s.rate_limits.clients = clients;
+            let mut problems = Vec::new();
+            s.check(&mut problems);
+            assert_eq!(problems.is_empty(), ok, "{clients}: {problems:?}");
+        }
     }
 
     #[test]
