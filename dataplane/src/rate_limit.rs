@@ -249,4 +249,75 @@ mod tests {
         }
         assert_eq!((limiter.clients(), limiter.capacity()), (0, 0));
     }
+
+    /// Every endpoint type that writes or fetches asks the limiter before anything else: over
+    /// a per-client rate of one request, the second request from one address is refused.
+    #[tokio::test]
+    async fn every_endpoint_that_writes_or_fetches_is_limited() {
+        use pharos_shared::endpoint::{EndpointType, http_method};
+        use pharos_shared::snapshot::SnapshotPublisher;
+        use pharos_shared::time::ManualClock;
+        use tower::ServiceExt;
+
+        use crate::DataPlane;
+        use crate::command::Commands;
+        use crate::test_support::SnapshotBuilder;
+
+        let limited = [
+            EndpointType::TrustMark,
+            EndpointType::TrustMarkRequest,
+            EndpointType::Enroll,
+            EndpointType::EnrollRequest,
+            EndpointType::JwksUpdate,
+            EndpointType::JwksUpdateTrigger,
+            EndpointType::EntityCollection,
+            EndpointType::Resolve,
+        ];
+        let mut snap = SnapshotBuilder::new();
+        for kind in limited {
+            snap = snap.endpoint(kind, &format!("/{kind}"));
+        }
+        let mut server = ServerSettings::default();
+        let one = RateLimit::new(1, 1, 0);
+        let r = &mut server.rate_limits;
+        (r.trust_mark, r.trust_mark_request, r.enroll) = (one, one, one);
+        (r.jwks_update, r.entity_collection, r.resolve) = (one, one, one);
+        // No control plane: commands are refused at once (503), nothing waits for a reply.
+        let (commands, rx) = Commands::channel();
+        drop(rx);
+        let dp = DataPlane::connected(
+            SnapshotPublisher::new(snap.build()).reader(),
+            ManualClock::new(0),
+            &Default::default(),
+            commands,
+            &Default::default(),
+            &Default::default(),
+            &server,
+        );
+        let app = crate::router(dp);
+        for (n, kind) in limited.into_iter().enumerate() {
+            // A client of its own for each endpoint (enroll and enroll_request share a class).
+            let peer: SocketAddr = format!("192.0.2.{}:1", n + 1).parse().unwrap();
+            let method = match kind.method(false) {
+                http_method::Method::Get => "GET",
+                http_method::Method::Post => "POST",
+            };
+            let send = || {
+                let mut req = Request::builder()
+                    .method(method)
+                    .uri(format!("/{kind}?sub=https%3A%2F%2Frp.example"))
+                    .body(Body::empty())
+                    .unwrap();
+                req.extensions_mut().insert(ConnectInfo(peer));
+                app.clone().oneshot(req)
+            };
+            let patience = std::time::Duration::from_secs(10);
+            let first = tokio::time::timeout(patience, send()).await;
+            let first = first.unwrap().unwrap().status();
+            assert_ne!(first, StatusCode::TOO_MANY_REQUESTS, "{kind}");
+            let second = send().await.unwrap();
+            assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS, "{kind}");
+            assert!(second.headers().contains_key(header::RETRY_AFTER), "{kind}");
+        }
+    }
 }
