@@ -50,6 +50,7 @@ mod list;
 mod logging;
 mod openapi;
 mod pkcs11;
+mod rate_limits;
 mod registry;
 mod resolve;
 mod restart;

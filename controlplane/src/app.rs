@@ -116,6 +116,7 @@ impl App {
             commands,
             auth,
             &settings.cache,
+            &settings.server,
         );
         let refreshers = Refreshers::new(
             control.clone(),
@@ -128,6 +129,7 @@ impl App {
             refreshers.failures.clone(),
             data.caches.clone(),
             data.statement_budget.clone(),
+            data.rate_limits.clone(),
         );
 
         let admin = &settings.api.admin;

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pharos_dataplane::cache_counters::{Cache, CacheCounters};
+use pharos_dataplane::rate_limit::{Limited, RateLimiter};
 use pharos_dataplane::stats::Ring;
 use pharos_dataplane::stats::metrics::RequestMetrics;
 use pharos_shared::subordinate::StatementBudget;
@@ -42,6 +43,13 @@ struct Sources {
     failures: Arc<Failures>,
     caches: Arc<CacheCounters>,
     statements: Arc<StatementBudget>,
+    rate_limits: Arc<RateLimiter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitBound {
+    endpoint: &'static str,
+    bound: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -172,6 +180,35 @@ impl Collector for Sources {
             "Signed Subordinate Statements evicted to make room for others (cache.statements_max_bytes)",
             self.statements.evicted(),
         )?;
+        gauge(
+            &mut enc,
+            "pharos_rate_limiter_clients",
+            "Clients the rate limiter remembers (at most pharos_rate_limiter_capacity, server.rate_limits.clients)",
+            i64::try_from(self.rate_limits.clients()).unwrap_or(i64::MAX),
+        )?;
+        gauge(
+            &mut enc,
+            "pharos_rate_limiter_capacity",
+            "Clients the rate limiter remembers at most (fixed memory)",
+            i64::try_from(self.rate_limits.capacity()).unwrap_or(i64::MAX),
+        )?;
+        {
+            let mut family = enc.encode_descriptor(
+                "pharos_rate_limited",
+                "Requests refused with 429 by server.rate_limits, by endpoint class and bound (per_client or total)",
+                None,
+                MetricType::Counter,
+            )?;
+            for class in Limited::ALL {
+                for (bound, n) in self.rate_limits.refused(class) {
+                    let labels = LimitBound {
+                        endpoint: class.name(),
+                        bound,
+                    };
+                    ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
         let pool = &self.cp.db.pool;
         let (size, idle) = (
             i64::from(pool.size()),
@@ -201,6 +238,7 @@ impl Metrics {
         failures: Arc<Failures>,
         caches: Arc<CacheCounters>,
         statements: Arc<StatementBudget>,
+        rate_limits: Arc<RateLimiter>,
     ) -> Arc<Self> {
         let mut registry = Registry::default();
         requests.register(&mut registry);
@@ -210,6 +248,7 @@ impl Metrics {
             failures,
             caches,
             statements,
+            rate_limits,
         }));
         Arc::new(Self { registry })
     }

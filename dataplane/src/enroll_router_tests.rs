@@ -61,6 +61,7 @@ impl Fake {
             commands,
             &Default::default(),
             &Default::default(),
+            &Default::default(),
         );
         let asked = Arc::new(Mutex::new(Vec::new()));
         let seen = asked.clone();

@@ -18,6 +18,7 @@ pub mod error;
 mod instructions_probe;
 pub mod jwt_response;
 pub mod outbound;
+pub mod rate_limit;
 pub mod replay;
 pub mod resolver;
 #[cfg(test)]
@@ -38,7 +39,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::get;
-use pharos_shared::config::{CacheSettings, EndpointAuth, FederationSettings};
+use pharos_shared::config::{CacheSettings, EndpointAuth, FederationSettings, ServerSettings};
 use pharos_shared::snapshot::{Snapshot, SnapshotReader};
 use pharos_shared::subordinate::StatementBudget;
 use pharos_shared::time::Clock;
@@ -59,6 +60,7 @@ pub struct DataPlane {
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_cache: endpoints::trust_mark::MarkCache,
     trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
+    trust_mark_listing_cache: endpoints::trust_mark_listing::HoldersCache,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -69,6 +71,8 @@ pub struct DataPlane {
     pub caches: Arc<cache_counters::CacheCounters>,
     /// What the subordinates' statement slots may hold together (`cache.statements_max_bytes`).
     pub statement_budget: Arc<StatementBudget>,
+    /// Request rates of the endpoints that write or fetch (`server.rate_limits`).
+    pub rate_limits: Arc<rate_limit::RateLimiter>,
 }
 
 impl DataPlane {
@@ -94,12 +98,14 @@ impl DataPlane {
             commands,
             &EndpointAuth::default(),
             &CacheSettings::default(),
+            &ServerSettings::default(),
         )
     }
 
     /// A data plane wired to the control plane: `commands` carries its state changes, and
     /// client authentication follows `auth` (used `jti`s go to the store its `jti_backend`
-    /// names, `db` = through the control plane).
+    /// names, `db` = through the control plane); requests are limited as `server.rate_limits`
+    /// says, their clients read as `server.trusted_proxies` says.
     pub fn connected(
         snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
@@ -107,8 +113,10 @@ impl DataPlane {
         commands: Commands,
         auth: &EndpointAuth,
         cache: &CacheSettings,
+        server: &ServerSettings,
     ) -> Arc<Self> {
         Arc::new(Self {
+            rate_limits: Arc::new(rate_limit::RateLimiter::new(server)),
             statement_budget: StatementBudget::new(cache.statements_max_bytes),
             replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
             max_assertion_lifetime: i64::try_from(auth.max_assertion_lifetime.get().as_secs())
@@ -128,6 +136,7 @@ impl DataPlane {
             fetch_flights: endpoints::fetch::Flights::default(),
             trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
             trust_mark_status_cache: Default::default(),
+            trust_mark_listing_cache: Default::default(),
             caches: Arc::default(),
         })
     }

@@ -94,6 +94,7 @@ impl Issuer {
             commands,
             &Default::default(),
             &Default::default(),
+            &Default::default(),
         );
         let p = publisher.clone();
         tokio::spawn(async move {

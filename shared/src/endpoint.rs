@@ -10,6 +10,22 @@ use serde_json::{Map, Value};
 
 use crate::checks::Checker;
 
+/// Values a repeated request parameter (`entity_type`, `trust_mark_type`, …) may have at most:
+/// each value widens the work a filter does and the number of distinct answers a cache must
+/// keep apart, and no legitimate client needs more. More is `400 invalid_request`, naming the
+/// parameter.
+pub const MAX_PARAMETER_VALUES: usize = 16;
+
+/// Refuses the `count`th value of `name` when it is past [`MAX_PARAMETER_VALUES`].
+pub fn bound_values(name: &str, count: usize) -> Result<(), String> {
+    if count > MAX_PARAMETER_VALUES {
+        return Err(format!(
+            "parameter '{name}' given more than {MAX_PARAMETER_VALUES} times"
+        ));
+    }
+    Ok(())
+}
+
 /// The kinds of federation endpoint Pharos can serve (one row per kind at most).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

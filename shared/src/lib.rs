@@ -18,6 +18,7 @@ pub mod interop;
 pub mod jose;
 pub mod key_update;
 pub mod policy;
+pub mod rate_limit;
 pub mod refresh;
 pub mod snapshot;
 pub mod subordinate;

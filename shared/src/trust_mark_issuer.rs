@@ -218,6 +218,17 @@ impl MarkStatus {
 }
 
 impl IssuedMark {
+    /// The first instant after `now` at which [`Self::status`] changes by the clock alone
+    /// (`i64::MAX`: never).
+    pub fn next_change(&self, now: i64) -> i64 {
+        [self.expires_at, self.revoked_at]
+            .into_iter()
+            .flatten()
+            .filter(|t| *t > now)
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+
     /// Its status at `now`: revocation wins over expiry.
     pub fn status(&self, now: i64) -> MarkStatus {
         if self.revoked_at.is_some_and(|r| r <= now) {
@@ -304,17 +315,33 @@ impl TrustMarks {
     /// Entities holding a valid (unrevoked, unexpired) mark of `trust_mark_type` issued here,
     /// sorted and distinct; with `sub`, only that entity (§8.5).
     pub fn holders(&self, trust_mark_type: &str, sub: Option<&str>, now: i64) -> Vec<String> {
-        let mut out: Vec<String> = self
+        let (all, _) = self.valid_holders(Some(trust_mark_type), now);
+        all.into_iter()
+            .filter(|h| sub.is_none_or(|s| *h == s))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Entities holding a valid mark issued here (of `trust_mark_type`, or of any type), sorted
+    /// and distinct, and the first instant after `now` at which the clock alone may change the
+    /// answer (a counted mark's `exp` or scheduled revocation; `i64::MAX` when none): until
+    /// then, the answer may be kept for this snapshot. One pass over every issued mark, so the
+    /// data plane keeps the answer instead of scanning per request.
+    pub fn valid_holders(&self, trust_mark_type: Option<&str>, now: i64) -> (Vec<&str>, i64) {
+        let mut until = i64::MAX;
+        let mut out: Vec<&str> = self
             .issued
             .values()
-            .filter(|m| m.trust_mark_type == trust_mark_type)
-            .filter(|m| sub.is_none_or(|s| m.subject == s))
+            .filter(|m| trust_mark_type.is_none_or(|t| m.trust_mark_type == t))
             .filter(|m| m.status(now) == MarkStatus::Active)
-            .map(|m| m.subject.clone())
+            .map(|m| {
+                until = until.min(m.next_change(now));
+                m.subject.as_str()
+            })
             .collect();
-        out.sort();
+        out.sort_unstable();
         out.dedup();
-        out
+        (out, until)
     }
 
     /// `trust_mark_issuers` of our Entity Configuration: types with at least one issuer.

@@ -127,6 +127,12 @@ fn holders_are_distinct_sorted_and_valid() {
     assert_eq!(tm.holders("t", Some("https://a"), 50), vec!["https://a"]);
     assert_eq!(tm.holders("t", Some("https://c"), 50), Vec::<String>::new());
     assert!(tm.holders("other", None, 50).is_empty());
+    // The answer holds until a counted mark expires (b's mark of exp 10 is not counted at 50).
+    assert_eq!(tm.valid_holders(Some("t"), 50).1, 100);
+    let (all, until) = tm.valid_holders(None, 4);
+    assert_eq!(all, ["https://a", "https://b", "https://c"]);
+    assert_eq!(until, 5, "c's scheduled revocation");
+    assert_eq!(tm.valid_holders(Some("other"), 4), (vec![], i64::MAX));
 }
 
 #[test]

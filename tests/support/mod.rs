@@ -100,6 +100,12 @@ impl TestDb {
     }
 }
 
+/// Tests send many requests from one loopback address within seconds, which the default
+/// `server.rate_limits` would refuse; the tests of the limits switch them on again.
+fn unlimited(s: &mut Settings) {
+    s.server.rate_limits.enabled = false;
+}
+
 static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn rand_suffix() -> u32 {
@@ -157,6 +163,7 @@ impl Pharos {
         // Test federations live on loopback: they say so (the default blocks private addresses).
         settings.federation.block_private_addresses = false;
         db.configure(&mut settings);
+        unlimited(&mut settings);
         f(&mut settings);
         Self::launch(settings, clock, listener, None).await
     }
@@ -171,6 +178,7 @@ impl Pharos {
         settings.server.ip_listen = "0.0.0.0".into();
         settings.server.port = port;
         db.configure(&mut settings);
+        unlimited(&mut settings);
         f(&mut settings);
         let mut p = Self::launch(settings, Arc::new(SystemClock), listener, None).await;
         p.base = format!("http://127.0.0.1:{port}");
@@ -206,6 +214,7 @@ impl Pharos {
         settings.api.admin.port = admin_port;
         settings.federation.block_private_addresses = false;
         db.configure(&mut settings);
+        unlimited(&mut settings);
         f(&mut settings);
         Self::launch(settings, Arc::new(SystemClock), listener, Some(admin)).await
     }

@@ -84,6 +84,9 @@ pub(crate) fn read(params: &[(String, String)], own_id: &str) -> Result<EnrollPa
 
 /// Answers an enroll request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Enroll) {
+        return refused;
+    }
     let (dp, now) = (call.dp, call.now);
     match standing(call, EnrollMode::Enroll).await {
         Ok((sub, EnrollOutcome::Active)) => {

@@ -20,6 +20,9 @@ use crate::command::{EnrollMode, EnrollOutcome};
 
 /// Answers an enrollment request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Enroll) {
+        return refused;
+    }
     match standing(call, EnrollMode::Request).await {
         Ok((_, EnrollOutcome::Active)) => StatusCode::NO_CONTENT.into_response(),
         Ok((_, EnrollOutcome::Pending)) => StatusCode::ACCEPTED.into_response(),

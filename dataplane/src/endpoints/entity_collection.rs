@@ -6,10 +6,13 @@
 //! stored collection; without one the control plane collects on demand (bounded, single
 //! flight per anchor, cached briefly) through [`Command::CollectEntities`].
 //!
-//! Answers from the periodic collection are serialised once per snapshot generation and raw
-//! query string ([`PageCache`]): a client paging through, or many clients asking the same
-//! thing, cost a lookup and a `Bytes` copy. The cache is bounded in bytes (keys are chosen by
-//! clients), and a new snapshot (a new collection, a changed endpoint) makes every entry stale.
+//! Answers from the periodic collection are serialised once per snapshot generation and
+//! normalised request ([`PageCache`], keyed by the parsed [`CollectionQuery`]: parameter order,
+//! repeated values and unknown parameters make no new entry): a client paging through, or many
+//! clients asking the same thing, cost a lookup and a `Bytes` copy. The cache is bounded in
+//! bytes (keys are chosen by clients), and a new snapshot (a new collection, a changed
+//! endpoint) makes every entry stale. Selecting and serialising a page of a large collection
+//! runs on the blocking pool.
 
 use std::sync::Arc;
 
@@ -22,6 +25,7 @@ use pharos_shared::endpoint::{EndpointConfig, EntityCollectionConfig};
 use serde_json::{Map, Value};
 
 use super::Call;
+use super::list::INLINE_LIMIT;
 use crate::DataPlane;
 use crate::command::Command;
 use crate::error::FedError;
@@ -53,21 +57,50 @@ pub fn pagination_limit(cfg: &EntityCollectionConfig) -> Option<usize> {
 /// Upper bound of the page cache, in bytes of keys and answers.
 const CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Serialised answers from the periodic collection by (snapshot generation, raw query).
+/// Serialised answers from the periodic collection by (snapshot generation, request).
 #[derive(Debug)]
-pub struct PageCache(moka::sync::Cache<(u64, Arc<str>), Bytes>);
+pub struct PageCache(moka::sync::Cache<(u64, Arc<CollectionQuery>), Bytes>);
 
 impl Default for PageCache {
     fn default() -> Self {
         Self(
             moka::sync::Cache::builder()
                 .max_capacity(CACHE_BYTES)
-                .weigher(|k: &(u64, Arc<str>), v: &Bytes| {
-                    u32::try_from(k.1.len() + v.len() + 64).unwrap_or(u32::MAX)
+                .weigher(|k: &(u64, Arc<CollectionQuery>), v: &Bytes| {
+                    u32::try_from(weight(&k.1) + v.len() + 64).unwrap_or(u32::MAX)
                 })
                 .build(),
         )
     }
+}
+
+/// Bytes of the strings a request holds (what a cache key costs beyond its fixed size).
+fn weight(q: &CollectionQuery) -> usize {
+    let one = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let all = |v: &[String]| v.iter().map(|s| s.len() + 24).sum::<usize>();
+    one(&q.trust_anchor)
+        + one(&q.query)
+        + one(&q.from)
+        + all(&q.entity_types)
+        + all(&q.trust_mark_types)
+        + all(&q.language_tags)
+        + q.entity_claims.as_deref().map_or(0, all)
+        + q.ui_claims.as_deref().map_or(0, all)
+        + 256
+}
+
+/// The cache key of an anonymous GET with raw query `query` at an endpoint answering from
+/// the periodic collection; `Err` is the refusal of a malformed request.
+fn key(
+    query: &str,
+    cfg: &EntityCollectionConfig,
+    generation: u64,
+) -> Result<(u64, Arc<CollectionQuery>), FedError> {
+    let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
+        .into_owned()
+        .collect();
+    let q = CollectionQuery::parse(&params, pagination_limit(cfg).is_some())?;
+    Ok((generation, Arc::new(q)))
 }
 
 fn periodic(cfg: &EntityCollectionConfig) -> bool {
@@ -76,10 +109,20 @@ fn periodic(cfg: &EntityCollectionConfig) -> bool {
 
 /// Answers a collection request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
-    let key = match &call.entry.config {
-        EndpointConfig::EntityCollection(c) if periodic(c) => call
-            .raw_query()
-            .map(|q| (call.snap.generation, Arc::<str>::from(q))),
+    let on_demand =
+        !matches!(&call.entry.config, EndpointConfig::EntityCollection(c) if periodic(c));
+    if on_demand
+        && let Some(refused) = call.over_limit(crate::rate_limit::Limited::EntityCollection)
+    {
+        return refused;
+    }
+    let key = match (&call.entry.config, call.raw_query()) {
+        (EndpointConfig::EntityCollection(c), Some(q)) if periodic(c) => {
+            match key(q, c, call.snap.generation) {
+                Ok(k) => Some(k),
+                Err(e) => return e.into_response(),
+            }
+        }
         _ => None,
     };
     let cache = &call.dp.collection_cache;
@@ -145,7 +188,21 @@ async fn answer(call: Call<'_>) -> Result<Vec<u8>, FedError> {
     } else {
         on_demand(dp, anchor).await?
     };
-    let page = select(&collection, &q, paging)?;
+    if collection.entities.len() <= INLINE_LIMIT {
+        return page(&collection, &q, paging);
+    }
+    tokio::task::spawn_blocking(move || page(&collection, &q, paging))
+        .await
+        .map_err(FedError::server_error)?
+}
+
+/// The answer: the page of `collection` that `q` selects, serialised.
+fn page(
+    collection: &Collection,
+    q: &CollectionQuery,
+    paging: Option<usize>,
+) -> Result<Vec<u8>, FedError> {
+    let page = select(collection, q, paging)?;
     let mut body = Map::new();
     body.insert("entities".into(), Value::Array(page.entities));
     if let Some(next) = page.next {
@@ -167,4 +224,34 @@ async fn on_demand(dp: &DataPlane, trust_anchor: String) -> Result<Arc<Collectio
         })
         .await?;
     Ok(c)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_differing_in_order_repetition_or_junk_are_one_cache_key() {
+        let cfg = EntityCollectionConfig::default();
+        let a = key("entity_type=b&entity_type=a&junk=1&query=Foo", &cfg, 7).unwrap();
+        let b = key(
+            "query=foo&entity_type=a&x=y&entity_type=b&entity_type=a",
+            &cfg,
+            7,
+        )
+        .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, key("entity_type=a", &cfg, 7).unwrap());
+        let cache = PageCache::default();
+        cache.0.insert(a, Bytes::from_static(b"{}"));
+        assert!(cache.0.get(&b).is_some(), "one entry serves both");
+        let e = key(&vec!["trust_mark_type=t"; 17].join("&"), &cfg, 7).unwrap_err();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        assert!(
+            e.description.contains("'trust_mark_type'"),
+            "{}",
+            e.description
+        );
+    }
 }

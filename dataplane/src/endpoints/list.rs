@@ -5,17 +5,21 @@
 //! themselves, see [`Subordinate::is_intermediate`]), `trust_marked=true` (holding a valid mark
 //! issued here, of any type) and `trust_mark_type` (holding a valid mark of that type issued
 //! here; the instances the trust mark endpoint recorded, see
-//! [`pharos_shared::trust_mark_issuer::TrustMarks::holders`]). Parameters the specification
-//! does not define are ignored, as OAuth endpoints ignore unknown parameters.
+//! [`pharos_shared::trust_mark_issuer::TrustMarks::valid_holders`]). Parameters the
+//! specification does not define are ignored, as OAuth endpoints ignore unknown parameters;
+//! `entity_type` may be given at most
+//! [`MAX_PARAMETER_VALUES`](pharos_shared::endpoint::MAX_PARAMETER_VALUES) times.
 //!
-//! Entity types that no active subordinate is registered with are dropped from the filter
-//! before anything else (they match nothing), so the distinct filters a client can make are
-//! few; an `entity_type` filter reads the snapshot's per-type identifier sets instead of
-//! walking every record (`intermediate=true` still walks, it needs each record). Every answer
-//! is serialised once per snapshot generation and filter set (the unfiltered list of 100,000
-//! identifiers, and each filtered list asked for), so a repeated request copies a `Bytes`
-//! handle; concurrent first requests for one key compute it once. Trust mark filters are not
-//! cached: marks expire with the clock, not with a new snapshot.
+//! Entity types that no active subordinate is registered with, and a trust mark type we do not
+//! issue, are dropped from the filter before anything else (they match nothing), so the
+//! distinct filters a client can make are few; an `entity_type` filter reads the snapshot's
+//! per-type identifier sets instead of walking every record (`intermediate=true` still walks,
+//! it needs each record). Every answer is serialised once per snapshot generation and
+//! normalised filter set (the unfiltered list of 100,000 identifiers, and each filtered list
+//! asked for), so a repeated request copies a `Bytes` handle, whatever order or unknown
+//! parameters it comes with; concurrent first requests for one key compute it once. A list
+//! filtered by trust marks is kept until the first counted mark expires (or is revoked as
+//! scheduled) as well: marks expire with the clock, not with a new snapshot.
 //!
 //! HTTP caching: a list has no expiry and changes with any write, so nothing bounds how long
 //! a cache could keep it. Anonymous answers are `Cache-Control: no-cache` with a strong
@@ -29,10 +33,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
+use pharos_shared::endpoint::bound_values;
 use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate::Subordinate;
-use pharos_shared::trust_mark_issuer::MarkStatus;
 
 use super::Call;
 use crate::error::FedError;
@@ -47,16 +51,32 @@ const CACHE_BYTES: u64 = 96 * 1024 * 1024;
 /// past snapshots never linger until the byte bound pushes them out (a soak that added 1,800
 /// subordinates, each write a new generation, grew the anchor by 60 MB of stale lists).
 #[derive(Debug)]
-pub struct ListCache(Cache<Filters, Arc<(u64, Tagged)>>);
+pub struct ListCache(Cache<Filters, Arc<Made>>);
+
+/// A serialised list, the snapshot generation it was made from, and until when (exclusive)
+/// the clock leaves it true (`i64::MAX` without trust mark filters).
+#[derive(Debug)]
+struct Made {
+    generation: u64,
+    until: i64,
+    list: Tagged,
+}
+
+impl Made {
+    fn serves(&self, generation: u64, now: i64) -> bool {
+        self.generation == generation && now < self.until
+    }
+}
 
 impl ListCache {
     pub(crate) fn new() -> Self {
         Self(
             Cache::builder()
                 .max_capacity(CACHE_BYTES)
-                .weigher(|k: &Filters, v: &Arc<(u64, Tagged)>| {
+                .weigher(|k: &Filters, v: &Arc<Made>| {
                     let key: usize = k.entity_types.iter().map(String::len).sum();
-                    u32::try_from(v.1.body.len() + key + 64).unwrap_or(u32::MAX)
+                    let key = key + k.trust_mark_type.as_ref().map_or(0, String::len);
+                    u32::try_from(v.list.body.len() + key + 64).unwrap_or(u32::MAX)
                 })
                 .build(),
         )
@@ -91,9 +111,16 @@ fn flag(name: &str, v: &str) -> Result<bool, FedError> {
 
 fn filters(query: &str) -> Result<Filters, FedError> {
     let mut f = Filters::default();
+    let mut entity_types = 0;
     for (k, v) in form_urlencoded::parse(query.as_bytes()) {
         match &*k {
-            "entity_type" if !v.is_empty() => f.entity_types.push(v.into_owned()),
+            "entity_type" => {
+                entity_types += 1;
+                bound_values(&k, entity_types).map_err(FedError::invalid_request)?;
+                if !v.is_empty() {
+                    f.entity_types.push(v.into_owned());
+                }
+            }
             "trust_marked" => f.trust_marked = flag(&k, &v)?,
             "trust_mark_type" if f.trust_mark_type.is_some() => {
                 return Err(FedError::invalid_request(
@@ -167,7 +194,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
 /// Registries above this size compute a list on the blocking pool: a million identifiers
 /// take a third of a second to serialise, which on an async worker would stall every request
 /// queued behind it.
-const INLINE_LIMIT: usize = 20_000;
+pub(crate) const INLINE_LIMIT: usize = 20_000;
 
 /// The list answering the query string `query` at `now`.
 async fn list(
@@ -176,19 +203,9 @@ async fn list(
     query: &str,
     now: i64,
 ) -> Result<Tagged, FedError> {
-    let mut f = filters(query)?;
-    if f.by_trust_marks() {
-        return Ok(Tagged::new(trust_marked(snap, &f, now), now));
-    }
-    // Types no active subordinate has cannot match (the filter is any-of): dropped, so that the
-    // cache keys stay few whatever clients send, and a filter of only such types is `[]`.
-    if !f.entity_types.is_empty() {
-        f.entity_types
-            .retain(|t| snap.subordinates.has_entity_type(t));
-        if f.entity_types.is_empty() {
-            return Ok(Tagged::new(Bytes::from_static(b"[]"), now));
-        }
-    }
+    let Some(f) = normalised(snap, filters(query)?) else {
+        return Ok(Tagged::new(Bytes::from_static(b"[]"), now));
+    };
     let generation = snap.generation;
     // Per filter set, one computation at a time: concurrent first requests for a new
     // generation compute it once, and the result replaces the older generation's list.
@@ -197,10 +214,13 @@ async fn list(
         .entry_by_ref(&f)
         .and_try_compute_with(|existing| async {
             use moka::ops::compute::Op;
-            if existing.is_some_and(|e| e.value().0 >= generation) {
+            if existing.is_some_and(|e| {
+                let made = e.value();
+                made.generation > generation || made.serves(generation, now)
+            }) {
                 return Ok::<_, tokio::task::JoinError>(Op::Nop);
             }
-            Ok(Op::Put(Arc::new((generation, build(snap, &f).await?))))
+            Ok(Op::Put(Arc::new(build(snap, &f, now).await?)))
         })
         .await
         .map_err(|e| {
@@ -208,27 +228,65 @@ async fn list(
             FedError::server_error("the list could not be computed")
         })?;
     match entry.into_entry() {
-        Some(e) if e.value().0 == generation => Ok(e.value().1.clone()),
+        Some(e) if e.value().serves(generation, now) => Ok(e.value().list.clone()),
         // A request still holding an older snapshot found a newer list: it answers from its
         // own snapshot instead.
-        _ => build(snap, &f)
+        _ => build(snap, &f, now)
             .await
+            .map(|m| m.list)
             .map_err(|e| FedError::server_error(format!("computing a list failed: {e}"))),
     }
 }
 
-/// [`compute`], on the blocking pool when the registry is large (see [`INLINE_LIMIT`]).
-async fn build(snap: &Arc<Snapshot>, f: &Filters) -> Result<Tagged, tokio::task::JoinError> {
-    if snap.subordinates.len() <= INLINE_LIMIT {
-        return Ok(compute(snap, f));
+/// `f` without the values that cannot match in `snap`, so that the cache keys stay few
+/// whatever clients send: entity types no active subordinate has (the filter is any-of) and a
+/// trust mark type we do not issue. `None`: nothing can match (the answer is `[]`).
+fn normalised(snap: &Snapshot, mut f: Filters) -> Option<Filters> {
+    if !f.entity_types.is_empty() {
+        f.entity_types
+            .retain(|t| snap.subordinates.has_entity_type(t));
+        if f.entity_types.is_empty() {
+            return None;
+        }
     }
-    let (snap, f) = (snap.clone(), f.clone());
-    tokio::task::spawn_blocking(move || compute(&snap, &f)).await
+    if let Some(t) = &f.trust_mark_type
+        && !snap.trust_marks.specs.contains_key(t)
+    {
+        return None;
+    }
+    Some(f)
 }
 
-/// The list of `snap`'s subordinates that `f` selects (no trust mark filters), serialised.
-fn compute(snap: &Snapshot, f: &Filters) -> Tagged {
-    let subs = &snap.subordinates;
+/// [`compute`], on the blocking pool when the registry (or the issued marks a trust mark
+/// filter reads) is large (see [`INLINE_LIMIT`]).
+async fn build(
+    snap: &Arc<Snapshot>,
+    f: &Filters,
+    now: i64,
+) -> Result<Made, tokio::task::JoinError> {
+    let marks = if f.by_trust_marks() {
+        snap.trust_marks.issued.len()
+    } else {
+        0
+    };
+    if snap.subordinates.len().saturating_add(marks) <= INLINE_LIMIT {
+        return Ok(compute(snap, f, now));
+    }
+    let (snap, f) = (snap.clone(), f.clone());
+    tokio::task::spawn_blocking(move || compute(&snap, &f, now)).await
+}
+
+/// The list of `snap`'s subordinates that `f` selects at `now`, serialised.
+fn compute(snap: &Snapshot, f: &Filters, now: i64) -> Made {
+    let (generation, subs) = (snap.generation, &snap.subordinates);
+    if f.by_trust_marks() {
+        let (body, until) = trust_marked(snap, f, now);
+        return Made {
+            generation,
+            until,
+            list: Tagged::new(body, 0),
+        };
+    }
     let body = if *f == Filters::default() {
         serialise(subs.active())
     } else if !f.intermediate {
@@ -241,34 +299,33 @@ fn compute(snap: &Snapshot, f: &Filters) -> Tagged {
         )
     };
     // No freshness: the list is revalidated on every use.
-    Tagged::new(body, 0)
+    Made {
+        generation,
+        until: i64::MAX,
+        list: Tagged::new(body, 0),
+    }
 }
 
 /// The active subordinates matching `f` that hold a valid mark issued here (of
-/// `f.trust_mark_type`, or of any type).
-fn trust_marked(snap: &Snapshot, f: &Filters, now: i64) -> Bytes {
-    let tm = &snap.trust_marks;
-    let holders: HashSet<&str> = tm
-        .issued
-        .values()
-        .filter(|m| {
-            f.trust_mark_type
-                .as_ref()
-                .is_none_or(|t| *t == m.trust_mark_type)
-        })
-        .filter(|m| m.status(now) == MarkStatus::Active)
-        .map(|m| m.subject.as_str())
-        .collect();
+/// `f.trust_mark_type`, or of any type), and until when that stays so.
+fn trust_marked(snap: &Snapshot, f: &Filters, now: i64) -> (Bytes, i64) {
+    let (holders, until) = snap
+        .trust_marks
+        .valid_holders(f.trust_mark_type.as_deref(), now);
+    let holders: HashSet<&str> = holders.into_iter().collect();
     let subs = &snap.subordinates;
-    serialise(subs.active().filter(|s| {
+    let body = serialise(subs.active().filter(|s| {
         holders.contains(&*s.entity_id)
             && s.has_any_type(&f.entity_types)
             && (!f.intermediate || s.is_intermediate(&subs.general))
-    }))
+    }));
+    (body, until)
 }
 
 #[cfg(test)]
 mod tests {
+    use pharos_shared::trust_mark_issuer::IssuedMark;
+
     use super::*;
     use crate::test_support::{SnapshotBuilder, invalidated};
 
@@ -352,5 +409,82 @@ mod tests {
             "invalid_request"
         );
         assert_eq!(filters("intermediate=false").unwrap(), Filters::default());
+    }
+
+    fn marked(jti: &str, sub: &str, tm_type: &str, exp: Option<i64>) -> IssuedMark {
+        IssuedMark {
+            jti: jti.into(),
+            trust_mark_type: tm_type.into(),
+            subject: sub.into(),
+            issued_at: 0,
+            expires_at: exp,
+            revoked_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn equivalent_queries_share_one_cache_entry_trust_mark_filters_included() {
+        let cache = ListCache::new();
+        let snap = Arc::new(
+            SnapshotBuilder::new()
+                .subordinate("https://a.example")
+                .subordinate("https://b.example")
+                .mark_spec("https://tm.example", |_| {})
+                .issued_mark(marked(
+                    "1",
+                    "https://a.example",
+                    "https://tm.example",
+                    Some(100),
+                ))
+                .issued_mark(marked("2", "https://b.example", "https://tm.example", None))
+                .build(),
+        );
+        let body = |t: Tagged| String::from_utf8(t.body.to_vec()).unwrap();
+        let rp = "entity_type=openid_relying_party";
+        for q in [
+            format!("{rp}&entity_type=nobody_has_this&junk=1"),
+            format!("entity_type=nobody_has_this&x=y&{rp}&{rp}"),
+        ] {
+            list(&cache, &snap, &q, 0).await.unwrap();
+        }
+        cache.0.run_pending_tasks().await;
+        assert_eq!(cache.0.entry_count(), 1);
+        let tm = "trust_mark_type=https%3A%2F%2Ftm.example";
+        let both = r#"["https://a.example","https://b.example"]"#;
+        for q in [
+            format!("trust_marked=true&{tm}&junk=1"),
+            format!("a=b&{tm}&trust_marked=true"),
+        ] {
+            assert_eq!(body(list(&cache, &snap, &q, 50).await.unwrap()), both);
+        }
+        cache.0.run_pending_tasks().await;
+        assert_eq!(
+            cache.0.entry_count(),
+            2,
+            "one list per normalised filter set"
+        );
+        // A type we do not issue matches nothing and makes no entry.
+        let other = "trust_mark_type=https%3A%2F%2Fother.example";
+        assert_eq!(body(list(&cache, &snap, other, 50).await.unwrap()), "[]");
+        cache.0.run_pending_tasks().await;
+        assert_eq!(cache.0.entry_count(), 2);
+        // The kept list is not served past the first expiry it counted.
+        let q = format!("{tm}&trust_marked=true");
+        assert_eq!(
+            body(list(&cache, &snap, &q, 100).await.unwrap()),
+            r#"["https://b.example"]"#
+        );
+    }
+
+    #[test]
+    fn a_repeated_parameter_is_bounded() {
+        let q = |n: usize| vec!["entity_type=x"; n].join("&");
+        assert!(filters(&q(16)).is_ok());
+        let e = filters(&q(17)).unwrap_err();
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::BAD_REQUEST, "invalid_request")
+        );
+        assert!(e.description.contains("'entity_type'"), "{}", e.description);
     }
 }

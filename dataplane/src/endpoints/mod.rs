@@ -36,6 +36,7 @@ use pharos_shared::snapshot::{EndpointEntry, Snapshot};
 
 use crate::DataPlane;
 use crate::error::FedError;
+use crate::rate_limit::Limited;
 
 /// Largest form body accepted (POST, e.g. with client authentication).
 const MAX_FORM_BYTES: usize = 64 * 1024;
@@ -78,6 +79,16 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// Spends this request's share of `class`'s rates (`server.rate_limits`), before any work;
+    /// `Some` is the `429` to answer instead.
+    pub(crate) fn over_limit(&self, class: Limited) -> Option<Response> {
+        self.dp
+            .rate_limits
+            .check(class, &self.req)
+            .err()
+            .map(|r| *r)
+    }
+
     /// The raw query string of an unauthenticated GET, read as is (no parameter vector, no
     /// re-encoding); `None` when the parameters must go through [`Self::params`].
     fn raw_query(&self) -> Option<&str> {
@@ -178,12 +189,18 @@ pub async fn serve(call: Call<'_>) -> Response {
 
 /// Authenticity comes from the JWK Set's signature; `auth_enabled` is ignored.
 async fn jwks_update_push(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(Limited::JwksUpdate) {
+        return refused;
+    }
     jwks_update::push(call.dp, call.req).await
 }
 
 /// Without client authentication the target is named in the request; with it, the target is
 /// the authenticated client itself.
 async fn jwks_update_trigger(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(Limited::JwksUpdate) {
+        return refused;
+    }
     if !call.entry.auth_enabled {
         return jwks_update::trigger_unauthenticated(call.dp, call.req).await;
     }

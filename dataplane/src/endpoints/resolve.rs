@@ -84,6 +84,9 @@ pub(crate) fn cached(
 
 /// Answers a resolve request that [`cached`] did not.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::Resolve) {
+        return refused;
+    }
     let (dp, snap, entry, now) = (call.dp, call.snap.clone(), call.entry.clone(), call.now);
     if let Some(query) = call.raw_query() {
         return anonymous_get(dp, &snap, &entry, query, now).await;

@@ -97,6 +97,9 @@ pub(crate) fn spec<'s>(
 
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::TrustMark) {
+        return refused;
+    }
     let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
     let params = match call.params().await {
         Ok((p, _)) => p,

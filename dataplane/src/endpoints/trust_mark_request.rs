@@ -19,6 +19,9 @@ use crate::error::FedError;
 
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {
+    if let Some(refused) = call.over_limit(crate::rate_limit::Limited::TrustMarkRequest) {
+        return refused;
+    }
     let (dp, snap) = (call.dp, call.snap.clone());
     let (params, caller) = match call.params().await {
         Ok(p) => p,

@@ -6,11 +6,17 @@
 //! `from_entity_id` is accepted as an alias, and then the answer also carries
 //! `next_entity_id`. A `from` that names no Entity among those the filters select is
 //! `page_not_found`: the collection changed under the client, or the pointer is made up.
+//!
+//! A parsed request is normalised (the values of each repeated parameter sorted and distinct,
+//! which changes nothing it selects or shows: every one of them is a set), so that requests
+//! differing only in parameter order, repetition or unknown parameters are one cache key. A
+//! repeated parameter takes at most [`MAX_PARAMETER_VALUES`](crate::endpoint::MAX_PARAMETER_VALUES) values.
 
 use serde_json::{Map, Value};
 
 use super::extract::{UI_CLAIMS, split_tag};
 use super::{Collection, EntityInfo};
+use crate::endpoint::bound_values;
 
 /// The Entity Info members a request may ask for (`entity_claims`).
 pub const ENTITY_CLAIMS: &[&str] = &["entity_id", "entity_types", "ui_infos", "trust_marks"];
@@ -29,7 +35,7 @@ pub enum QueryError {
 }
 
 /// A parsed request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CollectionQuery {
     /// `trust_anchor` (`None`: the responder's own entity identifier).
     pub trust_anchor: Option<String>,
@@ -60,7 +66,21 @@ impl CollectionQuery {
         let mut q = Self::default();
         let mut entity_claims: Vec<String> = Vec::new();
         let mut ui_claims: Vec<String> = Vec::new();
+        let mut seen: Vec<(&str, usize)> = Vec::new();
         for (k, v) in params {
+            if REPEATABLE.contains(&k.as_str()) {
+                let count = match seen.iter_mut().find(|(name, _)| *name == k.as_str()) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n
+                    }
+                    None => {
+                        seen.push((k.as_str(), 1));
+                        1
+                    }
+                };
+                bound_values(k, count).map_err(QueryError::InvalidRequest)?;
+            }
             match k.as_str() {
                 "trust_anchor" => single(&mut q.trust_anchor, k, v)?,
                 "entity_type" => q.entity_types.push(v.clone()),
@@ -114,6 +134,19 @@ impl CollectionQuery {
         }
         q.entity_claims = (!entity_claims.is_empty()).then_some(entity_claims);
         q.ui_claims = (!ui_claims.is_empty()).then_some(ui_claims);
+        for set in [
+            Some(&mut q.entity_types),
+            Some(&mut q.trust_mark_types),
+            Some(&mut q.language_tags),
+            q.entity_claims.as_mut(),
+            q.ui_claims.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            set.sort_unstable();
+            set.dedup();
+        }
         Ok(q)
     }
 
@@ -203,6 +236,15 @@ impl CollectionQuery {
         }
     }
 }
+
+/// The parameters whose values are a set (each bounded by [`MAX_PARAMETER_VALUES`](crate::endpoint::MAX_PARAMETER_VALUES)).
+const REPEATABLE: [&str; 5] = [
+    "entity_type",
+    "trust_mark_type",
+    "entity_claims",
+    "ui_claims",
+    "language_tag",
+];
 
 fn single(slot: &mut Option<String>, name: &str, value: &str) -> Result<(), QueryError> {
     if slot.is_some() {

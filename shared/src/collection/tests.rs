@@ -298,3 +298,27 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+#[test]
+fn equivalent_requests_parse_to_one_query_and_repeated_values_are_bounded() {
+    let a = parse(
+        "entity_type=b&entity_type=a&junk=1&language_tag=de&language_tag=en&entity_type=a",
+        false,
+    )
+    .unwrap();
+    let b = parse(
+        "language_tag=en&entity_type=a&language_tag=de&entity_type=b&other=x",
+        false,
+    )
+    .unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.entity_types, ["a", "b"]);
+    let many = |name: &str, n: usize| vec![format!("{name}=x"); n].join("&");
+    for name in ["entity_type", "trust_mark_type", "language_tag"] {
+        assert!(parse(&many(name, 16), false).is_ok());
+        match parse(&many(name, 17), false) {
+            Err(QueryError::InvalidRequest(d)) => assert!(d.contains(name), "{d}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}

@@ -30,8 +30,8 @@ pub use cluster::{ClusterSettings, MAX_INSTANCE_ID};
 pub use duration::Duration;
 pub use load::{Loaded, env_names, load, load_legacy};
 pub use server::{
-    AccessLog, Banner, CorsSettings, InternalLog, LogFormat, LoggingSettings, ServerSettings,
-    ServerTls,
+    AccessLog, Banner, CorsSettings, InternalLog, LogFormat, LoggingSettings, RateLimit,
+    RateLimits, ServerSettings, ServerTls,
 };
 pub use signing::{
     FilesystemKeys, Kms, PkBackend, Pkcs11Settings, SUPPORTED_ALGS, SigningSettings,

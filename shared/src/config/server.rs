@@ -28,6 +28,8 @@ pub struct ServerSettings {
     pub request_timeout: Duration,
     /// How long a graceful shutdown waits for in-flight requests.
     pub shutdown_timeout: Duration,
+    /// Request rates of the public endpoints that write or fetch, per client and in total.
+    pub rate_limits: RateLimits,
 }
 
 impl Default for ServerSettings {
@@ -42,6 +44,7 @@ impl Default for ServerSettings {
             body_limit: 1_048_576,
             request_timeout: Duration::from_secs(20),
             shutdown_timeout: Duration::from_secs(10),
+            rate_limits: RateLimits::default(),
         }
     }
 }
@@ -176,6 +179,77 @@ impl Default for Banner {
     }
 }
 
+/// Request rates of the public endpoints that write or fetch (issue 31). A client is the address
+/// `trusted_proxies` resolve (an IPv6 client by its /64); a client over its rate, or a class over
+/// its total, gets `429 temporarily_unavailable` with `Retry-After`, naming the bound it hit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimits {
+    /// Apply the limits at all.
+    pub enabled: bool,
+    /// Clients remembered at most (1 to 10,000,000; memory of about 100 bytes each, allocated at start); past it, the least recently seen are forgotten first.
+    pub clients: u32,
+    /// `trust_mark`: every request, including those a checker decides (cached answers too).
+    pub trust_mark: RateLimit,
+    /// `trust_mark_request`.
+    pub trust_mark_request: RateLimit,
+    /// `enroll` and `enroll_request` together.
+    pub enroll: RateLimit,
+    /// `jwks_update` pushes and `jwks_update_trigger`.
+    pub jwks_update: RateLimit,
+    /// `entity_collection` answered by an on-demand collection (a periodic collection's answers are not limited).
+    pub entity_collection: RateLimit,
+    /// `resolve` requests that no cached answer serves.
+    pub resolve: RateLimit,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            clients: 65_536,
+            trust_mark: RateLimit::new(60, 20, 6_000),
+            trust_mark_request: RateLimit::new(6, 3, 120),
+            enroll: RateLimit::new(6, 3, 120),
+            jwks_update: RateLimit::new(30, 10, 1_200),
+            entity_collection: RateLimit::new(30, 10, 600),
+            resolve: RateLimit::new(120, 60, 6_000),
+        }
+    }
+}
+
+/// The rates of one endpoint class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimit {
+    /// Requests per minute one client may make on average (0 = no per-client limit).
+    pub per_client: u32,
+    /// Requests one client may make at once before `per_client` paces it (at least 1).
+    pub burst: u32,
+    /// Requests per minute of all clients together (0 = no total limit); up to this many at once.
+    pub total: u32,
+}
+
+impl RateLimit {
+    /// `per_client` per minute with bursts of `burst`, `total` per minute in all.
+    pub const fn new(per_client: u32, burst: u32, total: u32) -> Self {
+        Self {
+            per_client,
+            burst,
+            total,
+        }
+    }
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self::new(0, 1, 0)
+    }
+}
+
+/// Largest `server.rate_limits.clients`: the table is allocated whole at start (about 1 GB here).
+const MAX_LIMITED_CLIENTS: u32 = 10_000_000;
+
 const LEVELS: [&str; 5] = ["trace", "debug", "info", "warn", "error"];
 
 impl ServerSettings {
@@ -205,6 +279,13 @@ impl ServerSettings {
         }
         if self.request_timeout.is_zero() {
             problems.push("server.request_timeout must be greater than 0".into());
+        }
+        if self.rate_limits.enabled
+            && !(1..=MAX_LIMITED_CLIENTS).contains(&self.rate_limits.clients)
+        {
+            problems.push(format!(
+                "server.rate_limits.clients must be between 1 and {MAX_LIMITED_CLIENTS}"
+            ));
         }
     }
 }
@@ -248,6 +329,22 @@ mod tests {
         s.check(&mut problems);
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("10.0.0.0/33")));
+    }
+
+    #[test]
+    fn the_rate_limiter_table_is_bounded_by_configuration() {
+        for (clients, ok) in [
+            (0, false),
+            (1, true),
+            (10_000_000, true),
+            (10_000_001, false),
+        ] {
+            let mut s = ServerSettings::default();
+            s.rate_limits.clients = clients;
+            let mut problems = Vec::new();
+            s.check(&mut problems);
+            assert_eq!(problems.is_empty(), ok, "{clients}: {problems:?}");
+        }
     }
 
     #[test]
