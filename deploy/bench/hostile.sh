@@ -73,6 +73,9 @@ PY
 done
 trap 'for p in "${STRANGER_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; bench_cleanup' EXIT
 
+# lib.sh's configuration turns the per-client rate limits off (benchmarks measure cost from one
+# address); here they are what is measured, on their defaults.
+export SVC_SERVER_RATE_LIMITS_ENABLED=true
 for n in ta:$TA leaf:$LEAF; do
     pharos_config "${n%%:*}" "${n#*:}"
     # The federation lives on loopback, and so do the strangers: only Pharos's own rules keep
