@@ -82,6 +82,12 @@ impl App {
         listeners: Listeners,
     ) -> Result<Self> {
         tls::install_crypto_provider();
+        // Files named in the configuration are read before the database is created or a key
+        // generated, so a wrong path leaves nothing behind.
+        let missing = crate::preflight::problems(&settings);
+        if !missing.is_empty() {
+            return Err(pharos_shared::Error::Config(missing).into());
+        }
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
             let dir = std::path::Path::new(&settings.storage.data_dir);
