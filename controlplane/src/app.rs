@@ -141,8 +141,10 @@ impl App {
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate());
+        let resolver = data.resolve.clone();
         let admin_router = || {
-            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone());
+            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone())
+                .layer(axum::Extension(resolver.clone()));
             let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),

@@ -38,6 +38,21 @@ pub enum AdminCommand {
     /// Trust mark delegations (offline: signed with the owner's key file, no API call).
     #[command(subcommand)]
     Delegation(super::delegation::DelegationCmd),
+    /// The resolver's caches.
+    #[command(subcommand)]
+    Resolver(ResolverCmd),
+}
+
+/// `pharos admin resolver …`
+#[derive(Debug, Subcommand)]
+pub enum ResolverCmd {
+    /// Forgets cached statements, resolutions and failures (all, or about one subject), so
+    /// the next resolve fetches anew.
+    Flush {
+        /// Only what concerns this entity identifier.
+        #[arg(long)]
+        sub: Option<String>,
+    },
 }
 
 /// `pharos admin subordinates …`
@@ -323,6 +338,17 @@ pub async fn run(c: &Client, cmd: AdminCommand, json: bool) -> Result<String, Fa
         AdminCommand::Metadata(m) => metadata(c, m).await?,
         AdminCommand::Keys(k) => keys(c, k).await?,
         AdminCommand::Users(u) => users(c, u).await?,
+        AdminCommand::Resolver(ResolverCmd::Flush { sub }) => {
+            let body = match &sub {
+                Some(s) => json!({ "sub": s }),
+                None => json!({}),
+            };
+            let v = c
+                .call(Method::POST, "/resolver/flush", Body::Json(body))
+                .await?;
+            let what = sub.map_or("everything".to_owned(), |s| format!("what concerns {s}"));
+            Shown::Done(v, format!("resolver cache flushed: {what}"))
+        }
         AdminCommand::Delegation(_) => {
             return Err(Failure::Usage("delegation runs offline".into()));
         }
