@@ -28,14 +28,11 @@ pub fn problems(settings: &Settings) -> Vec<String> {
     let signing = &settings.signing;
     if signing.kms == Kms::Filesystem && !signing.filesystem.key_file.is_empty() {
         let path = Path::new(&signing.filesystem.key_file);
-        match signing.alg.parse::<Algorithm>() {
-            Ok(alg) => {
-                if let Err(e) = crate::keys::kms::read_pem_key(path, alg) {
-                    found.push(format!("signing.filesystem.key_file: {e}"));
-                }
-            }
-            // `signing.alg` itself is a configuration problem, reported by the loader.
-            Err(_) => {}
+        // A bad `signing.alg` itself is a configuration problem, reported by the loader.
+        if let Ok(alg) = signing.alg.parse::<Algorithm>()
+            && let Err(e) = crate::keys::kms::read_pem_key(path, alg)
+        {
+            found.push(format!("signing.filesystem.key_file: {e}"));
         }
     }
     if let Err(e) = crate::keys::sealing::from_settings(signing) {
