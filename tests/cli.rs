@@ -59,6 +59,57 @@ fn configuration_errors_are_reported_together_with_exit_64() {
     assert!(err.contains("SVC_API_ADMIN_NOPE"), "{err}");
 }
 
+/// A TLS certificate that is not there stops `serve` before it creates the database or a
+/// signing key (it used to fail after both), as a configuration error naming the file.
+#[test]
+fn serve_checks_the_files_it_names_before_touching_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        "entity_id: https://pharos.example.org\nserver:\n  port: 0\n  tls:\n    enabled: true\n    cert: /nonexistent/tls.crt\n    key: /nonexistent/tls.key\n",
+    )
+    .unwrap();
+    let out = pharos()
+        .args(["serve", "--config"])
+        .arg(&file)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("server.tls.cert: cannot read /nonexistent/tls.crt"),
+        "{err}"
+    );
+    assert!(!dir.path().join("data").exists(), "nothing created");
+}
+
+/// A port other than the default without an `entity_id` leaves the default identifier (and
+/// every endpoint URL) on port 7672: `check-config` says so, naming both.
+#[test]
+fn a_port_without_an_entity_id_is_a_warning_naming_both() {
+    let out = pharos()
+        .arg("check-config")
+        .env("SVC_SERVER_PORT", "17001")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: ") && err.contains("17001") && err.contains("http://127.0.0.1:7672"),
+        "{err}"
+    );
+    let out = pharos()
+        .arg("check-config")
+        .env("SVC_SERVER_PORT", "17001")
+        .env("SVC_ENTITY_ID", "http://127.0.0.1:17001")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 /// The README's run command: no configuration file, embedded SQLite, generated keys.
 #[test]
 fn runs_on_the_embedded_default_without_a_config_file() {

@@ -488,6 +488,43 @@ async fn keys_endpoints_requests_and_approvals_through_pharos_admin() {
     let listed = keys.get("keys").unwrap_or(&keys).as_array().unwrap();
     assert!(listed.len() > before, "{keys}");
 
+    // What `keys list --json` prints is what `--jwks @file` takes (docs/cli.md).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rp-jwks.json");
+    std::fs::write(&file, keys.to_string()).unwrap();
+    let at_file = format!("@{}", file.display());
+    admin(
+        &p,
+        &[
+            "subordinates",
+            "add",
+            "https://listed.example.org",
+            "--jwks",
+            &at_file,
+        ],
+    )
+    .await
+    .ok();
+    let (s, sub) = p
+        .admin(
+            Method::GET,
+            "/subordinates/https%3A%2F%2Flisted.example.org",
+            None,
+        )
+        .await;
+    assert_eq!(s, 200, "{sub}");
+    assert_eq!(
+        sub["jwks"]["keys"].as_array().map(Vec::len),
+        Some(listed.len()),
+        "{sub}"
+    );
+    admin(
+        &p,
+        &["subordinates", "remove", "https://listed.example.org"],
+    )
+    .await
+    .ok();
+
     // Endpoints: enable, disable (kept, no path), enable again at another path.
     admin(&p, &["endpoints", "enable", "list"]).await.ok();
     assert_eq!(p.get("/list").await.status(), 200);

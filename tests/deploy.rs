@@ -53,6 +53,8 @@ fn every_example_configuration_passes_check_config() {
             "{}: only YAML configurations belong in deploy/config",
             file.display()
         );
+        let creds = tempfile::tempdir().unwrap();
+        let file = &with_credentials(file, creds.path());
         let out = pharos()
             .args(["check-config", "--config"])
             .arg(file)
@@ -77,6 +79,71 @@ fn every_example_configuration_passes_check_config() {
             file.display()
         );
     }
+}
+
+/// Where the examples expect systemd's credentials (TLS certificates and keys).
+const CREDENTIALS: &str = "/run/credentials/pharos.service/";
+
+/// `file` as it runs on a host that has its credentials: a copy in `dir` whose credential
+/// paths point into `dir`, which holds a self-signed certificate and key under each name the
+/// file uses (`check-config` reads and parses them).
+fn with_credentials(file: &Path, dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(file).unwrap();
+    if !text.contains(CREDENTIALS) {
+        return file.to_path_buf();
+    }
+    let cert = rcgen::generate_simple_self_signed(vec!["pharos.example.org".into()]).unwrap();
+    for name in ["tls", "admin-tls"] {
+        std::fs::write(dir.join(format!("{name}.crt")), cert.cert.pem()).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.key")),
+            cert.signing_key.serialize_pem(),
+        )
+        .unwrap();
+    }
+    let copy = dir.join(file.file_name().unwrap());
+    let here = format!("{}/", dir.display());
+    std::fs::write(&copy, text.replace(CREDENTIALS, &here)).unwrap();
+    copy
+}
+
+/// The TLS files a configuration names must exist and parse: `check-config` says which do not
+/// (exit 64) instead of passing a configuration `serve` cannot start with (issue 32).
+#[test]
+fn check_config_refuses_missing_or_broken_tls_files() {
+    let file = repo().join("deploy/config/all-in-one.yaml");
+    let out = pharos()
+        .args(["check-config", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("server.tls.cert: cannot read /run/credentials/pharos.service/tls.crt"),
+        "{err}"
+    );
+    assert!(err.contains("api.admin.tls.key"), "{err}");
+
+    // A certificate whose key is another certificate's: named too.
+    let dir = tempfile::tempdir().unwrap();
+    let copy = with_credentials(&file, dir.path());
+    let other = rcgen::generate_simple_self_signed(vec!["other.example.org".into()]).unwrap();
+    std::fs::write(
+        dir.path().join("tls.key"),
+        other.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("admin-tls.crt"), "not a certificate").unwrap();
+    let out = pharos()
+        .args(["check-config", "--config"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("server.tls: "), "{err}");
+    assert!(err.contains("api.admin.tls.cert: "), "{err}");
 }
 
 /// `check-config` really refuses a broken file, so the test above can fail.

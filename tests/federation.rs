@@ -278,3 +278,94 @@ async fn an_expired_statement_breaks_the_chain() {
     );
     assert!(body.contains("exp"), "{body}");
 }
+
+/// The `openid_relying_party` metadata of a verified resolve answer.
+async fn rp_of(resolver: &Pharos, body: &str) -> Value {
+    verified(resolver, body).await["metadata"]["openid_relying_party"].clone()
+}
+
+/// Issue 32: the resolver serves what the operator corrected. The anchor resolves; its own
+/// statements change with its snapshot at once, a failure is not kept past a correction
+/// upstream, and remote answers keep their lifetimes until `resolver flush` (API or CLI).
+#[tokio::test]
+async fn the_resolver_serves_what_the_operator_corrected() {
+    let f = federation(Backend::Sqlite, Arc::new(SystemClock)).await;
+    let (ta, i, l) = (&f.ta, &f.i, &f.l);
+    // Failures are kept 0 s here, so the correction is seen by the very next request (the
+    // default, a few seconds, is the resolver's unit tests' business).
+    let cfg = json!({"allowed_trust_anchors": [ta.id()], "error_cache_seconds": 0});
+    enable_resolve(&ta.p, cfg).await;
+    let value = |v: &str| json!({"openid_relying_party": {"client_name": {"value": v}}});
+
+    // Conflicting `value` policies on the anchor and the intermediate: an error.
+    ta.put_sub(i, "metadata-policies", value("TA name")).await;
+    i.put_sub(l, "metadata-policies", value("I name")).await;
+    let (s, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(
+        (s, error_code(&body).as_str()),
+        (400, "invalid_metadata"),
+        "{body}"
+    );
+
+    // The intermediate's policy fixed: the next request resolves (the cached statement that
+    // failed is fetched anew), without a restart and without waiting for its expiry.
+    i.delete_sub(l, "metadata-policies").await;
+    let (s, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(rp_of(&ta.p, &body).await["client_name"], "TA name");
+
+    // The anchor's own policy changed: the old answer is not served.
+    ta.put_sub(i, "metadata-policies", value("TA name 2")).await;
+    let (s, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(rp_of(&ta.p, &body).await["client_name"], "TA name 2");
+
+    // A remote change (the leaf's own metadata) keeps the cached answer until a flush: by
+    // the CLI for the subject, then by the API for everything.
+    let rp = |uri: &str| {
+        json!({"client_name": "leaf", "contacts": ["ops@leaf.example"],
+            "client_registration_types": ["automatic"], "client_uri": uri})
+    };
+    let path = "/entity-configuration/metadata/openid_relying_party";
+    l.admin(Method::PUT, path, rp("https://leaf.example/1"))
+        .await;
+    let (_, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(
+        rp_of(&ta.p, &body).await["client_uri"],
+        Value::Null,
+        "cached"
+    );
+    let out = crate::cli_admin::admin(&ta.p, &["resolver", "flush", "--sub", &l.id()])
+        .await
+        .ok();
+    assert!(out.contains(&l.id()), "{out}");
+    let (_, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(
+        rp_of(&ta.p, &body).await["client_uri"],
+        "https://leaf.example/1"
+    );
+
+    l.admin(Method::PUT, path, rp("https://leaf.example/2"))
+        .await;
+    let (s, v) =
+        ta.p.admin(
+            Method::POST,
+            "/resolver/flush",
+            Some(json!({"sub": "not a url"})),
+        )
+        .await;
+    assert_eq!(
+        (s, v["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{v}"
+    );
+    let (s, v) =
+        ta.p.admin(Method::POST, "/resolver/flush", Some(json!({})))
+            .await;
+    assert_eq!(s, 200, "{v}");
+    let (_, body) = resolve(&ta.p, &l.id(), &[&ta.id()], &[]).await;
+    assert_eq!(
+        rp_of(&ta.p, &body).await["client_uri"],
+        "https://leaf.example/2"
+    );
+}

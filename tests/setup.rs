@@ -198,3 +198,128 @@ async fn a_remote_first_run_needs_the_bootstrap_token() {
     assert_eq!(s, 200);
     assert_eq!(users[0]["username"], "root");
 }
+
+/// Every role of the wizard runs to the end against a real instance (the trust mark issuer's
+/// used to stop half-way on an endpoint type that does not exist), and the instance then
+/// serves what the role promises.
+#[tokio::test]
+async fn every_role_runs_to_the_end() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let anchor = Pharos::start(&db).await;
+    let ta = anchor.entity_id().to_owned();
+    let roles: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "intermediate",
+            &["fetch", "list"],
+            &["--authority-hint", &ta],
+        ),
+        ("leaf", &[], &["--authority-hint", &ta]),
+        ("resolver", &["resolve"], &["--trust-anchor", &ta]),
+        (
+            "trust-mark-issuer",
+            &["trust_mark", "trust_mark_status", "trust_mark_listing"],
+            &["--authority-hint", &ta],
+        ),
+    ];
+    for (role, endpoints, extra) in roles {
+        let db = TestDb::new(crate::support::Backend::Sqlite).await;
+        let mut p = Pharos::start(&db).await;
+        let mut args = vec![
+            "setup",
+            "--url",
+            &p.base,
+            "--non-interactive",
+            "--role",
+            role,
+            "--organization-name",
+            "Example",
+            "--admin-user",
+            "root",
+            "--admin-password",
+            "a long admin password",
+        ];
+        args.extend_from_slice(extra);
+        let out = pharos(&args, &[]).await.ok();
+        assert!(out.contains("admin user: root"), "{role}: {out}");
+        p.login("root", "a long admin password");
+        let (s, list) = p.admin(Method::GET, "/federation-endpoints", None).await;
+        assert_eq!(s, 200, "{role}: {list}");
+        let mut served: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| !e["path"].is_null())
+            .filter_map(|e| e["type"].as_str())
+            .collect();
+        served.sort_unstable();
+        let mut want = endpoints.to_vec();
+        want.sort_unstable();
+        assert_eq!(served, want, "{role}");
+        let ec = p.entity_configuration().await;
+        assert_eq!(
+            ec.claims["metadata"]["federation_entity"]["organization_name"], "Example",
+            "{role}"
+        );
+        if role == "resolver" {
+            let (s, tas) = p.admin(Method::GET, "/trust-anchors", None).await;
+            assert_eq!(s, 200);
+            assert_eq!(tas[0]["entity_id"], ta.as_str(), "{tas}");
+        } else {
+            assert_eq!(ec.claims["authority_hints"], json!([ta]), "{role}");
+        }
+    }
+}
+
+/// A write that fails after others succeeded (here: the path the fetch endpoint wants is
+/// taken) names what was already set up and how to go on; the same command then finishes.
+#[tokio::test]
+async fn a_failure_half_way_says_what_was_done_and_a_rerun_finishes() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let mut p = Pharos::start(&db).await;
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/federation-endpoints",
+            Some(json!({"type": "list", "path": "/fetch"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let base = p.base.clone();
+    let args = [
+        "setup",
+        "--url",
+        &base,
+        "--non-interactive",
+        "--role",
+        "anchor",
+        "--organization-name",
+        "Example Federation",
+        "--admin-user",
+        "root",
+        "--admin-password",
+        "a long admin password",
+    ];
+    let line = pharos(&args, &[]).await.fails(1);
+    assert!(
+        line.contains("already set up: admin user root, federation_entity metadata;"),
+        "{line}"
+    );
+    assert!(line.contains("run the same command again"), "{line}");
+    assert!(!line.contains("endpoint fetch"), "{line}");
+
+    // The operator frees the path; the same command does the rest.
+    p.login("root", "a long admin password");
+    let (s, v) = p
+        .admin(
+            Method::PUT,
+            "/federation-endpoints/list",
+            Some(json!({"type": "list", "path": "/entities"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    let out = pharos(&args, &[]).await.ok();
+    assert!(out.contains("as a trust anchor"), "{out}");
+    let fe = &p.entity_configuration().await.claims["metadata"]["federation_entity"];
+    assert!(fe["federation_fetch_endpoint"].is_string(), "{fe}");
+    assert_eq!(fe["organization_name"], "Example Federation");
+}

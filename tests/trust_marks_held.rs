@@ -257,3 +257,51 @@ async fn an_external_mark_is_fetched_renewed_and_dropped_once_expired() {
         p.stop().await;
     }
 }
+
+/// Issue 32: a held mark its issuer revokes (the subject blocked) leaves our Entity
+/// Configuration at the next status check, on the refresher's schedule of the injected
+/// clock, long before it expires, and stays out after a restart.
+#[tokio::test]
+async fn a_revoked_external_mark_is_no_longer_published() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let t0 = SystemClock.now();
+    let clock = ManualClock::new(t0);
+    let issuer = TestIssuer::start(clock.clone(), 86_400).await;
+    let mut p = start(&db, &clock).await;
+    let body = json!({"trust_mark_type": TYPE, "trust_mark_issuer": issuer.entity_id,
+        "refresh_grace_period": 300, "refresh_rate_limit": 60});
+    let (s, row) = p.admin(Method::POST, PATH, Some(body)).await;
+    assert_eq!(s, 201, "{row}");
+    let marks = until_published(&p, &clock).await;
+    the_mark(&marks, &issuer.jwks());
+
+    // Still active: kept at the status check.
+    clock.advance(60);
+    tick(&p, &clock).await;
+    assert_eq!(held(&p).await.0.len(), 1);
+
+    // The issuer blocks us: at the next status check (a minute on) the mark is gone.
+    issuer.set_revoked(true);
+    clock.advance(60);
+    tick(&p, &clock).await;
+    assert!(
+        held(&p).await.0.is_empty(),
+        "a revoked mark is not published"
+    );
+    let (s, rows) = p.admin(Method::GET, PATH, None).await;
+    assert_eq!(s, 200);
+    assert_eq!(rows[0]["trust_mark"], Value::Null, "{rows}");
+
+    // After a restart, and while the issuer refuses to issue it again: still not published.
+    p = p.restart().await;
+    clock.advance(120);
+    tick(&p, &clock).await;
+    assert!(held(&p).await.0.is_empty());
+
+    // Unblocked: the refresher obtains a new mark once its backoff has passed.
+    issuer.set_revoked(false);
+    clock.advance(3600);
+    let marks = until_published(&p, &clock).await;
+    the_mark(&marks, &issuer.jwks());
+    p.stop().await;
+}

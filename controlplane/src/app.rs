@@ -82,6 +82,12 @@ impl App {
         listeners: Listeners,
     ) -> Result<Self> {
         tls::install_crypto_provider();
+        // Files named in the configuration are read before the database is created or a key
+        // generated, so a wrong path leaves nothing behind.
+        let missing = crate::preflight::problems(&settings);
+        if !missing.is_empty() {
+            return Err(pharos_shared::Error::Config(missing).into());
+        }
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
             let dir = std::path::Path::new(&settings.storage.data_dir);
@@ -137,8 +143,10 @@ impl App {
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate());
+        let resolver = data.resolve.clone();
         let admin_router = || {
-            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone());
+            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone())
+                .layer(axum::Extension(resolver.clone()));
             let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),

@@ -101,6 +101,11 @@ fn main() -> ExitCode {
             for w in &warnings {
                 eprintln!("warning: {w}");
             }
+            let missing = pharos_controlplane::preflight::problems(&settings);
+            if !missing.is_empty() {
+                eprintln!("{}", pharos_shared::Error::Config(missing));
+                return ExitCode::from(EXIT_CONFIG);
+            }
             match serde_json::to_string_pretty(&settings.redacted()) {
                 Ok(s) => {
                     println!("{s}");
@@ -178,6 +183,13 @@ fn policy_resolve() -> ExitCode {
 }
 
 fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
+    // Before logging (which may create a log file) and before the database: a file named in
+    // the configuration that cannot be read is a configuration error, reported like one.
+    let missing = pharos_controlplane::preflight::problems(&settings);
+    if !missing.is_empty() {
+        eprintln!("{}", pharos_shared::Error::Config(missing));
+        return ExitCode::from(EXIT_CONFIG);
+    }
     // Held until the end of `serve` so that buffered file output is flushed on exit.
     let _log_guards = match pharos_controlplane::logging::init(&settings) {
         Ok(g) => g,

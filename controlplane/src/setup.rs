@@ -30,7 +30,7 @@ pub enum Role {
     Leaf,
     /// A resolver: resolves trust chains to the anchors it trusts (resolve).
     Resolver,
-    /// A trust mark issuer (trust_mark, trust_mark_status, trust_mark_list; authority hints).
+    /// A trust mark issuer (trust_mark, trust_mark_status, trust_mark_listing; authority hints).
     TrustMarkIssuer,
 }
 
@@ -59,7 +59,7 @@ impl Role {
             Role::Anchor | Role::Intermediate => &["fetch", "list"],
             Role::Leaf => &[],
             Role::Resolver => &["resolve"],
-            Role::TrustMarkIssuer => &["trust_mark", "trust_mark_status", "trust_mark_list"],
+            Role::TrustMarkIssuer => &["trust_mark", "trust_mark_status", "trust_mark_listing"],
         }
     }
 
@@ -79,7 +79,7 @@ const OFFERED_ENDPOINTS: [&str; 8] = [
     "resolve",
     "trust_mark",
     "trust_mark_status",
-    "trust_mark_list",
+    "trust_mark_listing",
     "enroll",
     "historical_keys",
 ];
@@ -181,43 +181,178 @@ async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
         from_flags(&args)?
     };
 
-    if let Some((user, password)) = &plan.admin {
-        client = create_admin(client, user, password).await?;
-    }
-    if let Some(fe) = &plan.federation_entity {
-        let path = "/entity-configuration/metadata/federation_entity";
-        client
-            .call(Method::PUT, path, Body::Json(fe.clone()))
-            .await?;
-    }
-    for hint in &plan.authority_hints {
-        let body = Body::Json(json!({ "entity_id": hint }));
-        let r = client
-            .call(Method::POST, "/entity-configuration/authority-hints", body)
-            .await;
-        tolerate_conflict(r)?;
-    }
+    // Everything is built and checked (with the Admin API's own checks) and every remote
+    // read is made before the first write, so a mistake in any answer changes nothing.
+    let us = served.as_deref().unwrap_or_default();
+    let writes = Writes::build(&plan, us)?;
+    let mut anchors = Vec::new();
     for ta in &plan.trust_anchors {
-        let jwks = entity_jwks(&client, ta).await?;
-        let body = Body::Json(json!({ "entity_id": ta, "jwks": jwks }));
-        tolerate_conflict(client.call(Method::POST, "/trust-anchors", body).await)?;
+        let body = json!({ "entity_id": ta, "jwks": entity_jwks(&client, ta).await? });
+        check_trust_anchor(&body)?;
+        anchors.push((ta.clone(), body));
+    }
+
+    let mut done = Done::default();
+    if let Some((user, password)) = &plan.admin {
+        client = done.step(create_admin(client, user, password).await)?;
+        done.did(format!("admin user {user}"));
+    }
+    if let Some(fe) = &writes.federation_entity {
+        let path = "/entity-configuration/metadata/federation_entity";
+        done.step(client.call(Method::PUT, path, Body::Json(fe.clone())).await)?;
+        done.did("federation_entity metadata".into());
+    }
+    for (hint, body) in &writes.hints {
+        let r = client
+            .call(
+                Method::POST,
+                "/entity-configuration/authority-hints",
+                Body::Json(body.clone()),
+            )
+            .await;
+        done.step(tolerate_conflict(r))?;
+        done.did(format!("authority hint {hint}"));
+    }
+    for (ta, body) in anchors {
+        let r = client
+            .call(Method::POST, "/trust-anchors", Body::Json(body))
+            .await;
+        done.step(tolerate_conflict(r))?;
+        done.did(format!("trust anchor {ta}"));
     }
     let mut lines = Vec::new();
-    for kind in &plan.endpoints {
-        let config = match kind.as_str() {
-            "resolve" if !plan.trust_anchors.is_empty() => {
-                Some(json!({ "allowed_trust_anchors": plan.trust_anchors }))
-            }
-            _ => None,
-        };
-        let path = default_path(kind);
-        enable_endpoint(&client, kind, &path, config, false).await?;
-        lines.push(format!(
-            "  {kind:<18} {}{path}",
-            served.as_deref().unwrap_or("")
-        ));
+    for (kind, path, config) in writes.endpoints {
+        done.step(enable_endpoint(&client, &kind, &path, config, false).await)?;
+        done.did(format!("endpoint {kind} at {path}"));
+        lines.push(format!("  {kind:<18} {us}{path}"));
     }
     Ok(summary(&plan, served.as_deref(), &lines))
+}
+
+/// The wizard's writes, built from the plan and checked as the Admin API checks them.
+struct Writes {
+    federation_entity: Option<Value>,
+    /// Each superior with its request body.
+    hints: Vec<(String, Value)>,
+    /// Each endpoint: type, path, configuration.
+    endpoints: Vec<(String, String, Option<Value>)>,
+}
+
+impl Writes {
+    /// Every body of the plan, or the first one the Admin API would refuse (exit 64: the
+    /// answers are wrong, nothing was written).
+    fn build(plan: &Plan, us: &str) -> Result<Self, Failure> {
+        use crate::admin::documents::{self, Doc};
+        use crate::admin::endpoints::{EndpointInput, parse_type};
+        use crate::admin::entity_configuration::hints::HintInput;
+        use crate::admin::users::NewUser;
+
+        if let Some((user, password)) = &plan.admin {
+            let body = json!({ "username": user, "password": password });
+            checked::<NewUser, _>("admin user", body, |b| b.check().map(drop))?;
+        }
+        if let Some(fe) = &plan.federation_entity {
+            let doc = json!({ "federation_entity": fe });
+            documents::check(Doc::Metadata, &doc, &[]).map_err(|e| refused("metadata", e))?;
+        }
+        let mut hints = Vec::new();
+        for hint in &plan.authority_hints {
+            let body = json!({ "entity_id": hint });
+            checked::<HintInput, _>("--authority-hint", body.clone(), |b| {
+                b.check_new(us).map(drop)
+            })?;
+            hints.push((hint.clone(), body));
+        }
+        for ta in &plan.trust_anchors {
+            crate::admin::body::entity_id("--trust-anchor", ta)
+                .map_err(|e| refused("--trust-anchor", e))?;
+        }
+        let mut endpoints = Vec::new();
+        for kind in &plan.endpoints {
+            let parsed = parse_type(kind).map_err(|e| refused("--endpoint", e))?;
+            let config = match kind.as_str() {
+                "resolve" if !plan.trust_anchors.is_empty() => {
+                    Some(json!({ "allowed_trust_anchors": plan.trust_anchors }))
+                }
+                _ => None,
+            };
+            let path = default_path(kind);
+            let body = json!({ "type": kind, "path": path, "config": config });
+            checked::<EndpointInput, _>(&format!("endpoint {kind}"), body, |b| {
+                b.check(parsed).map(drop)
+            })?;
+            if endpoints.iter().any(|(k, _, _)| k == kind) {
+                return Err(Failure::Usage(format!("endpoint {kind} is given twice")));
+            }
+            endpoints.push((kind.clone(), path, config));
+        }
+        Ok(Self {
+            federation_entity: plan.federation_entity.clone(),
+            hints,
+            endpoints,
+        })
+    }
+}
+
+/// A trust anchor's body (with the keys just fetched) as `POST /trust-anchors` checks it.
+fn check_trust_anchor(body: &Value) -> Result<(), Failure> {
+    use crate::admin::trust_anchors::TrustAnchorInput;
+    checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| b.check_new().map(drop))
+}
+
+/// `body` parsed as the route's input type and run through the route's check.
+fn checked<T: serde::de::DeserializeOwned, F>(
+    what: &str,
+    body: Value,
+    check: F,
+) -> Result<(), Failure>
+where
+    F: FnOnce(T) -> crate::admin::error::ApiResult<()>,
+{
+    let input: T =
+        serde_json::from_value(body).map_err(|e| Failure::Usage(format!("{what}: {e}")))?;
+    check(input).map_err(|e| refused(what, e))
+}
+
+fn refused(what: &str, e: crate::admin::error::ApiError) -> Failure {
+    Failure::Usage(one_line(&format!("{what}: {e} (nothing was changed)")))
+}
+
+/// What the wizard has written so far, so that a failure half-way says exactly that and how
+/// to go on: every step tolerates what a previous run made, so the same command again
+/// finishes the work.
+#[derive(Default)]
+struct Done(Vec<String>);
+
+impl Done {
+    fn did(&mut self, what: String) {
+        self.0.push(what);
+    }
+
+    /// `r`, or its failure with what was done before it.
+    fn step<T>(&self, r: Result<T, Failure>) -> Result<T, Failure> {
+        r.map_err(|f| self.explain(f))
+    }
+
+    fn explain(&self, f: Failure) -> Failure {
+        let tail = if self.0.is_empty() {
+            " (nothing was changed)".to_owned()
+        } else {
+            format!(
+                "; already set up: {}; fix the cause and run the same command again (it keeps \
+                 what exists and does the rest)",
+                self.0.join(", ")
+            )
+        };
+        match f {
+            Failure::Usage(m) => Failure::Usage(format!("{m}{tail}")),
+            Failure::Refused { status, message } => Failure::Refused {
+                status,
+                message: format!("{message}{tail}"),
+            },
+            Failure::Unreachable(m) => Failure::Unreachable(format!("{m}{tail}")),
+        }
+    }
 }
 
 fn summary(plan: &Plan, entity: Option<&str>, endpoints: &[String]) -> String {
@@ -546,6 +681,54 @@ mod tests {
         assert_eq!(p.endpoints, ["fetch", "list"]);
         assert_eq!(p.admin, Some(("root".into(), "pw".into())));
         assert!(p.federation_entity.is_none());
+    }
+
+    /// Every endpoint the wizard offers or a role serves is a type the Admin API knows (the
+    /// trust mark issuer's `trust_mark_list` was not, and stopped the wizard half-way).
+    #[test]
+    fn every_offered_endpoint_is_a_known_type() {
+        let by_role = Role::ALL.iter().flat_map(|r| r.endpoints().iter());
+        for e in OFFERED_ENDPOINTS.iter().chain(by_role) {
+            assert!(
+                pharos_shared::endpoint::EndpointType::parse(e).is_some(),
+                "{e}"
+            );
+        }
+    }
+
+    /// A wrong answer is found before anything is written, by the Admin API's own checks.
+    #[test]
+    fn every_body_is_checked_before_the_first_write() {
+        let mut a = parse(&[
+            "--role",
+            "anchor",
+            "--admin-user",
+            "root",
+            "--admin-password",
+            "a long admin password",
+            "--endpoint",
+            "trust_mark_list",
+        ]);
+        let plan = from_flags(&a).unwrap();
+        let Err(Failure::Usage(m)) = Writes::build(&plan, "https://ta.example.org") else {
+            panic!("an unknown endpoint type passed");
+        };
+        assert!(
+            m.contains("trust_mark_list") && m.contains("nothing was changed"),
+            "{m}"
+        );
+        a.endpoints.clear();
+        a.authority_hints = vec!["https://ta.example.org".into()];
+        let plan = from_flags(&a).unwrap();
+        let Err(Failure::Usage(m)) = Writes::build(&plan, "https://ta.example.org") else {
+            panic!("an entity that is its own authority passed");
+        };
+        assert!(m.contains("--authority-hint"), "{m}");
+        a.authority_hints = vec!["not a url".into()];
+        assert!(Writes::build(&from_flags(&a).unwrap(), "https://x.example").is_err());
+        a.authority_hints.clear();
+        let w = Writes::build(&from_flags(&a).unwrap(), "https://x.example").unwrap();
+        assert_eq!(w.endpoints.len(), 2);
     }
 
     #[test]

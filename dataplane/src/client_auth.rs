@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::DataPlane;
 use crate::error::FedError;
-use crate::resolver::{Query, anchor_spec, grace_rule, resolve_config};
+use crate::resolver::{Local, Query, anchor_spec, grace_rule, resolve_config};
 
 /// The only `client_assertion_type` accepted.
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -169,7 +169,7 @@ async fn self_signed(
     let ec = dp
         .resolve
         .resolver
-        .entity_configuration(client, grace_rule(cfg), now)
+        .entity_configuration(client, grace_rule(cfg), now, &Local::default())
         .await
         .map_err(|_| unknown())?;
     let claims = jose::decode_unverified(&ec).map_err(|_| unknown())?.claims;
@@ -212,6 +212,7 @@ async fn client_keys(
         subject: client.to_owned(),
         anchors,
         entity_types: Vec::new(),
+        local: Local::of(snap, cfg),
     };
     let res = dp
         .resolve

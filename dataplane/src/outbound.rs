@@ -85,14 +85,36 @@ impl HttpFetcher {
 
     /// [`Self::get`] for a response of media type `media` (sent as `Accept` and required).
     pub async fn get_typed(&self, url: &str, media_type: &str) -> Result<String> {
+        self.typed(url, media_type, None).await
+    }
+
+    /// POST `form` to `url` (a form body), under the rules of [`Self::get_typed`].
+    pub async fn post_form_typed(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        media_type: &str,
+    ) -> Result<String> {
+        self.typed(url, media_type, Some(form)).await
+    }
+
+    async fn typed(
+        &self,
+        url: &str,
+        media_type: &str,
+        form: Option<&[(&str, &str)]>,
+    ) -> Result<String> {
         let parsed =
             url::Url::parse(url).map_err(|e| Error::Fetch(format!("{url}: bad URL: {e}")))?;
         check_url(&parsed, self.block_private)?;
         let fail = |e: reqwest::Error| Error::Fetch(transport_failure(url, &e));
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
         FETCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut resp = client
-            .get(parsed)
+        let request = match form {
+            Some(f) => client.post(parsed).form(f),
+            None => client.get(parsed),
+        };
+        let mut resp = request
             .header(reqwest::header::ACCEPT, media_type)
             .send()
             .await
@@ -147,7 +169,16 @@ impl Fetcher for HttpFetcher {
         let url = trust_mark_url(endpoint, trust_mark_type, sub)?;
         self.get_typed(&url, TRUST_MARK_CONTENT_TYPE).await
     }
+
+    async fn trust_mark_status(&self, endpoint: &str, trust_mark: &str) -> Result<String> {
+        let form = [("trust_mark", trust_mark)];
+        self.post_form_typed(endpoint, &form, TRUST_MARK_STATUS_CONTENT_TYPE)
+            .await
+    }
 }
+
+/// Media type of a trust mark status response (§8.4.2).
+const TRUST_MARK_STATUS_CONTENT_TYPE: &str = "application/trust-mark-status-response+jwt";
 
 /// Media type of a trust mark response (§8.6.2).
 const TRUST_MARK_CONTENT_TYPE: &str = "application/trust-mark+jwt";

@@ -255,6 +255,10 @@ pub struct ResolveConfig {
     pub use_entity_collection_allowed_trust_anchors: bool,
     /// Optional background resolver.
     pub proactive_resolver: Option<ProactiveResolver>,
+    /// Seconds a failed resolution is answered from the cache (0: never), so a flood of
+    /// requests for a broken chain does not refetch it each time; short, so a chain fixed
+    /// upstream resolves again soon.
+    pub error_cache_seconds: u64,
 }
 
 impl Default for ResolveConfig {
@@ -265,6 +269,7 @@ impl Default for ResolveConfig {
             allowed_trust_anchors: Vec::new(),
             use_entity_collection_allowed_trust_anchors: false,
             proactive_resolver: None,
+            error_cache_seconds: 5,
         }
     }
 }

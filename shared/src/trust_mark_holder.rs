@@ -100,6 +100,48 @@ pub fn check(
     Ok(HeldMark { iss, iat, exp })
 }
 
+/// Shortest spacing of two status checks of a held external mark, seconds.
+pub const MIN_STATUS_INTERVAL: i64 = 60;
+/// Longest spacing of two status checks of a held external mark, seconds.
+pub const MAX_STATUS_INTERVAL: i64 = 3_600;
+
+/// How often the issuer is asked whether a held external mark is still valid: the row's
+/// `refresh_rate_limit`, within [`MIN_STATUS_INTERVAL`]..=[`MAX_STATUS_INTERVAL`].
+pub fn status_interval(rate_limit: i64) -> i64 {
+    rate_limit.clamp(MIN_STATUS_INTERVAL, MAX_STATUS_INTERVAL)
+}
+
+/// The `status` of a trust mark status response (§8.4.2), verified with the issuer's keys
+/// and bound to the mark asked about: `active`, `expired`, `revoked`, `invalid` or another
+/// value an issuer defines.
+pub fn status_of(
+    response: &str,
+    trust_mark: &str,
+    issuer: &str,
+    keys: &Jwks,
+) -> Result<String, String> {
+    let d = jose::verify(response, keys)
+        .map_err(|e| format!("status response signature does not verify: {e}"))?;
+    jose::check_typ(&d, "trust-mark-status-response+jwt")
+        .map_err(|e| format!("status response: {e}"))?;
+    let c = &d.claims;
+    if c.get("iss").and_then(Value::as_str) != Some(issuer) {
+        return Err("status response is not from the mark's issuer".into());
+    }
+    if c.get("trust_mark").and_then(Value::as_str) != Some(trust_mark) {
+        return Err("status response is about another trust mark".into());
+    }
+    c.get("status")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| "status response has no status".into())
+}
+
+/// Whether a status means the mark must no longer be published.
+pub fn withdrawn(status: &str) -> bool {
+    matches!(status, "revoked" | "invalid")
+}
+
 /// When a held mark is due for renewal: at once when there is none usable (`None`), never
 /// when it has no `exp`, else when its remaining life reaches `grace` seconds.
 pub fn renewal_at(held: Option<&HeldMark>, grace: i64) -> Option<i64> {

@@ -151,3 +151,43 @@ fn self_issuance_refuses_protected_claims_and_builds_its_spec() {
     };
     assert!(negative.check().is_err());
 }
+
+#[test]
+fn status_checks_are_spaced_by_the_rate_limit_within_bounds() {
+    assert_eq!(status_interval(1), MIN_STATUS_INTERVAL);
+    assert_eq!(status_interval(600), 600);
+    assert_eq!(status_interval(i64::MAX), MAX_STATUS_INTERVAL);
+    assert!(withdrawn("revoked") && withdrawn("invalid"));
+    assert!(!withdrawn("active") && !withdrawn("expired"));
+}
+
+#[test]
+fn a_status_response_counts_only_signed_by_the_issuer_about_the_mark() {
+    let key = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    let keys = Jwks {
+        keys: vec![key.public_jwk().clone()],
+    };
+    let answer =
+        |claims: Value, typ: &str| sign(&key, typ, claims.as_object().unwrap(), None).unwrap();
+    let typ = "trust-mark-status-response+jwt";
+    let ok = answer(
+        json!({"iss": "https://tmi.example", "trust_mark": "m", "status": "revoked", "iat": 1}),
+        typ,
+    );
+    assert_eq!(
+        status_of(&ok, "m", "https://tmi.example", &keys).as_deref(),
+        Ok("revoked")
+    );
+    assert!(status_of(&ok, "other", "https://tmi.example", &keys).is_err());
+    assert!(status_of(&ok, "m", "https://else.example", &keys).is_err());
+    let wrong_typ = answer(
+        json!({"iss": "https://tmi.example", "trust_mark": "m", "status": "revoked"}),
+        "jwt",
+    );
+    assert!(status_of(&wrong_typ, "m", "https://tmi.example", &keys).is_err());
+    let other = SigningKey::generate(Algorithm::ES256, 0).unwrap();
+    let others = Jwks {
+        keys: vec![other.public_jwk().clone()],
+    };
+    assert!(status_of(&ok, "m", "https://tmi.example", &others).is_err());
+}

@@ -32,6 +32,8 @@ struct IssuerState {
     clock: Arc<dyn Clock>,
     lifetime: AtomicI64,
     failing: AtomicBool,
+    /// The subject is blocked: marks are refused and the status endpoint says `revoked`.
+    revoked: AtomicBool,
     issued: AtomicUsize,
     /// Claims that override the usual ones in served marks (tests of refused marks).
     tampered: std::sync::Mutex<Value>,
@@ -48,12 +50,14 @@ impl TestIssuer {
             clock,
             lifetime: AtomicI64::new(lifetime),
             failing: AtomicBool::new(false),
+            revoked: AtomicBool::new(false),
             issued: AtomicUsize::new(0),
             tampered: std::sync::Mutex::new(json!({})),
         });
         let app = Router::new()
             .route("/.well-known/openid-federation", get(configuration))
             .route("/trust-mark", get(trust_mark))
+            .route("/trust-mark-status", axum::routing::post(status))
             .with_state(state.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -68,6 +72,12 @@ impl TestIssuer {
     /// Makes the trust mark endpoint answer 500 (or work again).
     pub fn set_failing(&self, failing: bool) {
         self.state.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Blocks the subjects (as an issuer's operator does): the status endpoint answers
+    /// `revoked` for every mark and the trust mark endpoint refuses with 404 (or works again).
+    pub fn set_revoked(&self, revoked: bool) {
+        self.state.revoked.store(revoked, Ordering::SeqCst);
     }
 
     /// Lifetime of the marks issued from now on.
@@ -128,7 +138,8 @@ async fn configuration(State(s): State<Arc<IssuerState>>) -> Response {
     let claims = json!({"iss": s.entity_id, "sub": s.entity_id, "iat": now, "exp": now + 86_400,
         "jwks": {"keys": [s.key.public_jwk()]},
         "metadata": {"federation_entity": {
-            "federation_trust_mark_endpoint": format!("{}/trust-mark", s.entity_id)}}});
+            "federation_trust_mark_endpoint": format!("{}/trust-mark", s.entity_id),
+            "federation_trust_mark_status_endpoint": format!("{}/trust-mark-status", s.entity_id)}}});
     let token = jose::sign(
         &s.key,
         "entity-statement+jwt",
@@ -146,6 +157,10 @@ async fn trust_mark(
         let body = json!({"error": "server_error", "error_description": "down for the test"});
         return (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response();
     }
+    if s.revoked.load(Ordering::SeqCst) {
+        let body = json!({"error": "not_found", "error_description": "the subject is blocked"});
+        return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+    }
     let (Some(tm_type), Some(sub)) = (q.get("trust_mark_type"), q.get("sub")) else {
         let body = json!({"error": "invalid_request", "error_description": "missing parameter"});
         return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
@@ -157,4 +172,30 @@ async fn trust_mark(
     }
     let token = jose::sign(&s.key, "trust-mark+jwt", &claims, None).unwrap();
     jwt("application/trust-mark+jwt", token)
+}
+
+/// The status endpoint (§8.4): `active`, or `revoked` once the subjects are blocked.
+async fn status(
+    State(s): State<Arc<IssuerState>>,
+    axum::Form(f): axum::Form<HashMap<String, String>>,
+) -> Response {
+    let Some(mark) = f.get("trust_mark") else {
+        let body = json!({"error": "invalid_request", "error_description": "no trust_mark"});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    };
+    let status = if s.revoked.load(Ordering::SeqCst) {
+        "revoked"
+    } else {
+        "active"
+    };
+    let claims = json!({"iss": s.entity_id, "iat": s.clock.now(), "trust_mark": mark,
+        "status": status});
+    let token = jose::sign(
+        &s.key,
+        "trust-mark-status-response+jwt",
+        claims.as_object().unwrap(),
+        None,
+    )
+    .unwrap();
+    jwt("application/trust-mark-status-response+jwt", token)
 }

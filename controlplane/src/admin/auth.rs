@@ -44,7 +44,7 @@ pub struct AuthState {
     pub passwords: Passwords,
     /// Who may use the API while no user exists.
     pub bootstrap: Arc<Bootstrap>,
-    /// Failed logins per client.
+    /// Failed logins per (client, user name) and per client.
     pub failures: FailedLogins,
     /// `server.trusted_proxies`: behind a reverse proxy the failed-login limit counts the
     /// forwarded client, not the proxy (which would lock every operator out at once).
@@ -169,23 +169,25 @@ async fn authenticate(
     }
     auth.bootstrap.spend();
     let client = auth.client(headers, peer);
-    if let Some(retry_after) = auth.failures.retry_after(client) {
-        return Err(ApiError::TooManyRequests {
-            message: "too many failed logins from this client; try again later".into(),
-            retry_after,
-        });
-    }
     let Some((username, password)) = basic_credentials(headers) else {
         return Err(ApiError::Unauthorized("missing credentials".into()));
     };
+    let now = auth.cp.now();
+    if let Some(retry_after) = auth.failures.retry_after(client, &username, now) {
+        return Err(ApiError::TooManyRequests {
+            message: "too many failed logins for this user from this client; try again later"
+                .into(),
+            retry_after,
+        });
+    }
     let row = users::get(db, &username).await?;
     let stored = row.as_ref().map(|r| r.password_hash.as_str());
     let ok = auth.passwords.verify(&username, &password, stored).await?;
     let Some(user) = row.filter(|u| ok && !u.disabled) else {
-        auth.failures.record(client);
+        auth.failures.record(client, &username, now);
         return Err(ApiError::Unauthorized("invalid credentials".into()));
     };
-    auth.failures.clear(client);
+    auth.failures.clear(client, &username);
     if auth.passwords.needs_rehash(&user.password_hash) {
         // Parameters changed since this password was set: upgrade the hash while the
         // plaintext is at hand. A failure only costs the upgrade, not the login.

@@ -104,6 +104,10 @@ pub fn check_all(data: &[u8]) -> usize {
             count(b.check(kind).map(drop));
         }
     }
+    // The resolver's caches.
+    if let Some(b) = parse::<crate::admin::resolver::FlushInput>(data) {
+        count(b.check().map(drop));
+    }
     // Users.
     if let Some(b) = parse::<NewUser>(data) {
         count(b.check().map(drop));

@@ -19,6 +19,7 @@ pub mod guard;
 pub mod kms;
 pub mod login_limit;
 pub mod password;
+pub mod resolver;
 pub mod stats;
 pub mod subordinates;
 pub mod trust_anchors;
@@ -82,6 +83,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(subordinates::routes())
         .merge(trust_marks::routes())
         .merge(stats::routes())
+        .merge(resolver::routes())
         .split_for_parts()
         .map_doc(tidy_document)
 }

@@ -38,6 +38,21 @@ pub enum AdminCommand {
     /// Trust mark delegations (offline: signed with the owner's key file, no API call).
     #[command(subcommand)]
     Delegation(super::delegation::DelegationCmd),
+    /// The resolver's caches.
+    #[command(subcommand)]
+    Resolver(ResolverCmd),
+}
+
+/// `pharos admin resolver …`
+#[derive(Debug, Subcommand)]
+pub enum ResolverCmd {
+    /// Forgets cached statements, resolutions and failures (all, or about one subject), so
+    /// the next resolve fetches anew.
+    Flush {
+        /// Only what concerns this entity identifier.
+        #[arg(long)]
+        sub: Option<String>,
+    },
 }
 
 /// `pharos admin subordinates …`
@@ -78,7 +93,8 @@ pub enum SubordinateCmd {
 /// Keys of an entity given on the command line: a file or JSON, or fetched.
 #[derive(Debug, Args)]
 pub struct KeysArg {
-    /// The entity's federation keys: a JWK Set or one JWK, as JSON or `@file`.
+    /// The entity's federation keys: a JWK Set, one JWK or a list of JWKs (what `keys list
+    /// --json` prints), as JSON or `@file`.
     #[arg(long, conflicts_with = "fetch_jwks")]
     pub jwks: Option<String>,
     /// Take the keys from the entity's own Entity Configuration (trust on first use: compare
@@ -322,6 +338,17 @@ pub async fn run(c: &Client, cmd: AdminCommand, json: bool) -> Result<String, Fa
         AdminCommand::Metadata(m) => metadata(c, m).await?,
         AdminCommand::Keys(k) => keys(c, k).await?,
         AdminCommand::Users(u) => users(c, u).await?,
+        AdminCommand::Resolver(ResolverCmd::Flush { sub }) => {
+            let body = match &sub {
+                Some(s) => json!({ "sub": s }),
+                None => json!({}),
+            };
+            let v = c
+                .call(Method::POST, "/resolver/flush", Body::Json(body))
+                .await?;
+            let what = sub.map_or("everything".to_owned(), |s| format!("what concerns {s}"));
+            Shown::Done(v, format!("resolver cache flushed: {what}"))
+        }
         AdminCommand::Delegation(_) => {
             return Err(Failure::Usage("delegation runs offline".into()));
         }
@@ -731,22 +758,26 @@ async fn users(c: &Client, cmd: UserCmd) -> Result<Shown, Failure> {
 /// The keys a `--jwks`/`--fetch-jwks` pair names; `None` when neither is given.
 async fn keys_of(c: &Client, entity_id: &str, k: &KeysArg) -> Result<Option<Value>, Failure> {
     if let Some(s) = &k.jwks {
-        let v = json_arg("--jwks", s)?;
-        let set = if v.get("keys").is_some() {
-            v
-        } else if v.get("kty").is_some() {
-            json!({ "keys": [v] })
-        } else {
-            return Err(Failure::Usage(
-                "--jwks is neither a JWK Set nor a JWK".into(),
-            ));
-        };
-        return Ok(Some(set));
+        return jwk_set(json_arg("--jwks", s)?).map(Some);
     }
     if k.fetch_jwks {
         return Ok(Some(super::client::entity_jwks(c, entity_id).await?));
     }
     Ok(None)
+}
+
+/// The JWK Set a `--jwks` value stands for: a JWK Set as it is, one JWK or a list of JWKs
+/// (the shape `keys list --json` prints, so one entity's listing can be handed to its
+/// superior as it is) wrapped into one.
+fn jwk_set(v: Value) -> Result<Value, Failure> {
+    match v {
+        Value::Object(ref o) if o.contains_key("keys") => Ok(v),
+        Value::Object(ref o) if o.contains_key("kty") => Ok(json!({ "keys": [v] })),
+        Value::Array(ref a) if a.iter().all(|k| k.get("kty").is_some()) => Ok(json!({ "keys": v })),
+        _ => Err(Failure::Usage(
+            "--jwks is neither a JWK Set, a JWK nor a list of JWKs".into(),
+        )),
+    }
 }
 
 /// A JSON argument given inline or as `@file`.
@@ -778,6 +809,17 @@ pub fn seconds(name: &str, s: &str) -> Result<u64, Failure> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jwks_take_a_set_a_key_or_the_list_keys_list_prints() {
+        let k = json!({"kty": "EC", "kid": "a"});
+        let set = json!({"keys": [k.clone()]});
+        assert_eq!(jwk_set(set.clone()).ok(), Some(set.clone()));
+        assert_eq!(jwk_set(k.clone()).ok(), Some(set.clone()));
+        assert_eq!(jwk_set(json!([k])).ok(), Some(set));
+        assert!(matches!(jwk_set(json!([1])), Err(Failure::Usage(_))));
+        assert!(matches!(jwk_set(json!("x")), Err(Failure::Usage(_))));
+    }
 
     #[test]
     fn default_paths_use_dashes() {

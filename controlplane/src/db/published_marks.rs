@@ -164,6 +164,16 @@ pub async fn set_mark(db: &Db, c: &mut AnyConnection, id: i64, jwt: &str) -> Res
     Ok(())
 }
 
+/// Forgets held mark `id`'s JWT (its issuer withdrew it); the row stays, so the refresher
+/// obtains a new one when the issuer issues it again.
+pub async fn clear_mark(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
+    sqlx::query(db.sql("UPDATE published_trust_marks SET trust_mark = NULL WHERE id = ?"))
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
+    Ok(())
+}
+
 /// Removes held mark `id`.
 pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM published_trust_marks WHERE id = ?"))

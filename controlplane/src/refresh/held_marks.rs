@@ -110,15 +110,64 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .trust_mark
             .as_deref()
             .and_then(|j| holder::check(j, us, &row.trust_mark_type, None, now, 0).ok());
+        // A held external mark is also looked at every status interval: its issuer may have
+        // revoked it, and a revoked mark must not stay published until it expires.
+        let external = row.self_issuance_spec.is_none() && row.trust_mark_issuer.is_some();
+        let status_at = now + holder::status_interval(row.refresh_rate_limit);
         match holder::renewal_at(held.as_ref(), row.refresh_grace_period) {
             None => return Ok(idle),
-            Some(at) if at > now => return Ok(at.min(idle)),
+            Some(at) if at > now => {
+                if external && let Some(jwt) = row.trust_mark.as_deref() {
+                    self.check_status(row, jwt, now).await?;
+                    return Ok(at.min(idle).min(status_at));
+                }
+                return Ok(at.min(idle));
+            }
             Some(_) => {}
         }
         let jwt = self.obtain(row, now).await?;
         let fresh = self.store(row, &jwt, now).await?;
         let next = holder::renewal_at(Some(&fresh), row.refresh_grace_period).unwrap_or(idle);
+        let next = if external { next.min(status_at) } else { next };
         Ok(next.min(idle).max(now + row.refresh_rate_limit.max(1)))
+    }
+
+    /// Asks `row`'s issuer for the status of the mark we hold (`jwt`), when it publishes a
+    /// status endpoint; a `revoked` or `invalid` mark is removed from our Entity Configuration
+    /// at once (the row stays: the mark is obtained again if the issuer issues it again). An
+    /// issuer that cannot be asked leaves the mark as it is.
+    async fn check_status(&self, row: &PublishedRow, jwt: &str, now: i64) -> Result<(), PollError> {
+        let Some(issuer) = row.trust_mark_issuer.as_deref() else {
+            return Ok(());
+        };
+        let status = {
+            let _slot = self.fetch_permit().await?;
+            let asked = async {
+                let ec = self.fetcher.entity_configuration(issuer).await.ok()?;
+                let keys = self_signed_keys(&ec, issuer, now).ok()?;
+                let endpoint = federation_entity_url(&ec, "federation_trust_mark_status_endpoint")?;
+                let response = self.fetcher.trust_mark_status(&endpoint, jwt).await.ok()?;
+                holder::status_of(&response, jwt, issuer, &keys).ok()
+            };
+            asked.await
+        };
+        let Some(status) = status.filter(|s| holder::withdrawn(s)) else {
+            return Ok(());
+        };
+        let mut w = self.cp.write(None).await;
+        let current = repo::find(&self.cp.db, &row.id.to_string())
+            .await?
+            .ok_or(PollError::Gone)?;
+        if current.trust_mark.as_deref() != Some(jwt) {
+            return Ok(());
+        }
+        let tx = w.tx().await?;
+        repo::clear_mark(&self.cp.db, tx, row.id).await?;
+        w.touch(Section::TrustMarks);
+        w.commit().await?;
+        tracing::warn!(trust_mark_type = %row.trust_mark_type, %issuer, %status,
+            "held trust mark withdrawn by its issuer; no longer published");
+        Ok(())
     }
 
     /// A new mark for `row`: self-issued, or fetched from its issuer and verified with the
@@ -205,12 +254,17 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 /// `metadata.federation_entity.federation_trust_mark_endpoint` of an Entity Configuration
 /// (whose signature the caller has verified).
 fn trust_mark_endpoint(ec: &str) -> Option<String> {
+    federation_entity_url(ec, "federation_trust_mark_endpoint")
+}
+
+/// `metadata.federation_entity.<name>` of an Entity Configuration, a string.
+fn federation_entity_url(ec: &str, name: &str) -> Option<String> {
     let d = jose::decode_unverified(ec).ok()?;
     let url = d
         .claims
         .get("metadata")?
         .get("federation_entity")?
-        .get("federation_trust_mark_endpoint")?
+        .get(name)?
         .as_str()?;
     Some(url.to_owned())
 }

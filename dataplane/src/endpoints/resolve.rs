@@ -21,7 +21,7 @@ use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
-use crate::resolver::{Query, allowed_anchors, anchor_spec, grace_rule};
+use crate::resolver::{Local, Query, allowed_anchors, anchor_spec, grace_rule};
 use crate::signing;
 
 /// The parsed request.
@@ -183,6 +183,7 @@ async fn answer(
         subject: p.sub.clone(),
         anchors: anchors.iter().map(|a| anchor_spec(snap, a)).collect(),
         entity_types: p.types.clone(),
+        local: Local::of(snap, cfg),
     };
     let rule = grace_rule(cfg);
     let res = dp

@@ -61,6 +61,11 @@ impl FrontCache {
             .map(|e| e.body.clone())
     }
 
+    /// Forgets every response (a flush: entries carry no subject to pick by).
+    pub fn clear(&self) {
+        self.0.invalidate_all();
+    }
+
     /// Remembers `body` as the answer to `query` in snapshot `generation` until `valid_until`.
     pub fn insert(&self, query: &str, generation: u64, valid_until: i64, body: Bytes) {
         let entry = Entry {

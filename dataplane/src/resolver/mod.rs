@@ -39,6 +39,9 @@ use statements::{CachedFetcher, StatementCache};
 /// an anchor, `entity_type` variations) hold up to 100,000 chains of up to 1 MiB each.
 const MAX_RESOLUTION_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Failed resolutions remembered at most (each lives seconds; the bound is for floods).
+const MAX_FAILURES: u64 = 10_000;
+
 /// What one resolve request asks for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
@@ -48,6 +51,34 @@ pub struct Query {
     pub anchors: Vec<AnchorSpec>,
     /// `entity_type`, sorted and deduplicated (the filter is a set).
     pub entity_types: Vec<String>,
+    /// The snapshot the request is answered in (not part of the key).
+    pub local: Local,
+}
+
+/// What the caller's snapshot adds to a query. Statements we issued ourselves (our Entity
+/// Configuration, our Subordinate Statements with our policies) are only as current as the
+/// snapshot that signed them: a cached statement of ours, or a resolution or failure that used
+/// one, from another snapshot generation is not served, so an operator's correction applies at
+/// once. Remote statements keep their lifetimes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Local {
+    /// Our entity identifier (empty: none of the statements is taken as ours).
+    pub entity_id: Arc<str>,
+    /// The snapshot generation.
+    pub generation: u64,
+    /// Seconds a failed resolution is answered from the cache (0: not cached).
+    pub error_ttl: i64,
+}
+
+impl Local {
+    /// The local side of `snap`, with the failure lifetime of the resolve configuration `cfg`.
+    pub fn of(snap: &Snapshot, cfg: &ResolveConfig) -> Self {
+        Self {
+            entity_id: snap.entity_id.clone(),
+            generation: snap.generation,
+            error_ttl: i64::try_from(cfg.error_cache_seconds).unwrap_or(i64::MAX),
+        }
+    }
 }
 
 impl Query {
@@ -80,6 +111,8 @@ pub struct Resolution {
     pub marks: Vec<VerifiedTrustMark>,
     /// When this resolution was computed.
     pub computed_at: i64,
+    /// The snapshot generation it was computed in, when it used a statement of ours.
+    generation: Option<u64>,
     refreshing: AtomicBool,
     /// Its weight in the cache, computed once (see [`Resolution::weight`]).
     bytes: u32,
@@ -103,6 +136,7 @@ impl Resolution {
             chain,
             marks,
             computed_at,
+            generation: None,
             refreshing: AtomicBool::new(false),
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
         }
@@ -121,11 +155,21 @@ impl Resolution {
     }
 }
 
+/// A failed resolution, answered from the cache for a short while.
+#[derive(Debug)]
+struct Failed {
+    error: Error,
+    until: i64,
+    generation: u64,
+}
+
 /// Resolutions and the statement cache beneath them.
 #[derive(Debug)]
 pub struct Resolver<F> {
     statements: StatementCache<F>,
     resolutions: Cache<String, Arc<Resolution>>,
+    /// Failed resolutions by query key, each until its `until` (see [`Local::error_ttl`]).
+    failures: Cache<String, Arc<Failed>>,
     /// Signed responses (see [`signed`]).
     pub signed: signed::SignedCache,
 }
@@ -136,6 +180,7 @@ impl<F: Fetcher + 'static> Resolver<F> {
         Arc::new(Self {
             statements: StatementCache::new(upstream),
             resolutions: resolutions_cache(MAX_RESOLUTION_BYTES),
+            failures: Cache::builder().max_capacity(MAX_FAILURES).build(),
             signed: signed::SignedCache::new(),
         })
     }
@@ -147,11 +192,35 @@ impl<F: Fetcher + 'static> Resolver<F> {
         entity_id: &str,
         rule: GraceRule,
         now: i64,
+        local: &Local,
     ) -> Result<String> {
         self.statements
-            .at(rule, now)
+            .at(rule, now, local)
             .entity_configuration(entity_id)
             .await
+    }
+
+    /// Forgets every cached statement, resolution and failure, or those about `sub` (its
+    /// resolutions, its Entity Configuration and the Subordinate Statements about it).
+    pub async fn flush(&self, sub: Option<&str>) {
+        self.statements.flush(sub).await;
+        let Some(sub) = sub else {
+            self.resolutions.invalidate_all();
+            self.failures.invalidate_all();
+            return;
+        };
+        let prefix = format!("{sub}\n");
+        let keys: Vec<Arc<String>> = self
+            .resolutions
+            .iter()
+            .map(|(k, _)| k)
+            .chain(self.failures.iter().map(|(k, _)| k))
+            .filter(|k| k.starts_with(&prefix))
+            .collect();
+        for k in keys {
+            self.resolutions.invalidate(k.as_str()).await;
+            self.failures.invalidate(k.as_str()).await;
+        }
     }
 
     /// The resolution of `q` at `now`: cached, refreshed in the background within grace, or
@@ -163,8 +232,19 @@ impl<F: Fetcher + 'static> Resolver<F> {
         now: i64,
     ) -> Result<Arc<Resolution>> {
         let key = q.key();
+        let local = &q.local;
+        if let Some(f) = self.failures.get(&key).await {
+            if now < f.until && f.generation == local.generation {
+                return Err(clone_error(&f.error));
+            }
+            self.failures.invalidate(&key).await;
+        }
         if let Some(hit) = self.resolutions.get(&key).await {
-            match rule.judge(hit.computed_at, hit.exp(), now) {
+            let judged = match hit.generation {
+                Some(g) if g != local.generation => Freshness::Expired,
+                _ => rule.judge(hit.computed_at, hit.exp(), now),
+            };
+            match judged {
                 Freshness::Fresh => return Ok(hit),
                 Freshness::Refresh => {
                     if !hit.refreshing.swap(true, Ordering::SeqCst) {
@@ -175,10 +255,40 @@ impl<F: Fetcher + 'static> Resolver<F> {
                 Freshness::Expired => self.resolutions.invalidate(&key).await,
             }
         }
-        self.resolutions
-            .try_get_with(key, self.compute(q, rule, now))
+        let r = self
+            .resolutions
+            .try_get_with(key.clone(), self.compute_afresh_on_failure(q, rule, now))
             .await
-            .map_err(|e| clone_error(&e))
+            .map_err(|e| clone_error(&e));
+        if let Err(e) = &r
+            && local.error_ttl > 0
+        {
+            let failed = Failed {
+                error: clone_error(e),
+                until: now.saturating_add(local.error_ttl),
+                generation: local.generation,
+            };
+            self.failures.insert(key, Arc::new(failed)).await;
+        }
+        r
+    }
+
+    /// [`Self::compute`]; when that fails with statements from the cache, once more with
+    /// those fetched anew: a cached statement may be what was wrong, and corrected upstream
+    /// since (an intermediate's policy fixed after a conflict).
+    async fn compute_afresh_on_failure(
+        &self,
+        q: &Query,
+        rule: GraceRule,
+        now: i64,
+    ) -> Result<Arc<Resolution>> {
+        match self.compute_with_hits(q, rule, now).await {
+            (Err(_), hits) if !hits.is_empty() => {
+                self.statements.forget(hits).await;
+                self.compute(q, rule, now).await
+            }
+            (r, _) => r,
+        }
     }
 
     fn refresh_in_background(
@@ -202,7 +312,27 @@ impl<F: Fetcher + 'static> Resolver<F> {
     }
 
     async fn compute(&self, q: &Query, rule: GraceRule, now: i64) -> Result<Arc<Resolution>> {
-        let fetcher = self.statements.at(rule, now);
+        self.compute_with_hits(q, rule, now).await.0
+    }
+
+    /// The resolution, and the keys of the statements it took from the cache.
+    async fn compute_with_hits(
+        &self,
+        q: &Query,
+        rule: GraceRule,
+        now: i64,
+    ) -> (Result<Arc<Resolution>>, Vec<String>) {
+        let fetcher = self.statements.at(rule, now, &q.local);
+        let r = self.resolve_with(&fetcher, q, now).await;
+        (r, fetcher.take_hits())
+    }
+
+    async fn resolve_with(
+        &self,
+        fetcher: &CachedFetcher<'_, F>,
+        q: &Query,
+        now: i64,
+    ) -> Result<Arc<Resolution>> {
         let req = ResolveRequest {
             subject: &q.subject,
             anchors: &q.anchors,
@@ -210,14 +340,18 @@ impl<F: Fetcher + 'static> Resolver<F> {
             now,
             max_depth: DEFAULT_MAX_DEPTH,
         };
-        let chain = chain::resolve(&fetcher, &req).await?;
+        let chain = chain::resolve(fetcher, &req).await?;
         let draft_shapes = q
             .anchors
             .iter()
             .find(|a| a.entity_id == chain.trust_anchor)
             .is_some_and(|a| a.interop.draft_shapes);
-        let marks = verified_marks(&fetcher, &chain, now, draft_shapes).await;
-        Ok(Arc::new(Resolution::new(chain, marks, now)))
+        let marks = verified_marks(fetcher, &chain, now, draft_shapes).await;
+        let mut resolution = Resolution::new(chain, marks, now);
+        if fetcher.used_ours() {
+            resolution.generation = Some(q.local.generation);
+        }
+        Ok(Arc::new(resolution))
     }
 }
 

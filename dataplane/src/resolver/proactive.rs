@@ -23,7 +23,7 @@ use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Limits, Store};
-use super::{Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
+use super::{Local, Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
 use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
@@ -182,6 +182,7 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
         subject: job.sub.clone(),
         anchors: vec![anchor_spec(&snap, &job.trust_anchor)],
         entity_types: job.entity_types.clone(),
+        local: Local::of(&snap, cfg),
     };
     let res = ctx.resolver.resolve(&q, grace_rule(cfg), now).await?;
     let legacy_id = snap.trust_marks.legacy_id;

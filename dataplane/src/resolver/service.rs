@@ -58,6 +58,14 @@ impl ResolveService {
         me
     }
 
+    /// Forgets the cached statements, resolutions and failures about `sub` (all, without
+    /// one) and every finished response, so the next request resolves anew (the Admin API's
+    /// `POST /resolver/flush`).
+    pub async fn flush(&self, sub: Option<&str>) {
+        self.resolver.flush(sub).await;
+        self.front.clear();
+    }
+
     /// The proactive resolver `cfg` asks for, started (or restarted after a change of its
     /// settings) on first use; `None` when it is not enabled. The common case is one atomic
     /// load; only a change takes the lock.

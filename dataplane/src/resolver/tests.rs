@@ -145,6 +145,7 @@ fn query() -> Query {
             ..AnchorSpec::default()
         }],
         entity_types: Vec::new(),
+        local: Local::default(),
     }
 }
 
@@ -206,8 +207,9 @@ async fn a_statement_is_refreshed_only_after_the_elapsed_fraction_and_only_once(
         grace_period: 3600,
         elapsed_factor: 0.75,
     };
+    let local = Local::default();
     let get = |now: i64| {
-        let view = cache.at(rule, now);
+        let view = cache.at(rule, now, &local);
         async move { view.entity_configuration(TA).await.unwrap() }
     };
     let original = get(T0).await;
@@ -448,4 +450,68 @@ async fn store_stops_refreshing_entries_nobody_requests() {
     assert_eq!(store.size().0, 1, "the idle, expired entry is gone");
     assert!(store.lookup(&job(2), "kid", later).is_none());
     assert_eq!(files_on_disk(dir.path()), 2, "job 1's .json and .job only");
+}
+
+/// Statements we issued (here: as the anchor) are not served across snapshot generations,
+/// and neither are resolutions that used them; remote statements keep their lifetimes.
+#[tokio::test]
+async fn our_own_statements_follow_the_snapshot_generation() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::new(clock.clone());
+    let resolver = Resolver::new(up.clone());
+    let mut q = query();
+    q.local = Local {
+        entity_id: TA.into(),
+        generation: 1,
+        error_ttl: 0,
+    };
+    let rule = GraceRule::default();
+    let first = resolver.resolve(&q, rule, T0).await.unwrap();
+    let again = resolver.resolve(&q, rule, T0 + 1).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &again), "same generation: reused");
+    q.local.generation = 2;
+    let next = resolver.resolve(&q, rule, T0 + 2).await.unwrap();
+    assert!(
+        !Arc::ptr_eq(&first, &next),
+        "another generation: resolved anew"
+    );
+    assert_eq!(
+        (up.count("leaf"), up.count("ta"), up.count("ss")),
+        (1, 2, 2),
+        "ours fetched anew, the leaf's kept"
+    );
+}
+
+/// A failure is answered from the cache for `error_ttl` seconds of the injected clock (and not
+/// past a new snapshot generation); then it is resolved again with fresh statements.
+#[tokio::test]
+async fn failures_are_cached_briefly_and_then_retried_afresh() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::new(clock.clone());
+    let resolver = Resolver::new(up.clone());
+    let mut q = query();
+    q.anchors[0].entity_id = "https://elsewhere.example".into();
+    q.local.error_ttl = 5;
+    let rule = GraceRule::default();
+    assert!(resolver.resolve(&q, rule, T0).await.is_err());
+    assert_eq!(up.count("leaf"), 1);
+    assert!(resolver.resolve(&q, rule, T0 + 4).await.is_err());
+    assert_eq!(up.count("leaf"), 1, "the failure came from the cache");
+    assert!(resolver.resolve(&q, rule, T0 + 5).await.is_err());
+    assert_eq!(
+        up.count("leaf"),
+        2,
+        "after its lifetime: resolved again, the cached statement fetched anew"
+    );
+    q.local.generation = 1;
+    assert!(resolver.resolve(&q, rule, T0 + 6).await.is_err());
+    assert_eq!(
+        up.count("leaf"),
+        3,
+        "a new snapshot does not see the old failure"
+    );
+    // A flush for the subject forgets the failure and the statement.
+    resolver.flush(Some(LEAF)).await;
+    assert!(resolver.resolve(&q, rule, T0 + 7).await.is_err());
+    assert_eq!(up.count("leaf"), 4, "flushed: fetched anew");
 }

@@ -47,6 +47,23 @@ pub trait Fetcher: Send + Sync {
             ))
         }
     }
+
+    /// The compact JWT a `<trust_mark_status_endpoint>` answers to a POST of `trust_mark`
+    /// (§8.4), served as `application/trust-mark-status-response+jwt`: how the control plane
+    /// learns that a mark it holds was revoked. Like [`Self::trust_mark`], not needed by chain
+    /// collection.
+    fn trust_mark_status(
+        &self,
+        trust_mark_status_endpoint: &str,
+        trust_mark: &str,
+    ) -> impl Future<Output = Result<String>> + Send {
+        let _ = (trust_mark_status_endpoint, trust_mark);
+        async {
+            Err(Error::Fetch(
+                "this fetcher does not ask for trust mark status".into(),
+            ))
+        }
+    }
 }
 
 /// A candidate chain: compact JWSs from the subject's EC to the anchor's EC, plus the index of

@@ -87,6 +87,9 @@ fn load_with(file: Option<&Path>, env: &[(String, String)], legacy_ok: bool) -> 
     let settings = match serde_json::from_value::<Settings>(merged.clone()) {
         Ok(settings) => {
             settings.check(&mut problems, &mut warnings);
+            if !changed.contains("entity_id") {
+                warnings.extend(default_entity_id_elsewhere(&settings));
+            }
             Some(settings)
         }
         Err(whole) => {
@@ -98,6 +101,22 @@ fn load_with(file: Option<&Path>, env: &[(String, String)], legacy_ok: bool) -> 
         Some(settings) if problems.is_empty() => Ok(Loaded { settings, warnings }),
         _ => Err(Error::Config(problems)),
     }
+}
+
+/// The default entity identifier names the default port; with another port and no
+/// `entity_id` of the operator's, the Entity Configuration and every endpoint URL would point
+/// at a port nothing listens on (issue 32). Port 0 (a free port, for tests) is left alone.
+fn default_entity_id_elsewhere(settings: &Settings) -> Option<String> {
+    let port = settings.server.port;
+    let default_port = super::ServerSettings::default().port;
+    (port != default_port && port != 0).then(|| {
+        format!(
+            "server.port is {port} but entity_id is the default {}, so the Entity Configuration \
+             and its endpoint URLs name port {default_port}: set entity_id (SVC_ENTITY_ID) to the \
+             URL clients reach, e.g. http://127.0.0.1:{port}",
+            settings.entity_id
+        )
+    })
 }
 
 fn default_tree() -> Result<Value> {

@@ -395,3 +395,28 @@ fn cluster_is_refused_on_sqlite_and_with_the_cache_replay_store() {
         (1, 10)
     );
 }
+
+#[test]
+fn another_port_without_an_entity_id_warns_naming_both() {
+    let l = ok(None, &[("SVC_SERVER_PORT", "17001")]);
+    assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+    assert!(
+        l.warnings[0].contains("server.port is 17001"),
+        "{:?}",
+        l.warnings
+    );
+    assert!(
+        l.warnings[0].contains("http://127.0.0.1:7672"),
+        "{:?}",
+        l.warnings
+    );
+    let l = ok(
+        None,
+        &[
+            ("SVC_SERVER_PORT", "17001"),
+            ("SVC_ENTITY_ID", "https://ia.example.org"),
+        ],
+    );
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    assert!(ok(None, &[("SVC_SERVER_PORT", "0")]).warnings.is_empty());
+}

@@ -45,7 +45,8 @@ pub use storage::{
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
-    /// Our entity identifier: an http(s) URL without query or fragment.
+    /// Our entity identifier: an http(s) URL without query or fragment. The default names
+    /// port 7672: with another `server.port` set this too (a warning says so).
     pub entity_id: String,
     /// Main HTTP listener.
     pub server: ServerSettings,
