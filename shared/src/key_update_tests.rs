@@ -135,6 +135,7 @@ fn an_unknown_kty_is_left_to_the_configuration_only_when_deferred() {
     assert!(check_new_keys(&other, Some(&[])).is_err());
     assert!(check_new_keys(&other, Some(&["AKP".to_owned()])).is_ok());
     // Deferring never lets a malformed key of a known type through.
-    let bad = raw_jwks(json!([{"kty": "EC", "kid": "a", "crv": "P-256", "x": "AAAA", "y": "AAAA"}]));
+    let bad =
+        raw_jwks(json!([{"kty": "EC", "kid": "a", "crv": "P-256", "x": "AAAA", "y": "AAAA"}]));
     assert!(check_new_keys(&bad, None).is_err());
 }

@@ -71,15 +71,11 @@ impl ParamType {
             Self::Bool => v.is_boolean(),
             Self::Number => v.is_number(),
             Self::Object => v.is_object(),
-            Self::Strs => v
-                .as_array()
-                .is_some_and(|a| a.iter().all(Value::is_string)),
+            Self::Strs => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
             Self::Uris => v
                 .as_array()
                 .is_some_and(|a| a.iter().all(|u| u.as_str().is_some_and(is_uri))),
-            Self::Objects => v
-                .as_array()
-                .is_some_and(|a| a.iter().all(Value::is_object)),
+            Self::Objects => v.as_array().is_some_and(|a| a.iter().all(Value::is_object)),
             Self::Jwks => v
                 .get("keys")
                 .and_then(Value::as_array)
@@ -146,10 +142,16 @@ const AUTHORIZATION_SERVER: &[Param] = &[
     ("op_tos_uri", Uri),
     ("revocation_endpoint", Uri),
     ("revocation_endpoint_auth_methods_supported", Strs),
-    ("revocation_endpoint_auth_signing_alg_values_supported", Strs),
+    (
+        "revocation_endpoint_auth_signing_alg_values_supported",
+        Strs,
+    ),
     ("introspection_endpoint", Uri),
     ("introspection_endpoint_auth_methods_supported", Strs),
-    ("introspection_endpoint_auth_signing_alg_values_supported", Strs),
+    (
+        "introspection_endpoint_auth_signing_alg_values_supported",
+        Strs,
+    ),
     ("code_challenge_methods_supported", Strs),
     ("pushed_authorization_request_endpoint", Uri),
     ("require_pushed_authorization_requests", Bool),

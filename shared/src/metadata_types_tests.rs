@@ -26,11 +26,19 @@ fn sample(ty: ParamType) -> Value {
 #[test]
 fn the_issue_s_careless_metadata_is_refused_naming_the_parameter() {
     assert_eq!(
-        check(json!({"openid_relying_party": {"redirect_uris": "https://x"}}), &[]).unwrap_err(),
+        check(
+            json!({"openid_relying_party": {"redirect_uris": "https://x"}}),
+            &[]
+        )
+        .unwrap_err(),
         "metadata.openid_relying_party.redirect_uris: must be an array of URI strings"
     );
     assert_eq!(
-        check(json!({"federation_entity": {"contacts": "ops@example.org"}}), &[]).unwrap_err(),
+        check(
+            json!({"federation_entity": {"contacts": "ops@example.org"}}),
+            &[]
+        )
+        .unwrap_err(),
         "metadata.federation_entity.contacts: must be an array of strings"
     );
     let e = check(json!({"openid_relying_partyy": {}}), &[]).unwrap_err();
@@ -49,8 +57,17 @@ fn every_typed_parameter_takes_its_type_and_refuses_others() {
     for (t, tables) in ENTITY_TYPES {
         for (p, ty) in tables.iter().copied().chain([COMMON]).flatten() {
             assert_eq!(param_type(t, p), Some(*ty), "{t}.{p}");
-            assert!(check(json!({ *t: { *p: sample(*ty) } }), &[]).is_ok(), "{t}.{p}");
-            for wrong in [json!(null), json!(1.5), json!("not a uri"), json!([1]), json!({})] {
+            assert!(
+                check(json!({ *t: { *p: sample(*ty) } }), &[]).is_ok(),
+                "{t}.{p}"
+            );
+            for wrong in [
+                json!(null),
+                json!(1.5),
+                json!("not a uri"),
+                json!([1]),
+                json!({}),
+            ] {
                 if ty.accepts(&wrong) {
                     continue;
                 }
@@ -63,7 +80,13 @@ fn every_typed_parameter_takes_its_type_and_refuses_others() {
 
 #[test]
 fn unknown_parameters_stay_allowed_and_allowed_types_are_not_checked() {
-    assert!(check(json!({"openid_provider": {"x_custom": 1, "issuer": "https://op.example"}}), &[]).is_ok());
+    assert!(
+        check(
+            json!({"openid_provider": {"x_custom": 1, "issuer": "https://op.example"}}),
+            &[]
+        )
+        .is_ok()
+    );
     let allowed = ["x_wallet".to_owned()];
     assert!(check(json!({"x_wallet": {"contacts": 1}}), &allowed).is_ok());
     assert!(check(json!({"x_wallet": {}}), &[]).is_err());
@@ -74,7 +97,12 @@ fn uris_need_a_scheme() {
     for bad in ["", "relative/path", "//host/p", "x y"] {
         assert!(!Uri.accepts(&json!(bad)), "{bad}");
     }
-    for good in ["https://a.example", "http://127.0.0.1:1/x", "urn:ietf:x", "com.app:/cb"] {
+    for good in [
+        "https://a.example",
+        "http://127.0.0.1:1/x",
+        "urn:ietf:x",
+        "com.app:/cb",
+    ] {
         assert!(Uri.accepts(&json!(good)), "{good}");
     }
 }

@@ -114,7 +114,7 @@ pub fn check_all(data: &[u8]) -> usize {
         count(b.check().map(drop));
     }
     if let Some(b) = parse::<UserUpdate>(data) {
-        count(b.check());
+        count(b.check("admin"));
     }
     // Trust marks: types, owners, issuers, issuance specs, subjects.
     if let Some(b) = parse::<TypeInput>(data) {
@@ -165,6 +165,11 @@ pub fn check_all(data: &[u8]) -> usize {
     }
     ok
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "bodies_prop_tests.rs"]
+mod prop_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

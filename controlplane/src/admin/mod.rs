@@ -19,6 +19,7 @@ pub mod guard;
 pub mod kms;
 pub mod login_limit;
 pub mod password;
+pub mod password_policy;
 pub mod stats;
 pub mod subordinates;
 pub mod trust_anchors;

@@ -185,7 +185,8 @@ fn keys(fetched: &Fetched, accepted_kty: &[String]) -> Result<Jwks, String> {
         .cloned()
         .and_then(|j| serde_json::from_value(j).ok())
         .ok_or("the entity configuration has no valid jwks")?;
-    check_new_keys(&jwks, Some(accepted_kty)).map_err(|m| format!("the entity configuration's jwks: {m}"))?;
+    check_new_keys(&jwks, Some(accepted_kty))
+        .map_err(|m| format!("the entity configuration's jwks: {m}"))?;
     Ok(jwks)
 }
 

@@ -168,8 +168,7 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
         .as_ref()
         .map(|s| s.federation.accept.key_types.clone())
         .unwrap_or_default();
-    let planned =
-        legacy::read(&doc).and_then(|l| plan::plan(&l, sections, &read, &accepted_kty));
+    let planned = legacy::read(&doc).and_then(|l| plan::plan(&l, sections, &read, &accepted_kty));
     let plan = match planned {
         Ok(p) => p,
         Err(problems) => {

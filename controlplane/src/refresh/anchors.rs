@@ -70,8 +70,11 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         drop(slot);
         let fetched = check_configuration(&jws, id, stored.jwks.as_ref(), now)?;
         // Stored keys are parsed like the Admin API's: a malformed key is not taken.
-        check_new_keys(&fetched.jwks, Some(&self.cp.settings.federation.accept.key_types))
-            .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
+        check_new_keys(
+            &fetched.jwks,
+            Some(&self.cp.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
         let mut w = self.cp.write(None).await;
         // Re-read under the writer lock: a change may have landed during the fetch.
         let row = trust_anchors::get(&self.cp.db, id)

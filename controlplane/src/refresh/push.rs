@@ -145,8 +145,11 @@ impl ControlPlane {
         let row = known(row)?;
         // The data plane checked the keys' form but left unknown key types to the
         // configuration it does not hold.
-        check_new_keys(&pushed.keys, Some(&self.settings.federation.accept.key_types))
-            .map_err(|e| PushError::Invalid(format!("invalid signed JWK Set: {e}")))?;
+        check_new_keys(
+            &pushed.keys,
+            Some(&self.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PushError::Invalid(format!("invalid signed JWK Set: {e}")))?;
         let stored = row.jwks.clone().unwrap_or_default();
         if stored.keys.is_empty() {
             return Err(PushError::NoStoredKeys);

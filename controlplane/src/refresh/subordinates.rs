@@ -125,8 +125,11 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .map_err(|e| PollError::Fetch(e.to_string()))?;
         let fetched = check_configuration(&jws, id, before.as_ref(), now)?;
         // Stored keys are parsed like the Admin API's: a malformed key is not taken.
-        check_new_keys(&fetched.jwks, Some(&self.cp.settings.federation.accept.key_types))
-            .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
+        check_new_keys(
+            &fetched.jwks,
+            Some(&self.cp.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
         if fetched.exp.is_none() {
             return Err(no_exp());
         }

@@ -233,8 +233,8 @@ fn ec(jwk: &Jwk) -> Result<PublicKey, KeyError> {
     let x = BigNum::from_slice(&x).map_err(|_| not_on_curve())?;
     let y = BigNum::from_slice(&y).map_err(|_| not_on_curve())?;
     // Refuses coordinates out of the field's range and points off the curve or at infinity.
-    let key = EcKey::from_public_key_affine_coordinates(&group, &x, &y)
-        .map_err(|_| not_on_curve())?;
+    let key =
+        EcKey::from_public_key_affine_coordinates(&group, &x, &y).map_err(|_| not_on_curve())?;
     key.check_key().map_err(|_| not_on_curve())?;
     Ok(PublicKey::Ec(curve))
 }
@@ -305,10 +305,7 @@ pub fn parse_public_key(jwk: &Jwk, accepted: &[String]) -> Result<PublicKey, Key
 
 /// Parses a JWK Set's keys: each a valid public key ([`parse_public_key`]) with a non-empty
 /// `kid` unique in the set. The message names the key as `keys[i]` and its member.
-pub fn parse_public_key_set(
-    keys: &[Jwk],
-    accepted: &[String],
-) -> Result<Vec<PublicKey>, String> {
+pub fn parse_public_key_set(keys: &[Jwk], accepted: &[String]) -> Result<Vec<PublicKey>, String> {
     let mut kids = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(keys.len());
     for (i, k) in keys.iter().enumerate() {

@@ -15,7 +15,10 @@ fn parse(v: serde_json::Value) -> Result<PublicKey, String> {
 
 /// A generated key's public JWK.
 fn public(alg: Algorithm) -> Jwk {
-    SigningKey::generate(alg, 2048).unwrap().public_jwk().clone()
+    SigningKey::generate(alg, 2048)
+        .unwrap()
+        .public_jwk()
+        .clone()
 }
 
 #[test]
@@ -118,13 +121,24 @@ fn rsa_size_and_exponent_are_bounded() {
         with(&[&[0u8][..], &n].concat(), &[1, 0, 1]),
         Ok(PublicKey::Rsa(2048))
     );
-    assert!(with(&n[..128], &[1, 0, 1]).unwrap_err().starts_with("n: a 1024-bit modulus"));
-    assert!(with(&vec![0xff; 1025], &[1, 0, 1]).unwrap_err().starts_with("n: a 8200-bit"));
+    assert!(
+        with(&n[..128], &[1, 0, 1])
+            .unwrap_err()
+            .starts_with("n: a 1024-bit modulus")
+    );
+    assert!(
+        with(&vec![0xff; 1025], &[1, 0, 1])
+            .unwrap_err()
+            .starts_with("n: a 8200-bit")
+    );
     let mut even = n.clone();
     if let Some(b) = even.last_mut() {
         *b &= 0xfe;
     }
-    assert_eq!(with(&even, &[1, 0, 1]).unwrap_err(), "n: an RSA modulus is odd");
+    assert_eq!(
+        with(&even, &[1, 0, 1]).unwrap_err(),
+        "n: an RSA modulus is odd"
+    );
     for e in [&[1u8][..], &[2], &[1, 0, 0], &[], &[0xff; 33]] {
         assert!(with(&n, e).unwrap_err().starts_with("e: "), "{e:?}");
     }
@@ -161,7 +175,12 @@ fn an_accepted_kty_is_kept_as_given() {
 fn key_sets_name_the_key_and_need_unique_kids() {
     let a = public(Algorithm::ES256);
     let mut b = public(Algorithm::Ed25519);
-    assert_eq!(parse_public_key_set(&[a.clone(), b.clone()], &[]).unwrap().len(), 2);
+    assert_eq!(
+        parse_public_key_set(&[a.clone(), b.clone()], &[])
+            .unwrap()
+            .len(),
+        2
+    );
     b.insert("x".into(), "!".into());
     assert_eq!(
         parse_public_key_set(&[a.clone(), b], &[]).unwrap_err(),

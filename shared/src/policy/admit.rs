@@ -148,14 +148,18 @@ mod tests {
     #[test]
     fn entity_types_and_typed_values_are_checked() {
         let e = check(json!({"openid_relying_partyy": {}}), &WriteRules::default()).unwrap_err();
-        assert!(e.starts_with("metadata_policy.openid_relying_partyy: "), "{e}");
+        assert!(
+            e.starts_with("metadata_policy.openid_relying_partyy: "),
+            "{e}"
+        );
         let p = json!({"openid_relying_party": {"redirect_uris": {"value": "https://x"}}});
         assert_eq!(
             check(p, &WriteRules::default()).unwrap_err(),
             "metadata_policy.openid_relying_party.redirect_uris.value: must be an array of URI strings"
         );
         // A null value removes the parameter; untyped parameters take anything.
-        let p = json!({"openid_relying_party": {"redirect_uris": {"value": null}, "x": {"value": 1}}});
+        let p =
+            json!({"openid_relying_party": {"redirect_uris": {"value": null}, "x": {"value": 1}}});
         assert!(check(p, &WriteRules::default()).is_ok());
     }
 

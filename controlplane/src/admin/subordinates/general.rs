@@ -87,8 +87,7 @@ pub fn check_crit(ops: &[String]) -> ApiResult<()> {
 
 /// Checks one critical operator's name ([`check_crit_operator`]).
 pub fn check_operator(op: &str) -> ApiResult<()> {
-    check_crit_operator(op)
-        .map_err(|e| ApiError::BadRequest(format!("metadata_policy_crit: {e}")))
+    check_crit_operator(op).map_err(|e| ApiError::BadRequest(format!("metadata_policy_crit: {e}")))
 }
 
 /// The non-standard operators that are critical when a statement uses them.
