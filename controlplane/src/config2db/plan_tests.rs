@@ -239,3 +239,15 @@ fn an_empty_or_unrelated_file_plans_nothing() {
         Plan::default()
     );
 }
+
+#[test]
+fn malformed_keys_are_refused_naming_the_member() {
+    let text = "federation_data:\n  trust_anchors:\n    - entity_id: https://ta.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: AA, y: AA}]}\n";
+    let e = plan_of(text, Sections::ALL).unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].ends_with("jwks.keys[0].x: 1 bytes, P-256 needs 32"),
+        "{}",
+        e[0]
+    );
+}
