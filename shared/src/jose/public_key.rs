@@ -269,7 +269,7 @@ fn rsa(jwk: &Jwk) -> Result<PublicKey, KeyError> {
     }
     let e = bytes(jwk, "e")?;
     let e_bits = bit_len(&e);
-    if e_bits < 2 || e_bits > RSA_MAX_E_BITS || e.last().is_none_or(|b| b % 2 == 0) {
+    if !(2..=RSA_MAX_E_BITS).contains(&e_bits) || e.last().is_none_or(|b| b % 2 == 0) {
         return Err(KeyError::new(
             "e",
             format!("the exponent must be odd, at least 3 and at most {RSA_MAX_E_BITS} bits"),
