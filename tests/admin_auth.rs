@@ -70,7 +70,7 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
             .admin(
                 Method::POST,
                 "/users",
-                Some(json!({"username": "bob", "password": "pw-bob"})),
+                Some(json!({"username": "bob", "password": "bob passphrase"})),
             )
             .await;
         assert_eq!(s, 201);
@@ -78,7 +78,7 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
             .admin(
                 Method::POST,
                 "/users",
-                Some(json!({"username": "bob", "password": "x"})),
+                Some(json!({"username": "bob", "password": "another passphrase"})),
             )
             .await;
         assert_eq!(s, 409);
@@ -90,7 +90,7 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
             .admin(Method::PUT, "/users/bob", Some(json!({"disabled": true})))
             .await;
         assert_eq!((s, &bob["disabled"]), (200, &json!(true)));
-        p.login("bob", "pw-bob");
+        p.login("bob", "bob passphrase");
         assert_eq!(p.admin(Method::GET, "/trust-anchors", None).await.0, 401);
         // Password change takes effect; the old one stops working.
         p.login("alice", "correct horse");
@@ -98,12 +98,12 @@ async fn first_user_locks_the_api_and_basic_auth_is_enforced() {
             .admin(
                 Method::PUT,
                 "/users/alice",
-                Some(json!({"password": "new-pass"})),
+                Some(json!({"password": "new passphrase"})),
             )
             .await;
         assert_eq!(s, 200);
         assert_eq!(p.admin(Method::GET, "/users", None).await.0, 401);
-        p.login("alice", "new-pass");
+        p.login("alice", "new passphrase");
         assert_eq!(p.admin(Method::GET, "/users/alice", None).await.0, 200);
         assert_eq!(p.admin(Method::GET, "/users/nobody", None).await.0, 404);
 
@@ -125,7 +125,7 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
             .admin(
                 Method::POST,
                 "/users",
-                Some(json!({"username": "ops", "password": "pw"})),
+                Some(json!({"username": "ops", "password": "ops passphrase"})),
             )
             .await;
         assert_eq!(s, 201);
@@ -146,7 +146,7 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
 
         p.settings.api.admin.password_hashing.time = 2;
         p.settings.api.admin.password_hashing.memory_kib = 8192;
-        p.login("ops", "pw");
+        p.login("ops", "ops passphrase");
         let p = p.restart().await;
         assert_eq!(p.admin(Method::GET, "/users", None).await.0, 200);
         let second = hash().await;

@@ -16,7 +16,7 @@ fn via(p: &Pharos, ip: IpAddr, path: &str) -> String {
 
 /// Creates the admin user `alice` with password `right`.
 async fn add_alice(p: &Pharos) {
-    let body = json!({"username": "alice", "password": "right"});
+    let body = json!({"username": "alice", "password": "right passphrase"});
     let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
     assert_eq!(s, 201, "{v}");
 }
@@ -39,7 +39,7 @@ async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_ap
     for b in backends() {
         let db = TestDb::new(b).await;
         let p = Pharos::start_on_all_interfaces(&db, |_| {}).await;
-        let body = json!({"username": "mallory", "password": "owned"}).to_string();
+        let body = json!({"username": "mallory", "password": "owned passphrase"}).to_string();
         let post = |url: String, token: Option<String>| {
             let mut r = p
                 .client
@@ -115,7 +115,7 @@ async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_ap
         let r = p
             .client
             .get(via(&p, ip, "/trust-anchors"))
-            .basic_auth("mallory", Some("owned"))
+            .basic_auth("mallory", Some("owned passphrase"))
             .send()
             .await
             .unwrap();
@@ -130,7 +130,7 @@ async fn cross_site_writes_are_refused_and_json_must_say_so() {
     let db = TestDb::new(Backend::Sqlite).await;
     let p = Pharos::start(&db).await;
     let url = p.url("/api/v1/admin/users");
-    let body = json!({"username": "eve", "password": "x"}).to_string();
+    let body = json!({"username": "eve", "password": "eve passphrase"}).to_string();
     // What a page can send without a preflight: text/plain.
     let r = p
         .client
@@ -199,17 +199,17 @@ async fn failed_logins_are_limited_per_client_and_the_user_is_the_actor() {
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     }
     // Another client is not affected.
-    let r = get(p.url("/api/v1/admin/trust-anchors"), "right")
+    let r = get(p.url("/api/v1/admin/trust-anchors"), "right passphrase")
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
 
     // The audit actor is the authenticated user, whatever the actor header claims.
-    p.login("alice", "right");
+    p.login("alice", "right passphrase");
     let r = p
         .client
         .post(p.url("/api/v1/admin/subordinates"))
-        .basic_auth("alice", Some("right"))
+        .basic_auth("alice", Some("right passphrase"))
         .header("content-type", "application/json")
         .header("x-actor", "bob")
         .body(json!({"entity_id": "https://leaf.example.org", "jwks": {"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}}).to_string())
@@ -251,8 +251,8 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
     )
     .await;
     add_alice(&p).await;
-    p.login("alice", "right");
-    let body = json!({"username": "bob", "password": "bob's right"});
+    p.login("alice", "right passphrase");
+    let body = json!({"username": "bob", "password": "bob's right passphrase"});
     let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
     assert_eq!(s, 201, "{v}");
     let get = |client: &'static str, user: &'static str, pw: &'static str| {
@@ -267,17 +267,17 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     }
     // Alice from that client waits, right password or not, before it is checked…
-    let r = get("203.0.113.5", "alice", "right").await.unwrap();
+    let r = get("203.0.113.5", "alice", "right passphrase").await.unwrap();
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(r.headers()["retry-after"], "1");
     // …while Bob from the same client, and Alice from another client, log in at once.
-    let r = get("203.0.113.5", "bob", "bob's right").await.unwrap();
+    let r = get("203.0.113.5", "bob", "bob's right passphrase").await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let r = get("203.0.113.6", "alice", "right").await.unwrap();
+    let r = get("203.0.113.6", "alice", "right passphrase").await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     // After the delay Alice's right password logs in.
     clock.advance(1);
-    let r = get("203.0.113.5", "alice", "right").await.unwrap();
+    let r = get("203.0.113.5", "alice", "right passphrase").await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     p.stop().await;
 
@@ -300,7 +300,7 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
     let r = p
         .client
         .get(p.url("/api/v1/admin/trust-anchors"))
-        .basic_auth("alice", Some("right"))
+        .basic_auth("alice", Some("right passphrase"))
         .header("x-forwarded-for", "198.51.100.1")
         .send()
         .await

@@ -643,8 +643,8 @@ async fn conflicts_force_and_malformed_files() {
     let conflict = db.dir.path().join("conflict.yaml");
     std::fs::write(
         &conflict,
-        "federation_data:\n  trust_anchors:\n    - entity_id: https://x.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: AA, y: AA}]}\n\
-         endpoints:\n  auth:\n    trust_anchors:\n      - entity_id: https://x.example\n        jwks: {keys: [{kty: EC, kid: b, crv: P-256, x: AA, y: AA}]}\n",
+        "federation_data:\n  trust_anchors:\n    - entity_id: https://x.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: Azb_yUfxrNMRsM5IQOUDfhtLkFuT-7NTA_aR9iQVkAw, y: C_F5w0v0DEoSjH4EfXxwbflNaEFEPgVumbWGQk01AYo}]}\n\
+         endpoints:\n  auth:\n    trust_anchors:\n      - entity_id: https://x.example\n        jwks: {keys: [{kty: EC, kid: b, crv: P-256, x: Azb_yUfxrNMRsM5IQOUDfhtLkFuT-7NTA_aR9iQVkAw, y: C_F5w0v0DEoSjH4EfXxwbflNaEFEPgVumbWGQk01AYo}]}\n",
     )
     .unwrap();
     let out = config2db(&conflict, &[], &flags);

@@ -49,7 +49,7 @@ async fn preflights_get_each_ports_configured_headers() {
         .admin(
             Method::POST,
             "/users",
-            Some(serde_json::json!({"username": "u", "password": "p"})),
+            Some(serde_json::json!({"username": "u", "password": "u passphrase"})),
         )
         .await;
     assert_eq!(s, 201);

@@ -15,6 +15,7 @@ mod support;
 mod admin_auth;
 mod admin_input;
 mod admin_secure;
+mod admin_validation;
 mod claims;
 mod cli;
 mod cli_admin;

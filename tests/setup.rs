@@ -136,7 +136,7 @@ async fn the_wizard_refuses_missing_answers_and_a_wrong_instance_before_writing(
             "--admin-user",
             "root",
             "--admin-password",
-            "pw",
+            "a long admin password",
         ],
         &[],
     )

@@ -138,9 +138,9 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
         assert_eq!(call(&p, Method::GET, &gp, None).await, (200, json!({})));
         // Invalid policies are refused (bad operator value, conflicting operators, bad shape).
         for bad in [
-            json!({"rp": {"scope": {"subset_of": "x"}}}),
-            json!({"rp": {"scope": {"value": "a", "one_of": ["b"]}}}),
-            json!({"rp": 1}),
+            json!({"openid_relying_party": {"scope": {"subset_of": "x"}}}),
+            json!({"openid_relying_party": {"scope": {"value": "a", "one_of": ["b"]}}}),
+            json!({"openid_relying_party": 1}),
             json!([]),
         ] {
             assert_eq!(
@@ -150,7 +150,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
             );
             assert_eq!(call(&p, Method::PUT, &sp, Some(bad)).await.0, 400);
         }
-        let general = json!({"rp": {"contacts": {"add": ["g@x"]}}});
+        let general = json!({"openid_relying_party": {"contacts": {"add": ["g@x"]}}});
         assert_eq!(
             call(&p, Method::PUT, &gp, Some(general.clone())).await.0,
             200
@@ -165,7 +165,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 call(
                     &p,
                     Method::PUT,
-                    &format!("{base}/op/scope/value"),
+                    &format!("{base}/openid_provider/scope/value"),
                     Some(json!("openid"))
                 )
                 .await
@@ -176,7 +176,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 call(
                     &p,
                     Method::PUT,
-                    &format!("{base}/op/scope/value"),
+                    &format!("{base}/openid_provider/scope/value"),
                     Some(json!("openid"))
                 )
                 .await
@@ -184,14 +184,20 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 200
             );
             assert_eq!(
-                call(&p, Method::GET, &format!("{base}/op/scope/value"), None).await,
+                call(
+                    &p,
+                    Method::GET,
+                    &format!("{base}/openid_provider/scope/value"),
+                    None
+                )
+                .await,
                 (200, json!("openid"))
             );
             assert_eq!(
                 call(
                     &p,
                     Method::POST,
-                    &format!("{base}/op/scope"),
+                    &format!("{base}/openid_provider/scope"),
                     Some(json!({"essential": true}))
                 )
                 .await
@@ -199,16 +205,21 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 200
             );
             assert_eq!(
-                call(&p, Method::GET, &format!("{base}/op/scope"), None)
-                    .await
-                    .1,
+                call(
+                    &p,
+                    Method::GET,
+                    &format!("{base}/openid_provider/scope"),
+                    None
+                )
+                .await
+                .1,
                 json!({"value": "openid", "essential": true})
             );
             assert_eq!(
                 call(
                     &p,
                     Method::PUT,
-                    &format!("{base}/op/grant_types"),
+                    &format!("{base}/openid_provider/grant_types"),
                     Some(json!({"subset_of": ["code"]}))
                 )
                 .await
@@ -219,7 +230,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 call(
                     &p,
                     Method::POST,
-                    &format!("{base}/op/x"),
+                    &format!("{base}/openid_provider/x"),
                     Some(json!({"default": 1}))
                 )
                 .await
@@ -230,7 +241,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 call(
                     &p,
                     Method::POST,
-                    &format!("{base}/op"),
+                    &format!("{base}/openid_provider"),
                     Some(json!({"y": {"default": 2}}))
                 )
                 .await
@@ -241,7 +252,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 call(
                     &p,
                     Method::PUT,
-                    &format!("{base}/tm"),
+                    &format!("{base}/oauth_resource"),
                     Some(json!({"z": {"value": 3}}))
                 )
                 .await
@@ -249,38 +260,55 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 201
             );
             assert_eq!(
-                call(&p, Method::DELETE, &format!("{base}/op/scope/value"), None)
-                    .await
-                    .0,
+                call(
+                    &p,
+                    Method::DELETE,
+                    &format!("{base}/openid_provider/scope/value"),
+                    None
+                )
+                .await
+                .0,
                 204
             );
             assert_eq!(
-                call(&p, Method::DELETE, &format!("{base}/op/scope/value"), None)
-                    .await
-                    .0,
+                call(
+                    &p,
+                    Method::DELETE,
+                    &format!("{base}/openid_provider/scope/value"),
+                    None
+                )
+                .await
+                .0,
                 404
             );
             assert_eq!(
-                call(&p, Method::DELETE, &format!("{base}/op/x"), None)
+                call(
+                    &p,
+                    Method::DELETE,
+                    &format!("{base}/openid_provider/x"),
+                    None
+                )
+                .await
+                .0,
+                204
+            );
+            assert_eq!(
+                call(&p, Method::DELETE, &format!("{base}/oauth_resource"), None)
                     .await
                     .0,
                 204
             );
             assert_eq!(
-                call(&p, Method::DELETE, &format!("{base}/tm"), None)
+                call(&p, Method::GET, &format!("{base}/oauth_resource"), None)
                     .await
                     .0,
-                204
-            );
-            assert_eq!(
-                call(&p, Method::GET, &format!("{base}/tm"), None).await.0,
                 404
             );
             assert_eq!(
                 call(
                     &p,
                     Method::PUT,
-                    &format!("{base}/op/scope/one_of"),
+                    &format!("{base}/openid_provider/scope/one_of"),
                     Some(json!("notalist"))
                 )
                 .await
@@ -288,11 +316,25 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
                 400
             );
         }
-        // The subordinate's override started empty: no general "rp" copied in.
-        assert!(call(&p, Method::GET, &sp, None).await.1.get("rp").is_none());
+        // The subordinate's override started empty: no general "openid_relying_party" copied in.
+        assert!(
+            call(&p, Method::GET, &sp, None)
+                .await
+                .1
+                .get("openid_relying_party")
+                .is_none()
+        );
+        // POST creates the override: not while the subordinate has one (409, nothing changes).
+        let own = call(&p, Method::GET, &sp, None).await.1;
+        assert_eq!(call(&p, Method::POST, &sp, None).await.0, 409);
+        assert_eq!(call(&p, Method::GET, &sp, None).await.1, own);
+        assert_eq!(call(&p, Method::DELETE, &sp, None).await.0, 204);
         let (s, v) = call(&p, Method::POST, &sp, None).await;
         assert_eq!(s, 201);
-        assert_eq!(v["rp"], general["rp"], "POST copies the general policy");
+        assert_eq!(
+            v["openid_relying_party"], general["openid_relying_party"],
+            "POST copies the general policy"
+        );
         assert_eq!(call(&p, Method::DELETE, &sp, None).await.0, 204);
         assert_eq!(call(&p, Method::DELETE, &sp, None).await.0, 404);
         assert_eq!(call(&p, Method::DELETE, &gp, None).await.0, 204);
@@ -315,7 +357,7 @@ async fn metadata_policy_routes_per_subordinate_and_general() {
             None,
         )
         .await;
-        assert_eq!(h["pagination"]["total"], 4);
+        assert_eq!(h["pagination"]["total"], 5);
         p.stop().await;
     }
 }

@@ -15,6 +15,7 @@ use clap::{Args, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::admin::password_policy;
 use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
 use crate::cli_admin::commands::{default_path, enable_endpoint};
 use crate::cli_admin::{Connection, Failure};
@@ -447,7 +448,11 @@ fn from_flags(args: &SetupArgs) -> Result<Plan, Failure> {
         .role
         .ok_or_else(|| Failure::Usage("--role is required with --non-interactive".into()))?;
     let admin = match (&args.admin_user, &args.admin_password) {
-        (Some(u), Some(p)) => Some((u.clone(), p.clone())),
+        (Some(u), Some(p)) => {
+            // Refused before anything is written, not after the wizard's first steps.
+            password_policy::check(u, p).map_err(Failure::Usage)?;
+            Some((u.clone(), p.clone()))
+        }
         (Some(_), None) => {
             return Err(Failure::Usage(
                 "--admin-user needs --admin-password (or PHAROS_SETUP_ADMIN_PASSWORD)".into(),
@@ -487,6 +492,19 @@ fn endpoints_of(role: Role, given: &[String]) -> Vec<String> {
 fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
     use dialoguer::{Confirm, Input, MultiSelect, Password, Select};
     let io = |e: dialoguer::Error| Failure::Usage(format!("prompt failed: {e}"));
+    // The password policy is checked at the prompt, so a weak password is asked again.
+    let new_password = |u: &str| -> Result<String, Failure> {
+        let user = u.to_owned();
+        Password::new()
+            .with_prompt(format!(
+                "Password for {u} (at least {} characters)",
+                password_policy::MIN_CHARS
+            ))
+            .validate_with(move |p: &String| password_policy::check(&user, p))
+            .with_confirmation("Repeat it", "the passwords differ")
+            .interact()
+            .map_err(io)
+    };
     if let Some(id) = served {
         println!("Pharos instance: {id}");
     }
@@ -567,12 +585,11 @@ fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
     let admin = match &args.admin_user {
         Some(u) => {
             let p = match &args.admin_password {
-                Some(p) => p.clone(),
-                None => Password::new()
-                    .with_prompt(format!("Password for {u}"))
-                    .with_confirmation("Repeat it", "the passwords differ")
-                    .interact()
-                    .map_err(io)?,
+                Some(p) => {
+                    password_policy::check(u, p).map_err(Failure::Usage)?;
+                    p.clone()
+                }
+                None => new_password(u)?,
             };
             Some((u.clone(), p))
         }
@@ -583,11 +600,7 @@ fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
                 .default("admin".into())
                 .interact_text()
                 .map_err(io)?;
-            let p = Password::new()
-                .with_prompt(format!("Password for {u}"))
-                .with_confirmation("Repeat it", "the passwords differ")
-                .interact()
-                .map_err(io)?;
+            let p = new_password(&u)?;
             Some((u, p))
         }
     };
@@ -675,11 +688,11 @@ mod tests {
             "--admin-user",
             "root",
             "--admin-password",
-            "pw",
+            "a long passphrase",
         ]);
         let p = from_flags(&a).unwrap();
         assert_eq!(p.endpoints, ["fetch", "list"]);
-        assert_eq!(p.admin, Some(("root".into(), "pw".into())));
+        assert_eq!(p.admin, Some(("root".into(), "a long passphrase".into())));
         assert!(p.federation_entity.is_none());
     }
 
@@ -744,6 +757,22 @@ mod tests {
         assert!(matches!(
             from_flags(&parse(&["--role", "resolver", "--user", "x"])),
             Err(Failure::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn a_weak_admin_password_is_refused_before_anything_is_written() {
+        let a = parse(&[
+            "--role",
+            "anchor",
+            "--admin-user",
+            "root",
+            "--admin-password",
+            "1",
+        ]);
+        assert!(matches!(
+            from_flags(&a),
+            Err(Failure::Usage(m)) if m.starts_with("password: at least 12 characters")
         ));
     }
 }

@@ -86,13 +86,29 @@ pub fn check_configuration(
     Ok(ConfigurationKeys { jwks: own, exp })
 }
 
-/// Checks a pushed JWK Set's own keys: non-empty, and a valid public key set
-/// ([`crate::jose::check_public_key_set`], the same rule as the Admin API's).
-pub fn check_new_keys(jwks: &Jwks) -> Result<(), String> {
+/// Checks a pushed or enrolled JWK Set's own keys: non-empty, and a valid public key set
+/// ([`crate::jose::check_public_key_set`], the same rule as the Admin API's). `accepted`: the
+/// `kty` values accepted without parsing (`federation.accept.key_types`); `None` defers that
+/// one decision to whoever holds the configuration (the data plane's form check of a push,
+/// which the control plane repeats with `Some`).
+pub fn check_new_keys(jwks: &Jwks, accepted: Option<&[String]>) -> Result<(), String> {
     if jwks.keys.is_empty() {
         return Err("keys must not be empty".into());
     }
-    jose::check_public_key_set(jwks)
+    let own: Vec<String>;
+    let accepted = match accepted {
+        Some(a) => a,
+        None => {
+            own = jwks
+                .keys
+                .iter()
+                .filter_map(|k| k.get("kty").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect();
+            &own
+        }
+    };
+    jose::check_public_key_set(jwks, accepted)
 }
 
 /// A signed JWK Set whose form has been checked but whose signature has not. It can only be
@@ -147,7 +163,7 @@ pub fn parse_signed_jwks(token: &str, now: i64) -> Result<SignedJwks, KeyCheckEr
         .map(|k| serde_json::json!({ "keys": k }))
         .and_then(|j| serde_json::from_value::<Jwks>(j).ok())
         .ok_or_else(|| bad("keys must be an array of JWKs"))?;
-    check_new_keys(&keys).map_err(|e| bad(&e))?;
+    check_new_keys(&keys, None).map_err(|e| bad(&e))?;
     for name in ["iat", "exp"] {
         if d.claims.get(name).is_some_and(|v| !v.is_i64()) {
             return Err(bad(&format!("{name} must be a number")));

@@ -116,11 +116,26 @@ fn raw_jwks(v: Value) -> Jwks {
 
 #[test]
 fn new_keys_need_unique_non_empty_kids() {
-    let two = raw_jwks(json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "b"}]));
-    assert!(check_new_keys(&two).is_ok());
-    assert!(check_new_keys(&raw_jwks(json!([]))).is_err());
-    let dup = raw_jwks(json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "a"}]));
-    assert!(check_new_keys(&dup).is_err());
-    assert!(check_new_keys(&raw_jwks(json!([{"kty": "EC", "kid": ""}]))).is_err());
-    assert!(check_new_keys(&raw_jwks(json!([{"kty": "EC"}]))).is_err());
+    let (a, b) = (key(), key());
+    let two = jwks_of(&[&a, &b]);
+    assert!(check_new_keys(&two, Some(&[])).is_ok());
+    assert!(check_new_keys(&raw_jwks(json!([])), Some(&[])).is_err());
+    let dup = jwks_of(&[&a, &a]);
+    assert!(check_new_keys(&dup, Some(&[])).is_err());
+    let mut no_kid = jwks_of(&[&a]);
+    no_kid.keys[0].insert("kid".into(), "".into());
+    assert!(check_new_keys(&no_kid, Some(&[])).is_err());
+    assert!(check_new_keys(&raw_jwks(json!([{"kty": "EC", "kid": "a"}])), Some(&[])).is_err());
+}
+
+#[test]
+fn an_unknown_kty_is_left_to_the_configuration_only_when_deferred() {
+    let other = raw_jwks(json!([{"kty": "AKP", "kid": "a", "pub": "AAAA"}]));
+    assert!(check_new_keys(&other, None).is_ok());
+    assert!(check_new_keys(&other, Some(&[])).is_err());
+    assert!(check_new_keys(&other, Some(&["AKP".to_owned()])).is_ok());
+    // Deferring never lets a malformed key of a known type through.
+    let bad =
+        raw_jwks(json!([{"kty": "EC", "kid": "a", "crv": "P-256", "x": "AAAA", "y": "AAAA"}]));
+    assert!(check_new_keys(&bad, None).is_err());
 }

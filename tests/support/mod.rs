@@ -383,7 +383,8 @@ pub fn content_type(body: &str) -> &'static str {
     }
 }
 
-/// A public JWK with this kid and optional exp (key material is not checked by Pharos).
+/// A public JWK with this kid and optional exp (the P-256 key of RFC 7517 A.1: Pharos parses
+/// key material, so it must be a real point on the curve).
 pub fn jwk(kid: &str, exp: Option<i64>) -> Value {
     let mut k = json!({"kty": "EC", "crv": "P-256", "kid": kid,
         "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",

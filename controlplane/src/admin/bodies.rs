@@ -7,8 +7,10 @@
 //! A route that refuses a body answers 4xx; nothing here may panic, loop or allocate without
 //! bound on any input.
 
+use pharos_shared::config::AcceptSettings;
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::jose::{Jwk, Jwks};
+use pharos_shared::policy::WriteRules;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -46,19 +48,22 @@ fn parse<T: DeserializeOwned>(data: &[u8]) -> Option<T> {
 pub fn check_all(data: &[u8]) -> usize {
     let mut ok = 0usize;
     let mut count = |r: ApiResult<()>| ok += usize::from(r.is_ok());
+    // `federation.accept` as configured by default: nothing beyond the specifications.
+    let accept = AcceptSettings::default();
+    let rules = WriteRules::default();
 
     // Subordinates.
     if let Some(b) = parse::<subordinates::crud::CreateInput>(data) {
-        count(b.check(US).map(drop));
+        count(b.check(US, &accept).map(drop));
     }
     if let Some(b) = parse::<subordinates::crud::UpdateInput>(data) {
-        count(b.check());
+        count(b.check(&accept));
     }
     if let Some(b) = parse::<Jwks>(data) {
-        count(validate_jwks(&b));
+        count(validate_jwks(&b, &[]));
     }
     if let Some(b) = parse::<Jwk>(data) {
-        count(validate_jwks(&Jwks { keys: vec![b] }));
+        count(validate_jwks(&Jwks { keys: vec![b] }, &[]));
     }
     if let Some(b) = parse::<Vec<String>>(data) {
         count(subordinates::general::check_crit(&b));
@@ -73,14 +78,14 @@ pub fn check_all(data: &[u8]) -> usize {
     // Documents: metadata, metadata policy, constraints.
     if let Some(b) = parse::<Value>(data) {
         for doc in [Doc::Metadata, Doc::Policy, Doc::Constraints] {
-            count(documents::check(doc, &b, &["crit_op".to_owned()]));
+            count(documents::check(doc, &b, &rules));
         }
         count(claims_object("additional_claims", Some(b)).map(drop));
     }
     // Trust anchors.
     if let Some(b) = parse::<TrustAnchorInput>(data) {
-        count(b.check_new().map(drop));
-        count(validate(&b, US));
+        count(b.check_new(&[]).map(drop));
+        count(validate(&b, US, &[]));
     }
     // Entity Configuration: authority hints, held trust marks, keys.
     if let Some(b) = parse::<HintInput>(data) {
@@ -113,14 +118,14 @@ pub fn check_all(data: &[u8]) -> usize {
         count(b.check().map(drop));
     }
     if let Some(b) = parse::<UserUpdate>(data) {
-        count(b.check());
+        count(b.check("admin"));
     }
     // Trust marks: types, owners, issuers, issuance specs, subjects.
     if let Some(b) = parse::<TypeInput>(data) {
-        count(b.validate());
+        count(b.validate(&[]));
     }
     if let Some(b) = parse::<OwnerInput>(data) {
-        count(b.validate());
+        count(b.validate(&[]));
     }
     if let Some(b) = parse::<Vec<IssuerInput>>(data) {
         count(b.iter().try_for_each(IssuerInput::validate));
@@ -132,7 +137,7 @@ pub fn check_all(data: &[u8]) -> usize {
         count(b.validate());
     }
     if let Some(b) = parse::<OwnerBody>(data) {
-        count(b.validate());
+        count(b.validate(&[]));
     }
     if let Some(b) = parse::<Vec<Value>>(data) {
         count(b.iter().try_for_each(|t| type_key(t).map(drop)));
@@ -164,6 +169,11 @@ pub fn check_all(data: &[u8]) -> usize {
     }
     ok
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "bodies_prop_tests.rs"]
+mod prop_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

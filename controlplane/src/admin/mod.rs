@@ -20,6 +20,7 @@ pub mod kms;
 pub mod login_limit;
 pub mod password;
 pub mod resolver;
+pub mod password_policy;
 pub mod stats;
 pub mod subordinates;
 pub mod trust_anchors;

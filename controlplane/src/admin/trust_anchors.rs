@@ -101,14 +101,16 @@ pub struct TrustAnchorInput {
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
 }
 
-/// Checks a JWK Set given for a trust anchor or subordinate (the shared rule:
-/// [`pharos_shared::jose::check_public_key_set`]).
-pub fn validate_jwks(jwks: &Jwks) -> ApiResult<()> {
-    pharos_shared::jose::check_public_key_set(jwks).map_err(ApiError::BadRequest)
+/// Checks a JWK Set given for a trust anchor, subordinate or trust mark owner (the shared
+/// rule: [`pharos_shared::jose::check_public_key_set`]; `accepted_kty`:
+/// `federation.accept.key_types`); the message names the key as `jwks.keys[i]`.
+pub fn validate_jwks(jwks: &Jwks, accepted_kty: &[String]) -> ApiResult<()> {
+    pharos_shared::jose::check_public_key_set(jwks, accepted_kty)
+        .map_err(|e| ApiError::BadRequest(format!("jwks.{e}")))
 }
 
 /// Checks the body of a trust anchor named `entity` (create and update).
-pub fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
+pub fn validate(input: &TrustAnchorInput, entity: &str, accepted_kty: &[String]) -> ApiResult<()> {
     entity_id("entity_id", entity)?;
     if input.key_poll_interval < 0 {
         return Err(ApiError::BadRequest(
@@ -119,7 +121,7 @@ pub fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
         Some(j) if j.keys.is_empty() && !input.enable_jwks_update => Err(ApiError::BadRequest(
             "jwks must contain keys unless enable_jwks_update is true".into(),
         )),
-        Some(j) => validate_jwks(j),
+        Some(j) => validate_jwks(j, accepted_kty),
         None => Ok(()),
     }
 }
@@ -127,12 +129,12 @@ pub fn validate(input: &TrustAnchorInput, entity: &str) -> ApiResult<()> {
 impl TrustAnchorInput {
     /// Checks the body of a new trust anchor as its route does before it reads the database:
     /// the anchor's entity identifier.
-    pub fn check_new(&self) -> ApiResult<String> {
+    pub fn check_new(&self, accepted_kty: &[String]) -> ApiResult<String> {
         let entity = self
             .entity_id
             .clone()
             .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
-        validate(self, &entity)?;
+        validate(self, &entity, accepted_kty)?;
         if self.jwks.is_none() && !self.enable_jwks_update {
             return Err(ApiError::BadRequest(
                 "jwks is required unless enable_jwks_update is true".into(),
@@ -176,7 +178,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<TrustAnchorInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let entity = input.check_new()?;
+    let entity = input.check_new(&cp.settings.federation.accept.key_types)?;
     let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, &entity).await?.is_some() {
         return Err(ApiError::Conflict(format!(
@@ -217,7 +219,7 @@ pub async fn update(
     Json(input): Json<TrustAnchorInput>,
 ) -> ApiResult<axum::Json<TrustAnchorRecord>> {
     let new_id = input.entity_id.clone().unwrap_or_else(|| entity.clone());
-    validate(&input, &new_id)?;
+    validate(&input, &new_id, &cp.settings.federation.accept.key_types)?;
     let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, &entity).await?;
     if new_id != old.entity_id && repo::get(&cp.db, &new_id).await?.is_some() {

@@ -102,25 +102,23 @@ impl NewUser {
                 "username must be 1 to 255 characters without ':'".into(),
             ));
         }
-        check_password(password)?;
+        check_password(username, password)?;
         Ok((username, password))
     }
 }
 
 impl UserUpdate {
     /// Checks the body as `PUT /users/{username}` does before it hashes the password.
-    pub fn check(&self) -> ApiResult<()> {
-        self.password.as_deref().map_or(Ok(()), check_password)
+    pub fn check(&self, username: &str) -> ApiResult<()> {
+        self.password
+            .as_deref()
+            .map_or(Ok(()), |p| check_password(username, p))
     }
 }
 
-fn check_password(p: &str) -> ApiResult<()> {
-    if p.is_empty() || p.len() > 1024 {
-        return Err(ApiError::BadRequest(
-            "password must be 1 to 1024 bytes long".into(),
-        ));
-    }
-    Ok(())
+/// The password policy ([`super::password_policy`]) as a 400.
+fn check_password(username: &str, p: &str) -> ApiResult<()> {
+    super::password_policy::check(username, p).map_err(ApiError::BadRequest)
 }
 
 async fn existing(cp: &ControlPlane, username: &str) -> ApiResult<UserRow> {
@@ -185,7 +183,7 @@ pub async fn update(
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
 ) -> ApiResult<axum::Json<UserRecord>> {
-    input.check()?;
+    input.check(&username)?;
     // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
     let new_hash = match &input.password {
         Some(p) => Some(pw.hash(p).await?),

@@ -153,7 +153,7 @@ async fn run<F: Fetcher>(
         Ok(f) => f,
         Err(m) => return Ok(Err(EnrollError::Configuration(m))),
     };
-    let jwks = match keys(&fetched) {
+    let jwks = match keys(&fetched, &cp.settings.federation.accept.key_types) {
         Ok(j) => j,
         Err(m) => return Ok(Err(EnrollError::Configuration(m))),
     };
@@ -179,13 +179,14 @@ async fn stored(cp: &ControlPlane, sub: &str) -> crate::Result<Option<Subordinat
 
 /// The configuration's `jwks`, as the subordinate's keys: a valid public key set, the rule
 /// the jwks_update endpoint applies to pushed keys.
-fn keys(fetched: &Fetched) -> Result<Jwks, String> {
+fn keys(fetched: &Fetched, accepted_kty: &[String]) -> Result<Jwks, String> {
     let jwks: Jwks = fetched
         .jwks()
         .cloned()
         .and_then(|j| serde_json::from_value(j).ok())
         .ok_or("the entity configuration has no valid jwks")?;
-    check_new_keys(&jwks).map_err(|m| format!("the entity configuration's jwks: {m}"))?;
+    check_new_keys(&jwks, Some(accepted_kty))
+        .map_err(|m| format!("the entity configuration's jwks: {m}"))?;
     Ok(jwks)
 }
 

@@ -163,7 +163,12 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
         }
     };
     let read = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
-    let planned = legacy::read(&doc).and_then(|l| plan::plan(&l, sections, &read));
+    let settings = pharos_shared::config::load_legacy(config, env).map_err(|e| e.to_string());
+    let accepted_kty = settings
+        .as_ref()
+        .map(|s| s.federation.accept.key_types.clone())
+        .unwrap_or_default();
+    let planned = legacy::read(&doc).and_then(|l| plan::plan(&l, sections, &read, &accepted_kty));
     let plan = match planned {
         Ok(p) => p,
         Err(problems) => {
@@ -173,7 +178,6 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
             return ExitCode::FAILURE;
         }
     };
-    let settings = pharos_shared::config::load_legacy(config, env).map_err(|e| e.to_string());
     let target = match target(args, &settings) {
         Ok(t) => t,
         Err(e) => {

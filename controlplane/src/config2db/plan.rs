@@ -100,6 +100,7 @@ pub struct Plan {
 fn keys_of(
     m: &Mention,
     read: &dyn Fn(&str) -> Result<String, String>,
+    accepted_kty: &[String],
 ) -> Result<Option<Jwks>, String> {
     let value = match (&m.jwks_file, &m.jwks) {
         (Some(file), _) => {
@@ -112,7 +113,7 @@ fn keys_of(
     };
     let jwks: Jwks =
         serde_json::from_value(value).map_err(|e| format!("{}: not a JWK Set: {e}", m.place))?;
-    check_public_key_set(&jwks).map_err(|e| format!("{}: {e}", m.place))?;
+    check_public_key_set(&jwks, accepted_kty).map_err(|e| format!("{}: jwks.{e}", m.place))?;
     Ok(Some(jwks))
 }
 
@@ -121,12 +122,13 @@ fn keys_of(
 fn anchors(
     l: &Legacy,
     read: &dyn Fn(&str) -> Result<String, String>,
+    accepted_kty: &[String],
     problems: &mut Vec<String>,
 ) -> Vec<Anchor> {
     let mut out: Vec<Anchor> = Vec::new();
     let mut keys_from: Vec<Option<String>> = Vec::new();
     for m in &l.mentions {
-        let jwks = match keys_of(m, read) {
+        let jwks = match keys_of(m, read, accepted_kty) {
             Ok(j) => j,
             Err(e) => {
                 problems.push(e);
@@ -202,16 +204,18 @@ fn endpoints(l: &Legacy, problems: &mut Vec<String>) -> Vec<Endpoint> {
     out
 }
 
-/// The rows of the selected sections, or every problem found.
+/// The rows of the selected sections, or every problem found (`accepted_kty`:
+/// `federation.accept.key_types`, for the anchors' keys).
 pub fn plan(
     l: &Legacy,
     sections: Sections,
     read: &dyn Fn(&str) -> Result<String, String>,
+    accepted_kty: &[String],
 ) -> Result<Plan, Vec<String>> {
     let mut problems = Vec::new();
     let mut plan = Plan::default();
     if sections.trust_anchors {
-        plan.anchors = anchors(l, read, &mut problems);
+        plan.anchors = anchors(l, read, accepted_kty, &mut problems);
     }
     if sections.endpoints {
         plan.endpoints = endpoints(l, &mut problems);

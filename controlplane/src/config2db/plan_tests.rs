@@ -20,7 +20,7 @@ fn read(path: &str) -> Result<String, String> {
 fn plan_of(text: &str, sections: Sections) -> Result<Plan, Vec<String>> {
     let doc = yaml::parse(text).map_err(|e| vec![e.to_string()])?;
     let l = legacy::read(&doc)?;
-    plan(&l, sections, &read)
+    plan(&l, sections, &read, &[])
 }
 
 #[test]
@@ -168,8 +168,8 @@ fn all_require_auth_enables_every_endpoint() {
 
 #[test]
 fn conflicting_keys_name_both_places() {
-    let text = "federation_data:\n  trust_anchors:\n    - entity_id: https://ta.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: AA, y: AA}]}\n\
-                endpoints:\n  auth:\n    trust_anchors:\n      - entity_id: https://ta.example\n        jwks: {keys: [{kty: EC, kid: b, crv: P-256, x: AA, y: AA}]}\n";
+    let text = "federation_data:\n  trust_anchors:\n    - entity_id: https://ta.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: Azb_yUfxrNMRsM5IQOUDfhtLkFuT-7NTA_aR9iQVkAw, y: C_F5w0v0DEoSjH4EfXxwbflNaEFEPgVumbWGQk01AYo}]}\n\
+                endpoints:\n  auth:\n    trust_anchors:\n      - entity_id: https://ta.example\n        jwks: {keys: [{kty: EC, kid: b, crv: P-256, x: Azb_yUfxrNMRsM5IQOUDfhtLkFuT-7NTA_aR9iQVkAw, y: C_F5w0v0DEoSjH4EfXxwbflNaEFEPgVumbWGQk01AYo}]}\n";
     let e = plan_of(text, Sections::ALL).unwrap_err();
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(e[0].contains("https://ta.example"), "{}", e[0]);
@@ -237,5 +237,17 @@ fn an_empty_or_unrelated_file_plans_nothing() {
     assert_eq!(
         plan_of("server: {port: 1}\nendpoints:\n  list: {}\n", Sections::ALL).unwrap(),
         Plan::default()
+    );
+}
+
+#[test]
+fn malformed_keys_are_refused_naming_the_member() {
+    let text = "federation_data:\n  trust_anchors:\n    - entity_id: https://ta.example\n      jwks: {keys: [{kty: EC, kid: a, crv: P-256, x: AA, y: AA}]}\n";
+    let e = plan_of(text, Sections::ALL).unwrap_err();
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].ends_with("jwks.keys[0].x: 1 bytes, P-256 needs 32"),
+        "{}",
+        e[0]
     );
 }

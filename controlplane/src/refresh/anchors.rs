@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use pharos_shared::chain::Fetcher;
-use pharos_shared::key_update::check_configuration;
+use pharos_shared::key_update::{check_configuration, check_new_keys};
 use pharos_shared::refresh::{anchor_interval, kids};
 
 use super::{PollError, Polled, Refreshers};
@@ -69,6 +69,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .map_err(|e| PollError::Fetch(e.to_string()))?;
         drop(slot);
         let fetched = check_configuration(&jws, id, stored.jwks.as_ref(), now)?;
+        // Stored keys are parsed like the Admin API's: a malformed key is not taken.
+        check_new_keys(
+            &fetched.jwks,
+            Some(&self.cp.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
         let mut w = self.cp.write(None).await;
         // Re-read under the writer lock: a change may have landed during the fetch.
         let row = trust_anchors::get(&self.cp.db, id)

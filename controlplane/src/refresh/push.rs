@@ -5,7 +5,7 @@
 use pharos_dataplane::command::{PushError, Refused, TriggerError};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::jose;
-use pharos_shared::key_update::SignedJwks;
+use pharos_shared::key_update::{SignedJwks, check_new_keys};
 use pharos_shared::refresh::describe_change;
 
 use super::{FetchPermit, PollError, Refreshers};
@@ -143,6 +143,13 @@ impl ControlPlane {
             .await
             .map_err(|e| self.unavailable_or(e, internal))?;
         let row = known(row)?;
+        // The data plane checked the keys' form but left unknown key types to the
+        // configuration it does not hold.
+        check_new_keys(
+            &pushed.keys,
+            Some(&self.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PushError::Invalid(format!("invalid signed JWK Set: {e}")))?;
         let stored = row.jwks.clone().unwrap_or_default();
         if stored.keys.is_empty() {
             return Err(PushError::NoStoredKeys);

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use pharos_shared::chain::Fetcher;
-use pharos_shared::key_update::check_configuration;
+use pharos_shared::key_update::{check_configuration, check_new_keys};
 use pharos_shared::refresh::{describe_change, subordinate_interval};
 
 use super::{FetchPermit, PollError, Polled, Refreshers};
@@ -124,6 +124,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             .await
             .map_err(|e| PollError::Fetch(e.to_string()))?;
         let fetched = check_configuration(&jws, id, before.as_ref(), now)?;
+        // Stored keys are parsed like the Admin API's: a malformed key is not taken.
+        check_new_keys(
+            &fetched.jwks,
+            Some(&self.cp.settings.federation.accept.key_types),
+        )
+        .map_err(|e| PollError::Invalid(format!("jwks: {e}")))?;
         if fetched.exp.is_none() {
             return Err(no_exp());
         }

@@ -38,7 +38,8 @@ pub use signing::{
 };
 pub use stats::{GeoIp, StatsBuffer, StatsCapture, StatsRetention, StatsSettings};
 pub use storage::{
-    CacheSettings, EndpointAuth, FederationSettings, JtiBackend, StorageDriver, StorageSettings,
+    AcceptSettings, CacheSettings, EndpointAuth, FederationSettings, JtiBackend, StorageDriver,
+    StorageSettings,
 };
 
 /// The whole static configuration; everything else is managed in the database.

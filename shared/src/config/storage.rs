@@ -165,6 +165,25 @@ pub struct FederationSettings {
     /// `interop` accepts the harmless shapes of earlier drafts that deployed federations still
     /// send (`docs/interop.md`); `strict` switches every one of them off, overrides included.
     pub profile: Profile,
+    /// What the Admin API, `pharos config2db` and key pushes accept beyond what Pharos
+    /// understands (`docs/admin-api.md`, "What is refused"). Empty by default: a typo is refused.
+    pub accept: AcceptSettings,
+}
+
+/// `federation.accept.*`: names Pharos does not know that an operator deliberately allows in
+/// what it stores and signs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AcceptSettings {
+    /// JWK `kty` values stored as given (only `kid` and the absence of private members are
+    /// checked); `EC`, `RSA` and `OKP` keys are always parsed in full.
+    pub key_types: Vec<String>,
+    /// Entity types allowed in metadata and policies besides those of the specifications
+    /// (their parameters are not type-checked).
+    pub entity_types: Vec<String>,
+    /// Non-standard metadata policy operators allowed in policies. Pharos's resolver ignores
+    /// them (it does not implement them) and `metadata_policy_crit` cannot list them.
+    pub policy_operators: Vec<String>,
 }
 
 impl Default for FederationSettings {
@@ -177,6 +196,7 @@ impl Default for FederationSettings {
             trust_mark_legacy_id: true,
             anchor_ec_constraints: AnchorEcConstraints::Apply,
             profile: Profile::Interop,
+            accept: AcceptSettings::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ mod algorithm;
 mod jws;
 mod key;
 mod key_file;
+mod public_key;
 pub mod seal;
 mod thumbprint;
 mod verify;
@@ -23,41 +24,14 @@ pub use algorithm::Algorithm;
 pub use jws::{Decoded, check_typ, decode_unverified, sign};
 pub use key::{Signer, SigningKey};
 pub use key_file::{from_private_jwk, load_private_key};
+pub use public_key::{
+    EcCurve, KNOWN_KEY_TYPES, KeyError, OkpCurve, PublicKey, RSA_MAX_BITS, RSA_MIN_BITS,
+    parse_public_key, parse_public_key_set,
+};
 pub use thumbprint::thumbprint;
 pub use verify::verify;
 
 use crate::{Error, Result};
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod key_set_tests {
-    use super::*;
-    use serde_json::json;
-
-    fn set(v: serde_json::Value) -> Jwks {
-        serde_json::from_value(json!({ "keys": v })).unwrap()
-    }
-
-    #[test]
-    fn public_key_sets_need_kty_unique_kids_and_no_private_members() {
-        assert!(
-            check_public_key_set(&set(
-                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "b"}])
-            ))
-            .is_ok()
-        );
-        assert!(check_public_key_set(&set(json!([{"kid": "a"}]))).is_err());
-        assert!(
-            check_public_key_set(&set(
-                json!([{"kty": "EC", "kid": "a"}, {"kty": "EC", "kid": "a"}])
-            ))
-            .is_err()
-        );
-        assert!(check_public_key_set(&set(json!([{"kty": "EC", "kid": ""}]))).is_err());
-        assert!(check_public_key_set(&set(json!([{"kty": "EC", "kid": "a", "d": "x"}]))).is_err());
-        assert!(check_public_key_set(&set(json!([{"kty": "oct", "kid": "a", "k": "x"}]))).is_err());
-    }
-}
 
 /// A JSON Web Key (RFC 7517) as a plain JSON object.
 ///
@@ -75,31 +49,13 @@ pub struct Jwks {
 }
 
 /// Checks a JWK Set that someone hands us to publish or to trust (Admin API input, a signed
-/// JWK Set push): every key names its `kty`, carries a non-empty `kid` unique in the set, and
-/// holds no private members. One rule for every entry point, so a key set accepted by one
-/// path cannot be refused by another. The message is shown to the sender as-is.
-pub fn check_public_key_set(jwks: &Jwks) -> std::result::Result<(), String> {
-    let mut kids = std::collections::HashSet::new();
-    for k in &jwks.keys {
-        if str_member(k, "kty").is_none() {
-            return Err("every JWK needs a kty".into());
-        }
-        match str_member(k, "kid") {
-            Some(kid) if !kid.is_empty() => {
-                if !kids.insert(kid) {
-                    return Err(format!("duplicate kid {kid:?}"));
-                }
-            }
-            _ => return Err("every JWK needs a non-empty kid".into()),
-        }
-        if ["d", "p", "q", "dp", "dq", "qi", "k"]
-            .iter()
-            .any(|m| k.contains_key(*m))
-        {
-            return Err("a JWK Set must contain public keys only".into());
-        }
-    }
-    Ok(())
+/// JWK Set push, an enrolment, `pharos config2db`): every key a valid public key of a known
+/// `kty` (or one of `accepted`, `federation.accept.key_types`) with a non-empty `kid` unique in
+/// the set ([`parse_public_key_set`]). One rule for every entry point, so a key set accepted by
+/// one path cannot be refused by another. The message names the key (`keys[1].x: …`) and is
+/// shown to the sender as-is.
+pub fn check_public_key_set(jwks: &Jwks, accepted: &[String]) -> std::result::Result<(), String> {
+    parse_public_key_set(&jwks.keys, accepted).map(drop)
 }
 
 /// base64url without padding, the encoding of every JWS part and JWK member.

@@ -4,6 +4,7 @@
 //! resolving a chain subject's metadata, and the constraint checks. Policy errors are
 //! [`crate::Error::InvalidPolicy`], non-compliant metadata is [`crate::Error::InvalidMetadata`].
 
+mod admit;
 mod apply;
 mod constraints;
 mod merge;
@@ -16,6 +17,9 @@ mod tests;
 #[cfg(test)]
 mod vector_tests;
 
+pub use admit::{
+    NON_STANDARD_OPERATORS, WriteRules, check_crit_operator, check_policy_to_store, implements,
+};
 pub use apply::{apply_metadata_policy, apply_param_policy};
 pub use constraints::{
     Constraints, NamingConstraints, check_max_path_length, check_naming, filter_entity_types,

@@ -10,7 +10,8 @@
 //! the general value in (lighthouse 0.22 does, freezing it). `POST` on the whole document is
 //! the explicit way to start an override from a copy of the general value.
 
-use pharos_shared::policy::{Constraints, check_metadata_policy};
+use pharos_shared::metadata_types::{check_entity_type, check_metadata};
+use pharos_shared::policy::{Constraints, WriteRules, check_policy_to_store};
 use serde_json::{Map, Value};
 
 pub mod ops;
@@ -162,23 +163,24 @@ pub async fn general_copy(cp: &ControlPlane, doc: Doc) -> ApiResult<Value> {
         .unwrap_or_else(|| Value::Object(Map::new())))
 }
 
-/// The non-standard operators declared critical in the general settings.
-async fn crit(cp: &ControlPlane) -> ApiResult<Vec<String>> {
-    Ok(cp
-        .snapshot()
-        .subordinates
-        .general
-        .metadata_policy_crit
-        .clone())
-}
-
-/// Checks a whole document before it is stored.
+/// Checks a whole document before it is stored, with the critical operators of the general
+/// settings and what `federation.accept` allows.
 pub async fn validate(cp: &ControlPlane, doc: Doc, v: &Value) -> ApiResult<()> {
-    check(doc, v, &crit(cp).await?)
+    let snap = cp.snapshot();
+    let accept = &cp.settings.federation.accept;
+    let rules = WriteRules {
+        crit: &snap.subordinates.general.metadata_policy_crit,
+        entity_types: &accept.entity_types,
+        operators: &accept.policy_operators,
+    };
+    check(doc, v, &rules)
 }
 
-/// Checks a whole document (`crit`: the non-standard policy operators declared critical).
-pub fn check(doc: Doc, v: &Value, crit: &[String]) -> ApiResult<()> {
+/// Checks a whole document: metadata against the parameter types of its entity types
+/// (`pharos_shared::metadata_types`), a policy as the resolver would and with the write-time
+/// rules (`pharos_shared::policy::check_policy_to_store`), constraints by their form and
+/// entity types. The message names the member at fault.
+pub fn check(doc: Doc, v: &Value, rules: &WriteRules<'_>) -> ApiResult<()> {
     let Value::Object(m) = v else {
         return Err(ApiError::BadRequest(format!(
             "{} must be a JSON object",
@@ -186,18 +188,16 @@ pub fn check(doc: Doc, v: &Value, crit: &[String]) -> ApiResult<()> {
         )));
     };
     match doc {
-        Doc::Metadata => {
-            if let Some((t, _)) = m.iter().find(|(_, v)| !v.is_object()) {
-                return Err(ApiError::BadRequest(format!(
-                    "metadata for entity type {t:?} must be a JSON object"
-                )));
-            }
-        }
-        Doc::Policy => check_metadata_policy(v, crit)
-            .map_err(|e| ApiError::BadRequest(format!("invalid metadata_policy: {e}")))?,
+        Doc::Metadata => check_metadata(m, rules.entity_types).map_err(ApiError::BadRequest)?,
+        Doc::Policy => check_policy_to_store(v, rules).map_err(ApiError::BadRequest)?,
         Doc::Constraints => {
-            serde_json::from_value::<Constraints>(v.clone())
+            let c = serde_json::from_value::<Constraints>(v.clone())
                 .map_err(|e| ApiError::BadRequest(format!("invalid constraints: {e}")))?;
+            for t in c.allowed_entity_types.iter().flatten() {
+                check_entity_type(t, rules.entity_types).map_err(|e| {
+                    ApiError::BadRequest(format!("constraints.allowed_entity_types: {e}"))
+                })?;
+            }
         }
     }
     Ok(())

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{self as docs, Doc, Owner, target};
 use crate::admin::actor::Actor;
-use crate::admin::error::ApiResult;
+use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::subordinates::created_or_ok;
 use crate::control_plane::ControlPlane;
 
@@ -63,7 +63,9 @@ pub async fn merge(
 }
 
 /// POST on a subordinate's whole document: starts its override as a copy of the general
-/// value (the one explicit way to copy general values into a subordinate).
+/// value (the one explicit way to copy general values into a subordinate). POST creates: when
+/// the subordinate already has its own document the answer is 409 and nothing changes
+/// (lighthouse copies again, silently replacing what was edited since); PUT replaces it.
 pub async fn copy_general(
     cp: &ControlPlane,
     id: &str,
@@ -72,6 +74,12 @@ pub async fn copy_general(
 ) -> ApiResult<Response> {
     let w = cp.write(actor.name()).await;
     let t = target(cp, Some(id)).await?;
+    if docs::own(cp, &t, doc).await?.is_some() {
+        return Err(ApiError::Conflict(format!(
+            "the subordinate already has its own {}; PUT replaces it, DELETE removes it",
+            doc.setting()
+        )));
+    }
     let copy = docs::general_copy(cp, doc).await?;
     docs::save(cp, w, &t, doc, Some(copy.clone()), false).await?;
     Ok(created_or_ok(true, copy))

@@ -82,8 +82,9 @@ pub async fn put_constraints(
     ops::put(&cp, Some(id.as_str()), Doc::Constraints, &[], body, &actor).await
 }
 
-/// Starts the subordinate's override as a copy of the general value (201).
-#[utoipa::path(post, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404)))]
+/// Starts the subordinate's override as a copy of the general value (201); 409 when it
+/// already has one (POST creates; PUT replaces).
+#[utoipa::path(post, path = "/subordinates/{subordinateID}/constraints", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404), (status = 409)))]
 pub async fn post_constraints(
     State(cp): Cp,
     Path(id): Path<String>,

@@ -4,7 +4,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use pharos_shared::config::AcceptSettings;
 use pharos_shared::jose::Jwks;
+use pharos_shared::metadata_types::check_entity_type;
 use pharos_shared::subordinate::SubordinateStatus;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -135,14 +137,19 @@ pub struct CreateInput {
 
 impl CreateInput {
     /// Checks the body as `POST /subordinates` does before it reads the database (`us`: our
-    /// own entity identifier): the entity identifier and the initial status.
-    pub fn check(&self, us: &str) -> ApiResult<(String, SubordinateStatus)> {
+    /// own entity identifier; `accept`: `federation.accept`): the entity identifier, the
+    /// initial status, the keys and the entity types.
+    pub fn check(
+        &self,
+        us: &str,
+        accept: &AcceptSettings,
+    ) -> ApiResult<(String, SubordinateStatus)> {
         let entity = self
             .entity_id
             .clone()
             .ok_or_else(|| ApiError::BadRequest("entity_id is required".into()))?;
         entity_id("entity_id", &entity)?;
-        if entity == us {
+        if entity.trim_end_matches('/') == us.trim_end_matches('/') {
             return Err(ApiError::BadRequest(
                 "a subordinate cannot be ourselves".into(),
             ));
@@ -152,10 +159,10 @@ impl CreateInput {
             None => SubordinateStatus::Active,
         };
         if let Some(j) = &self.jwks {
-            validate_jwks(j)?;
+            validate_jwks(j, &accept.key_types)?;
         }
         require_keys(status, &self.jwks)?;
-        check_types(&self.registered_entity_types)?;
+        check_types(&self.registered_entity_types, &accept.entity_types)?;
         if self.jwks_poll_interval < 0 {
             return Err(ApiError::BadRequest(
                 "jwks_poll_interval must not be negative".into(),
@@ -163,6 +170,18 @@ impl CreateInput {
         }
         Ok((entity, status))
     }
+}
+
+/// The other spellings of `entity` with the same Entity Configuration URL: the specification
+/// removes a terminating `/` before appending `/.well-known/openid-federation`, so
+/// `https://x.example` and `https://x.example/` name one configuration, whose `sub` only one
+/// of them can match.
+pub fn same_configuration(entity: &str) -> Vec<String> {
+    let base = entity.trim_end_matches('/');
+    [base.to_owned(), format!("{base}/")]
+        .into_iter()
+        .filter(|e| e != entity)
+        .collect()
 }
 
 fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()> {
@@ -174,11 +193,17 @@ fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()>
     Ok(())
 }
 
-fn check_types(types: &[String]) -> ApiResult<()> {
+/// Registered entity types: entity types of the specifications, or allowed ones (`allowed`:
+/// `federation.accept.entity_types`; the column holds at most 255 characters).
+fn check_types(types: &[String], allowed: &[String]) -> ApiResult<()> {
     if types.iter().any(|t| t.trim().is_empty() || t.len() > 255) {
         return Err(ApiError::BadRequest(
             "registered_entity_types must be non-empty strings of at most 255 characters".into(),
         ));
+    }
+    for t in types {
+        check_entity_type(t, allowed)
+            .map_err(|e| ApiError::BadRequest(format!("registered_entity_types: {e}")))?;
     }
     Ok(())
 }
@@ -191,7 +216,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<CreateInput>,
 ) -> ApiResult<impl IntoResponse> {
-    let (entity, status) = input.check(&cp.settings.entity_id)?;
+    let (entity, status) = input.check(&cp.settings.entity_id, &cp.settings.federation.accept)?;
     let mut w = cp.write(actor.name()).await;
     if repo::get(&cp.db, SubKey::EntityId(&entity))
         .await?
@@ -200,6 +225,14 @@ pub async fn create(
         return Err(ApiError::Conflict(format!(
             "subordinate {entity:?} already exists"
         )));
+    }
+    for twin in same_configuration(&entity) {
+        if repo::get(&cp.db, SubKey::EntityId(&twin)).await?.is_some() {
+            return Err(ApiError::Conflict(format!(
+                "subordinate {twin:?} already exists with the same Entity Configuration URL as \
+                 {entity:?} (a terminating \"/\" is removed before the well-known path)"
+            )));
+        }
     }
     let now = cp.now();
     let basic = BasicWrite {
@@ -246,10 +279,11 @@ pub struct UpdateInput {
 }
 
 impl UpdateInput {
-    /// Checks the body as `PUT`/`PATCH /subordinates/{id}` do before they read the database.
-    pub fn check(&self) -> ApiResult<()> {
+    /// Checks the body as `PUT`/`PATCH /subordinates/{id}` do before they read the database
+    /// (`accept`: `federation.accept`).
+    pub fn check(&self, accept: &AcceptSettings) -> ApiResult<()> {
         if let Some(t) = &self.registered_entity_types {
-            check_types(t)?;
+            check_types(t, &accept.entity_types)?;
         }
         if self.jwks_poll_interval.is_some_and(|i| i < 0) {
             return Err(ApiError::BadRequest(
@@ -266,7 +300,7 @@ async fn apply_update(
     actor: &Actor,
     u: UpdateInput,
 ) -> ApiResult<FullRecord> {
-    u.check()?;
+    u.check(&cp.settings.federation.accept)?;
     let mut w = cp.write(actor.name()).await;
     let row = find(cp, id).await?;
     let basic = BasicWrite {

@@ -4,7 +4,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use pharos_shared::policy::STANDARD_OPERATORS;
+use pharos_shared::policy::check_crit_operator;
 use serde::Serialize;
 
 use super::Cp;
@@ -72,7 +72,8 @@ fn crit_list(cp: &ControlPlane) -> Vec<String> {
 }
 
 /// Checks the body of `PUT /subordinates/metadata-policy-crit`: distinct non-standard
-/// operator names.
+/// operator names Pharos implements (an empty list clears the setting; statements never carry
+/// an empty `metadata_policy_crit`).
 pub fn check_crit(ops: &[String]) -> ApiResult<()> {
     let mut seen = std::collections::HashSet::new();
     for op in ops {
@@ -84,14 +85,9 @@ pub fn check_crit(ops: &[String]) -> ApiResult<()> {
     Ok(())
 }
 
-/// Checks one critical operator's name.
+/// Checks one critical operator's name ([`check_crit_operator`]).
 pub fn check_operator(op: &str) -> ApiResult<()> {
-    if op.is_empty() || STANDARD_OPERATORS.contains(&op) {
-        return Err(ApiError::BadRequest(format!(
-            "{op:?} is not a non-standard operator name (metadata_policy_crit lists only those)"
-        )));
-    }
-    Ok(())
+    check_crit_operator(op).map_err(|e| ApiError::BadRequest(format!("metadata_policy_crit: {e}")))
 }
 
 /// The non-standard operators that are critical when a statement uses them.

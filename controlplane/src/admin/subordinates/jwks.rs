@@ -58,7 +58,7 @@ pub async fn put(
     actor: Actor,
     Json(jwks): Json<Jwks>,
 ) -> ApiResult<axum::Json<Jwks>> {
-    validate_jwks(&jwks)?;
+    validate_jwks(&jwks, &cp.settings.federation.accept.key_types)?;
     let w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
     let msg = format!("JWKS replaced ({} keys)", jwks.keys.len());
@@ -76,9 +76,12 @@ pub async fn add(
     actor: Actor,
     Json(jwk): Json<Jwk>,
 ) -> ApiResult<impl IntoResponse> {
-    validate_jwks(&Jwks {
-        keys: vec![jwk.clone()],
-    })?;
+    validate_jwks(
+        &Jwks {
+            keys: vec![jwk.clone()],
+        },
+        &cp.settings.federation.accept.key_types,
+    )?;
     let kid = jwk
         .get("kid")
         .and_then(Value::as_str)

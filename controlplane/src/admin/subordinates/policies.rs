@@ -40,8 +40,9 @@ pub async fn put_policy(
     ops::put(&cp, Some(id.as_str()), Doc::Policy, &[], body, &actor).await
 }
 
-/// Starts the subordinate's override as a copy of the general value (201).
-#[utoipa::path(post, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404)))]
+/// Starts the subordinate's override as a copy of the general value (201); 409 when it
+/// already has one (POST creates; PUT replaces).
+#[utoipa::path(post, path = "/subordinates/{subordinateID}/metadata-policies", tag = "subordinates", params(("subordinateID" = String, Path)), responses((status = 201, body = Object), (status = 404), (status = 409)))]
 pub async fn post_policy(
     State(cp): Cp,
     Path(id): Path<String>,

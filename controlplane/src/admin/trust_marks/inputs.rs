@@ -34,8 +34,9 @@ pub struct OwnerInput {
 }
 
 impl OwnerInput {
-    /// Checks the form: a link, or an entity identifier with at least one valid public key.
-    pub fn validate(&self) -> ApiResult<()> {
+    /// Checks the form: a link, or an entity identifier with at least one valid public key
+    /// (`accepted_kty`: `federation.accept.key_types`).
+    pub fn validate(&self, accepted_kty: &[String]) -> ApiResult<()> {
         if let Some(id) = &self.owner_id {
             return type_key(id).map(|_| ());
         }
@@ -50,7 +51,7 @@ impl OwnerInput {
             .ok_or_else(|| {
                 ApiError::BadRequest("owner: jwks with at least one key is required".into())
             })?;
-        validate_jwks(jwks)
+        validate_jwks(jwks, accepted_kty)
     }
 
     /// The owner's id: the linked one, or the one stored under `entity_id` (its keys and

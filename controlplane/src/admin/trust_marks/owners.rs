@@ -45,8 +45,9 @@ pub struct OwnerBody {
 }
 
 impl OwnerBody {
-    /// Checks the body as its routes do before they read the database.
-    pub fn validate(&self) -> ApiResult<()> {
+    /// Checks the body as its routes do before they read the database (`accepted_kty`:
+    /// `federation.accept.key_types`).
+    pub fn validate(&self, accepted_kty: &[String]) -> ApiResult<()> {
         if let Some(e) = &self.entity_id {
             entity_id("entity_id", e)?;
         }
@@ -56,7 +57,7 @@ impl OwnerBody {
                     "jwks must contain at least one key".into(),
                 ));
             }
-            validate_jwks(j)?;
+            validate_jwks(j, accepted_kty)?;
         }
         for t in self.types.iter().flatten() {
             type_key(t)?;
@@ -111,7 +112,7 @@ pub async fn create(
     actor: Actor,
     Json(b): Json<OwnerBody>,
 ) -> ApiResult<impl IntoResponse> {
-    b.validate()?;
+    b.validate(&cp.settings.federation.accept.key_types)?;
     let (Some(e), Some(jwks)) = (&b.entity_id, &b.jwks) else {
         return Err(ApiError::BadRequest(
             "entity_id and jwks are required".into(),
@@ -164,7 +165,7 @@ pub async fn put(
     actor: Actor,
     Json(b): Json<OwnerBody>,
 ) -> ApiResult<axum::Json<OwnerWithTypes>> {
-    b.validate()?;
+    b.validate(&cp.settings.federation.accept.key_types)?;
     let mut w = cp.write(actor.name()).await;
     let o = find_owner(&cp, &key).await?;
     let e = b.entity_id.clone().unwrap_or(o.entity_id.clone());

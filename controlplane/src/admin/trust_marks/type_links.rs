@@ -130,7 +130,7 @@ async fn set_owner(
     actor: &Actor,
     o: OwnerInput,
 ) -> ApiResult<OwnerRecord> {
-    o.validate()?;
+    o.validate(&cp.settings.federation.accept.key_types)?;
     let mut w = cp.write(actor.name()).await;
     let t = find_type(cp, key).await?;
     let id = o.resolve(cp, &mut w).await?;

@@ -50,13 +50,14 @@ pub fn check_type_name(t: &str) -> ApiResult<()> {
 }
 
 impl TypeInput {
-    /// Checks the body as its routes do before they read the database.
-    pub fn validate(&self) -> ApiResult<()> {
+    /// Checks the body as its routes do before they read the database (`accepted_kty`:
+    /// `federation.accept.key_types`, for the owner's keys).
+    pub fn validate(&self, accepted_kty: &[String]) -> ApiResult<()> {
         if let Some(t) = &self.trust_mark_type {
             check_type_name(t)?;
         }
         if let Some(o) = &self.trust_mark_owner {
-            o.validate()?;
+            o.validate(accepted_kty)?;
         }
         for i in self.trust_mark_issuers.iter().flatten() {
             i.validate()?;
@@ -84,7 +85,7 @@ pub async fn create(
     actor: Actor,
     Json(input): Json<TypeInput>,
 ) -> ApiResult<impl IntoResponse> {
-    input.validate()?;
+    input.validate(&cp.settings.federation.accept.key_types)?;
     let name = input
         .trust_mark_type
         .clone()
@@ -129,7 +130,7 @@ async fn update(
     actor: &Actor,
     input: TypeInput,
 ) -> ApiResult<TypeRecord> {
-    input.validate()?;
+    input.validate(&cp.settings.federation.accept.key_types)?;
     let mut w = cp.write(actor.name()).await;
     let t = find_type(cp, key).await?;
     let name = input
