@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use reqwest::Method;
 use serde_json::{Value, json};
+use pharos_shared::policy::WriteRules;
 
 use crate::admin::password_policy;
 use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
@@ -254,7 +255,13 @@ impl Writes {
         }
         if let Some(fe) = &plan.federation_entity {
             let doc = json!({ "federation_entity": fe });
-            documents::check(Doc::Metadata, &doc, &[]).map_err(|e| refused("metadata", e))?;
+            // The server's `federation.accept` lists are not known here: the strict default.
+            let rules = WriteRules {
+                crit: &[],
+                entity_types: &[],
+                operators: &[],
+            };
+            documents::check(Doc::Metadata, &doc, &rules).map_err(|e| refused("metadata", e))?;
         }
         let mut hints = Vec::new();
         for hint in &plan.authority_hints {
@@ -298,7 +305,7 @@ impl Writes {
 /// A trust anchor's body (with the keys just fetched) as `POST /trust-anchors` checks it.
 fn check_trust_anchor(body: &Value) -> Result<(), Failure> {
     use crate::admin::trust_anchors::TrustAnchorInput;
-    checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| b.check_new().map(drop))
+    checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| b.check_new(&[]).map(drop))
 }
 
 /// `body` parsed as the route's input type and run through the route's check.
