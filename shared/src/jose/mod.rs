@@ -24,7 +24,10 @@ pub use jws::{Decoded, check_typ, decode_unverified, sign};
 pub use key::{Signer, SigningKey};
 pub use key_file::{from_private_jwk, load_private_key};
 pub use thumbprint::thumbprint;
-pub use verify::verify;
+pub use verify::{
+    MAX_CANDIDATES_WITHOUT_KID, MAX_RSA_BITS, MAX_RSA_EXPONENT, MIN_RSA_BITS, verify,
+    verify_client_assertion,
+};
 
 use crate::{Error, Result};
 
