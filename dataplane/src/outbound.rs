@@ -147,6 +147,20 @@ impl Fetcher for HttpFetcher {
         let url = trust_mark_url(endpoint, trust_mark_type, sub)?;
         self.get_typed(&url, TRUST_MARK_CONTENT_TYPE).await
     }
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Option<T>> + Send {
+        crate::outbound::off_the_workers(work)
+    }
+}
+
+/// Runs CPU-bound verification on the blocking pool, so that the async workers keep serving
+/// while a large federation's chains are checked (see [`Fetcher::run_blocking`]).
+pub async fn off_the_workers<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    tokio::task::spawn_blocking(work).await.ok()
 }
 
 /// Media type of a trust mark response (§8.6.2).

@@ -55,7 +55,12 @@ fn jwks_of(claims: &Map<String, Value>) -> Option<Jwks> {
 
 /// Whether the anchor's `trust_mark_issuers` names `issuer` for `tm_type` (`None`: for any
 /// type).
-fn listed(anchor: &AnchorSpec, anchor_claims: &Map<String, Value>, issuer: &str, tm_type: Option<&str>) -> bool {
+fn listed(
+    anchor: &AnchorSpec,
+    anchor_claims: &Map<String, Value>,
+    issuer: &str,
+    tm_type: Option<&str>,
+) -> bool {
     let Some(Value::Object(by_type)) = mark_issuers(anchor_claims, anchor.interop.draft_shapes)
     else {
         return false;

@@ -27,7 +27,12 @@ async fn federation() -> (Fed, Map<String, Value>, Map<String, Value>) {
         .iter()
         .map(|iss| {
             let claims = json!({"iss": iss, "sub": leaf, "trust_mark_type": TYPE, "iat": NOW - 5});
-            let jwt = sign(fed.key(iss), "trust-mark+jwt", claims.as_object().unwrap(), None);
+            let jwt = sign(
+                fed.key(iss),
+                "trust-mark+jwt",
+                claims.as_object().unwrap(),
+                None,
+            );
             json!({"trust_mark_type": TYPE, "trust_mark": jwt.unwrap()})
         })
         .collect();
@@ -106,15 +111,27 @@ async fn self_signed_keys_verify_only_types_the_anchor_lists_the_issuer_for() {
         .await
         .unwrap();
     let claims = json!({"iss": gone, "sub": leaf, "trust_mark_type": other, "iat": NOW - 5});
-    let jwt = sign(fed.key(&gone), "trust-mark+jwt", claims.as_object().unwrap(), None).unwrap();
+    let jwt = sign(
+        fed.key(&gone),
+        "trust-mark+jwt",
+        claims.as_object().unwrap(),
+        None,
+    )
+    .unwrap();
     let entry = json!({"trust_mark_type": other, "trust_mark": jwt});
     let e = verify_mark(&entry, &leaf, &anchor, anchor_claims, &keys, NOW).unwrap_err();
     assert!(e.to_string().contains("not listed for the type"), "{e}");
     // Unlisted anywhere: not even fetched on its own word.
     let anchor_claims = json!({"trust_mark_issuers": {other: []}});
-    let e = issuer_keys(&fed.fetcher, &anchor, anchor_claims.as_object().unwrap(), &gone, NOW)
-        .await
-        .unwrap_err();
+    let e = issuer_keys(
+        &fed.fetcher,
+        &anchor,
+        anchor_claims.as_object().unwrap(),
+        &gone,
+        NOW,
+    )
+    .await
+    .unwrap_err();
     assert!(e.to_string().contains("has no trust chain to"), "{e}");
 }
 
@@ -126,14 +143,22 @@ async fn the_anchor_issuing_uses_its_own_keys_and_issuers_are_bounded_per_subjec
     let keys = issuer_keys(&fed.fetcher, &anchor, &anchor_claims, &ta, NOW)
         .await
         .unwrap();
-    assert_eq!((keys.trust, keys.keys), (IssuerTrust::Anchor, fed.jwks(&ta)));
+    assert_eq!(
+        (keys.trust, keys.keys),
+        (IssuerTrust::Anchor, fed.jwks(&ta))
+    );
     // Marks from many issuers the anchor admits ("anyone may issue"): only the first
     // MAX_ISSUERS_PER_SUBJECT are resolved, the rest left out without a fetch.
     let many: Vec<Value> = (0..MAX_ISSUERS_PER_SUBJECT + 3)
         .map(|i| {
             let iss = id(&format!("i{i}"));
             let claims = json!({"iss": iss, "sub": leaf, "trust_mark_type": TYPE, "iat": NOW});
-            let jwt = sign(fed.key(&iss), "trust-mark+jwt", claims.as_object().unwrap(), None);
+            let jwt = sign(
+                fed.key(&iss),
+                "trust-mark+jwt",
+                claims.as_object().unwrap(),
+                None,
+            );
             json!({"trust_mark_type": TYPE, "trust_mark": jwt.unwrap()})
         })
         .collect();
@@ -151,5 +176,9 @@ async fn the_anchor_issuing_uses_its_own_keys_and_issuers_are_bounded_per_subjec
     .await;
     assert!(marks.is_empty());
     assert_eq!(refused.len(), MAX_ISSUERS_PER_SUBJECT + 3);
-    assert_eq!(fed.fetches() - before, MAX_ISSUERS_PER_SUBJECT, "one EC fetch per issuer");
+    assert_eq!(
+        fed.fetches() - before,
+        MAX_ISSUERS_PER_SUBJECT,
+        "one EC fetch per issuer"
+    );
 }

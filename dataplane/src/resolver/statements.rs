@@ -168,4 +168,11 @@ impl<F: Fetcher + 'static> Fetcher for CachedFetcher<'_, F> {
         };
         self.cache.get(wanted, self.rule, self.now).await
     }
+
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Option<T>> + Send {
+        crate::outbound::off_the_workers(work)
+    }
 }

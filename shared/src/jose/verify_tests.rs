@@ -141,10 +141,17 @@ fn a_client_assertion_without_kid_tries_only_the_first_fitting_keys() {
     let no_kid = sign_raw(&k, json!({"alg": "ES256", "typ": "jwt"}));
     // Within the cap (keys of another type are not candidates): verifies.
     let mut within: Vec<&Jwk> = vec![rsa.public_jwk()];
-    within.extend(others.iter().take(MAX_CANDIDATES_WITHOUT_KID - 1).map(|o| o.public_jwk()));
+    within.extend(
+        others
+            .iter()
+            .take(MAX_CANDIDATES_WITHOUT_KID - 1)
+            .map(|o| o.public_jwk()),
+    );
     within.push(k.public_jwk());
     assert_eq!(
-        verify_client_assertion(&no_kid, &set(&within)).unwrap().claims,
+        verify_client_assertion(&no_kid, &set(&within))
+            .unwrap()
+            .claims,
         claims()
     );
     // Behind the cap: not tried.
@@ -173,7 +180,10 @@ fn rsa_keys_outside_the_size_and_exponent_bounds_are_refused_before_any_arithmet
     let mut huge = vec![0xffu8; 2048];
     huge[2047] |= 1;
     refused(&rsa_with(&k, "n", &huge), "RSA modulus of 16384 bits");
-    refused(&rsa_with(&k, "n", &huge[..1025]), "RSA modulus of 8200 bits");
+    refused(
+        &rsa_with(&k, "n", &huge[..1025]),
+        "RSA modulus of 8200 bits",
+    );
     // 1024 bits, even with leading zero bytes that do not count.
     let mut small = vec![0u8; 3];
     small.extend([0xffu8; 128]);
@@ -194,7 +204,9 @@ fn an_8192_bit_modulus_is_within_the_bounds() {
     let mut n = vec![0xffu8; 1024];
     n[1023] |= 1;
     // Not the signer's key, so the signature fails, but the bound let it through.
-    let e = verify(&token, &set(&[&rsa_with(&k, "n", &n)])).unwrap_err().to_string();
+    let e = verify(&token, &set(&[&rsa_with(&k, "n", &n)]))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("signature check failed"), "{e}");
 }
 

@@ -170,7 +170,10 @@ async fn trust_mark_through_an_anchor_needs_the_issuer_chained_to_it_unless_allo
     let Verdict::Deny(d) = &v else {
         panic!("{v:?}")
     };
-    assert!(d.error_description.contains("has no trust chain to"), "{d:?}");
+    assert!(
+        d.error_description.contains("has no trust chain to"),
+        "{d:?}"
+    );
     // The anchor's record allows listed issuers on their own word.
     env.anchors
         .get_mut(&id("ta"))
