@@ -39,6 +39,7 @@ mod enroll_request;
 mod entity_configuration;
 mod federation;
 mod fetch_list;
+mod hostile_keys;
 mod hostile_peers;
 mod http_cache;
 mod interop;

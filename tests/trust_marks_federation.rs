@@ -72,6 +72,18 @@ async fn a_mark_issued_by_pharos_is_held_resolved_and_seen_by_an_independent_cli
     ok(&issuer, Method::POST, &path, json!({"entity_id": l_id})).await;
     let issuer_keys: Jwks =
         serde_json::from_value(issuer.entity_configuration().await.claims["jwks"].clone()).unwrap();
+    // A trust mark issuer is trusted through its own chain to the anchor (§7.3): the issuer
+    // is the anchor's subordinate too.
+    let sub = json!({"entity_id": i_id, "jwks": issuer_keys});
+    ok(&ta, Method::POST, "/subordinates", sub).await;
+    let hint = json!({"entity_id": ta_id});
+    ok(
+        &issuer,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
 
     // The leaf: under the anchor, holding the issuer's mark.
     let hint = json!({"entity_id": ta_id});

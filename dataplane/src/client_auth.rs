@@ -62,7 +62,7 @@ pub async fn authenticate(
     let cfg = resolve_config(snap).unwrap_or(&DEFAULT);
     self_signed(dp, cfg, assertion, &checked.client, now).await?;
     let keys = client_keys(dp, cfg, entry, snap, &checked.client, now).await?;
-    jose::verify(assertion, &keys)
+    jose::verify_client_assertion(assertion, &keys)
         .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))?;
     if !dp
         .replay
@@ -183,7 +183,7 @@ async fn self_signed(
         .and_then(|j| serde_json::from_value(j).ok())
         .ok_or_else(|| unauthorized("the client's entity configuration has no jwks"))?;
     jose::verify(&ec, &jwks).map_err(|_| unknown())?;
-    jose::verify(assertion, &jwks)
+    jose::verify_client_assertion(assertion, &jwks)
         .map(|_| ())
         .map_err(|e| unauthorized(format!("client_assertion signature: {e}")))
 }

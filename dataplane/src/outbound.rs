@@ -175,6 +175,21 @@ impl Fetcher for HttpFetcher {
         self.post_form_typed(endpoint, &form, TRUST_MARK_STATUS_CONTENT_TYPE)
             .await
     }
+
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Option<T>> + Send {
+        crate::outbound::off_the_workers(work)
+    }
+}
+
+/// Runs CPU-bound verification on the blocking pool, so that the async workers keep serving
+/// while a large federation's chains are checked (see [`Fetcher::run_blocking`]).
+pub async fn off_the_workers<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    tokio::task::spawn_blocking(work).await.ok()
 }
 
 /// Media type of a trust mark status response (§8.4.2).

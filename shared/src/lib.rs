@@ -28,5 +28,6 @@ pub mod time;
 pub mod trust_mark;
 pub mod trust_mark_holder;
 pub mod trust_mark_issuer;
+pub mod trust_mark_issuer_keys;
 
 pub use error::{Error, Result};

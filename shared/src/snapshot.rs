@@ -190,6 +190,9 @@ pub struct TrustAnchor {
     pub key_poll_interval: i64,
     /// This anchor's override of `federation.anchor_ec_constraints` (`None`: the setting).
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+    /// Trust Mark Issuers this anchor lists may be trusted on their self-signed Entity
+    /// Configuration when they have no trust chain to it (off by default).
+    pub trust_mark_issuer_self_signed: bool,
 }
 
 /// The trust anchor repository: every anchor and its keys, read live by every usage, and the

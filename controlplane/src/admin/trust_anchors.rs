@@ -48,6 +48,10 @@ pub struct TrustAnchorRecord {
     /// Configuration; null follows `federation.anchor_ec_constraints` (`docs/interop.md`).
     #[schema(value_type = Option<AnchorEcConstraintsValue>)]
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+    /// Trust Mark Issuers this anchor lists in `trust_mark_issuers` are trusted on their
+    /// self-signed Entity Configuration when they have no trust chain to it (default false:
+    /// the chain is required, `docs/roles/resolver.md`).
+    pub trust_mark_issuer_self_signed: bool,
 }
 
 /// The values of `anchor_ec_constraints`, for the OpenAPI document (the type itself lives in
@@ -75,6 +79,7 @@ impl From<TrustAnchorRow> for TrustAnchorRecord {
             enable_jwks_update: r.enable_jwks_update,
             key_poll_interval: r.key_poll_interval,
             anchor_ec_constraints: r.anchor_ec_constraints,
+            trust_mark_issuer_self_signed: r.trust_mark_issuer_self_signed,
         }
     }
 }
@@ -99,6 +104,11 @@ pub struct TrustAnchorInput {
     #[serde(default)]
     #[schema(value_type = Option<AnchorEcConstraintsValue>)]
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+    /// Trust Mark Issuers this anchor lists in `trust_mark_issuers` may be trusted on their
+    /// self-signed Entity Configuration when they have no trust chain to it; absent: false
+    /// (the issuer must chain to the anchor).
+    #[serde(default)]
+    pub trust_mark_issuer_self_signed: bool,
 }
 
 /// Checks a JWK Set given for a trust anchor, subordinate or trust mark owner (the shared
@@ -196,6 +206,7 @@ pub async fn create(
             enable_jwks_update: input.enable_jwks_update,
             key_poll_interval: input.key_poll_interval,
             anchor_ec_constraints: input.anchor_ec_constraints,
+            trust_mark_issuer_self_signed: input.trust_mark_issuer_self_signed,
         },
         now,
     )
@@ -245,6 +256,7 @@ pub async fn update(
             enable_jwks_update: input.enable_jwks_update,
             key_poll_interval: input.key_poll_interval,
             anchor_ec_constraints: input.anchor_ec_constraints,
+            trust_mark_issuer_self_signed: input.trust_mark_issuer_self_signed,
         },
         now,
     )

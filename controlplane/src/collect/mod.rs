@@ -16,25 +16,17 @@ pub mod walk;
 
 use pharos_dataplane::outbound::HttpFetcher;
 use pharos_shared::Result;
+use pharos_shared::chain::Fetcher;
 
-/// Where a walk gets its documents: Entity Configurations and subordinate listings. The
-/// collector uses [`HttpFetcher`]; the trait keeps the walk testable over in-memory fakes.
-pub trait Source: Send + Sync {
-    /// The Entity Configuration JWT of `entity_id`.
-    fn entity_configuration(
-        &self,
-        entity_id: &str,
-    ) -> impl std::future::Future<Output = Result<String>> + Send;
+/// Where a walk gets its documents: statements (a [`Fetcher`], also for the trust chains
+/// of Trust Mark Issuers) and subordinate listings. The collector uses [`HttpFetcher`]; the
+/// trait keeps the walk testable over in-memory fakes.
+pub trait Source: Fetcher {
     /// The body of a subordinate listing at `url` (a JSON array of entity identifiers).
     fn list(&self, url: &str) -> impl std::future::Future<Output = Result<String>> + Send;
 }
 
 impl Source for HttpFetcher {
-    async fn entity_configuration(&self, entity_id: &str) -> Result<String> {
-        self.get(&pharos_dataplane::outbound::configuration_url(entity_id))
-            .await
-    }
-
     async fn list(&self, url: &str) -> Result<String> {
         self.get_typed(url, "application/json").await
     }

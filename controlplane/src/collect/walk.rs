@@ -10,7 +10,8 @@
 //!
 //! Trust Marks are kept only when they verify against the Trust Anchor's Entity
 //! Configuration (its `trust_mark_issuers`/`trust_mark_owners`) with the issuer's keys,
-//! under the anchor's interoperation rules.
+//! established through a trust chain to the same anchor, under the anchor's interoperation
+//! rules.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
@@ -20,8 +21,9 @@ use pharos_shared::chain::AnchorSpec;
 use pharos_shared::collection::extract::entity_info;
 use pharos_shared::collection::{CollectedMark, EntityInfo};
 use pharos_shared::config::FederationSettings;
-use pharos_shared::jose::{self, Jwks};
+use pharos_shared::jose;
 use pharos_shared::trust_mark;
+use pharos_shared::trust_mark_issuer_keys::{self, IssuerKeys};
 use serde_json::{Map, Value};
 
 use super::Source;
@@ -68,7 +70,6 @@ pub struct Walked {
 /// An Entity fetched, before its Trust Marks are checked.
 struct Found {
     info: EntityInfo,
-    keys: Jwks,
     list: Option<String>,
     marks: Vec<(Value, String)>,
 }
@@ -83,7 +84,7 @@ pub async fn walk<S: Source>(
     now: i64,
 ) -> Result<Walked, String> {
     let ta = anchor.entity_id.as_str();
-    let (anchor_claims, anchor_keys) = anchor_configuration(src, anchor, limits, now).await?;
+    let anchor_claims = anchor_configuration(src, anchor, limits, now).await?;
     let draft = anchor.interop.draft_shapes;
     let mut fetches = 1usize;
     let mut visited: HashSet<String> = HashSet::from([ta.to_owned()]);
@@ -138,13 +139,19 @@ pub async fn walk<S: Source>(
             }
         }
     }
-    let keys = issuer_keys(src, ta, &anchor_keys, &found, limits, now).await;
+    let keys = issuer_keys(src, anchor, &anchor_claims, &found, limits, now).await;
     walked.entities = found
         .into_iter()
         .map(|f| {
             let mut info = f.info;
-            info.trust_marks =
-                verified(&f.marks, &info.entity_id, &anchor_claims, &keys, now, draft);
+            info.trust_marks = verified(
+                &f.marks,
+                &info.entity_id,
+                anchor,
+                &anchor_claims,
+                &keys,
+                now,
+            );
             info
         })
         .collect();
@@ -161,17 +168,17 @@ async fn timed<T>(
     }
 }
 
-/// The anchor's EC claims and keys: self-signed, current, and signed with a pinned key when
+/// The anchor's EC claims: self-signed, current, and signed with a pinned key when
 /// the repository holds the anchor's keys.
 async fn anchor_configuration<S: Source>(
     src: &S,
     anchor: &AnchorSpec,
     limits: &Limits,
     now: i64,
-) -> Result<(Map<String, Value>, Jwks), String> {
+) -> Result<Map<String, Value>, String> {
     let ta = anchor.entity_id.as_str();
     let jws = timed(limits.fetch_timeout, src.entity_configuration(ta)).await?;
-    let keys = trust_mark::self_signed_keys(&jws, ta, now).map_err(|e| e.to_string())?;
+    trust_mark::self_signed_keys(&jws, ta, now).map_err(|e| e.to_string())?;
     if let Some(pinned) = &anchor.jwks {
         jose::verify(&jws, pinned)
             .map_err(|e| format!("not signed with the trust anchor's known keys: {e}"))?;
@@ -179,7 +186,7 @@ async fn anchor_configuration<S: Source>(
     let claims = jose::decode_unverified(&jws)
         .map_err(|e| e.to_string())?
         .claims;
-    Ok((claims, keys))
+    Ok(claims)
 }
 
 fn list_endpoint(claims: &Map<String, Value>) -> Option<String> {
@@ -209,7 +216,7 @@ async fn member<S: Source>(
     draft: bool,
 ) -> Result<Found, String> {
     let jws = timed(t, src.entity_configuration(id)).await?;
-    let keys = trust_mark::self_signed_keys(&jws, id, now).map_err(|e| e.to_string())?;
+    trust_mark::self_signed_keys(&jws, id, now).map_err(|e| e.to_string())?;
     let claims = jose::decode_unverified(&jws)
         .map_err(|e| e.to_string())?
         .claims;
@@ -219,54 +226,55 @@ async fn member<S: Source>(
         .collect();
     Ok(Found {
         info: entity_info(id, &claims, Vec::new()),
-        keys,
         list: list_endpoint(&claims),
         marks,
     })
 }
 
-/// The keys of every Trust Mark issuer named by a candidate mark: the anchor's and the
-/// collected Entities' from their configurations, others fetched (once each, bounded).
+/// Most distinct Trust Mark Issuers one walk resolves: each costs a trust chain to the
+/// anchor (up to [`pharos_shared::chain::MAX_FETCHES`] fetches). Marks of further issuers are
+/// left out, with a warning.
+pub const MAX_TRUST_MARK_ISSUERS: usize = 1_000;
+
+/// The keys of every Trust Mark issuer named by a candidate mark, each established once
+/// through a trust chain to the anchor ([`trust_mark_issuer_keys::issuer_keys`], the rule the
+/// resolver and the checkers apply), a few at a time. An issuer without keys is logged.
 async fn issuer_keys<S: Source>(
     src: &S,
-    ta: &str,
-    anchor_keys: &Jwks,
+    anchor: &AnchorSpec,
+    anchor_claims: &Map<String, Value>,
     found: &[Found],
     limits: &Limits,
     now: i64,
-) -> HashMap<String, Jwks> {
-    let mut keys: HashMap<String, Jwks> = HashMap::new();
-    let wanted: HashSet<&str> = found
+) -> HashMap<String, IssuerKeys> {
+    let ta = anchor.entity_id.as_str();
+    let mut wanted: Vec<String> = found
         .iter()
         .flat_map(|f| f.marks.iter().map(|(_, i)| i.as_str()))
+        .collect::<HashSet<&str>>()
+        .into_iter()
+        .map(str::to_owned)
         .collect();
-    let own: HashMap<&str, &Jwks> = found
-        .iter()
-        .map(|f| (f.info.entity_id.as_str(), &f.keys))
-        .collect();
-    let mut missing = Vec::new();
-    for issuer in wanted {
-        if issuer == ta {
-            keys.insert(issuer.to_owned(), anchor_keys.clone());
-        } else if let Some(k) = own.get(issuer) {
-            keys.insert(issuer.to_owned(), (*k).clone());
-        } else {
-            missing.push(issuer.to_owned());
-        }
+    if wanted.len() > MAX_TRUST_MARK_ISSUERS {
+        tracing::warn!(trust_anchor = %ta, issuers = wanted.len(), "entity collection: only the first {MAX_TRUST_MARK_ISSUERS} trust mark issuers are resolved");
+        wanted.sort_unstable();
+        wanted.truncate(MAX_TRUST_MARK_ISSUERS);
     }
-    missing.truncate(limits.max_entities);
-    let fetched: Vec<_> = stream::iter(missing)
+    // A chain is a few fetches, each under the fetcher's own timeout; this bounds the whole.
+    let deadline = limits.fetch_timeout.saturating_mul(4);
+    let fetched: Vec<_> = stream::iter(wanted)
         .map(|issuer| async move {
-            let r = timed(limits.fetch_timeout, src.entity_configuration(&issuer))
-                .await
-                .and_then(|jws| {
-                    trust_mark::self_signed_keys(&jws, &issuer, now).map_err(|e| e.to_string())
-                });
+            let r = timed(
+                deadline,
+                trust_mark_issuer_keys::issuer_keys(src, anchor, anchor_claims, &issuer, now),
+            )
+            .await;
             (issuer, r)
         })
         .buffer_unordered(limits.parallel.max(1))
         .collect()
         .await;
+    let mut keys = HashMap::new();
     for (issuer, r) in fetched {
         match r {
             Ok(k) => {
@@ -283,16 +291,17 @@ async fn issuer_keys<S: Source>(
 fn verified(
     candidates: &[(Value, String)],
     subject: &str,
+    anchor: &AnchorSpec,
     anchor_claims: &Map<String, Value>,
-    keys: &HashMap<String, Jwks>,
+    keys: &HashMap<String, IssuerKeys>,
     now: i64,
-    draft: bool,
 ) -> Vec<CollectedMark> {
     candidates
         .iter()
         .filter_map(|(entry, issuer)| {
             let k = keys.get(issuer)?;
-            match trust_mark::verify(entry, subject, anchor_claims, k, now, draft) {
+            match trust_mark_issuer_keys::verify_mark(entry, subject, anchor, anchor_claims, k, now)
+            {
                 Ok(m) => Some(CollectedMark {
                     trust_mark_type: m.trust_mark_type,
                     trust_mark: m.trust_mark,

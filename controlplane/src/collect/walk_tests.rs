@@ -50,7 +50,7 @@ impl Fake {
     }
 }
 
-impl Source for Fake {
+impl pharos_shared::chain::Fetcher for Fake {
     async fn entity_configuration(&self, entity_id: &str) -> pharos_shared::Result<String> {
         self.ecs
             .get(entity_id)
@@ -58,6 +58,12 @@ impl Source for Fake {
             .ok_or_else(|| Error::Fetch(format!("{entity_id}: 404")))
     }
 
+    async fn subordinate_statement(&self, ep: &str, sub: &str) -> pharos_shared::Result<String> {
+        Err(Error::Fetch(format!("{ep}?sub={sub}: 404")))
+    }
+}
+
+impl Source for Fake {
     async fn list(&self, url: &str) -> pharos_shared::Result<String> {
         let l = self
             .lists
@@ -72,6 +78,7 @@ fn anchor(id: &str) -> AnchorSpec {
         entity_id: id.into(),
         jwks: None,
         interop: Interop::default(),
+        ..AnchorSpec::default()
     }
 }
 

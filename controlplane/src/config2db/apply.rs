@@ -177,6 +177,7 @@ pub async fn execute(db: &Db, plan: &Plan, decisions: &[Decision], now: i64) -> 
             enable_jwks_update: a.enable_jwks_update,
             key_poll_interval: a.key_poll_interval,
             anchor_ec_constraints: None,
+            trust_mark_issuer_self_signed: false,
         };
         match &d.change {
             Change::Create => ta_repo::insert(db, &mut tx, &w, now).await?,
@@ -184,6 +185,7 @@ pub async fn execute(db: &Db, plan: &Plan, decisions: &[Decision], now: i64) -> 
                 if let Some(row) = existing_anchors.iter().find(|r| r.entity_id == a.entity_id) {
                     // The override is not a legacy setting: keep what the operator chose.
                     w.anchor_ec_constraints = row.anchor_ec_constraints;
+                    w.trust_mark_issuer_self_signed = row.trust_mark_issuer_self_signed;
                     ta_repo::update(db, &mut tx, row.id, &w, now).await?;
                 }
             }
@@ -246,6 +248,7 @@ mod tests {
             enable_jwks_update: enable,
             key_poll_interval: 0,
             anchor_ec_constraints: None,
+            trust_mark_issuer_self_signed: false,
             created_at: 0,
             updated_at: 0,
         }

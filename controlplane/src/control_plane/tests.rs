@@ -37,6 +37,7 @@ async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
         enable_jwks_update: false,
         key_poll_interval: 0,
         anchor_ec_constraints: None,
+        trust_mark_issuer_self_signed: false,
     };
     trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
         .await
@@ -125,6 +126,7 @@ async fn a_dropped_write_rolls_back_and_publishes_nothing() {
             enable_jwks_update: false,
             key_poll_interval: 0,
             anchor_ec_constraints: None,
+            trust_mark_issuer_self_signed: false,
         };
         trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
             .await

@@ -226,6 +226,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0013_stats_batches.sql"),
         ],
     ),
+    (
+        14,
+        "anchor_trust_mark_issuers",
+        [
+            include_str!("../../../migrations/sqlite/0014_anchor_trust_mark_issuers.sql"),
+            include_str!("../../../migrations/mysql/0014_anchor_trust_mark_issuers.sql"),
+            include_str!("../../../migrations/postgres/0014_anchor_trust_mark_issuers.sql"),
+        ],
+    ),
 ];
 
 impl Db {

@@ -22,6 +22,9 @@ pub struct TrustAnchorRow {
     pub key_poll_interval: i64,
     /// Override of `federation.anchor_ec_constraints` (`None`: the setting).
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+    /// Listed Trust Mark Issuers without a trust chain to the anchor are trusted on their
+    /// self-signed Entity Configuration.
+    pub trust_mark_issuer_self_signed: bool,
     /// Creation time.
     pub created_at: i64,
     /// Last update time.
@@ -44,6 +47,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
         enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
         key_poll_interval: r.try_get("key_poll_interval")?,
         anchor_ec_constraints,
+        trust_mark_issuer_self_signed: r.try_get::<i64, _>("trust_mark_issuer_self_signed")? != 0,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -53,7 +57,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
 pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
-         created_at, updated_at \
+         trust_mark_issuer_self_signed, created_at, updated_at \
          FROM trust_anchors ORDER BY entity_id",
     ))
     .fetch_all(&db.pool)
@@ -65,7 +69,7 @@ pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
 pub async fn get(db: &Db, entity_id: &str) -> Result<Option<TrustAnchorRow>> {
     let row = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
-         created_at, updated_at \
+         trust_mark_issuer_self_signed, created_at, updated_at \
          FROM trust_anchors WHERE entity_id = ?",
     ))
     .bind(entity_id)
@@ -87,6 +91,9 @@ pub struct TrustAnchorWrite {
     pub key_poll_interval: i64,
     /// Override of `federation.anchor_ec_constraints` (`None`: the setting).
     pub anchor_ec_constraints: Option<AnchorEcConstraints>,
+    /// Listed Trust Mark Issuers without a trust chain to the anchor are trusted on their
+    /// self-signed Entity Configuration.
+    pub trust_mark_issuer_self_signed: bool,
 }
 
 fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
@@ -99,13 +106,15 @@ fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i64) -> Result<()> {
     sqlx::query(db.sql(
         "INSERT INTO trust_anchors (entity_id, jwks, enable_jwks_update, key_poll_interval, \
-         anchor_ec_constraints, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+         anchor_ec_constraints, trust_mark_issuer_self_signed, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     ))
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
     .bind(flag(w.enable_jwks_update))
     .bind(w.key_poll_interval)
     .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
+    .bind(flag(w.trust_mark_issuer_self_signed))
     .bind(now)
     .bind(now)
     .execute(&mut *c)
@@ -124,13 +133,14 @@ pub async fn update(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, \
-         anchor_ec_constraints = ?, updated_at = ? WHERE id = ?",
+         anchor_ec_constraints = ?, trust_mark_issuer_self_signed = ?, updated_at = ? WHERE id = ?",
     ))
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
     .bind(flag(w.enable_jwks_update))
     .bind(w.key_poll_interval)
     .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
+    .bind(flag(w.trust_mark_issuer_self_signed))
     .bind(now)
     .bind(id)
     .execute(&mut *c)

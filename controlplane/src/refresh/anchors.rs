@@ -93,6 +93,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 enable_jwks_update: row.enable_jwks_update,
                 key_poll_interval: row.key_poll_interval,
                 anchor_ec_constraints: row.anchor_ec_constraints,
+                trust_mark_issuer_self_signed: row.trust_mark_issuer_self_signed,
             };
             trust_anchors::update(&self.cp.db, tx, row.id, &update, now).await?;
             w.touch(Section::TrustAnchors);

@@ -110,6 +110,7 @@ async fn add_anchor(r: &Refreshers<Memory>, jwks: Option<Jwks>, interval: i64) {
         enable_jwks_update: true,
         key_poll_interval: interval,
         anchor_ec_constraints: None,
+        trust_mark_issuer_self_signed: false,
     };
     let mut wr = cp.write(None).await;
     let tx = wr.tx().await.unwrap();

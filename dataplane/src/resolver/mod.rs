@@ -29,7 +29,8 @@ use pharos_shared::chain::{
 };
 use pharos_shared::endpoint::{EndpointConfig, EndpointType, ResolveConfig};
 use pharos_shared::snapshot::Snapshot;
-use pharos_shared::trust_mark::{self, VerifiedTrustMark};
+use pharos_shared::trust_mark::VerifiedTrustMark;
+use pharos_shared::trust_mark_issuer_keys;
 use pharos_shared::{Error, Result};
 
 use statements::{CachedFetcher, StatementCache};
@@ -94,6 +95,7 @@ impl Query {
                 .unwrap_or_default()
                 .hash(&mut h);
             a.interop.hash(&mut h);
+            a.trust_mark_issuer_self_signed.hash(&mut h);
             k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
         }
         k.push('\n');
@@ -341,12 +343,13 @@ impl<F: Fetcher + 'static> Resolver<F> {
             max_depth: DEFAULT_MAX_DEPTH,
         };
         let chain = chain::resolve(fetcher, &req).await?;
-        let draft_shapes = q
+        let anchor = q
             .anchors
             .iter()
             .find(|a| a.entity_id == chain.trust_anchor)
-            .is_some_and(|a| a.interop.draft_shapes);
-        let marks = verified_marks(fetcher, &chain, now, draft_shapes).await;
+            .cloned()
+            .unwrap_or_default();
+        let marks = verified_marks(fetcher, &chain, &anchor, now).await;
         let mut resolution = Resolution::new(chain, marks, now);
         if fetcher.used_ours() {
             resolution.generation = Some(q.local.generation);
@@ -401,36 +404,32 @@ mod json_len {
 }
 
 /// The subject's Trust Marks that the chosen anchor admits (`trust_mark_issuers`) and that
-/// verify with their issuer's keys (taken from the issuer's own, cached, Entity
-/// Configuration), including delegation when the anchor names an owner. Others are dropped.
-/// `draft_shapes`: whether marks may name their type as earlier drafts did (the chosen
-/// anchor's rule).
+/// verify with their issuer's keys, established through a trust chain to the same anchor
+/// ([`trust_mark_issuer_keys`]; statements through the same cache), including delegation
+/// when the anchor names an owner. Others are dropped.
 async fn verified_marks<F: Fetcher + 'static>(
     fetcher: &CachedFetcher<'_, F>,
     chain: &ResolvedChain,
+    anchor: &AnchorSpec,
     now: i64,
-    draft_shapes: bool,
 ) -> Vec<VerifiedTrustMark> {
     let subject = chain.subject_claims.get("sub").and_then(|s| s.as_str());
     let Some(subject) = subject else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    let draft = draft_shapes;
-    for (entry, issuer) in
-        trust_mark::candidates(&chain.subject_claims, &chain.anchor_claims, draft)
-    {
-        let checked = async {
-            let ec = fetcher.entity_configuration(&issuer).await?;
-            let keys = trust_mark::self_signed_keys(&ec, &issuer, now)?;
-            trust_mark::verify(entry, subject, &chain.anchor_claims, &keys, now, draft)
-        };
-        match checked.await {
-            Ok(m) => out.push(m),
-            Err(e) => tracing::debug!(error = %e, %issuer, "trust mark left out"),
-        }
+    let (marks, refused) = trust_mark_issuer_keys::verified_marks(
+        fetcher,
+        anchor,
+        &chain.anchor_claims,
+        &chain.subject_claims,
+        subject,
+        now,
+    )
+    .await;
+    for e in refused {
+        tracing::debug!(error = %e, %subject, "trust mark left out");
     }
-    out
+    marks
 }
 
 /// The `resolve` endpoint's configuration in `snap`, if the endpoint exists.
@@ -480,6 +479,11 @@ pub fn anchor_spec(snap: &Snapshot, entity_id: &str) -> AnchorSpec {
             .get(entity_id)
             .and_then(|a| a.jwks.clone()),
         interop: snap.trust_anchors.interop(entity_id),
+        trust_mark_issuer_self_signed: snap
+            .trust_anchors
+            .by_id
+            .get(entity_id)
+            .is_some_and(|a| a.trust_mark_issuer_self_signed),
     }
 }
 

@@ -281,4 +281,11 @@ impl<F: Fetcher + 'static> Fetcher for CachedFetcher<'_, F> {
         })
         .await
     }
+
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl std::future::Future<Output = Option<T>> + Send {
+        crate::outbound::off_the_workers(work)
+    }
 }

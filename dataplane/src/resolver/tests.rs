@@ -103,7 +103,12 @@ impl Upstream {
             ),
             "tmi" => self.statement(
                 &self.tmi,
-                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi)}),
+                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi), "authority_hints": [TA]}),
+            ),
+            // The issuer is trusted through its own chain to the anchor.
+            "ss-tmi" => self.statement(
+                &self.ta,
+                json!({"iss": TA, "sub": TMI, "jwks": jwks(&self.tmi)}),
             ),
             "leaf" => {
                 let mut c = json!({"iss": LEAF, "sub": LEAF, "jwks": jwks(&self.leaf), "authority_hints": [TA],
@@ -131,8 +136,8 @@ impl Fetcher for Upstream {
         self.serve(what).await
     }
 
-    async fn subordinate_statement(&self, _endpoint: &str, _sub: &str) -> Result<String> {
-        self.serve("ss").await
+    async fn subordinate_statement(&self, _endpoint: &str, sub: &str) -> Result<String> {
+        self.serve(if sub == TMI { "ss-tmi" } else { "ss" }).await
     }
 }
 

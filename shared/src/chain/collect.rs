@@ -64,6 +64,18 @@ pub trait Fetcher: Send + Sync {
             ))
         }
     }
+
+    /// Runs `work`, CPU-bound verification (every candidate chain's signatures, which a
+    /// hostile federation can multiply), where it does not stall the tasks that fetch:
+    /// the planes' fetchers hand it to the async runtime's blocking pool. `None` when the
+    /// work could not finish there (it panicked or the runtime is shutting down). The
+    /// default runs it in place, for the tests' in-memory fetchers.
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = Option<T>> + Send {
+        std::future::ready(Some(work()))
+    }
 }
 
 /// A candidate chain: compact JWSs from the subject's EC to the anchor's EC, plus the index of

@@ -81,6 +81,11 @@ pub struct AnchorSpec {
     /// The draft-era leniencies in force for chains to this anchor (settings and the trust
     /// anchor record; see [`crate::interop`]).
     pub interop: Interop,
+    /// Whether a Trust Mark Issuer this anchor lists in `trust_mark_issuers` may be trusted
+    /// on its self-signed Entity Configuration when it has no trust chain to the anchor (the
+    /// trust anchor record's `trust_mark_issuer_self_signed`, off by default; see
+    /// [`crate::trust_mark_issuer_keys`]).
+    pub trust_mark_issuer_self_signed: bool,
 }
 
 /// What [`resolve`] needs: one request of the resolve endpoint, plus the clock and the depth

@@ -5,9 +5,9 @@ use std::cmp::Reverse;
 
 use serde_json::Value;
 
-use super::collect::collect;
+use super::collect::{Collected, collect};
 use super::validate::{ValidatedChain, validate_chain};
-use super::{Fetcher, ResolveRequest, ResolvedChain, invalid};
+use super::{AnchorSpec, Fetcher, ResolveRequest, ResolvedChain, invalid};
 use crate::{Error, Result};
 
 /// Sort key of a valid chain, smallest wins: length, later expiry, anchor order, discovery.
@@ -33,6 +33,46 @@ pub async fn resolve<F: Fetcher>(fetcher: &F, req: &ResolveRequest<'_>) -> Resul
         ));
     }
     let collected = collect(fetcher, req).await?;
+    let owned = OwnedRequest::from(req);
+    fetcher
+        .run_blocking(move || choose(collected, &owned.borrow()))
+        .await
+        .unwrap_or_else(|| Err(invalid("trust chain validation did not finish")))
+}
+
+/// A [`ResolveRequest`] that can travel to another thread with the work.
+struct OwnedRequest {
+    subject: String,
+    anchors: Vec<AnchorSpec>,
+    entity_types: Vec<String>,
+    now: i64,
+    max_depth: usize,
+}
+
+impl OwnedRequest {
+    fn from(req: &ResolveRequest<'_>) -> Self {
+        Self {
+            subject: req.subject.to_owned(),
+            anchors: req.anchors.to_vec(),
+            entity_types: req.entity_types.to_vec(),
+            now: req.now,
+            max_depth: req.max_depth,
+        }
+    }
+
+    fn borrow(&self) -> ResolveRequest<'_> {
+        ResolveRequest {
+            subject: &self.subject,
+            anchors: &self.anchors,
+            entity_types: &self.entity_types,
+            now: self.now,
+            max_depth: self.max_depth,
+        }
+    }
+}
+
+/// Validate every collected candidate (§10.2) and choose among the valid ones (§10.3).
+fn choose(collected: Collected, req: &ResolveRequest<'_>) -> Result<ResolvedChain> {
     let mut failures = collected.failures;
     let mut metadata_error = None;
     let mut best: Option<(Preference, ValidatedChain)> = None;

@@ -4,8 +4,8 @@
 //!
 //! - With `trust_anchors`: each anchor (from the repository) has its Entity Configuration
 //!   fetched and verified (pinned keys, else self-signed); the mark must come from an issuer
-//!   its `trust_mark_issuers` admits, verify with that issuer's keys (from the issuer's own
-//!   Entity Configuration), and carry a delegation from the owner its `trust_mark_owners`
+//!   its `trust_mark_issuers` admits, verify with that issuer's keys (established through a
+//!   trust chain to that anchor, [`crate::trust_mark_issuer_keys`]), and carry a delegation from the owner its `trust_mark_owners`
 //!   names, if any — exactly what a resolver applies ([`crate::trust_mark`]).
 //! - With `trust_mark_issuer_jwks`: verified with those keys directly; delegation checked
 //!   against `trust_mark_owner` when configured (then required), and a mark carrying a
@@ -17,7 +17,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Candidate, CheckEnv, Denial, TrustMarkCheck, Verdict};
 use crate::chain::{self, Fetcher};
-use crate::trust_mark::{candidates, mark_type, self_signed_keys, verify};
+use crate::trust_mark::{candidates, mark_type, verify};
+use crate::trust_mark_issuer_keys::verified_marks;
 
 /// Runs a `trust_mark` check.
 pub(super) async fn check<E: CheckEnv>(
@@ -110,30 +111,23 @@ async fn verify_through_anchor<E: CheckEnv>(
         .unwrap_or_default();
     let subject_claims = json!({"trust_marks": entries});
     let subject_claims = subject_claims.as_object().cloned().unwrap_or_default();
-    let admitted = candidates(&subject_claims, &anchor_claims, anchor.interop.draft_shapes);
-    if admitted.is_empty() {
+    if candidates(&subject_claims, &anchor_claims, anchor.interop.draft_shapes).is_empty() {
         return Err("its trust_mark_issuers admits no issuer of the entity's marks".into());
     }
-    let mut reasons = Vec::new();
-    for (entry, issuer) in admitted {
-        let checked = async {
-            let ec = env.fetcher().entity_configuration(&issuer).await?;
-            let keys = self_signed_keys(&ec, &issuer, now)?;
-            verify(
-                entry,
-                subject,
-                &anchor_claims,
-                &keys,
-                now,
-                anchor.interop.draft_shapes,
-            )
-        };
-        match checked.await {
-            Ok(_) => return Ok(()),
-            Err(e) => reasons.push(e.to_string()),
-        }
+    let (marks, refused) = verified_marks(
+        env.fetcher(),
+        &anchor,
+        &anchor_claims,
+        &subject_claims,
+        subject,
+        now,
+    )
+    .await;
+    if marks.is_empty() {
+        Err(refused.join("; "))
+    } else {
+        Ok(())
     }
-    Err(reasons.join("; "))
 }
 
 fn deny(why: impl Into<String>) -> Verdict {

@@ -29,7 +29,10 @@ pub use public_key::{
     parse_public_key, parse_public_key_set,
 };
 pub use thumbprint::thumbprint;
-pub use verify::verify;
+pub use verify::{
+    MAX_CANDIDATES_WITHOUT_KID, MAX_RSA_BITS, MAX_RSA_EXPONENT, MIN_RSA_BITS, verify,
+    verify_client_assertion,
+};
 
 use crate::{Error, Result};
 

@@ -4,7 +4,7 @@ use josekit::jws::{self, JwsVerifier};
 use serde_json::Value;
 
 use super::jws::split;
-use super::{Algorithm, Decoded, Jwk, Jwks, str_member};
+use super::{Algorithm, Decoded, Jwk, Jwks, b64_decode, str_member};
 use crate::{Error, Result};
 
 /// Builds a josekit verifier for one public JWK, after Pharos's own checks.
@@ -21,6 +21,9 @@ fn verifier_for(alg: Algorithm, key: &Jwk) -> Result<Box<dyn JwsVerifier>> {
                 "key {kid:?} is for alg {other}, not {alg}"
             )));
         }
+    }
+    if str_member(key, "kty") == Some("RSA") {
+        check_rsa_bounds(key, kid)?;
     }
     // `alg` was checked above; josekit would reject the RFC 9864 names it does not know.
     let mut map = key.clone();
@@ -47,16 +50,56 @@ fn verifier_for(alg: Algorithm, key: &Jwk) -> Result<Box<dyn JwsVerifier>> {
     verifier.map_err(|e| Error::Jws(format!("key {kid:?} unusable for {alg}: {e}")))
 }
 
-/// Verifies a compact JWS against a key set and returns its decoded parts.
+/// Smallest RSA modulus accepted for verification, in bits: what NIST SP 800-57 still allows
+/// and what Pharos itself generates ([`super::SigningKey::generate`] refuses less).
+pub const MIN_RSA_BITS: usize = 2048;
+/// Largest RSA modulus accepted for verification, in bits. Verification cost grows with the
+/// square of the modulus; no federation key in use is larger than 4096 bits, 8192 leaves room
+/// and keeps one verification under a millisecond.
+pub const MAX_RSA_BITS: usize = 8192;
+/// Largest RSA public exponent accepted (exclusive bound 2^32, RFC 8017 allows up to n - 1).
+/// Verification costs one squaring per exponent bit: a modulus-sized exponent makes each
+/// check as slow as a private-key operation. Every real key uses 65537.
+pub const MAX_RSA_EXPONENT: u64 = u32::MAX as u64;
+/// How many keys a client assertion without `kid` may be tried against (RFC 7523 does not
+/// require `kid`). A client publishes one or two signing keys; more candidates only multiply
+/// the work a forged assertion costs us.
+pub const MAX_CANDIDATES_WITHOUT_KID: usize = 3;
+
+/// Which tokens may omit `kid`, and so how keys are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum KidRule {
+    /// Federation JWTs (statements, Trust Marks, delegations, status responses, signed JWK
+    /// Sets, lists): `kid` is REQUIRED and selects exactly one key.
+    Required,
+    /// Client assertions (`private_key_jwt`): without `kid`, at most
+    /// [`MAX_CANDIDATES_WITHOUT_KID`] fitting keys are tried.
+    Optional,
+}
+
+/// Verifies a federation JWT (compact JWS) against a key set and returns its decoded parts.
 ///
 /// Exists because josekit's JWT helpers check only signatures and trust the token's own
-/// header; here the algorithm is checked against the key. Keys are chosen by the header `kid`
-/// when present (a `kid` not in the set is an error), else every key whose `kty`/`crv` fits
-/// the `alg` is tried. `none`, `HS*` and unknown algorithms are rejected, as is a `crit`
-/// header (Pharos understands no JWS extensions). A key's own `alg` member, if present, must
-/// equal the header `alg`. Does NOT check `exp`/`iat`/`typ`: callers do (see
-/// [`super::check_typ`]).
+/// header; here the algorithm is checked against the key. The specification requires a `kid`
+/// header on every federation JWT and unique `kid`s in a key set (§3, §7, §8): a token
+/// without a string `kid`, a set with two keys of the same `kid`, and a `kid` not in the set
+/// are refused, so each token costs at most one signature check. `none`, `HS*` and unknown
+/// algorithms are rejected, as is a `crit` header (Pharos understands no JWS extensions). A
+/// key's own `alg` member, if present, must equal the header `alg`; RSA keys must lie within
+/// [`MIN_RSA_BITS`]..=[`MAX_RSA_BITS`] with an odd exponent below [`MAX_RSA_EXPONENT`].
+/// Does NOT check `exp`/`iat`/`typ`: callers do (see [`super::check_typ`]).
 pub fn verify(token: &str, jwks: &Jwks) -> Result<Decoded> {
+    verify_with(token, jwks, KidRule::Required)
+}
+
+/// Verifies a client assertion (`private_key_jwt`, RFC 7523), the one JWT Pharos accepts
+/// without `kid`: then the first [`MAX_CANDIDATES_WITHOUT_KID`] keys whose type fits the
+/// `alg` are tried, and no more. With a `kid`, the rules of [`verify`] apply.
+pub fn verify_client_assertion(token: &str, jwks: &Jwks) -> Result<Decoded> {
+    verify_with(token, jwks, KidRule::Optional)
+}
+
+fn verify_with(token: &str, jwks: &Jwks, rule: KidRule) -> Result<Decoded> {
     let parts = split(token)?;
     let header = &parts.decoded.header;
     let alg: Algorithm = str_member(header, "alg")
@@ -65,23 +108,19 @@ pub fn verify(token: &str, jwks: &Jwks) -> Result<Decoded> {
     if header.contains_key("crit") {
         return Err(Error::Jws("JWS \"crit\" header is not supported".into()));
     }
-    let candidates: Vec<&Jwk> = match header.get("kid") {
-        Some(Value::String(kid)) => {
-            let found: Vec<&Jwk> = jwks
-                .keys
-                .iter()
-                .filter(|k| str_member(k, "kid") == Some(kid.as_str()))
-                .collect();
-            if found.is_empty() {
-                return Err(Error::Jws(format!("kid {kid:?} is not in the key set")));
-            }
-            found
+    let candidates: Vec<&Jwk> = match (header.get("kid"), rule) {
+        (Some(Value::String(kid)), _) => vec![by_kid(jwks, kid)?],
+        (Some(_), _) => return Err(Error::Jws("JWS \"kid\" must be a string".into())),
+        (None, KidRule::Required) => {
+            return Err(Error::Jws(
+                "JWS header has no \"kid\" (required on federation JWTs)".into(),
+            ));
         }
-        Some(_) => return Err(Error::Jws("JWS \"kid\" must be a string".into())),
-        None => jwks
+        (None, KidRule::Optional) => jwks
             .keys
             .iter()
             .filter(|k| alg.fits_key(str_member(k, "kty"), str_member(k, "crv")))
+            .take(MAX_CANDIDATES_WITHOUT_KID)
             .collect(),
     };
     let mut last = Error::Jws(format!("no key in the set can verify {alg}"));
@@ -96,6 +135,57 @@ pub fn verify(token: &str, jwks: &Jwks) -> Result<Decoded> {
         }
     }
     Err(last)
+}
+
+/// The one key of `jwks` named `kid`. A set naming two keys alike is refused whole, whichever
+/// `kid` is asked for: the specification requires unique `kid`s, and a set that breaks that
+/// rule is not one to choose from.
+fn by_kid<'a>(jwks: &'a Jwks, kid: &str) -> Result<&'a Jwk> {
+    let mut seen = std::collections::HashSet::with_capacity(jwks.keys.len());
+    let mut found = None;
+    for k in &jwks.keys {
+        if let Some(id) = str_member(k, "kid") {
+            if !seen.insert(id) {
+                return Err(Error::Jws(format!(
+                    "the key set has more than one key with kid {id:?}"
+                )));
+            }
+            if id == kid {
+                found = Some(k);
+            }
+        }
+    }
+    found.ok_or_else(|| Error::Jws(format!("kid {kid:?} is not in the key set")))
+}
+
+/// RSA keys within the size and exponent bounds (see [`MAX_RSA_BITS`], [`MAX_RSA_EXPONENT`]),
+/// checked before any arithmetic so that a hostile key costs nothing.
+fn check_rsa_bounds(key: &Jwk, kid: &str) -> Result<()> {
+    let n = b64_decode("RSA modulus n", str_member(key, "n").unwrap_or(""))?;
+    let n = significant(&n);
+    let bits = n
+        .first()
+        .map_or(0, |top| n.len() * 8 - top.leading_zeros() as usize);
+    if !(MIN_RSA_BITS..=MAX_RSA_BITS).contains(&bits) {
+        return Err(Error::Jws(format!(
+            "key {kid:?}: RSA modulus of {bits} bits is outside {MIN_RSA_BITS}..={MAX_RSA_BITS}"
+        )));
+    }
+    let e = b64_decode("RSA exponent e", str_member(key, "e").unwrap_or(""))?;
+    let e = significant(&e);
+    let exponent = (e.len() <= 8).then(|| e.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)));
+    match exponent {
+        Some(e) if e >= 3 && e % 2 == 1 && e <= MAX_RSA_EXPONENT => Ok(()),
+        _ => Err(Error::Jws(format!(
+            "key {kid:?}: RSA public exponent must be odd, at least 3 and below 2^32"
+        ))),
+    }
+}
+
+/// Big-endian bytes without leading zeros.
+fn significant(bytes: &[u8]) -> &[u8] {
+    let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len());
+    &bytes[start..]
 }
 
 #[cfg(test)]

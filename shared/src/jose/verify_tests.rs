@@ -99,19 +99,115 @@ fn alg_none_hmac_and_crit_are_rejected() {
 }
 
 #[test]
-fn unknown_kid_fails_and_missing_kid_tries_fitting_keys() {
+fn unknown_kid_fails_and_a_federation_jwt_without_kid_is_refused() {
     let (k, other, rsa) = (
         key(Algorithm::ES256),
         key(Algorithm::ES256),
         key(Algorithm::RS256),
     );
     let token = sign(&k, "jwt", &claims(), None).unwrap();
-    assert!(verify(&token, &set(&[other.public_jwk(), rsa.public_jwk()])).is_err());
+    let e = verify(&token, &set(&[other.public_jwk(), rsa.public_jwk()])).unwrap_err();
+    assert!(e.to_string().contains("is not in the key set"), "{e}");
     let no_kid = sign_raw(&k, json!({"alg": "ES256", "typ": "jwt"}));
-    let jwks = set(&[rsa.public_jwk(), other.public_jwk(), k.public_jwk()]);
-    assert_eq!(verify(&no_kid, &jwks).unwrap().claims, claims());
-    assert!(verify(&no_kid, &set(&[rsa.public_jwk(), other.public_jwk()])).is_err());
-    assert!(verify(&no_kid, &Jwks::default()).is_err());
+    let e = verify(&no_kid, &set(&[k.public_jwk()])).unwrap_err();
+    assert!(e.to_string().contains("no \"kid\""), "{e}");
+}
+
+#[test]
+fn a_key_set_with_duplicate_kids_is_refused_whichever_kid_is_asked_for() {
+    let (k, other) = (key(Algorithm::ES256), key(Algorithm::ES256));
+    let token = sign(&k, "jwt", &claims(), None).unwrap();
+    let mut twin = other.public_jwk().clone();
+    twin.insert("kid".into(), k.kid().into());
+    // The right key comes first: without the rule the token would verify.
+    let e = verify(&token, &set(&[k.public_jwk(), &twin])).unwrap_err();
+    assert!(e.to_string().contains("more than one key with kid"), "{e}");
+    // A duplicate elsewhere in the set spoils it too.
+    let mut a = other.public_jwk().clone();
+    a.insert("kid".into(), "dup".into());
+    let e = verify(&token, &set(&[k.public_jwk(), &a, &a])).unwrap_err();
+    assert!(e.to_string().contains("more than one key with kid"), "{e}");
+    // Client assertions name their key by kid under the same rule.
+    assert!(verify_client_assertion(&token, &set(&[k.public_jwk(), &twin])).is_err());
+}
+
+#[test]
+fn a_client_assertion_without_kid_tries_only_the_first_fitting_keys() {
+    let k = key(Algorithm::ES256);
+    let others: Vec<SigningKey> = (0..MAX_CANDIDATES_WITHOUT_KID)
+        .map(|_| key(Algorithm::ES256))
+        .collect();
+    let rsa = key(Algorithm::RS256);
+    let no_kid = sign_raw(&k, json!({"alg": "ES256", "typ": "jwt"}));
+    // Within the cap (keys of another type are not candidates): verifies.
+    let mut within: Vec<&Jwk> = vec![rsa.public_jwk()];
+    within.extend(
+        others
+            .iter()
+            .take(MAX_CANDIDATES_WITHOUT_KID - 1)
+            .map(|o| o.public_jwk()),
+    );
+    within.push(k.public_jwk());
+    assert_eq!(
+        verify_client_assertion(&no_kid, &set(&within))
+            .unwrap()
+            .claims,
+        claims()
+    );
+    // Behind the cap: not tried.
+    let mut beyond: Vec<&Jwk> = others.iter().map(|o| o.public_jwk()).collect();
+    beyond.push(k.public_jwk());
+    assert!(verify_client_assertion(&no_kid, &set(&beyond)).is_err());
+    assert!(verify_client_assertion(&no_kid, &Jwks::default()).is_err());
+}
+
+/// `k`'s public JWK with its modulus or exponent replaced (base64url of big-endian bytes).
+fn rsa_with(k: &SigningKey, member: &str, bytes: &[u8]) -> Jwk {
+    let mut jwk = k.public_jwk().clone();
+    jwk.insert(member.into(), b64_encode(bytes).into());
+    jwk
+}
+
+#[test]
+fn rsa_keys_outside_the_size_and_exponent_bounds_are_refused_before_any_arithmetic() {
+    let k = key(Algorithm::RS256);
+    let token = sign(&k, "jwt", &claims(), None).unwrap();
+    let refused = |jwk: &Jwk, why: &str| {
+        let e = verify(&token, &set(&[jwk])).unwrap_err().to_string();
+        assert!(e.contains(why), "{e}");
+    };
+    // 16384-bit and 8200-bit moduli (odd, top bit set): refused for their size.
+    let mut huge = vec![0xffu8; 2048];
+    huge[2047] |= 1;
+    refused(&rsa_with(&k, "n", &huge), "RSA modulus of 16384 bits");
+    refused(
+        &rsa_with(&k, "n", &huge[..1025]),
+        "RSA modulus of 8200 bits",
+    );
+    // 1024 bits, even with leading zero bytes that do not count.
+    let mut small = vec![0u8; 3];
+    small.extend([0xffu8; 128]);
+    refused(&rsa_with(&k, "n", &small), "RSA modulus of 1024 bits");
+    // Exponents: a modulus-sized one, 2^32 + 1, an even one, 1.
+    refused(&rsa_with(&k, "e", &huge[..256]), "public exponent");
+    refused(&rsa_with(&k, "e", &[1, 0, 0, 0, 1]), "public exponent");
+    refused(&rsa_with(&k, "e", &[1, 0, 0]), "public exponent");
+    refused(&rsa_with(&k, "e", &[1]), "public exponent");
+    // The bounds themselves: 65537 (with a leading zero) and the real 2048-bit modulus pass.
+    assert!(verify(&token, &set(&[&rsa_with(&k, "e", &[0, 1, 0, 1])])).is_ok());
+}
+
+#[test]
+fn an_8192_bit_modulus_is_within_the_bounds() {
+    let k = key(Algorithm::RS256);
+    let token = sign(&k, "jwt", &claims(), None).unwrap();
+    let mut n = vec![0xffu8; 1024];
+    n[1023] |= 1;
+    // Not the signer's key, so the signature fails, but the bound let it through.
+    let e = verify(&token, &set(&[&rsa_with(&k, "n", &n)]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("signature check failed"), "{e}");
 }
 
 #[test]
@@ -149,9 +245,12 @@ fn rfc7515_a3_es256_vector_verifies() {
         "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
         "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"});
     let jwks = set(&[jwk.as_object().unwrap()]);
-    let decoded = verify(token, &jwks).unwrap();
+    // The vector has no kid: only the client assertion rule lets it through.
+    assert!(verify(token, &jwks).is_err());
+    let decoded = verify_client_assertion(token, &jwks).unwrap();
     assert_eq!(decoded.claims["iss"], "joe");
-    assert!(verify(&token.replace(".eyJpc3", ".eyJpC3"), &jwks).is_err());
+    let tampered = token.replace(".eyJpc3", ".eyJpC3");
+    assert!(verify_client_assertion(&tampered, &jwks).is_err());
 }
 
 #[test]

@@ -35,6 +35,7 @@ fn anchor(rule: AnchorEcConstraints) -> AnchorSpec {
             anchor_ec_constraints: rule,
             draft_shapes: true,
         },
+        ..AnchorSpec::default()
     }
 }
 

@@ -23,6 +23,7 @@ fn federation(marks: Value, ta_extra: Value) -> MemEnv {
     f.subordinate(&ta, &ia, json!({}));
     f.subordinate(&ia, &leaf, json!({}));
     f.superior(&id("tmi"), &[&ta]);
+    f.subordinate(&ta, &id("tmi"), json!({}));
     f.superior(&id("owner"), &[]);
     env
 }
@@ -153,6 +154,32 @@ async fn trust_mark_through_an_anchor_passes_only_when_the_mark_verifies() {
     });
     env.anchors.clear();
     assert_eq!(status(env.check(by_anchor(), &leaf).await), 403);
+}
+
+#[tokio::test]
+async fn trust_mark_through_an_anchor_needs_the_issuer_chained_to_it_unless_allowed() {
+    let leaf = id("leaf");
+    let admits = json!({"trust_mark_issuers": {TYPE: [id("tmi")]}});
+    let mut env = with_mark(admits, "trust_mark_type", |e| {
+        mark(e, &id("tmi"), json!({}))
+    });
+    // The anchor stops vouching for the issuer; it still lists it.
+    let gone = env.fed.sign_as(&id("nobody"), &json!({}));
+    env.fed.publish_statement(&id("ta"), &id("tmi"), gone);
+    let v = env.check(by_anchor(), &leaf).await;
+    let Verdict::Deny(d) = &v else {
+        panic!("{v:?}")
+    };
+    assert!(
+        d.error_description.contains("has no trust chain to"),
+        "{d:?}"
+    );
+    // The anchor's record allows listed issuers on their own word.
+    env.anchors
+        .get_mut(&id("ta"))
+        .unwrap()
+        .trust_mark_issuer_self_signed = true;
+    assert_eq!(status(env.check(by_anchor(), &leaf).await), 200);
 }
 
 #[tokio::test]
