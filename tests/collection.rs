@@ -489,3 +489,119 @@ async fn a_pharos_federation_is_collected_filtered_trimmed_and_paged() {
         fed.stop().await;
     }
 }
+
+/// A loopback peer that counts the connections it gets and answers each `404`.
+pub async fn counting_peer() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let id = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                let _ = sock
+                    .write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    )
+                    .await;
+            });
+        }
+    });
+    (id, count)
+}
+
+/// Issue 31: a stranger's anchor is refused before anything is fetched; an anchor in the
+/// trust anchor repository, or any anchor once the endpoint says `allow_any_trust_anchor`,
+/// is walked.
+#[tokio::test]
+async fn a_strangers_anchor_is_refused_without_a_fetch_unless_configured() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let p = Pharos::start(&db).await;
+        set_collection(&p, json!({})).await;
+        let (stranger, fetched) = counting_peer().await;
+        let query = q(&[("trust_anchor", &stranger)]);
+        let (s, v) = collection(&p, &query).await;
+        assert_eq!(
+            (s, v["error"].as_str()),
+            (404, Some("invalid_trust_anchor")),
+            "{b:?} {v}"
+        );
+        let d = v["error_description"].as_str().unwrap();
+        assert!(d.contains("trust anchor repository"), "{d}");
+        assert_eq!(fetched.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        // Opened explicitly: walked (the peer is asked, and answers nothing usable).
+        set_collection(&p, json!({"allow_any_trust_anchor": true})).await;
+        let (s, v) = collection(&p, &query).await;
+        assert_eq!(s, 404, "{v}");
+        assert!(fetched.load(std::sync::atomic::Ordering::SeqCst) > 0);
+
+        // Closed again, the anchor in the repository: walked.
+        let (repo_anchor, asked) = counting_peer().await;
+        set_collection(&p, json!({})).await;
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                "/trust-anchors",
+                Some(json!({"entity_id": repo_anchor, "jwks": {"keys": [crate::support::jwk("k1", None)]}})),
+            )
+            .await;
+        assert_eq!(s, 201, "{v}");
+        let (s, v) = collection(&p, &q(&[("trust_anchor", &repo_anchor)])).await;
+        assert_eq!(s, 404, "{v}");
+        assert!(asked.load(std::sync::atomic::Ordering::SeqCst) > 0);
+        p.stop().await;
+    }
+}
+
+/// Issue 31: an Entity whose own configuration lists strangers (here: another federation's
+/// listing) does not bring them into the anchor's collection: a member needs its lister's
+/// Subordinate Statement.
+#[tokio::test]
+async fn members_nobody_vouched_for_are_not_collected() {
+    for b in backends() {
+        let mut dbs = Vec::new();
+        for _ in 0..4 {
+            dbs.push(TestDb::new(b).await);
+        }
+        let ta = Pharos::start(&dbs[0]).await;
+        let rogue = Pharos::start(&dbs[1]).await;
+        let other = Pharos::start(&dbs[2]).await;
+        let stranger = Pharos::start(&dbs[3]).await;
+        superior(&ta).await;
+        add(&ta, &rogue).await;
+        superior(&other).await;
+        add(&other, &stranger).await;
+        // The rogue member vouches through its own fetch endpoint, but publishes the other
+        // federation's listing as its own.
+        let fetch = json!({"type": "fetch", "path": "/fetch", "config": {}});
+        ok(&rogue, Method::POST, "/federation-endpoints", fetch).await;
+        let list =
+            json!({"type": "list", "path": "/list", "url": other.main_url("/list"), "config": {}});
+        ok(&rogue, Method::POST, "/federation-endpoints", list).await;
+        let md = rogue.entity_configuration().await.claims["metadata"]["federation_entity"].clone();
+        assert_eq!(
+            md["federation_list_endpoint"],
+            other.main_url("/list"),
+            "{md}"
+        );
+        set_collection(&ta, json!({})).await;
+
+        let (s, v) = collection(&ta, "").await;
+        assert_eq!(s, 200, "{b:?} {v}");
+        assert_eq!(
+            ids_of(&v),
+            [rogue.entity_id()],
+            "{b:?}: the stranger is left out"
+        );
+        for p in [rogue, other, stranger] {
+            p.stop().await;
+        }
+        ta.stop().await;
+    }
+}

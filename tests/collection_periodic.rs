@@ -83,7 +83,8 @@ fn configuration(h: &Hostile, name: &str) -> String {
     let claims = json!({"iss": id, "sub": id, "iat": now, "exp": now + 3600,
         "jwks": {"keys": [h.key.public_jwk()]}, "authority_hints": [h.ta],
         "metadata": {"federation_entity": {"organization_name": format!("hostile {name}"),
-            "federation_list_endpoint": format!("{id}/list")}}});
+            "federation_list_endpoint": format!("{id}/list"),
+            "federation_fetch_endpoint": format!("{id}/fetch")}}});
     jose::sign(
         &h.key,
         "entity-statement+jwt",
@@ -109,6 +110,30 @@ async fn hostile_ec(State(h): State<Arc<Hostile>>, Path(name): Path<String>) -> 
     (
         [(header::CONTENT_TYPE, "application/entity-statement+jwt")],
         configuration(&h, &name),
+    )
+        .into_response()
+}
+
+/// The member's Subordinate Statement about `sub` (issue 31: a listed member is collected
+/// only when its lister vouches for it).
+async fn hostile_fetch(
+    State(h): State<Arc<Hostile>>,
+    Path(name): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    let now = SystemClock.now();
+    let claims = json!({"iss": format!("{}/{name}", h.base), "sub": q["sub"], "iat": now,
+        "exp": now + 3600, "jwks": {"keys": [h.key.public_jwk()]}});
+    let jws = jose::sign(
+        &h.key,
+        "entity-statement+jwt",
+        claims.as_object().unwrap(),
+        None,
+    )
+    .unwrap();
+    (
+        [(header::CONTENT_TYPE, "application/entity-statement+jwt")],
+        jws,
     )
         .into_response()
 }
@@ -148,6 +173,7 @@ async fn hostile_members_are_skipped_and_the_rest_is_collected() {
         let app = Router::new()
             .route("/{name}/.well-known/openid-federation", get(hostile_ec))
             .route("/{name}/list", get(hostile_list))
+            .route("/{name}/fetch", get(hostile_fetch))
             .with_state(h.clone());
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;

@@ -78,6 +78,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         .await;
         let leaf = Pharos::start(&db_leaf).await;
         relying_party(&leaf).await;
+        crate::enroll::names_superior(&leaf, &p).await;
         enable(&p, "fetch", "/fetch", json!({})).await;
         enable(&p, "list", "/list", json!({})).await;
         enable(&p, "enroll_request", "/enroll-request", json!({})).await;

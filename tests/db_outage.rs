@@ -183,6 +183,7 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
     // An entity that asks to enroll during the outage (its own database is elsewhere).
     let leaf_db = TestDb::new(Backend::Sqlite).await;
     let leaf = Pharos::start(&leaf_db).await;
+    crate::enroll::names_superior(&leaf, &p).await;
     let (s, v) = create(&p, "https://before.example").await;
     assert_eq!(s, 201, "{v}");
     assert_eq!(status(&p, "/readyz").await, 200);

@@ -124,6 +124,18 @@ pub async fn relying_party(p: &Pharos) {
     assert!((200..300).contains(&s), "{v}");
 }
 
+/// Makes `sub` name `sup` in its `authority_hints` (enrollment requires it).
+pub async fn names_superior(sub: &Pharos, sup: &Pharos) {
+    let hint = json!({"entity_id": sup.entity_id()});
+    admin_ok(
+        sub,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
+}
+
 /// Registers `sub` at `sup` as an active subordinate with its published keys.
 async fn register(sup: &Pharos, sub: &Pharos) {
     let keys = sub.entity_configuration().await.claims["jwks"].clone();
@@ -189,6 +201,7 @@ async fn a_leaf_enrolls_with_a_trust_path_check_and_resolves_through_the_interme
         // An entity without a chain to the anchor is denied, and nothing is stored.
         let (db_x, db_s) = (TestDb::new(b).await, TestDb::new(Backend::Sqlite).await);
         let stranger = Pharos::start(&db_x).await;
+        names_superior(&stranger, &i).await;
         let a = ask(&i, "/enroll", stranger.entity_id(), &[]).await;
         assert_eq!(a.error(), (403, "forbidden".into()), "{b:?} {}", a.body);
         assert!(rows(&db_i).await.is_empty());
@@ -266,14 +279,19 @@ async fn every_stored_status_gets_its_answer() {
         enable(&sup, "enroll", "/enroll", json!({})).await;
         enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
         let id = leaf.entity_id();
+        relying_party(&leaf).await;
+        names_superior(&leaf, &sup).await;
 
         // New, with the types given: enrolled with them.
-        let a = ask(&sup, "/enroll", id, &["openid_provider"]).await;
+        let a = ask(&sup, "/enroll", id, &["openid_relying_party"]).await;
         let first = statement(&sup, &a, id).await;
         let (_, rec) = sup
             .admin(Method::GET, &format!("/subordinates/{}", enc(id)), None)
             .await;
-        assert_eq!(rec["registered_entity_types"], json!(["openid_provider"]));
+        assert_eq!(
+            rec["registered_entity_types"],
+            json!(["openid_relying_party"])
+        );
         assert_eq!(rec["status"], "active", "{b:?}");
 
         // Active: a statement again, the one the fetch endpoint serves; enroll_request: 204.
@@ -302,29 +320,95 @@ async fn every_stored_status_gets_its_answer() {
             assert_eq!(a.error(), (403, "invalid_request".into()), "{path}");
         }
 
-        // Inactive: enrolled again (lighthouse answers 500 here, reference §13 item 12).
+        // Inactive: an administrator's decision, which enrollment does not change (lighthouse
+        // answers 500 here, reference §13 item 12; Pharos before issue 31 reactivated it).
         set_status(&sup, id, "inactive").await;
-        let a = ask(&sup, "/enroll", id, &[]).await;
-        statement(&sup, &a, id).await;
-        assert_eq!(rows(&db_s).await, [(id.to_owned(), "active".to_owned())]);
-        let last = history(&sup, id).await.pop().unwrap();
-        assert_eq!(
-            last,
-            (
-                "status_updated".into(),
-                "enroll endpoint".into(),
-                "active".into()
-            )
-        );
-        // ... and an inactive entity's request is pending again.
-        set_status(&sup, id, "inactive").await;
-        let a = ask(&sup, "/enroll-request", id, &[]).await;
-        assert_eq!(a.status, 202, "{}", a.body);
-        assert_eq!(rows(&db_s).await, [(id.to_owned(), "pending".to_owned())]);
+        let events = event_count(&db_s).await;
+        for path in ["/enroll", "/enroll-request"] {
+            let a = ask(&sup, path, id, &[]).await;
+            assert_eq!(a.error(), (403, "invalid_request".into()), "{path}");
+            let d = a.json()["error_description"].as_str().unwrap().to_owned();
+            assert!(d.contains("inactive") && d.contains("administrator"), "{d}");
+        }
+        assert_eq!(rows(&db_s).await, [(id.to_owned(), "inactive".to_owned())]);
+        assert_eq!(event_count(&db_s).await, events);
+        set_status(&sup, id, "pending").await;
 
         // Still there after a restart.
         let sup = sup.restart().await;
         let a = ask(&sup, "/enroll", id, &[]).await;
         assert_eq!(a.status, 202);
+    }
+}
+
+/// Issue 31: enrollment needs the entity's word (its `authority_hints` name us), takes only
+/// the types its metadata declares, and never changes what an administrator set: status,
+/// keys and types of an existing subordinate.
+#[tokio::test]
+async fn enrollment_needs_the_entitys_word_and_never_overrides_an_administrator() {
+    for b in backends() {
+        let (db_s, db_l, db_x) = (
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+        );
+        let sup = Pharos::start(&db_s).await;
+        let (leaf, stranger) = (Pharos::start(&db_l).await, Pharos::start(&db_x).await);
+        enable(&sup, "fetch", "/fetch", json!({})).await;
+        enable(&sup, "enroll", "/enroll", json!({})).await;
+        enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
+        relying_party(&leaf).await;
+        relying_party(&stranger).await;
+        names_superior(&leaf, &sup).await;
+
+        // Not naming us as a superior: refused, nothing stored.
+        for path in ["/enroll", "/enroll-request"] {
+            let a = ask(&sup, path, stranger.entity_id(), &[]).await;
+            assert_eq!(a.error(), (400, "invalid_request".into()), "{b:?} {path}");
+            let d = a.json()["error_description"].as_str().unwrap().to_owned();
+            assert!(d.contains("authority_hints"), "{d}");
+        }
+        // A type its metadata does not declare: refused, naming it.
+        let a = ask(&sup, "/enroll", leaf.entity_id(), &["openid_provider"]).await;
+        assert_eq!(a.error(), (400, "invalid_request".into()), "{}", a.body);
+        assert!(a.body.contains("openid_provider"), "{}", a.body);
+        assert!(rows(&db_s).await.is_empty(), "{b:?}");
+        assert_eq!(event_count(&db_s).await, 0);
+
+        // An administrator registered the leaf with keys and types of their own, inactive.
+        let id = leaf.entity_id();
+        let admin_keys = json!({"keys": [crate::support::jwk("set-by-admin", None)]});
+        let body = json!({"entity_id": id, "jwks": admin_keys, "status": "inactive",
+            "registered_entity_types": ["openid_provider"]});
+        admin_ok(&sup, Method::POST, "/subordinates", body).await;
+        let record = || async {
+            let (_, rec) = sup
+                .admin(Method::GET, &format!("/subordinates/{}", enc(id)), None)
+                .await;
+            (
+                rec["status"].clone(),
+                rec["jwks"].clone(),
+                rec["registered_entity_types"].clone(),
+            )
+        };
+        let set = record().await;
+        assert_eq!(set.0, "inactive");
+        for path in ["/enroll", "/enroll-request"] {
+            let a = ask(&sup, path, id, &[]).await;
+            assert_eq!(a.error(), (403, "invalid_request".into()), "{b:?} {path}");
+        }
+        assert_eq!(
+            record().await,
+            set,
+            "{b:?}: inactive, keys and types unchanged"
+        );
+        // Made active by the administrator: enrollment answers with the administrator's keys.
+        set_status(&sup, id, "active").await;
+        let a = ask(&sup, "/enroll", id, &["openid_relying_party"]).await;
+        let st = statement(&sup, &a, id).await;
+        assert_eq!(st["jwks"], admin_keys);
+        let now = record().await;
+        assert_eq!((&now.1, &now.2), (&set.1, &set.2), "{b:?}");
+        sup.stop().await;
     }
 }

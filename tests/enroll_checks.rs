@@ -64,6 +64,7 @@ async fn a_slow_check_holds_up_no_other_write() {
         let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
         let sup = Arc::new(Pharos::start(&db_s).await);
         let leaf = Pharos::start(&db_l).await;
+        crate::enroll::names_superior(&leaf, &sup).await;
         let service = Service::start().await;
         enable(&sup, "fetch", "/fetch", json!({})).await;
         enable(
@@ -106,6 +107,7 @@ async fn a_services_refusal_is_the_answer_and_nothing_is_stored() {
         let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
         let sup = Pharos::start(&db_s).await;
         let leaf = Pharos::start(&db_l).await;
+        crate::enroll::names_superior(&leaf, &sup).await;
         let service = Service::start().await;
         enable(
             &sup,
@@ -127,6 +129,7 @@ async fn enrolled_entities_are_polled_when_the_endpoint_says_so() {
     let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
     let sup = Pharos::start(&db_s).await;
     let leaf = Pharos::start(&db_l).await;
+    crate::enroll::names_superior(&leaf, &sup).await;
     let config = json!({"enable_jwks_update": true, "jwks_poll_interval": 600});
     enable(&sup, "enroll", "/enroll", config).await;
     let a = ask(&sup, "/enroll", leaf.entity_id(), &[]).await;

@@ -57,11 +57,12 @@ impl Entity {
 
 const MEDIA_TYPE: &str = "application/entity-statement+jwt";
 
-/// An Entity Configuration of `about` (iss = sub), listing and signed with `key`.
-fn configuration(key: &SigningKey, about: &str) -> String {
+/// An Entity Configuration of `about` (iss = sub) naming `superior` in its
+/// `authority_hints`, listing and signed with `key`.
+fn configuration(key: &SigningKey, about: &str, superior: &str) -> String {
     let now = pharos_shared::time::Clock::now(&pharos_shared::time::SystemClock);
     let claims = json!({"iss": about, "sub": about, "iat": now, "exp": now + 3600,
-        "jwks": {"keys": [key.public_jwk()]},
+        "jwks": {"keys": [key.public_jwk()]}, "authority_hints": [superior],
         "metadata": {"openid_relying_party": {"client_name": "fake"}}});
     jose::sign(
         key,
@@ -77,9 +78,9 @@ fn key() -> SigningKey {
 }
 
 /// The three faults of acceptance 4, each with what its description must mention.
-async fn faulty_entities() -> Vec<(Entity, &'static str)> {
+async fn faulty_entities(sup: &str) -> Vec<(Entity, &'static str)> {
     let broken = Entity::start(Duration::ZERO, |id| {
-        let jws = configuration(&key(), id);
+        let jws = configuration(&key(), id, sup);
         // The same signature with one bit flipped: well-formed, and wrong.
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let (input, sig) = jws.rsplit_once('.').unwrap();
@@ -93,12 +94,12 @@ async fn faulty_entities() -> Vec<(Entity, &'static str)> {
     .await;
     let wrong_type = Entity::start(Duration::ZERO, |id| Served {
         content_type: "application/jwt",
-        body: configuration(&key(), id),
+        body: configuration(&key(), id, sup),
     })
     .await;
     let other_sub = Entity::start(Duration::ZERO, |_| Served {
         content_type: MEDIA_TYPE,
-        body: configuration(&key(), "https://someone-else.example"),
+        body: configuration(&key(), "https://someone-else.example", sup),
     })
     .await;
     vec![
@@ -116,7 +117,7 @@ async fn both_endpoints_refuse_bad_configurations_and_store_nothing() {
         enable(&sup, "fetch", "/fetch", json!({})).await;
         enable(&sup, "enroll", "/enroll", json!({})).await;
         enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
-        let entities = faulty_entities().await;
+        let entities = faulty_entities(sup.entity_id()).await;
         for (e, mentions) in &entities {
             for path in ["/enroll", "/enroll-request"] {
                 let a = ask(&sup, path, &e.id, &[]).await;
@@ -159,7 +160,7 @@ async fn twenty_simultaneous_enrollments_store_one_subordinate_and_one_event() {
         // Slow to answer, so the requests overlap while its configuration is fetched.
         let e = Entity::start(Duration::from_millis(300), |id| Served {
             content_type: MEDIA_TYPE,
-            body: configuration(&key(), id),
+            body: configuration(&key(), id, sup.entity_id()),
         })
         .await;
         let answers = futures_util::future::join_all((0..20).map(|_| {
@@ -192,7 +193,7 @@ async fn enroll_and_enroll_request_racing_for_one_entity_store_it_once() {
         enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
         let e = Entity::start(Duration::from_millis(300), |id| Served {
             content_type: MEDIA_TYPE,
-            body: configuration(&key(), id),
+            body: configuration(&key(), id, sup.entity_id()),
         })
         .await;
         // Two flights (one per endpoint), each fetching and checking on its own; the writer

@@ -3,7 +3,7 @@
 //! deleted: not listed, fetch 404), and the history names who did each step.
 
 use crate::client_auth::{assertion, call, claims, each, signer};
-use crate::enroll::{ask, history, relying_party, rows, set_status};
+use crate::enroll::{ask, history, names_superior, relying_party, rows, set_status};
 use crate::fetch_list::{enable, fetch, status_of};
 use crate::support::{Pharos, TestDb, backends, enc};
 use reqwest::Method;
@@ -27,6 +27,9 @@ async fn requests_wait_for_an_administrator_who_approves_or_declines() {
         let mut sup = Pharos::start(&db_s).await;
         let (approved, declined) = (Pharos::start(&db_a).await, Pharos::start(&db_d).await);
         relying_party(&approved).await;
+        for e in [&approved, &declined] {
+            names_superior(e, &sup).await;
+        }
         enable(&sup, "fetch", "/fetch", json!({})).await;
         enable(&sup, "list", "/list", json!({})).await;
         enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
@@ -117,6 +120,7 @@ async fn requests_wait_for_an_administrator_who_approves_or_declines() {
 async fn an_authenticated_client_is_the_requester_in_the_history() {
     each(async |f, server| {
         let ta = f.ta.entity_id().to_owned();
+        names_superior(&f.client, server).await;
         for (kind, path) in [("enroll_request", "/enroll-request"), ("enroll", "/enroll")] {
             let body = json!({"type": kind, "path": path, "auth_enabled": true,
                 "auth_trust_anchors": [ta], "config": {}});

@@ -159,7 +159,8 @@ async fn a_three_level_chain_resolves_with_policies_applied() {
         ta2.add(&f.l, None).await;
         f.l.hint(&ta2).await;
         let r2 = Node::start(Backend::Sqlite).await;
-        enable_resolve(&r2.p, json!({})).await;
+        // Neither anchor is in r2's repository: it resolves towards any, explicitly.
+        enable_resolve(&r2.p, json!({"allow_any_trust_anchor": true})).await;
         let (s, body) = resolve(&r2.p, &f.l.id(), &[&f.ta.id(), &ta2.id()], &[]).await;
         assert_eq!(s, 200, "{body}");
         let c = verified(&r2.p, &body).await;

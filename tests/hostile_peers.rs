@@ -408,7 +408,8 @@ async fn resolver(db: &TestDb) -> Pharos {
         Arc::new(SystemClock),
     )
     .await;
-    enable_resolve(&p, json!({})).await;
+    // Hostile anchors are strangers: this resolver is opened to any anchor explicitly.
+    enable_resolve(&p, json!({"allow_any_trust_anchor": true})).await;
     p
 }
 

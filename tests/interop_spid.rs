@@ -65,19 +65,22 @@ impl Federation {
 type Documents = HashMap<(String, Option<String>), String>;
 
 /// Runs the script for one federation under `base`/`prefix`; adds its statements to `docs`.
+/// `leaf_hint`: a further superior the leaves name in their `authority_hints`.
 async fn generate(
     base: &str,
     prefix: &str,
     max_path_length: u32,
     docs: &mut Documents,
+    leaf_hint: Option<&str>,
 ) -> Federation {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/interop_py");
-    let args = [
+    let mut args = vec![
         "spid_federation.py".to_owned(),
         base.to_owned(),
         prefix.to_owned(),
         max_path_length.to_string(),
     ];
+    args.extend(leaf_hint.map(str::to_owned));
     let out = tokio::task::spawn_blocking(move || {
         Command::new("python3")
             .args(&args)
@@ -154,11 +157,18 @@ async fn serve_document(
 /// Two SPID-style federations on one loopback server: `mpl1` (the anchor allows one
 /// intermediate, as SPID anchors do) and `mpl0` (it allows none).
 pub(crate) async fn federations() -> (Federation, Federation, tokio::task::JoinHandle<()>) {
+    federations_naming(None).await
+}
+
+/// [`federations`] whose leaves also name `leaf_hint` as a superior (enrollment requires it).
+async fn federations_naming(
+    leaf_hint: Option<&str>,
+) -> (Federation, Federation, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let mut docs = Documents::new();
-    let one = generate(&base, "mpl1", 1, &mut docs).await;
-    let zero = generate(&base, "mpl0", 0, &mut docs).await;
+    let one = generate(&base, "mpl1", 1, &mut docs, leaf_hint).await;
+    let zero = generate(&base, "mpl0", 0, &mut docs, leaf_hint).await;
     let app = Router::new()
         .fallback(serve_document)
         .with_state(Arc::new(docs));
@@ -364,11 +374,12 @@ async fn the_trust_path_checker_follows_the_anchor_rules() {
     if !cryptojwt_available() {
         return;
     }
-    let (_, fed, server) = federations().await;
-    let ta = fed.id("ta").to_owned();
     for b in backends() {
         let db = TestDb::new(b).await;
         let r = Pharos::start(&db).await;
+        // The leaves name r as a superior: enrollment requires it (issue 31).
+        let (_, fed, server) = federations_naming(Some(r.entity_id())).await;
+        let ta = fed.id("ta").to_owned();
         let (s, rec) = r
             .admin(
                 Method::POST,
@@ -399,6 +410,6 @@ async fn the_trust_path_checker_follows_the_anchor_rules() {
         let (s, body) = enroll("leaf-old").await;
         assert_eq!(s, 201, "{b:?} ignore accepts it: {body}");
         r.stop().await;
+        server.abort();
     }
-    server.abort();
 }

@@ -246,3 +246,59 @@ async fn a_warm_answer_never_outlives_the_configuration_it_was_made_under() {
         t.stop().await;
     }
 }
+
+/// Issue 31: with no anchors listed, resolve walks only towards the trust anchor repository
+/// (and this entity); a stranger's anchor is refused before the subject is fetched, and
+/// `allow_any_trust_anchor` opens it explicitly.
+#[tokio::test]
+async fn unlisted_anchors_are_refused_without_a_fetch_unless_configured() {
+    for b in backends() {
+        let (db_t, db_r) = (TestDb::new(b).await, TestDb::new(b).await);
+        let t = Pharos::start(&db_t).await;
+        let r = Pharos::start(&db_r).await;
+        let ta = t.entity_id().to_owned();
+        enable_resolve(&r, json!({})).await;
+        let (subject, fetched) = crate::collection::counting_peer().await;
+        for sub in [subject.as_str(), ta.as_str()] {
+            let (s, body) = resolve(&r, sub, &[&ta], &[]).await;
+            assert_eq!(
+                (s, error_code(&body).as_str()),
+                (404, "invalid_trust_anchor"),
+                "{b:?} {body}"
+            );
+            assert!(body.contains("trust anchor repository"), "{body}");
+        }
+        assert_eq!(fetched.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+        // Opened explicitly.
+        let open = json!({"path": "/resolve", "config": {"allow_any_trust_anchor": true}});
+        let (s, v) = r
+            .admin(Method::PUT, "/federation-endpoints/resolve", Some(open))
+            .await;
+        assert_eq!(s, 200, "{v}");
+        let (s, body) = resolve(&r, &ta, &[&ta], &[]).await;
+        assert_eq!(s, 200, "{b:?} {body}");
+
+        // Closed again, the anchor in the repository.
+        let closed = json!({"path": "/resolve", "config": {}});
+        let (s, v) = r
+            .admin(Method::PUT, "/federation-endpoints/resolve", Some(closed))
+            .await;
+        assert_eq!(s, 200, "{v}");
+        let (s, _) = resolve(&r, &ta, &[&ta], &["openid_provider"]).await;
+        assert_eq!(s, 404);
+        let keys = t.entity_configuration().await.claims["jwks"].clone();
+        let (s, rec) = r
+            .admin(
+                Method::POST,
+                "/trust-anchors",
+                Some(json!({"entity_id": ta, "jwks": keys})),
+            )
+            .await;
+        assert_eq!(s, 201, "{rec}");
+        let (s, body) = resolve(&r, &ta, &[&ta], &["openid_provider"]).await;
+        assert_eq!(s, 200, "{b:?} {body}");
+        r.stop().await;
+        t.stop().await;
+    }
+}

@@ -181,6 +181,10 @@ impl App {
         let r = refreshers.clone();
         tasks.push(leadership.supervise(shutdown.clone(), move |t| r.spawn(t)));
         tasks.extend(control.spawn_follower(subscription, shutdown.clone())?);
+        tasks.push(crate::open_anchors::spawn(
+            control.clone(),
+            shutdown.clone(),
+        ));
         let (cp, fetcher) = (
             control.clone(),
             Arc::new(HttpFetcher::new(&settings.federation)),

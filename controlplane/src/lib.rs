@@ -19,6 +19,7 @@ pub mod keys;
 pub mod leadership;
 pub mod logging;
 pub mod metrics;
+pub mod open_anchors;
 pub mod preflight;
 pub mod private_files;
 pub mod refresh;

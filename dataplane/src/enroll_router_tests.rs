@@ -153,7 +153,7 @@ async fn decided_standings_are_answered_from_the_snapshot() {
 }
 
 #[tokio::test]
-async fn new_and_inactive_entities_are_asked_of_the_control_plane() {
+async fn new_entities_are_asked_of_the_control_plane() {
     let f = Fake::start(builder().build(), Ok(EnrollOutcome::Active));
     let types = ["openid_provider", "federation_entity"];
     let a = f.get(&enroll_uri("/enroll", NEW, &types)).await;
@@ -168,9 +168,8 @@ async fn new_and_inactive_entities_are_asked_of_the_control_plane() {
     assert_eq!((&e.checker, e.poll), (&Checker::None, None));
     assert_eq!(e.actor, "enroll endpoint");
 
-    let inactive = with_status(builder().build(), SubordinateStatus::Inactive);
-    let f = Fake::start(inactive, Ok(EnrollOutcome::Pending));
-    let a = f.get(&enroll_uri("/enroll-request", RP, &[])).await;
+    let f = Fake::start(builder().build(), Ok(EnrollOutcome::Pending));
+    let a = f.get(&enroll_uri("/enroll-request", NEW, &[])).await;
     assert_eq!((a.status, a.body.len()), (StatusCode::ACCEPTED, 0));
     let e = &f.asked()[0];
     assert_eq!(
@@ -178,6 +177,26 @@ async fn new_and_inactive_entities_are_asked_of_the_control_plane() {
         (EnrollMode::Request, "enroll_request endpoint")
     );
     assert!(e.entity_types.is_empty());
+}
+
+/// Issue 31: an inactive subordinate was set so by an administrator; enrollment answers 403
+/// at once and never asks the control plane to change it.
+#[tokio::test]
+async fn inactive_entities_are_refused_without_asking() {
+    let inactive = with_status(builder().build(), SubordinateStatus::Inactive);
+    let f = Fake::start(inactive, Ok(EnrollOutcome::Active));
+    for path in ["/enroll", "/enroll-request"] {
+        let a = f.get(&enroll_uri(path, RP, &[])).await;
+        refused(&a, 403, "invalid_request");
+        assert!(
+            a.json()["error_description"]
+                .as_str()
+                .is_some_and(|d| d.contains("inactive")),
+            "{:?}",
+            a.body
+        );
+    }
+    assert!(f.asked().is_empty());
 }
 
 #[tokio::test]

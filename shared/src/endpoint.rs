@@ -249,10 +249,15 @@ pub struct ResolveConfig {
     pub grace_period: u64,
     /// Fraction of a cached statement's lifetime that must have elapsed before a refresh.
     pub time_elapsed_grace_factor: f64,
-    /// Trust anchors permitted on this resolver (empty = any).
+    /// Trust anchors permitted on this resolver (empty = the trust anchor repository and our
+    /// own entity, see [`AnchorRule`]).
     pub allowed_trust_anchors: Vec<String>,
     /// Use the entity collection endpoint's allowed trust anchors instead.
     pub use_entity_collection_allowed_trust_anchors: bool,
+    /// Resolve towards any anchor a caller names: every stranger's federation may then be
+    /// walked on request. Off unless said so (a warning is logged while it is on).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_any_trust_anchor: bool,
     /// Optional background resolver.
     pub proactive_resolver: Option<ProactiveResolver>,
     /// Seconds a failed resolution is answered from the cache (0: never), so a flood of
@@ -268,6 +273,7 @@ impl Default for ResolveConfig {
             time_elapsed_grace_factor: 0.5,
             allowed_trust_anchors: Vec::new(),
             use_entity_collection_allowed_trust_anchors: false,
+            allow_any_trust_anchor: false,
             proactive_resolver: None,
             error_cache_seconds: 5,
         }
@@ -330,7 +336,8 @@ impl EnrollConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EntityCollectionConfig {
-    /// Trust anchors a request may name.
+    /// Trust anchors a request may name (empty = the trust anchor repository and our own
+    /// entity, see [`AnchorRule`]).
     pub allowed_trust_anchors: Vec<String>,
     /// Period of the background collector, seconds (unset/0 = on demand only).
     pub interval_seconds: Option<u64>,
@@ -338,6 +345,89 @@ pub struct EntityCollectionConfig {
     pub concurrency_limit: Option<u32>,
     /// Positive = pagination on with this maximum page size.
     pub pagination_limit: Option<i64>,
+    /// Walk any anchor a caller names on request: Pharos then crawls strangers' federations
+    /// for anyone. Off unless said so (a warning is logged while it is on).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_any_trust_anchor: bool,
+    /// Time one walk may take, seconds (default [`WALK_SECONDS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_timeout_seconds: Option<u64>,
+    /// Bytes one walk may fetch in total (default [`WALK_BYTES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_max_bytes: Option<u64>,
+    /// Entities one walk may collect (default [`WALK_ENTITIES`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_max_entities: Option<u64>,
+}
+
+/// Default time of one collection walk, seconds.
+pub const WALK_SECONDS: u64 = 300;
+/// Default bytes one collection walk may fetch (Entity Configurations, Subordinate
+/// Statements, listings and Trust Mark issuers' configurations together).
+pub const WALK_BYTES: u64 = 256 * 1024 * 1024;
+/// Default Entities one collection holds.
+pub const WALK_ENTITIES: u64 = 100_000;
+
+impl EntityCollectionConfig {
+    /// The walk bounds in force: (deadline, total bytes, Entities).
+    pub fn walk_bounds(&self) -> (std::time::Duration, u64, usize) {
+        let secs = self.walk_timeout_seconds.unwrap_or(WALK_SECONDS);
+        let bytes = self.walk_max_bytes.unwrap_or(WALK_BYTES);
+        let entities = self.walk_max_entities.unwrap_or(WALK_ENTITIES);
+        (
+            std::time::Duration::from_secs(secs),
+            bytes,
+            usize::try_from(entities).unwrap_or(usize::MAX),
+        )
+    }
+}
+
+/// Which Trust Anchors an endpoint walks towards on a stranger's request (`resolve`,
+/// `entity_collection`): what the operator configured, never whatever a caller names unless
+/// the operator said so (issue 31: an open endpoint makes Pharos a crawler for hire).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnchorRule {
+    /// `allow_any_trust_anchor: true`: any anchor.
+    Any,
+    /// The endpoint's `allowed_trust_anchors` (or the list it borrows): only these.
+    Listed(Vec<String>),
+    /// Nothing listed: the anchors of the trust anchor repository and our own entity.
+    Configured,
+}
+
+impl AnchorRule {
+    /// The rule of an endpoint with `allowed` anchors and `allow_any`.
+    pub fn new(allowed: &[String], allow_any: bool) -> Self {
+        if !allowed.is_empty() {
+            Self::Listed(allowed.to_vec())
+        } else if allow_any {
+            Self::Any
+        } else {
+            Self::Configured
+        }
+    }
+
+    /// Whether `anchor` may be walked towards; `configured` says whether it is our own entity
+    /// or in the trust anchor repository.
+    pub fn admits(&self, anchor: &str, configured: impl FnOnce(&str) -> bool) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Listed(l) => l.iter().any(|a| a == anchor),
+            Self::Configured => configured(anchor),
+        }
+    }
+
+    /// The rule in words, for the `error_description` of a refusal.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Self::Any => "any trust anchor is admitted",
+            Self::Listed(_) => "only the endpoint's allowed_trust_anchors are admitted",
+            Self::Configured => {
+                "only trust anchors in this entity's trust anchor repository (or this entity \
+                 itself) are admitted; allowed_trust_anchors or allow_any_trust_anchor change that"
+            }
+        }
+    }
 }
 
 /// The parsed, validated `config` of an endpoint.
@@ -398,6 +488,21 @@ impl EndpointConfig {
             }
             EndpointType::EntityCollection => {
                 let c: EntityCollectionConfig = serde_json::from_value(value).map_err(bad)?;
+                if c.allow_any_trust_anchor && !c.allowed_trust_anchors.is_empty() {
+                    return Err(
+                        "allow_any_trust_anchor and allowed_trust_anchors exclude each other"
+                            .into(),
+                    );
+                }
+                for (name, v) in [
+                    ("walk_timeout_seconds", c.walk_timeout_seconds),
+                    ("walk_max_bytes", c.walk_max_bytes),
+                    ("walk_max_entities", c.walk_max_entities),
+                ] {
+                    if v == Some(0) {
+                        return Err(format!("{name} must be positive"));
+                    }
+                }
                 if c.interval_seconds.unwrap_or(0) > 0 && c.allowed_trust_anchors.is_empty() {
                     return Err(
                         "allowed_trust_anchors is required when interval_seconds is set".into(),
@@ -433,6 +538,11 @@ impl EndpointConfig {
 }
 
 fn normalise_resolve(c: &mut ResolveConfig) -> Result<(), String> {
+    if c.allow_any_trust_anchor
+        && (!c.allowed_trust_anchors.is_empty() || c.use_entity_collection_allowed_trust_anchors)
+    {
+        return Err("allow_any_trust_anchor excludes allowed_trust_anchors and use_entity_collection_allowed_trust_anchors".into());
+    }
     if !(0.0..=1.0).contains(&c.time_elapsed_grace_factor) {
         return Err("time_elapsed_grace_factor must be between 0 and 1".into());
     }
@@ -574,6 +684,46 @@ mod tests {
                 &json!({"trust_mark_specs": [{"trust_mark_type": "https://tm"}]})
             )
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn opening_to_any_anchor_is_explicit_and_exclusive() {
+        let open = |kind, v| EndpointConfig::parse(kind, &v);
+        for kind in [EndpointType::Resolve, EndpointType::EntityCollection] {
+            let e = open(
+                kind,
+                json!({"allow_any_trust_anchor": true, "allowed_trust_anchors": ["https://ta"]}),
+            );
+            assert!(e.unwrap_err().contains("allow_any_trust_anchor"));
+            assert!(open(kind, json!({"allow_any_trust_anchor": true})).is_ok());
+        }
+        let rule = AnchorRule::new(&[], false);
+        assert_eq!(rule, AnchorRule::Configured);
+        assert!(!rule.admits("https://stranger", |_| false));
+        assert!(rule.admits("https://ta", |a| a == "https://ta"));
+        assert!(AnchorRule::new(&[], true).admits("https://stranger", |_| false));
+        let listed = AnchorRule::new(&["https://ta".into()], false);
+        assert!(!listed.admits("https://other", |_| true));
+        let Ok(EndpointConfig::EntityCollection(c)) = open(
+            EndpointType::EntityCollection,
+            json!({"walk_max_bytes": 1000, "walk_timeout_seconds": 5}),
+        ) else {
+            panic!("valid")
+        };
+        assert_eq!(
+            c.walk_bounds(),
+            (std::time::Duration::from_secs(5), 1000, 100_000)
+        );
+        let e = open(EndpointType::EntityCollection, json!({"walk_max_bytes": 0}));
+        assert!(e.unwrap_err().contains("walk_max_bytes"));
+        // Defaults are not written back into stored configurations.
+        let c = EntityCollectionConfig::default();
+        assert_eq!(
+            serde_json::to_value(&c)
+                .unwrap()
+                .get("allow_any_trust_anchor"),
+            None
         );
     }
 

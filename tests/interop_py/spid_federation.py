@@ -45,6 +45,8 @@ def sign(k, payload, typ):
 
 def main():
     base, prefix, max_path_length = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    # An extra superior the leaves name (an enrolling Pharos), if given.
+    extra_hints = sys.argv[4:5]
     now = int(time.time())
     ids = {
         name: f"{base}/{prefix}/{name}"
@@ -181,7 +183,7 @@ def main():
                         "contacts": [f"ops@{leaf}.interop.example"],
                     },
                 },
-                "authority_hints": [ids[superior]],
+                "authority_hints": [ids[superior], *extra_hints],
                 "trust_marks": entries,
             },
         )

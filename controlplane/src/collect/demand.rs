@@ -1,8 +1,11 @@
 //! Collection on request (the endpoint has no `interval_seconds`): the data plane asks
-//! through [`pharos_dataplane::command::Command::CollectEntities`]. Walks are expensive, so
+//! through [`pharos_dataplane::command::Command::CollectEntities`], for an anchor the data
+//! plane admitted (the endpoint's `AnchorRule`). Walks are expensive, so
 //! they are bounded ([`COLLECTIONS_AT_ONCE`]; more is refused at once, 503), shared by every
 //! request for the same anchor while one runs (single flight), and their result is cached for
-//! [`CACHE_TTL`], so a client paging through or repeating a query walks nothing again.
+//! [`CACHE_TTL`], so a client paging through or repeating a query walks nothing again. Each
+//! walk has the endpoint's bounds (deadline, bytes, Entities); one stopped by a bound answers
+//! with what it verified until then (logged).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +15,8 @@ use pharos_dataplane::command::{CollectError, CollectReply, Refused};
 use pharos_dataplane::outbound::HttpFetcher;
 use pharos_dataplane::resolver::anchor_spec;
 use pharos_shared::collection::Collection;
+use pharos_shared::endpoint::{EndpointConfig, EndpointType, EntityCollectionConfig};
+use pharos_shared::snapshot::Snapshot;
 use tokio::sync::Semaphore;
 
 use super::walk::{Limits, walk};
@@ -29,12 +34,24 @@ const WAITERS: usize = 1_024;
 
 type Outcome = Result<Arc<Collection>, CollectError>;
 
+/// The `entity_collection` endpoint's configuration in `snap` (its defaults without one).
+fn collection_config(snap: &Snapshot) -> EntityCollectionConfig {
+    match snap
+        .registry
+        .by_type
+        .get(&EndpointType::EntityCollection)
+        .map(|e| &e.config)
+    {
+        Some(EndpointConfig::EntityCollection(c)) => c.clone(),
+        _ => EntityCollectionConfig::default(),
+    }
+}
+
 /// On-demand collections: bound, flights and cache.
 #[derive(Debug)]
 pub struct OnDemand {
     cp: Arc<ControlPlane>,
     fetcher: Arc<HttpFetcher>,
-    limits: Limits,
     running: Arc<Semaphore>,
     flights: Arc<Flights<Outcome>>,
     cache: Cache<String, Arc<Collection>>,
@@ -45,7 +62,6 @@ impl OnDemand {
     pub fn new(cp: Arc<ControlPlane>) -> Arc<Self> {
         let fetcher = Arc::new(HttpFetcher::new(&cp.settings.federation));
         Arc::new(Self {
-            limits: Limits::from_settings(&cp.settings.federation),
             cp,
             fetcher,
             running: Arc::new(Semaphore::new(COLLECTIONS_AT_ONCE)),
@@ -78,9 +94,11 @@ impl OnDemand {
         };
         let me = self.clone();
         tokio::spawn(async move {
-            let spec = anchor_spec(&me.cp.snapshot(), &trust_anchor);
+            let snap = me.cp.snapshot();
+            let spec = anchor_spec(&snap, &trust_anchor);
+            let limits = Limits::new(&me.cp.settings.federation, &collection_config(&snap));
             let now = me.cp.now();
-            let outcome = match walk(me.fetcher.as_ref(), &spec, &me.limits, now).await {
+            let outcome = match walk(me.fetcher.as_ref(), &spec, &limits, now).await {
                 Ok(w) => {
                     let c = Arc::new(Collection::new(
                         trust_anchor.clone(),

@@ -2,7 +2,8 @@
 //! every allowed Trust Anchor is walked at start and then every interval, at most
 //! `concurrency_limit` walks at once. Each finished walk is committed through [`Write`] (only
 //! the Entities that changed are rewritten) and so published in the snapshot, from which the
-//! data plane answers. A change of the endpoint's collector settings (published registry)
+//! data plane answers. A walk stopped by one of its bounds (`walk_timeout_seconds`,
+//! `walk_max_bytes`, `walk_max_entities`) is stored as it is, with a warning. A change of the endpoint's collector settings (published registry)
 //! stops the round in progress and starts a new one with the new settings; a failed walk
 //! keeps the previous collection and is retried at the next round.
 
@@ -14,6 +15,7 @@ use futures_util::stream::{self, StreamExt};
 use pharos_dataplane::outbound::HttpFetcher;
 use pharos_dataplane::resolver::anchor_spec;
 use pharos_shared::collection::EntityInfo;
+use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::Snapshot;
 use tokio_util::sync::CancellationToken;
@@ -35,11 +37,13 @@ pub struct Plan {
     pub interval: Duration,
     /// Walks at once.
     pub concurrency: usize,
+    /// Bounds of each walk.
+    pub limits: Limits,
 }
 
-/// The periodic plan the snapshot's registry asks for: `None` without an enabled
-/// `entity_collection` endpoint or without `interval_seconds`.
-pub fn plan(snap: &Snapshot) -> Option<Plan> {
+/// The periodic plan the snapshot's registry asks for, fetching under `fed`: `None` without
+/// an enabled `entity_collection` endpoint or without `interval_seconds`.
+pub fn plan(snap: &Snapshot, fed: &FederationSettings) -> Option<Plan> {
     let entry = snap.registry.by_type.get(&EndpointType::EntityCollection)?;
     entry.path.as_deref().filter(|p| !p.is_empty())?;
     let EndpointConfig::EntityCollection(c) = &entry.config else {
@@ -53,6 +57,7 @@ pub fn plan(snap: &Snapshot) -> Option<Plan> {
             .concurrency_limit
             .filter(|n| *n > 0)
             .map_or(DEFAULT_CONCURRENCY, |n| n as usize),
+        limits: Limits::new(fed, c),
     })
 }
 
@@ -73,12 +78,12 @@ pub fn spawn(
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let limits = Limits::from_settings(&cp.settings.federation);
+        let fed = &cp.settings.federation;
         let mut events = cp.registry_events.subscribe();
         let mut warned = false;
         loop {
             let snap = cp.snapshot();
-            let current = plan(&snap);
+            let current = plan(&snap, fed);
             let idle = idle_concurrency_limit(&snap);
             if idle && !warned {
                 tracing::warn!(
@@ -92,7 +97,7 @@ pub fn spawn(
                     return std::future::pending::<()>().await;
                 };
                 loop {
-                    round(&cp, &fetcher, p, &limits).await;
+                    round(&cp, &fetcher, p).await;
                     tokio::time::sleep(p.interval).await;
                 }
             };
@@ -102,7 +107,7 @@ pub fn spawn(
                     if events.changed().await.is_err() {
                         return std::future::pending::<()>().await;
                     }
-                    if plan(&cp.snapshot()) != current
+                    if plan(&cp.snapshot(), fed) != current
                         || idle_concurrency_limit(&cp.snapshot()) != idle
                     {
                         return;
@@ -121,10 +126,10 @@ pub fn spawn(
 }
 
 /// One round: every anchor of `p`, at most `p.concurrency` at once.
-async fn round(cp: &ControlPlane, fetcher: &HttpFetcher, p: &Plan, limits: &Limits) {
+async fn round(cp: &ControlPlane, fetcher: &HttpFetcher, p: &Plan) {
     stream::iter(p.anchors.iter())
         .for_each_concurrent(p.concurrency, |ta| async move {
-            if let Err(e) = collect_and_store(cp, fetcher, ta, limits).await {
+            if let Err(e) = collect_and_store(cp, fetcher, ta, &p.limits).await {
                 tracing::warn!(trust_anchor = %ta, error = %e, "entity collection failed; the previous one is kept");
             }
         })
@@ -142,7 +147,7 @@ async fn collect_and_store(
     let walked = walk(fetcher, &spec, limits, cp.now())
         .await
         .map_err(crate::error::Error::Internal)?;
-    tracing::info!(trust_anchor = %ta, entities = walked.entities.len(), skipped = walked.skipped, "entity collection finished");
+    tracing::info!(trust_anchor = %ta, entities = walked.entities.len(), skipped = walked.skipped, bytes = walked.bytes, stopped_at = ?walked.stopped, "entity collection finished");
     store(cp, ta, walked.entities).await
 }
 

@@ -6,15 +6,20 @@
 //! [`ENROLLMENTS_AT_ONCE`] flights at once (a fetch plus a check each, and checks may resolve
 //! trust chains); a flight over that bound is refused at once (`503`).
 //!
-//! A flight: the stored status decides first (active, pending, blocked: nothing to fetch).
-//! Otherwise the entity's Entity Configuration is fetched with the data plane's fetcher and
-//! verified ([`fetch_configuration`]), the types are the request's or the configuration's
-//! metadata keys, and the endpoint's check runs — all before the writer lock, so a slow check
-//! never holds up other writes. Then, under the lock, the row is read again (an administrator
-//! or another endpoint may have decided meanwhile) and the entity is inserted, or an
-//! `inactive` one updated, with the repository functions of the Admin API's subordinate
-//! create and update, and a history event by the requester. Publishing the subordinate also
-//! starts its key polling when `enable_jwks_update` is set, as for the Admin API.
+//! A flight: the stored status decides first (active, pending, blocked, inactive: nothing to
+//! fetch). An existing row is never changed by an enrollment: its status, keys and types are
+//! an administrator's (enrollment creates only active or pending rows, so an inactive one was
+//! set by an administrator, and only an administrator reactivates it). Otherwise the entity's
+//! Entity Configuration is fetched with the data plane's fetcher and verified
+//! ([`fetch_configuration`]); its `authority_hints` must name us (an entity becomes our
+//! subordinate only if it says we are its superior); the types are the request's, each of
+//! which its metadata must declare, or else the metadata's keys; and the endpoint's check
+//! runs — all before the writer lock, so a slow check never holds up other writes. Then,
+//! under the lock, the row is read again (an administrator or another endpoint may have
+//! decided meanwhile) and the entity is inserted with the repository function of the Admin
+//! API's subordinate create, and a history event by the requester. Publishing the
+//! subordinate also starts its key polling when `enable_jwks_update` is set, as for the Admin
+//! API.
 //!
 //! [`Command::Enroll`]: pharos_dataplane::command::Command::Enroll
 
@@ -127,14 +132,14 @@ pub async fn enroll<F: Fetcher>(cp: &ControlPlane, fetcher: &Arc<F>, e: &Enrollm
     })
 }
 
-/// The answer a stored status gives without fetching anything; `None` = enroll (new or
-/// `inactive`, or a hand-edited unknown word).
-fn decided(status: &str) -> Option<Outcome> {
-    match SubordinateStatus::parse(status)? {
-        SubordinateStatus::Active => Some(Ok(EnrollOutcome::Active)),
-        SubordinateStatus::Pending => Some(Ok(EnrollOutcome::Pending)),
-        SubordinateStatus::Blocked => Some(Err(EnrollError::Blocked)),
-        SubordinateStatus::Inactive => None,
+/// The answer a stored row's status gives without fetching anything: every stored row
+/// decides (`inactive`, or a hand-edited unknown word, is an administrator's decision).
+fn decided(status: &str) -> Outcome {
+    match SubordinateStatus::parse(status) {
+        Some(SubordinateStatus::Active) => Ok(EnrollOutcome::Active),
+        Some(SubordinateStatus::Pending) => Ok(EnrollOutcome::Pending),
+        Some(SubordinateStatus::Blocked) => Err(EnrollError::Blocked),
+        Some(SubordinateStatus::Inactive) | None => Err(EnrollError::Inactive),
     }
 }
 
@@ -145,8 +150,8 @@ async fn run<F: Fetcher>(
     e: &Enrollment,
 ) -> crate::Result<Outcome> {
     // Read outside the lock only to spare a fetch; the write reads again under it.
-    if let Some(o) = stored(cp, &e.sub).await?.and_then(|r| decided(&r.status)) {
-        return Ok(o);
+    if let Some(r) = stored(cp, &e.sub).await? {
+        return Ok(decided(&r.status));
     }
     let now = cp.now();
     let fetched = match fetch_configuration(&**fetcher, &e.sub, now).await {
@@ -157,7 +162,13 @@ async fn run<F: Fetcher>(
         Ok(j) => j,
         Err(m) => return Ok(Err(EnrollError::Configuration(m))),
     };
-    let types = entity_types(&e.entity_types, &fetched.entity_types);
+    if let Err(m) = names_us(&fetched, &cp.settings.entity_id) {
+        return Ok(Err(EnrollError::Configuration(m)));
+    }
+    let types = match entity_types(&e.entity_types, &fetched.entity_types) {
+        Ok(t) => t,
+        Err(m) => return Ok(Err(EnrollError::Configuration(m))),
+    };
     let candidate = Candidate {
         entity_id: &e.sub,
         entity_types: &types,
@@ -190,17 +201,39 @@ fn keys(fetched: &Fetched, accepted_kty: &[String]) -> Result<Jwks, String> {
     Ok(jwks)
 }
 
-/// The request's types, else the configuration's metadata keys that fit a stored type.
-fn entity_types(requested: &[String], declared: &[String]) -> Vec<String> {
-    if !requested.is_empty() {
-        return requested.to_vec();
+/// Whether the configuration's `authority_hints` name `us`: enrolling an entity that does not
+/// name us as its superior would make us vouch for it without its word.
+fn names_us(fetched: &Fetched, us: &str) -> Result<(), String> {
+    let hints = fetched
+        .claims
+        .get("authority_hints")
+        .and_then(|h| h.as_array());
+    if hints.is_some_and(|h| h.iter().any(|v| v.as_str() == Some(us))) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the entity configuration's authority_hints do not name {us}"
+        ))
     }
-    declared
+}
+
+/// The request's types, each of which the configuration's metadata must declare, else the
+/// metadata keys that fit a stored type.
+fn entity_types(requested: &[String], declared: &[String]) -> Result<Vec<String>, String> {
+    if let Some(t) = requested.iter().find(|t| !declared.contains(t)) {
+        return Err(format!(
+            "entity_type {t} is not in the entity configuration's metadata"
+        ));
+    }
+    if !requested.is_empty() {
+        return Ok(requested.to_vec());
+    }
+    Ok(declared
         .iter()
         .filter(|t| !t.trim().is_empty() && t.len() <= MAX_TYPE_LEN)
         .take(MAX_TYPES)
         .cloned()
-        .collect()
+        .collect())
 }
 
 /// Stores the enrollment under the writer lock, unless the row was decided meanwhile.
@@ -223,43 +256,22 @@ async fn store(
         ),
     };
     let mut w = cp.write(Some(&e.actor)).await;
-    let row = stored(cp, &e.sub).await?;
-    if let Some(o) = row.as_ref().and_then(|r| decided(&r.status)) {
-        return Ok(o);
+    if let Some(r) = stored(cp, &e.sub).await? {
+        // Decided meanwhile (an administrator or another endpoint): left as it is.
+        return Ok(decided(&r.status));
     }
     let now = cp.now();
     let tx = w.tx().await?;
-    let (id, kind, message) = match row {
-        Some(r) => {
-            // Inactive: enrolled again, keeping what an administrator set on the row.
-            let basic = BasicWrite {
-                description: r.description.clone(),
-                status: status.as_str().into(),
-                enable_jwks_update: r.enable_jwks_update || e.poll.is_some(),
-                jwks_poll_interval: match (r.enable_jwks_update, e.poll) {
-                    (false, Some(i)) => i,
-                    _ => r.jwks_poll_interval,
-                },
-            };
-            repo::update_basic(&cp.db, tx, r.id, &basic, now).await?;
-            repo::set_jwks(&cp.db, tx, r.id, jwks, now).await?;
-            let message = format!("status changed from {} to {status}: {what}", r.status);
-            (r.id, "status_updated", message)
-        }
-        None => {
-            let basic = BasicWrite {
-                description: what.into(),
-                status: status.as_str().into(),
-                enable_jwks_update: e.poll.is_some(),
-                jwks_poll_interval: e.poll.unwrap_or(0),
-            };
-            let keys = Some(jwks.clone());
-            let id = repo::insert(&cp.db, tx, &e.sub, &basic, &keys, now).await?;
-            (id, "created", what.to_owned())
-        }
+    let basic = BasicWrite {
+        description: what.into(),
+        status: status.as_str().into(),
+        enable_jwks_update: e.poll.is_some(),
+        jwks_poll_interval: e.poll.unwrap_or(0),
     };
+    let keys = Some(jwks.clone());
+    let id = repo::insert(&cp.db, tx, &e.sub, &basic, &keys, now).await?;
     repo::set_types(&cp.db, tx, id, types).await?;
-    w.subordinate_event(id, status.as_str(), kind, Some(message))
+    w.subordinate_event(id, status.as_str(), "created", Some(what.to_owned()))
         .await?;
     w.touch_subordinate(&e.sub);
     w.commit().await?;
@@ -272,11 +284,11 @@ mod tests {
 
     #[test]
     fn stored_statuses_decide_before_any_fetch() {
-        assert_eq!(decided("active"), Some(Ok(EnrollOutcome::Active)));
-        assert_eq!(decided("pending"), Some(Ok(EnrollOutcome::Pending)));
-        assert_eq!(decided("blocked"), Some(Err(EnrollError::Blocked)));
-        assert_eq!(decided("inactive"), None);
-        assert_eq!(decided("hand-edited"), None);
+        assert_eq!(decided("active"), Ok(EnrollOutcome::Active));
+        assert_eq!(decided("pending"), Ok(EnrollOutcome::Pending));
+        assert_eq!(decided("blocked"), Err(EnrollError::Blocked));
+        assert_eq!(decided("inactive"), Err(EnrollError::Inactive));
+        assert_eq!(decided("hand-edited"), Err(EnrollError::Inactive));
     }
 
     #[test]
@@ -284,15 +296,17 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|t| (*t).to_owned()).collect::<Vec<_>>();
         let declared = s(&["federation_entity", "openid_relying_party"]);
         assert_eq!(
-            entity_types(&s(&["openid_provider"]), &declared),
-            s(&["openid_provider"])
+            entity_types(&s(&["openid_relying_party"]), &declared),
+            Ok(s(&["openid_relying_party"]))
         );
-        assert_eq!(entity_types(&[], &declared), declared);
+        let undeclared = entity_types(&s(&["openid_relying_party", "openid_provider"]), &declared);
+        assert!(undeclared.unwrap_err().contains("openid_provider"));
+        assert_eq!(entity_types(&[], &declared), Ok(declared));
         let long = "x".repeat(256);
         let odd = s(&["", &long, "openid_provider"]);
-        assert_eq!(entity_types(&[], &odd), s(&["openid_provider"]));
+        assert_eq!(entity_types(&[], &odd), Ok(s(&["openid_provider"])));
         let many: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
-        assert_eq!(entity_types(&[], &many).len(), MAX_TYPES);
+        assert_eq!(entity_types(&[], &many).unwrap().len(), MAX_TYPES);
     }
 
     #[test]

@@ -135,6 +135,12 @@ pub enum EnrollError {
     /// The subordinate is blocked.
     #[error("the entity cannot enroll")]
     Blocked,
+    /// An administrator set the subordinate inactive (or to a status enrollment does not
+    /// know): enrollment never changes what an administrator decided.
+    #[error(
+        "an administrator set this entity inactive; enrollment does not reactivate it, only an administrator does"
+    )]
+    Inactive,
     /// The entity's configuration could not be fetched, or is not a valid, self-signed
     /// Entity Configuration of the requested entity.
     #[error("could not obtain or verify the entity configuration: {0}")]
@@ -274,7 +280,7 @@ impl From<EnrollError> for Refusal {
         let d = e.to_string();
         match e {
             EnrollError::Refused(r) => refused(r).into(),
-            EnrollError::Blocked => {
+            EnrollError::Blocked | EnrollError::Inactive => {
                 FedError::new(StatusCode::FORBIDDEN, "invalid_request", d).into()
             }
             EnrollError::Configuration(_) => FedError::invalid_request(d).into(),
@@ -384,6 +390,7 @@ mod tests {
         let busy = EnrollError::Refused(Refused::Busy);
         assert_eq!(code(busy), (503, "temporarily_unavailable".into()));
         assert_eq!(code(EnrollError::Blocked), (403, "invalid_request".into()));
+        assert_eq!(code(EnrollError::Inactive), (403, "invalid_request".into()));
         let bad = EnrollError::Configuration("wrong media type".into());
         assert_eq!(code(bad.clone()), (400, "invalid_request".into()));
         assert!(bad.to_string().contains("wrong media type"));

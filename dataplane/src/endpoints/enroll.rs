@@ -6,12 +6,15 @@
 //! - already `active`: `201 application/entity-statement+jwt`, the statement the fetch
 //!   endpoint serves about it;
 //! - `pending`: `202 invalid_request` "the enrollment needs to be approved by an
-//!   administrator"; `blocked`: `403 invalid_request`;
-//! - new or `inactive`: the control plane fetches the entity's Entity Configuration (the
-//!   resolver's outbound rules), verifies its self-signature and that it is `sub`'s, runs the
-//!   check and stores the entity `active` ([`Command::Enroll`]); then `201` with the statement.
-//!   A configuration that cannot be fetched or verified is `400 invalid_request`; a denial is
-//!   the check's status and error body. Nothing is stored in either case.
+//!   administrator"; `blocked` and `inactive` (both set by an administrator, whose decision
+//!   enrollment never changes): `403 invalid_request`;
+//! - new: the control plane fetches the entity's Entity Configuration (the resolver's
+//!   outbound rules), verifies its self-signature and that it is `sub`'s, that its
+//!   `authority_hints` name us and that every requested `entity_type` is in its metadata, runs
+//!   the check and stores the entity `active` ([`Command::Enroll`]); then `201` with the
+//!   statement. A configuration that cannot be fetched or verified, or fails those rules, is
+//!   `400 invalid_request`; a denial is the check's status and error body. Nothing is stored
+//!   in either case.
 //!
 //! The request is read here and shared with the enroll_request endpoint
 //! ([`super::enroll_request`]), which differs only in what it stores and answers.
@@ -130,7 +133,8 @@ fn decided(snap: &Snapshot, sub: &str) -> Option<Result<EnrollOutcome, EnrollErr
         SubordinateStatus::Active => Some(Ok(EnrollOutcome::Active)),
         SubordinateStatus::Pending => Some(Ok(EnrollOutcome::Pending)),
         SubordinateStatus::Blocked => Some(Err(EnrollError::Blocked)),
-        SubordinateStatus::Inactive => None,
+        // Set by an administrator (enrollment creates active or pending rows only).
+        SubordinateStatus::Inactive => Some(Err(EnrollError::Inactive)),
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! With a periodic collector (`interval_seconds` > 0) the answer comes from the snapshot's
 //! stored collection; without one the control plane collects on demand (bounded, single
-//! flight per anchor, cached briefly) through [`Command::CollectEntities`].
+//! flight per anchor, cached briefly) through [`Command::CollectEntities`]. Either way only
+//! for the anchors the operator configured ([`AnchorRule`]): another `trust_anchor` is
+//! `404 invalid_trust_anchor` before anything is fetched.
 //!
 //! Answers from the periodic collection are serialised once per snapshot generation and
 //! normalised request ([`PageCache`], keyed by the parsed [`CollectionQuery`]: parameter order,
@@ -21,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::collection::Collection;
 use pharos_shared::collection::query::{CollectionQuery, QueryError, select};
-use pharos_shared::endpoint::{EndpointConfig, EntityCollectionConfig};
+use pharos_shared::endpoint::{AnchorRule, EndpointConfig, EntityCollectionConfig};
 use serde_json::{Map, Value};
 
 use super::Call;
@@ -29,6 +31,7 @@ use super::list::INLINE_LIMIT;
 use crate::DataPlane;
 use crate::command::Command;
 use crate::error::FedError;
+use crate::resolver::admits;
 
 impl From<QueryError> for FedError {
     fn from(e: QueryError) -> Self {
@@ -166,11 +169,16 @@ async fn answer(call: Call<'_>) -> Result<Vec<u8>, FedError> {
     if anchor.is_empty() {
         return Err(FedError::invalid_request("trust_anchor must not be empty"));
     }
-    if !cfg.allowed_trust_anchors.is_empty() && !cfg.allowed_trust_anchors.contains(&anchor) {
+    // Decided before anything is fetched: a stranger's anchor is not walked for anyone.
+    let rule = AnchorRule::new(&cfg.allowed_trust_anchors, cfg.allow_any_trust_anchor);
+    if !admits(&snap, &rule, &anchor) {
         return Err(FedError::new(
             StatusCode::NOT_FOUND,
             "invalid_trust_anchor",
-            format!("{anchor} is not a trust anchor this endpoint collects for"),
+            format!(
+                "{anchor} is not a trust anchor this endpoint collects for: {}",
+                rule.describe()
+            ),
         ));
     }
     let collection = if periodic(&cfg) {

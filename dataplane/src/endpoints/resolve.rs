@@ -21,7 +21,7 @@ use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
-use crate::resolver::{Local, Query, allowed_anchors, anchor_spec, grace_rule};
+use crate::resolver::{Local, Query, admits, anchor_rule, anchor_spec, grace_rule};
 use crate::signing;
 
 /// The parsed request.
@@ -157,16 +157,19 @@ async fn answer(
     let p = parse(form)?;
     let cfg = config(entry);
     let mut anchors = p.anchors.clone();
-    if let Some(allowed) = allowed_anchors(snap, cfg) {
-        anchors.retain(|a| allowed.contains(a));
-    }
+    let rule = anchor_rule(snap, cfg);
+    anchors.retain(|a| admits(snap, &rule, a));
     let mut seen = std::collections::HashSet::new();
     anchors.retain(|a| seen.insert(a.clone()));
     if anchors.is_empty() {
+        // Refused before anything is fetched: a stranger's anchor is not walked for anyone.
         return Err(FedError::new(
             StatusCode::NOT_FOUND,
             "invalid_trust_anchor",
-            "all provided trust anchors are not allowed for this endpoint",
+            format!(
+                "all provided trust anchors are not allowed for this endpoint: {}",
+                rule.describe()
+            ),
         ));
     }
     let now = dp.now();

@@ -27,7 +27,7 @@ use pharos_shared::chain::{
     self, AnchorSpec, DEFAULT_MAX_DEPTH, Fetcher, Freshness, GraceRule, ResolveRequest,
     ResolvedChain,
 };
-use pharos_shared::endpoint::{EndpointConfig, EndpointType, ResolveConfig};
+use pharos_shared::endpoint::{AnchorRule, EndpointConfig, EndpointType, ResolveConfig};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::VerifiedTrustMark;
 use pharos_shared::trust_mark_issuer_keys;
@@ -448,19 +448,29 @@ pub fn grace_rule(cfg: &ResolveConfig) -> GraceRule {
     }
 }
 
-/// The anchors this endpoint accepts, `None` meaning any: its own `allowed_trust_anchors`,
-/// or the `entity_collection` endpoint's when `use_entity_collection_allowed_trust_anchors`
-/// is set (read from the same snapshot, so a change applies with the next registry swap; no
-/// such endpoint means no anchor is allowed).
-pub fn allowed_anchors(snap: &Snapshot, cfg: &ResolveConfig) -> Option<Vec<String>> {
+/// The anchors this endpoint walks towards (see [`AnchorRule`]): its own
+/// `allowed_trust_anchors`, or the `entity_collection` endpoint's when
+/// `use_entity_collection_allowed_trust_anchors` is set (read from the same snapshot, so a
+/// change applies with the next registry swap; no such endpoint, or an empty list there,
+/// means no anchor is allowed); without a list, the trust anchor repository and our own
+/// entity, unless `allow_any_trust_anchor` opens it to any.
+pub fn anchor_rule(snap: &Snapshot, cfg: &ResolveConfig) -> AnchorRule {
     if cfg.use_entity_collection_allowed_trust_anchors {
         let ec = snap.registry.by_type.get(&EndpointType::EntityCollection);
-        return Some(match ec.map(|e| &e.config) {
+        return AnchorRule::Listed(match ec.map(|e| &e.config) {
             Some(EndpointConfig::EntityCollection(c)) => c.allowed_trust_anchors.clone(),
             _ => Vec::new(),
         });
     }
-    (!cfg.allowed_trust_anchors.is_empty()).then(|| cfg.allowed_trust_anchors.clone())
+    AnchorRule::new(&cfg.allowed_trust_anchors, cfg.allow_any_trust_anchor)
+}
+
+/// Whether `rule` admits `anchor` in `snap`: [`AnchorRule::Configured`] admits our own
+/// entity and the anchors of the trust anchor repository.
+pub fn admits(snap: &Snapshot, rule: &AnchorRule, anchor: &str) -> bool {
+    rule.admits(anchor, |a| {
+        a == snap.entity_id.as_ref() || snap.trust_anchors.by_id.contains_key(a)
+    })
 }
 
 /// An anchor with its keys pinned when our trust anchor repository holds them (otherwise its

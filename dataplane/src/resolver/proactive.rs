@@ -23,7 +23,7 @@ use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Limits, Store};
-use super::{Local, Query, Resolver, allowed_anchors, anchor_spec, grace_rule, resolve_config};
+use super::{Local, Query, Resolver, admits, anchor_rule, anchor_spec, grace_rule, resolve_config};
 use crate::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
@@ -239,9 +239,10 @@ fn feed_collections(
     fed: &mut HashMap<String, i64>,
     now: i64,
 ) {
-    let allowed = resolve_config(snap).and_then(|c| allowed_anchors(snap, c));
+    let rule = resolve_config(snap).map(|c| anchor_rule(snap, c));
     for (ta, c) in &snap.collections.by_anchor {
-        if allowed.as_ref().is_some_and(|a| !a.contains(ta)) || fed.get(ta) == Some(&c.last_updated)
+        if rule.as_ref().is_some_and(|r| !admits(snap, r, ta))
+            || fed.get(ta) == Some(&c.last_updated)
         {
             continue;
         }
