@@ -92,7 +92,7 @@ pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next)
     }
     let response = authenticated(&auth, req, next, write).await;
     if response.extensions().get::<DatabaseDown>().is_some() {
-        auth.cp.db.trip();
+        auth.cp.db.suspect();
     }
     response
 }
