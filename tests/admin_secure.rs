@@ -181,11 +181,17 @@ async fn a_web_page_on_loopback_cannot_create_the_first_admin() {
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     // A page of a local origin (another port of this machine): its browser says so.
     let local_page = "http://localhost:3000";
-    let r = create("mallory", None, Some(local_page), false).await.unwrap();
+    let r = create("mallory", None, Some(local_page), false)
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN, "cross-origin write");
     let same = format!("http://127.0.0.1:{port}");
     let r = create("mallory", None, Some(&same), false).await.unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "a page needs the token");
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "a page needs the token"
+    );
     let err: Value = r.json().await.unwrap();
     assert!(
         err["error_description"]
@@ -282,13 +288,17 @@ async fn cross_site_writes_are_refused_and_json_must_say_so() {
             .unwrap()
     };
     assert_eq!(db_users, 0);
-    // The API's own origin (its console) may write.
+    // The API's own origin (its console) may write; before the first user a page needs the
+    // bootstrap token too, also from loopback (see
+    // `a_web_page_on_loopback_cannot_create_the_first_admin`).
     let own = p.base.clone();
+    let token = p.app.as_ref().unwrap().admin_bootstrap.token().unwrap();
     let r = p
         .client
         .post(&url)
         .header("content-type", "application/json")
         .header("origin", own)
+        .bearer_auth(token)
         .body(body)
         .send()
         .await

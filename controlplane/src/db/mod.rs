@@ -313,7 +313,9 @@ impl Db {
     /// lock another writer holds (SQLite answers busy at once to avoid a deadlock), while
     /// `BEGIN IMMEDIATE` waits its turn for the busy timeout (5 s, within the request's
     /// limit) and then fails as busy, which is answered 503 with `Retry-After`, not 500.
-    pub async fn begin(&self) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+    pub async fn begin(
+        &self,
+    ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
         match self.dialect {
             Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
             _ => self.pool.begin().await,
@@ -550,10 +552,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("p.db").display());
         let db = Db::connect(&url, 2).await.unwrap();
-        let held = (db.pool.acquire().await.unwrap(), db.pool.acquire().await.unwrap());
+        let held = (
+            db.pool.acquire().await.unwrap(),
+            db.pool.acquire().await.unwrap(),
+        );
         db.note(&sqlx::Error::PoolTimedOut);
         // The check of the timeout runs in the background: wait for its end.
-        while db.breaker.suspecting.load(std::sync::atomic::Ordering::Acquire) {
+        while db
+            .breaker
+            .suspecting
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert!(!db.breaker.is_open());
