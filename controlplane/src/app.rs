@@ -142,7 +142,7 @@ impl App {
         let separate_admin = admin.enabled && admin.port != 0;
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
-        let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate());
+        let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate(&settings.entity_id));
         let resolver = data.resolve.clone();
         let admin_router = || {
             let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone())

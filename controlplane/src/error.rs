@@ -50,11 +50,21 @@ impl Error {
     }
 
     /// Whether this is the database being unreachable (connection refused or lost, pool
-    /// acquire timed out, server shutting down) rather than a fault of the request or of ours:
-    /// the Admin API answers these 503 so that clients retry, as the outage will pass.
+    /// acquire timed out, server shutting down) or busy (SQLite's write lock held past its
+    /// busy timeout) rather than a fault of the request or of ours: the Admin API answers these
+    /// 503 with `Retry-After` so that clients retry, as the outage or the other writer will pass.
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Database(e) => db_unavailable(e),
+            _ => false,
+        }
+    }
+
+    /// Whether this is SQLite busy with another writer ([`db_busy`]): unavailable, but not an
+    /// outage (the write breaker stays closed).
+    pub fn is_busy(&self) -> bool {
+        match self {
+            Self::Database(e) => db_busy(e),
             _ => false,
         }
     }
@@ -62,13 +72,31 @@ impl Error {
 
 /// [`Error::is_unavailable`] for a bare sqlx error.
 pub fn db_unavailable(e: &sqlx::Error) -> bool {
+    db_connection_lost(e) || matches!(e, sqlx::Error::PoolTimedOut) || db_busy(e)
+}
+
+/// The connection to the database failed or was lost, or the server is going away: an outage,
+/// which opens the write breaker ([`crate::db::Breaker`]). A pool timeout is not one by itself
+/// (a saturated pool times out too; [`crate::db::Db::note`] checks), nor is a busy database.
+pub fn db_connection_lost(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(d) => d.code().is_some_and(|c| unavailable_code(&c)),
+        _ => false,
+    }
+}
+
+/// SQLite answered `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection (a writer of this
+/// process or of another one on the same file) held the lock for longer than the busy timeout.
+pub fn db_busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(d) => {
+            d.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+                && d.code().is_some_and(|c| sqlite_busy_code(&c))
+        }
         _ => false,
     }
 }
@@ -78,4 +106,69 @@ pub fn db_unavailable(e: &sqlx::Error) -> bool {
 /// (server gone, connection lost).
 fn unavailable_code(code: &str) -> bool {
     code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "1053" | "2006" | "2013")
+}
+
+/// SQLite's extended result code (as sqlx reports it) is `SQLITE_BUSY` (5) or `SQLITE_LOCKED`
+/// (6), or one of their extended codes (`SQLITE_BUSY_RECOVERY` 261, `SQLITE_BUSY_SNAPSHOT`
+/// 517, `SQLITE_BUSY_TIMEOUT` 773, `SQLITE_LOCKED_SHAREDCACHE` 262, …): the low byte is the
+/// primary code.
+fn sqlite_busy_code(code: &str) -> bool {
+    code.parse::<i32>()
+        .is_ok_and(|c| c > 0 && matches!(c & 0xff, 5 | 6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_busy_and_locked_codes_are_busy() {
+        for code in ["5", "6", "261", "517", "773", "262", "518"] {
+            assert!(sqlite_busy_code(code), "{code}");
+        }
+        // SQLITE_ERROR, SQLITE_CONSTRAINT_UNIQUE (2067), SQLITE_IOERR (10), SQLITE_FULL (13).
+        for code in ["1", "2067", "10", "13", "0", "-5", "busy", ""] {
+            assert!(!sqlite_busy_code(code), "{code}");
+        }
+    }
+
+    /// A real busy error: one connection holds the write lock, another with no busy timeout
+    /// begins a write.
+    #[tokio::test]
+    async fn a_busy_sqlite_database_is_unavailable_but_not_lost() {
+        use sqlx::ConnectOptions as _;
+        use sqlx::sqlite::SqliteConnectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let opts = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .busy_timeout(std::time::Duration::ZERO);
+        let mut holder = opts.connect().await.unwrap();
+        sqlx::query("CREATE TABLE t (x INTEGER)")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let mut other = opts.connect().await.unwrap();
+        let e = sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut other)
+            .await
+            .unwrap_err();
+        assert!(db_busy(&e), "{e:?}");
+        assert!(db_unavailable(&e), "{e:?}");
+        assert!(!db_connection_lost(&e), "{e:?}");
+        let e = Error::Database(e);
+        assert!(e.is_unavailable() && e.is_busy());
+        // Other errors are neither.
+        let e = sqlx::query("SELECT * FROM missing")
+            .execute(&mut other)
+            .await
+            .unwrap_err();
+        assert!(!db_busy(&e) && !db_unavailable(&e), "{e:?}");
+        sqlx::query("COMMIT").execute(&mut holder).await.unwrap();
+    }
 }

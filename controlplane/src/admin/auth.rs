@@ -19,7 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+use axum::http::header::{AUTHORIZATION, HOST, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -92,7 +92,7 @@ pub async fn middleware(State(auth): State<AuthState>, req: Request, next: Next)
     }
     let response = authenticated(&auth, req, next, write).await;
     if response.extensions().get::<DatabaseDown>().is_some() {
-        auth.cp.db.trip();
+        auth.cp.db.suspect();
     }
     response
 }
@@ -103,7 +103,14 @@ async fn authenticated(auth: &AuthState, mut req: Request, next: Next, write: bo
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    match authenticate(auth, req.headers(), peer).await {
+    // The host the request was sent to: `Host`, or an HTTP/2 request's authority.
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()))
+        .map(str::to_owned);
+    match authenticate(auth, req.headers(), peer, host.as_deref()).await {
         Ok(Some(user)) => {
             req.extensions_mut().insert(AuthenticatedUser(user));
         }
@@ -155,15 +162,17 @@ async fn authenticate(
     auth: &AuthState,
     headers: &HeaderMap,
     peer: Option<IpAddr>,
+    host: Option<&str>,
 ) -> ApiResult<Option<String>> {
     let db = &auth.cp.db;
     if !users::any(db).await? {
-        if auth.bootstrap.admits(peer, headers) {
+        if auth.bootstrap.admits(peer, headers, host) {
             return Ok(None);
         }
         return Err(ApiError::Unauthorized(
-            "no admin user exists yet: create the first one from this machine (loopback) or \
-             with the bootstrap token written to the log at start (Authorization: Bearer)"
+            "no admin user exists yet: create the first one from this machine (loopback, Host \
+             127.0.0.1, [::1], localhost or the entity's host, not from a web page) or with \
+             the bootstrap token written to the log at start (Authorization: Bearer)"
                 .into(),
         ));
     }

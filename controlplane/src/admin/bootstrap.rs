@@ -2,19 +2,25 @@
 //!
 //! An empty `users` table cannot mean "open to everyone": whoever reached the port first would
 //! create the first administrator and own the federation. Until a user exists, the Admin API
-//! answers only clients on the same machine (the socket's peer address is loopback, and the
-//! request carries no forwarding header: a reverse proxy on the same host connects from loopback
-//! on behalf of anyone, so a proxied request is never "local") and holders of a bootstrap token
-//! generated at start and written
-//! to the log, which an operator of a container or remote host can read. The token is good for
-//! one bootstrap: once a user exists it is spent, also if every user is deleted later (then
-//! only loopback clients may create one again).
+//! answers only clients on the same machine and holders of a bootstrap token generated at start
+//! and written to the log, which an operator of a container or remote host can read. The token
+//! is good for one bootstrap: once a user exists it is spent, also if every user is deleted
+//! later (then only local clients may create one again).
+//!
+//! "On the same machine" is more than a loopback peer:
+//! - the request carries no forwarding header: a reverse proxy on the same host connects from
+//!   loopback on behalf of anyone, so a proxied request is never "local";
+//! - its `Host` is a loopback literal (`127.0.0.1`, `[::1]`, `localhost`, any port) or the host
+//!   of our Entity Identifier: a web page whose name was rebound to 127.0.0.1 (DNS rebinding),
+//!   or that reaches the port through an operator's `ssh -L`, is sent with its own name;
+//! - it is not a browser's request made by a page (no `Origin`): a page on another local port
+//!   is "local" by every other measure. A browser may still bootstrap with the token.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::http::HeaderMap;
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, ORIGIN};
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
@@ -23,12 +29,16 @@ use sha2::{Digest, Sha256};
 pub struct Bootstrap {
     token: String,
     spent: AtomicBool,
+    /// Host names (lowercase, no port) besides loopback literals that a local request may be
+    /// addressed to.
+    hosts: Vec<String>,
 }
 
 impl Bootstrap {
     /// A fresh random token (256 bits), or `None` when the system has no randomness (then only
-    /// loopback clients may bootstrap).
-    pub fn generate() -> Self {
+    /// loopback clients may bootstrap). `entity_id`'s host is accepted as the `Host` of local
+    /// requests besides the loopback literals.
+    pub fn generate(entity_id: &str) -> Self {
         let mut bytes = [0u8; 32];
         let token = match getrandom::fill(&mut bytes) {
             Ok(()) => base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
@@ -37,9 +47,15 @@ impl Bootstrap {
                 String::new()
             }
         };
+        let hosts = url::Url::parse(entity_id)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .into_iter()
+            .collect();
         Self {
             token,
             spent: AtomicBool::new(false),
+            hosts,
         }
     }
 
@@ -53,11 +69,37 @@ impl Bootstrap {
         self.spent.store(true, Ordering::Relaxed);
     }
 
-    /// Whether a request from `peer` with `headers` may use the API while no user exists.
-    pub fn admits(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
-        let local = peer.is_some_and(is_loopback) && !proxied(headers);
+    /// Whether a request from `peer` with `headers`, addressed to `host` (the `Host` header, or
+    /// an HTTP/2 request's authority), may use the API while no user exists.
+    pub fn admits(&self, peer: Option<IpAddr>, headers: &HeaderMap, host: Option<&str>) -> bool {
+        let local = peer.is_some_and(is_loopback)
+            && !proxied(headers)
+            && !headers.contains_key(ORIGIN)
+            && host.is_some_and(|h| self.local_host(h));
         local || self.token().is_some_and(|t| bearer_matches(headers, t))
     }
+
+    /// `host` (with or without a port) names this machine: a loopback literal, `localhost`, or
+    /// our Entity Identifier's host.
+    fn local_host(&self, host: &str) -> bool {
+        let name = host_name(host.trim());
+        let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+        let literal = name.strip_prefix('[').and_then(|n| n.strip_suffix(']'));
+        name == "localhost"
+            || literal
+                .unwrap_or(&name)
+                .parse::<IpAddr>()
+                .is_ok_and(is_loopback)
+            || self.hosts.contains(&name)
+    }
+}
+
+/// The host of a `Host` value: without its port (`[::1]:7672` → `[::1]`).
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.find(']').map_or(host, |end| &host[..=end]);
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
 }
 
 /// The request passed a proxy: it carries one of the usual forwarding headers.
@@ -103,36 +145,91 @@ mod tests {
 
     use super::*;
 
+    const LOCAL: Option<&str> = Some("127.0.0.1:7672");
+
     #[test]
     fn loopback_or_the_token_until_it_is_spent() {
-        let b = Bootstrap::generate();
+        let b = Bootstrap::generate("https://ta.example.org");
         let token = b.token().map(str::to_owned).unwrap_or_default();
         assert_eq!(token.len(), 43);
         let remote: IpAddr = [192, 0, 2, 7].into();
         let none = HeaderMap::new();
-        assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
+        assert!(b.admits(Some([127, 0, 0, 1].into()), &none, LOCAL));
         // Through a reverse proxy on this host: loopback peer, but not a local client.
         let mut proxied = HeaderMap::new();
         proxied.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.5"));
-        assert!(!b.admits(Some([127, 0, 0, 1].into()), &proxied));
+        assert!(!b.admits(Some([127, 0, 0, 1].into()), &proxied, LOCAL));
         let mut forwarded = HeaderMap::new();
         forwarded.insert("forwarded", HeaderValue::from_static("for=203.0.113.5"));
-        assert!(!b.admits(Some([127, 0, 0, 1].into()), &forwarded));
-        assert!(b.admits(Some("::ffff:127.0.0.1".parse().unwrap_or(remote)), &none));
-        assert!(!b.admits(Some(remote), &none));
-        assert!(!b.admits(None, &none));
+        assert!(!b.admits(Some([127, 0, 0, 1].into()), &forwarded, LOCAL));
+        assert!(b.admits(
+            Some("::ffff:127.0.0.1".parse().unwrap_or(remote)),
+            &none,
+            LOCAL
+        ));
+        assert!(!b.admits(Some(remote), &none, LOCAL));
+        assert!(!b.admits(None, &none, LOCAL));
         let mut with = HeaderMap::new();
         let bearer = HeaderValue::from_str(&format!("Bearer {token}"));
         with.insert(
             AUTHORIZATION,
             bearer.unwrap_or(HeaderValue::from_static("x")),
         );
-        assert!(b.admits(Some(remote), &with));
+        assert!(b.admits(Some(remote), &with, LOCAL));
         let mut wrong = HeaderMap::new();
         wrong.insert(AUTHORIZATION, HeaderValue::from_static("Bearer nope"));
-        assert!(!b.admits(Some(remote), &wrong));
+        assert!(!b.admits(Some(remote), &wrong, LOCAL));
         b.spend();
-        assert!(!b.admits(Some(remote), &with));
-        assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
+        assert!(!b.admits(Some(remote), &with, LOCAL));
+        assert!(b.admits(Some([127, 0, 0, 1].into()), &none, LOCAL));
+    }
+
+    /// DNS rebinding (issue 31): a page of evil.example whose name now resolves to 127.0.0.1, or
+    /// that reaches the port through an operator's `ssh -L`, connects from loopback.
+    #[test]
+    fn a_page_rebound_to_loopback_is_not_local() {
+        let b = Bootstrap::generate("https://TA.example.org/");
+        let lo: Option<IpAddr> = Some([127, 0, 0, 1].into());
+        let none = HeaderMap::new();
+        for host in [
+            "127.0.0.1",
+            "127.0.0.1:7672",
+            "127.1.2.3:80",
+            "[::1]:7672",
+            "[::1]",
+            "localhost:7672",
+            "LOCALHOST",
+            "localhost.:7672",
+            "ta.example.org:8443",
+            "ta.example.org",
+        ] {
+            assert!(b.admits(lo, &none, Some(host)), "{host}");
+        }
+        for host in [
+            "evil.example:7672",
+            "evil.example",
+            "localhost.evil.example:7672",
+            "127.0.0.1.evil.example",
+            "ta.example.org.evil.example",
+            "[::2]:7672",
+            "",
+        ] {
+            assert!(!b.admits(lo, &none, Some(host)), "{host}");
+        }
+        assert!(!b.admits(lo, &none, None));
+        // A browser's request made by a page (it says where the page came from) needs the
+        // token, whatever the page's origin.
+        for origin in ["http://127.0.0.1:7672", "http://localhost:3000", "null"] {
+            let mut page = HeaderMap::new();
+            page.insert(ORIGIN, HeaderValue::from_static(origin));
+            assert!(!b.admits(lo, &page, LOCAL), "{origin}");
+            let token = b.token().unwrap_or_default();
+            let bearer = HeaderValue::from_str(&format!("Bearer {token}"));
+            page.insert(
+                AUTHORIZATION,
+                bearer.unwrap_or(HeaderValue::from_static("x")),
+            );
+            assert!(b.admits(lo, &page, Some("evil.example:7672")), "{origin}");
+        }
     }
 }

@@ -42,13 +42,13 @@ pub enum ApiError {
         /// Seconds until the client may try again.
         retry_after: u64,
     },
-    /// Busy: the password verifier's queue is full (503 `temporarily_unavailable`, retry in a
-    /// second).
+    /// Busy: the password verifier's queue is full, or SQLite's write lock is held by another
+    /// writer past the busy timeout (503 `temporarily_unavailable`, retry in a second).
     #[error("{0}")]
     Unavailable(String),
     /// The database is unreachable (503 `temporarily_unavailable`, retry in a second); the
-    /// response carries [`DatabaseDown`] so that the Admin API's middleware opens the write
-    /// breaker ([`crate::db::Breaker`]).
+    /// response carries [`DatabaseDown`] so that the Admin API's middleware tells the write
+    /// breaker ([`crate::db::Breaker`], which checks a pool timeout before it opens).
     #[error("{0}")]
     DatabaseUnavailable(String),
     /// Our fault (500 `server_error`); the detail goes to the log, never to the client.
@@ -95,6 +95,12 @@ impl From<crate::Error> for ApiError {
             E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
             E::Unauthorized(m) => Self::Unauthorized(m),
             E::Shared(s) => s.into(),
+            // Another writer holds SQLite's lock past the busy timeout: retry, but the
+            // database is not down (no breaker).
+            e if e.is_busy() => {
+                tracing::warn!(error = %e, "admin request refused: the database is busy");
+                Self::Unavailable("the database is busy with another write; try again".into())
+            }
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "admin request refused: the database is unreachable");
                 Self::DatabaseUnavailable("the database is unreachable; try again later".into())

@@ -164,12 +164,21 @@ async fn programs_decide() {
     assert_eq!(verdict(&cp, cmd(ok)).await.0, 200);
     let no = script(&dir, "no.sh", "echo '  unknown organisation  ' >&2; exit 3");
     let refused = verdict(&cp, cmd(no)).await;
+    // What the program said goes to the log, not to the (anonymous) caller.
     assert_eq!(
         refused,
-        (403, "forbidden".into(), "unknown organisation".into())
+        (
+            403,
+            "forbidden".into(),
+            "the entity check refused the entity".into()
+        )
     );
     let slow = script(&dir, "slow.sh", "sleep 30");
     assert_eq!(verdict(&cp, cmd(slow)).await.0, 500);
     let missing = dir.path().join("missing").display().to_string();
-    assert_eq!(verdict(&cp, cmd(missing)).await.0, 500);
+    let (status, _, description) = verdict(&cp, cmd(missing)).await;
+    assert_eq!(
+        (status, description.as_str()),
+        (500, "the entity check could not run")
+    );
 }

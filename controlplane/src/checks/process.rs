@@ -3,10 +3,14 @@
 //! written and then closed; standard output and error read concurrently (so a chatty program
 //! cannot block on a full pipe) and kept up to [`OUTPUT_LIMIT`] each; killed when its timeout
 //! passes or when the check is dropped.
+//!
+//! Its environment is cleared first: Pharos's own holds database DSNs with passwords and
+//! other secrets, and a checker is often a script that logs or forwards what it has. It gets
+//! [`PROGRAM_ENV_ALLOWED`], the variables its configuration names, and those it sets.
 
 use std::process::Stdio;
 
-use pharos_shared::checks::{ProcessCall, ProcessOutcome};
+use pharos_shared::checks::{PROGRAM_ENV_ALLOWED, ProcessCall, ProcessOutcome};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
@@ -15,8 +19,15 @@ pub const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// Runs `call` (see the module documentation).
 pub async fn run(call: ProcessCall) -> ProcessOutcome {
+    let passed = PROGRAM_ENV_ALLOWED
+        .iter()
+        .copied()
+        .chain(call.inherit.iter().map(String::as_str))
+        .filter_map(|k| std::env::var_os(k).map(|v| (k, v)));
     let mut child = match Command::new(&call.path)
         .args(&call.args)
+        .env_clear()
+        .envs(passed)
         .envs(call.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -20,6 +20,7 @@ fn call(path: String) -> ProcessCall {
         path,
         args: vec!["one two".into()],
         env: vec![("ENTITY_ID".into(), "https://leaf.example".into())],
+        inherit: Vec::new(),
         stdin: br#"{"sub":"https://leaf.example"}"#.to_vec(),
         timeout: Duration::from_secs(10),
     }
@@ -88,4 +89,52 @@ async fn output_is_cut_and_unread_input_is_no_error() {
     assert_eq!(code, Some(1));
     assert_eq!(stderr.len(), OUTPUT_LIMIT);
     assert!(stderr.bytes().all(|b| b == b'e'));
+}
+
+/// Pharos's environment holds secrets (database DSNs with passwords): a program sees only the
+/// allowed variables, the ones its configuration names, and the ones it sets (issue 31). The
+/// secret must be in this process's environment, which a test may not change (`set_var` is
+/// unsafe, and unsafe code is forbidden): the test runs itself again with it set.
+#[tokio::test]
+async fn the_program_sees_no_secret_of_the_service() {
+    const SECRET: &str = "PHAROS_TEST_SECRET_DSN";
+    if std::env::var_os(SECRET).is_none() {
+        let me = std::env::current_exe().unwrap();
+        let out = tokio::process::Command::new(me)
+            .args([
+                "checks::process::tests::the_program_sees_no_secret_of_the_service",
+                "--exact",
+                "--nocapture",
+            ])
+            .env(SECRET, "postgres://u:hunter2@db/x")
+            .env("PHAROS_TEST_NAMED", "passed-through")
+            .output()
+            .await
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{said}");
+        assert!(said.contains("1 passed"), "{said}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(&dir, "env.sh", "env >&2\nexit 1");
+    let mut c = call(s);
+    c.inherit = vec!["PHAROS_TEST_NAMED".into(), "PHAROS_TEST_UNSET".into()];
+    let ProcessOutcome::Exited { stderr, .. } = run(c).await else {
+        panic!("must exit")
+    };
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    assert!(
+        stderr.contains("PHAROS_TEST_NAMED=passed-through"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ENTITY_ID=https://leaf.example"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("PHAROS_TEST_UNSET"), "{stderr}");
+    if std::env::var_os("PATH").is_some() {
+        assert!(stderr.contains("PATH="), "{stderr}");
+    }
 }

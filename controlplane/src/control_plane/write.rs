@@ -45,14 +45,14 @@ impl<'a> Write<'a> {
         }
     }
 
-    /// The change's transaction, begun on first use.
+    /// The change's transaction, begun on first use (on SQLite with the write lock taken at
+    /// once: see [`crate::db::Db::begin`]).
     pub async fn tx(&mut self) -> Result<&mut AnyConnection> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
             None => self
                 .cp
                 .db
-                .pool
                 .begin()
                 .await
                 .inspect_err(|e| self.cp.db.note(e))?,

@@ -71,6 +71,10 @@ pub const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 /// How often the breaker's probe asks an unreachable database whether it is back.
 pub const PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long a readiness answer is reused: a flood of `/readyz` costs one database round trip
+/// per period (and at most one connection at a time), never the pool the writes need.
+pub const READY_CACHE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A connection pool plus its dialect.
 #[derive(Debug, Clone)]
 pub struct Db {
@@ -86,15 +90,25 @@ pub struct Db {
 ///
 /// During an outage every request that touches the pool waits its full [`ACQUIRE_TIMEOUT`]
 /// before it fails, and writes queue one behind another on the writer lock, so N writes would
-/// cost N × 10 s. Once an outage is seen (an unreachable-database error from a write or from
-/// the readiness check), the breaker opens: writes answer 503 `temporarily_unavailable` at
-/// once, and a background probe pings the database every [`PROBE_INTERVAL`] until it answers;
-/// a successful readiness check closes it too.
+/// cost N × 10 s. Once an outage is seen (a connection-class error from a write, or the
+/// readiness check finding no answer), the breaker opens: writes answer 503
+/// `temporarily_unavailable` at once, and a background probe pings the database every
+/// [`PROBE_INTERVAL`] until it answers; a successful readiness check closes it too.
+///
+/// Saturation is not an outage: a pool that hands out no connection in time (every one busy
+/// with slow work, or a flood of requests) and SQLite busy with another writer do not open it.
+/// A pool timeout is checked on a connection of the check's own ([`Db::suspect`]), and the
+/// readiness check asks the database outside the pool when the pool has nothing to spare.
 #[derive(Debug, Default)]
 pub struct Breaker {
     open: std::sync::atomic::AtomicBool,
     probing: std::sync::atomic::AtomicBool,
     trips: std::sync::atomic::AtomicU64,
+    /// A pool timeout is being checked ([`Db::suspect`]): one check at a time.
+    suspecting: std::sync::atomic::AtomicBool,
+    /// The last readiness answer and when it was found ([`Db::ping`]); the lock makes
+    /// concurrent readiness checks one.
+    ready: tokio::sync::Mutex<Option<(tokio::time::Instant, bool)>>,
 }
 
 impl Breaker {
@@ -263,17 +277,57 @@ impl Db {
     }
 
     /// Opens the breaker when `e` says the database is unreachable (see [`Breaker`]), and
-    /// starts the probe that closes it again.
+    /// starts the probe that closes it again; a pool timeout is checked first
+    /// ([`Db::suspect`]), a busy database is no outage.
     pub fn note(&self, e: &sqlx::Error) {
-        if crate::error::db_unavailable(e) {
+        if matches!(e, sqlx::Error::PoolTimedOut) {
+            self.suspect();
+        } else if crate::error::db_connection_lost(e) {
             self.trip();
         }
     }
 
     /// [`Db::note`] for the control plane's error type.
     pub fn note_error(&self, e: &Error) {
-        if e.is_unavailable() {
-            self.trip();
+        if let Error::Database(e) = e {
+            self.note(e);
+        }
+    }
+
+    /// A request failed for want of the database (a pool timeout, typically): opens the
+    /// breaker only if the database does not answer on a connection of its own, outside the
+    /// pool, within [`PING_TIMEOUT`]. A pool that was merely saturated answers, and the breaker
+    /// stays closed. One check runs at a time, in the background.
+    pub fn suspect(&self) {
+        use std::sync::atomic::Ordering;
+        let b = &self.breaker;
+        if b.is_open() || b.suspecting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            b.suspecting.store(false, Ordering::Release);
+            return;
+        };
+        let db = self.clone();
+        rt.spawn(async move {
+            if !db.answers_directly(PING_TIMEOUT).await {
+                db.trip();
+            }
+            db.breaker.suspecting.store(false, Ordering::Release);
+        });
+    }
+
+    /// A transaction for a write. On SQLite it takes the write lock when it begins (`BEGIN
+    /// IMMEDIATE`): a deferred transaction that reads first and then writes cannot wait for a
+    /// lock another writer holds (SQLite answers busy at once to avoid a deadlock), while
+    /// `BEGIN IMMEDIATE` waits its turn for the busy timeout (5 s, within the request's
+    /// limit) and then fails as busy, which is answered 503 with `Retry-After`, not 500.
+    pub async fn begin(
+        &self,
+    ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            _ => self.pool.begin().await,
         }
     }
 
@@ -361,7 +415,7 @@ impl Db {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
             .unwrap_or(0);
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin().await?;
         let moved = claims::move_general_claims(self, &mut tx, now).await?;
         tx.commit().await?;
         if moved > 0 {
@@ -400,9 +454,19 @@ impl Db {
     /// Checks that the database answers within [`PING_TIMEOUT`] (used by `/readyz`): a
     /// readiness probe must get its answer before its own timeout, not after the pool's
     /// acquire timeout, or an unreachable database reads as a hung instance.
-    /// The answer also opens or closes the write breaker ([`Breaker`]).
+    /// The answer also opens or closes the write breaker ([`Breaker`]). Concurrent calls share
+    /// one check and an answer is reused for [`READY_CACHE`]: `/readyz` is public, and a flood
+    /// of it must not take the connections that writes need.
     pub async fn ping(&self) -> bool {
+        let mut last = self.breaker.ready.lock().await;
+        if let Some((at, up)) = *last
+            && at.elapsed() < READY_CACHE
+        {
+            return up;
+        }
         let up = self.answers().await;
+        *last = Some((tokio::time::Instant::now(), up));
+        drop(last);
         if up {
             self.breaker.close();
         } else {
@@ -411,12 +475,36 @@ impl Db {
         up
     }
 
-    /// Whether `SELECT 1` answers within [`PING_TIMEOUT`].
+    /// Whether `SELECT 1` answers within [`PING_TIMEOUT`]: on a pooled connection, or, when
+    /// the pool has none to spare within half of it (saturated, or unable to connect), on a
+    /// connection of its own.
     async fn answers(&self) -> bool {
-        let query = sqlx::query(self.sql("SELECT 1")).execute(&self.pool);
-        tokio::time::timeout(PING_TIMEOUT, query)
+        let half = PING_TIMEOUT / 2;
+        match tokio::time::timeout(half, self.pool.acquire()).await {
+            Ok(Ok(mut c)) => {
+                let query = sqlx::query(self.sql("SELECT 1")).execute(&mut *c);
+                tokio::time::timeout(half, query)
+                    .await
+                    .is_ok_and(|r| r.is_ok())
+            }
+            Ok(Err(_)) => false,
+            Err(_) => self.answers_directly(half).await,
+        }
+    }
+
+    /// Whether `SELECT 1` answers within `limit` on a new connection outside the pool (closed
+    /// after): the database itself, whatever the pool's connections are busy with.
+    async fn answers_directly(&self, limit: std::time::Duration) -> bool {
+        use sqlx::{ConnectOptions as _, Connection as _};
+        let options = self.pool.connect_options();
+        let check = async {
+            let mut c = options.connect().await?;
+            sqlx::query(self.sql("SELECT 1")).execute(&mut c).await?;
+            c.close().await
+        };
+        tokio::time::timeout(limit, check)
             .await
-            .is_ok_and(|r| r.is_ok())
+            .is_ok_and(|r: std::result::Result<(), sqlx::Error>| r.is_ok())
     }
 }
 
@@ -454,13 +542,45 @@ mod tests {
         // A connection-class error opens it; a query error does not.
         db.note(&sqlx::Error::RowNotFound);
         assert!(!db.breaker.is_open());
-        db.note(&sqlx::Error::PoolTimedOut);
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        db.note(&sqlx::Error::Io(refused));
         assert!(db.breaker.is_open());
         assert!(db.refuse_if_down().is_err_and(|e| e.is_unavailable()));
         assert_eq!(db.breaker.trips(), 1);
         // The readiness check (or the probe) finds the database again and closes it.
         assert!(db.ping().await);
         assert!(!db.breaker.is_open());
+        assert!(db.refuse_if_down().is_ok());
+    }
+
+    /// Saturation is not an outage (issue 31): with every pooled connection taken, a pool
+    /// timeout and a flood of readiness checks leave the breaker closed, and the checks share
+    /// one answer.
+    #[tokio::test]
+    async fn a_saturated_pool_is_not_an_outage() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("p.db").display());
+        let db = Db::connect(&url, 2).await.unwrap();
+        let held = (
+            db.pool.acquire().await.unwrap(),
+            db.pool.acquire().await.unwrap(),
+        );
+        db.note(&sqlx::Error::PoolTimedOut);
+        // The check of the timeout runs in the background: wait for its end.
+        while db
+            .breaker
+            .suspecting
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(!db.breaker.is_open());
+        let checks = (0..64).map(|_| db.ping());
+        let answers = futures_util::future::join_all(checks).await;
+        assert!(answers.iter().all(|up| *up), "{answers:?}");
+        assert!(!db.breaker.is_open());
+        assert_eq!(db.breaker.trips(), 0);
+        drop(held);
         assert!(db.refuse_if_down().is_ok());
     }
 

@@ -62,7 +62,7 @@ pub async fn insert_requests(db: &Db, rows: Vec<RequestRow>) -> Result<u64> {
 /// Stores `batches` in one transaction (one commit: a round of disk syncs), one INSERT each;
 /// returns how many records were written.
 pub async fn insert_batches(db: &Db, batches: &[batch::Encoded]) -> Result<u64> {
-    let mut tx = db.pool.begin().await?;
+    let mut tx = db.begin().await?;
     for b in batches {
         insert_batch(db, b, &mut *tx).await?;
     }
@@ -151,7 +151,7 @@ pub async fn convert_legacy_rows(db: &Db) -> Result<u64> {
     const CHUNK: i64 = 8192;
     let mut moved = 0;
     loop {
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         let sql = db.sql(
             "SELECT id, ts, endpoint, method, status_code, duration_us, client_ip, \
              country_code, user_agent, client_entity_id, query_params, request_size, \
@@ -291,7 +291,7 @@ pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
             .map(|r| r.to_row())
             .collect();
         purged += (b.len() - kept.len()) as u64;
-        let mut tx = db.pool.begin().await?;
+        let mut tx = db.begin().await?;
         sqlx::query(db.sql("DELETE FROM stats_batches WHERE id = ?"))
             .bind(id)
             .execute(&mut *tx)

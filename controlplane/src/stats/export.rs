@@ -157,7 +157,19 @@ impl Record<'_> {
 }
 
 /// RFC 4180: quoted when it holds a comma, quote or line break; quotes doubled.
+///
+/// A cell that a spreadsheet would read as a formula (it starts with `=`, `+`, `-`, `@`, a tab
+/// or a carriage return; the User-Agent and query parameters are whatever a stranger sent) is
+/// prefixed with `'`, as OWASP advises against CSV injection: opened in a spreadsheet it is
+/// text, not a `=HYPERLINK(…)` or a command.
 pub fn csv_field(out: &mut String, f: &str) {
+    let defused;
+    let f = if f.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        defused = format!("'{f}");
+        defused.as_str()
+    } else {
+        f
+    };
     if f.contains([',', '"', '\n', '\r']) {
         out.push('"');
         out.push_str(&f.replace('"', "\"\""));
@@ -178,5 +190,26 @@ mod tests {
         s.push(',');
         csv_field(&mut s, "plain");
         assert_eq!(s, r#""{""a"":""1"",""b"":""2""}",plain"#);
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_as_formulas_are_text() {
+        let field = |f: &str| {
+            let mut s = String::new();
+            csv_field(&mut s, f);
+            s
+        };
+        assert_eq!(
+            field(r#"=HYPERLINK("https://evil.example","x")"#),
+            r#""'=HYPERLINK(""https://evil.example"",""x"")""#
+        );
+        assert_eq!(field("+1+cmd|' /C calc'!A0"), "'+1+cmd|' /C calc'!A0");
+        assert_eq!(field("-2+3"), "'-2+3");
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("\t=1"), "'\t=1");
+        assert_eq!(field("\r=1"), "\"'\r=1\"");
+        // Ordinary values are untouched, also with those characters inside.
+        assert_eq!(field("curl/8.5 (a=b)"), "curl/8.5 (a=b)");
+        assert_eq!(field("2026-11-26T10:00:00Z"), "2026-11-26T10:00:00Z");
     }
 }

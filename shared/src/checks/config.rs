@@ -167,7 +167,9 @@ pub struct Cmd {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// `K=V` entries added to its environment.
+    /// `K=V` entries set in its environment, and `K` entries naming a variable of Pharos's
+    /// own environment to pass through (nothing else is inherited beyond
+    /// [`super::PROGRAM_ENV_ALLOWED`]).
     #[serde(default)]
     pub env: Vec<String>,
     /// Timeout (default 30 s).
@@ -323,8 +325,11 @@ fn parse(value: &Value, at: &str, depth: usize) -> Result<Checker, String> {
             if c.path.trim().is_empty() {
                 return Err(format!("{cfg_at}.path must not be empty"));
             }
-            if let Some(bad) = c.env.iter().find(|e| !e.contains('=')) {
-                return Err(format!("{cfg_at}.env entry {bad:?} is not K=V"));
+            if let Some(bad) = c.env.iter().find(|e| !env_entry(e)) {
+                return Err(format!(
+                    "{cfg_at}.env entry {bad:?} is neither K=V nor the name K of a variable to \
+                     pass through"
+                ));
             }
             if c.timeout.get().is_zero() {
                 return Err(format!("{cfg_at}.timeout must be positive"));
@@ -339,6 +344,13 @@ fn parse(value: &Value, at: &str, depth: usize) -> Result<Checker, String> {
         }
         other => return Err(format!("{at}.type {other:?} is not a known checker type")),
     })
+}
+
+/// A `cmd` environment entry: `K=V`, or a bare name `K` (to pass through), `K` non-empty and
+/// without `=` or NUL (which no environment can hold).
+fn env_entry(e: &str) -> bool {
+    let name = e.split_once('=').map_or(e, |(k, _)| k);
+    !name.is_empty() && !e.contains('\0')
 }
 
 /// Deserialises `config` into `T`; serde's message names the field.

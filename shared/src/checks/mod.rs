@@ -118,6 +118,12 @@ pub struct HttpAnswer {
     pub body: Vec<u8>,
 }
 
+/// The variables of Pharos's environment every program check gets, when set: enough to find
+/// programs, read text and tell the time. Nothing else is inherited — Pharos's environment
+/// holds database DSNs with passwords (`SVC_STORAGE_…`) and other secrets — unless the checker
+/// configuration names it.
+pub const PROGRAM_ENV_ALLOWED: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
 /// An operator program a `cmd` check runs (never through a shell).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessCall {
@@ -125,8 +131,12 @@ pub struct ProcessCall {
     pub path: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Environment variables added to the program's environment.
+    /// Environment variables set for the program (its environment is otherwise cleared to
+    /// [`PROGRAM_ENV_ALLOWED`] plus `inherit`).
     pub env: Vec<(String, String)>,
+    /// Variables of Pharos's own environment the checker configuration names (`env` entries
+    /// without `=`), passed through when set.
+    pub inherit: Vec<String>,
     /// Written to its standard input (the Entity Configuration's claims as JSON).
     pub stdin: Vec<u8>,
     /// Killed after this long.

@@ -182,16 +182,17 @@ async fn cmd_passes_on_exit_zero_and_reports_failures() {
     assert_eq!(stdin["sub"], leaf.as_str());
     assert_eq!(run.timeout, std::time::Duration::from_secs(2));
 
-    let long = format!("  {}  ", "x".repeat(600));
+    // The caller may be anyone: what the program said, or why it could not start, goes to the
+    // log, never into the answer (issue 31).
     env.program = Some(ProcessOutcome::Exited {
         code: Some(3),
-        stderr: long,
+        stderr: "  connecting to postgres://checker:hunter2@db.internal failed  ".into(),
     });
     let Verdict::Deny(d) = env.check(c.clone(), &leaf).await else {
         panic!("must fail")
     };
     assert_eq!((d.status, d.error.as_str()), (403, "forbidden"));
-    assert_eq!(d.error_description, "x".repeat(500));
+    assert_eq!(d.error_description, "the entity check refused the entity");
     env.program = Some(ProcessOutcome::Exited {
         code: None,
         stderr: " \n".into(),
@@ -199,17 +200,36 @@ async fn cmd_passes_on_exit_zero_and_reports_failures() {
     let Verdict::Deny(d) = env.check(c.clone(), &leaf).await else {
         panic!("must fail")
     };
-    assert_eq!(d.error_description, "entity check failed");
+    assert_eq!(d.error_description, "the entity check refused the entity");
     env.program = Some(ProcessOutcome::TimedOut);
     assert_eq!(
         verdict(env.check(c.clone(), &leaf).await),
         denial(500, "server_error")
     );
-    env.program = Some(ProcessOutcome::CannotStart("no such file".into()));
-    assert_eq!(
-        verdict(env.check(c, &leaf).await),
-        denial(500, "server_error")
-    );
+    env.program = Some(ProcessOutcome::CannotStart(
+        "/opt/secret-dir/check: No such file or directory".into(),
+    ));
+    let Verdict::Deny(d) = env.check(c, &leaf).await else {
+        panic!("must fail")
+    };
+    assert_eq!((d.status, d.error.as_str()), (500, "server_error"));
+    assert_eq!(d.error_description, "the entity check could not run");
+}
+
+#[tokio::test]
+async fn cmd_env_entries_set_or_name_variables_to_pass_through() {
+    let (mut env, leaf) = env_with_leaf();
+    let c = json!({"type": "cmd", "config": {"path": "/opt/check",
+        "env": ["MODE=strict", "CHECKER_TOKEN", "EMPTY="]}});
+    env.program = Some(ProcessOutcome::Exited {
+        code: Some(0),
+        stderr: String::new(),
+    });
+    assert_eq!(verdict(env.check(c, &leaf).await), pass());
+    let run = env.runs.lock().unwrap()[0].clone();
+    assert!(run.env.contains(&("MODE".into(), "strict".into())));
+    assert!(run.env.contains(&("EMPTY".into(), String::new())));
+    assert_eq!(run.inherit, vec!["CHECKER_TOKEN".to_owned()]);
 }
 
 #[tokio::test]
