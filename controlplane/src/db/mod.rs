@@ -226,6 +226,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0013_stats_batches.sql"),
         ],
     ),
+    (
+        14,
+        "issued_mark_reuse",
+        [
+            include_str!("../../../migrations/sqlite/0014_issued_mark_reuse.sql"),
+            include_str!("../../../migrations/mysql/0014_issued_mark_reuse.sql"),
+            include_str!("../../../migrations/postgres/0014_issued_mark_reuse.sql"),
+        ],
+    ),
 ];
 
 impl Db {
