@@ -247,13 +247,28 @@ async fn requests_store_new_subjects_as_pending() {
     refused(&i.get("/request?sub=x").await, 400, "invalid_request");
     refused(
         &i.get(&format!(
-            "/request?sub=x&trust_mark_type={}",
+            "/request?sub=https%3A%2F%2Fx.org&trust_mark_type={}",
             enc("https://x.org")
         ))
         .await,
         404,
         "not_found",
     );
+    // Not an Entity Identifier: refused before anything is asked of the control plane.
+    for sub in [
+        "x",
+        "http://plain.example.org",
+        "https://q.example.org/?a=1",
+    ] {
+        let a = i.get(&q(sub)).await;
+        refused(&a, 400, "invalid_request");
+        assert!(
+            !i.snap()
+                .trust_marks
+                .subjects
+                .contains_key(&(TM.to_owned(), sub.to_owned()))
+        );
+    }
 }
 
 #[tokio::test]

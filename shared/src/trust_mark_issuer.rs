@@ -67,7 +67,7 @@ pub struct TrustMarks {
 /// the rest of its lifetime to go. A mark without `exp` is renewed only when what it says,
 /// our signing key or its standing changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Renewal(pub u8);
+pub struct Renewal(pub u32);
 
 impl Default for Renewal {
     fn default() -> Self {

@@ -386,9 +386,27 @@ mod tests {
 
     #[test]
     fn trust_mark_errors_keep_their_statuses() {
+        let record = |e: RecordMarkError| match Refusal::from(e) {
+            Refusal::Fed(status, code, _) => (status.as_u16(), code),
+            Refusal::Denied(d) => panic!("{d:?}"),
+        };
         let busy = RecordMarkError::Refused(Refused::Busy);
-        assert_eq!(status(busy), (503, "temporarily_unavailable"));
-        assert_eq!(status(RecordMarkError::Internal), (500, "server_error"));
+        assert_eq!(record(busy), (503, "temporarily_unavailable"));
+        assert_eq!(record(RecordMarkError::Internal), (500, "server_error"));
+        // A subject whose standing changed under the request: answered as that standing.
+        let blocked = RecordMarkError::NotAdmitted(Standing::Blocked);
+        assert_eq!(record(blocked), (403, "invalid_request"));
+        let gone = RecordMarkError::NotAdmitted(Standing::NotEntitled);
+        assert_eq!(record(gone), (404, "not_found"));
+        let full = MarkRequestError::Full { max: 7 };
+        let d = full.to_string();
+        assert!(
+            d.contains("at most 7") && d.contains("trust_mark_pending_max"),
+            "{d}"
+        );
+        assert_eq!(status(full), (503, "temporarily_unavailable"));
+        let unfetched = MarkRequestError::Configuration("unreachable".into());
+        assert_eq!(status(unfetched), (400, "invalid_request"));
         let busy = MarkRequestError::Refused(Refused::Busy);
         assert_eq!(status(busy), (503, "temporarily_unavailable"));
         assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));

@@ -160,7 +160,7 @@ pub struct FederationSettings {
     /// When a subject asking again for a trust mark it holds gets a new one: once this
     /// percentage (1–100) of the held mark's lifetime has passed. Before, the held mark is
     /// handed out again (same `jti`, same bytes), so repeated requests store nothing.
-    pub trust_mark_renew_after_percent: u8,
+    pub trust_mark_renew_after_percent: u32,
     /// Most subjects of one trust mark type waiting for an administrator's decision
     /// (`pending`) at once: a `trust_mark_request` beyond it is refused and stores nothing.
     pub trust_mark_pending_max: u32,
