@@ -121,6 +121,12 @@ async fn status_answers_active_expired_revoked_invalid_and_404() {
         "not_found",
     );
 
+    // Ours and expired, its instance pruned since: still expired.
+    let mut pruned = mark_claims("pruned");
+    pruned["exp"] = json!(NOW);
+    let pruned = token(signer.as_ref(), "trust-mark+jwt", pruned);
+    assert_eq!(status(&i, &pruned).await, "expired");
+
     // Not a trust mark at all, missing, twice: 400.
     let wrong_typ = token(
         signer.as_ref(),

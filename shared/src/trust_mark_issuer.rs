@@ -180,8 +180,8 @@ pub struct IssuanceSpec {
     pub checker: Option<Value>,
     /// Seconds a checker's verdict is reused (0 = every time).
     pub check_cache_ttl: i64,
-    /// Seconds an issued JWT may be handed out again (0 = a new one every time); never past
-    /// a revocation (the cache is keyed by the snapshot's version of the subject).
+    /// Seconds an issued JWT is handed out again at most (0 = until its renewal point, see
+    /// [`Renewal`]); never past a revocation.
     pub cache_ttl: i64,
     /// Changes whenever the spec is stored again (cache keys).
     pub version: u64,
