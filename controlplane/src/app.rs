@@ -192,6 +192,11 @@ impl App {
         tasks.push(leadership.supervise(shutdown.clone(), move |t| {
             crate::collect::job::spawn(cp.clone(), fetcher.clone(), t)
         }));
+        let cp = control.clone();
+        tasks.push(leadership.supervise(shutdown.clone(), move |t| {
+            use command_dispatch::trust_marks::{PRUNE_EVERY, spawn_prune};
+            spawn_prune(cp.clone(), PRUNE_EVERY, t)
+        }));
         let flush_stop = CancellationToken::new();
         let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop, &leadership);
         tasks.extend(stats_tasks);

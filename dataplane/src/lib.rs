@@ -58,7 +58,6 @@ pub struct DataPlane {
     list_cache: endpoints::list::ListCache,
     collection_cache: endpoints::entity_collection::PageCache,
     fetch_flights: endpoints::fetch::Flights,
-    trust_mark_cache: endpoints::trust_mark::MarkCache,
     trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
     trust_mark_listing_cache: endpoints::trust_mark_listing::HoldersCache,
     /// The control plane's command channel (state changes requested by requests).
@@ -134,7 +133,6 @@ impl DataPlane {
             list_cache: endpoints::list::ListCache::new(),
             collection_cache: Default::default(),
             fetch_flights: endpoints::fetch::Flights::default(),
-            trust_mark_cache: endpoints::trust_mark::MarkCache::default(),
             trust_mark_status_cache: Default::default(),
             trust_mark_listing_cache: Default::default(),
             caches: Arc::default(),

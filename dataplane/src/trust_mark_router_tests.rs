@@ -7,7 +7,11 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use pharos_shared::config::FederationSettings;
-use pharos_shared::trust_mark_issuer::{IssuedMark, Subject, SubjectStatus};
+use std::sync::atomic::Ordering;
+
+use pharos_shared::trust_mark_issuer::{
+    EligibilityMode, IssuedMark, SignedMark, Subject, SubjectStatus,
+};
 use serde_json::json;
 
 use crate::test_support::{ENTITY_ID, NOW, RP, get};
@@ -55,14 +59,63 @@ async fn a_mark_carries_exactly_its_claims_and_is_recorded_before_it_is_handed_o
     let recorded = snap.trust_marks.issued.get(jti).expect("recorded");
     let expected = IssuedMark {
         issued_at: NOW,
+        signed: Some(Arc::new(
+            SignedMark::parse(std::str::from_utf8(&a.body).unwrap()).unwrap(),
+        )),
         ..instance(jti, RP, Some(NOW + 3600), None)
     };
     assert_eq!(**recorded, expected);
+}
 
-    // Without cache_ttl every request is a new instance.
-    let again = i.get(TM_RP).await.verified(&i.snap(), "trust-mark+jwt");
-    assert_ne!(again.claims["jti"], mark["jti"]);
-    assert_eq!(i.snap().trust_marks.issued.len(), 2);
+#[tokio::test]
+async fn a_held_mark_is_handed_out_again_from_the_snapshot_until_its_renewal() {
+    let i = Issuer::new(issuer().build());
+    let first = i.get(TM_RP).await;
+    assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
+    for _ in 0..20 {
+        assert_eq!(i.get(TM_RP).await.body, first.body, "the same mark");
+    }
+    assert_eq!(i.recorded.load(Ordering::SeqCst), 1, "one record command");
+    assert_eq!(i.snap().trust_marks.issued.len(), 1, "one instance");
+    // Up to half of its hour (federation.trust_mark_renew_after_percent: 50).
+    i.clock.advance(1799);
+    assert_eq!(i.get(TM_RP).await.body, first.body);
+    i.clock.advance(1);
+    let renewed = i.get(TM_RP).await;
+    assert_ne!(renewed.body, first.body, "renewed");
+    let jti = |a: &crate::test_support::Answer| {
+        a.verified(&i.snap(), "trust-mark+jwt").claims["jti"].clone()
+    };
+    assert_ne!(jti(&renewed), jti(&first));
+    assert_eq!(i.get(TM_RP).await.body, renewed.body);
+    assert_eq!(i.recorded.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_subject_that_is_not_an_entity_identifier_is_refused_before_any_check() {
+    // check_only: the checker (which fetches `sub`) would answer 403 "not on the list".
+    let snap = issuer()
+        .mark_spec(TM, |s| s.eligibility = EligibilityMode::CheckOnly)
+        .build();
+    let i = Issuer::new(snap);
+    for sub in [
+        "http://plain.example.org",
+        "https://q.example.org/?x=1",
+        "https://f.example.org/#x",
+        "not a url",
+    ] {
+        let q = format!("/tm?sub={}&trust_mark_type={}", enc(sub), enc(TM));
+        let a = i.get(&q).await;
+        refused(&a, 400, "invalid_request");
+        assert!(
+            a.json()["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("'sub' must be an entity identifier"),
+            "{sub}"
+        );
+    }
+    assert_eq!(i.recorded.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

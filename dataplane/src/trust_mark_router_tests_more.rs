@@ -121,6 +121,12 @@ async fn status_answers_active_expired_revoked_invalid_and_404() {
         "not_found",
     );
 
+    // Ours and expired, its instance pruned since: still expired.
+    let mut pruned = mark_claims("pruned");
+    pruned["exp"] = json!(NOW);
+    let pruned = token(signer.as_ref(), "trust-mark+jwt", pruned);
+    assert_eq!(status(&i, &pruned).await, "expired");
+
     // Not a trust mark at all, missing, twice: 400.
     let wrong_typ = token(
         signer.as_ref(),
@@ -247,13 +253,28 @@ async fn requests_store_new_subjects_as_pending() {
     refused(&i.get("/request?sub=x").await, 400, "invalid_request");
     refused(
         &i.get(&format!(
-            "/request?sub=x&trust_mark_type={}",
+            "/request?sub=https%3A%2F%2Fx.org&trust_mark_type={}",
             enc("https://x.org")
         ))
         .await,
         404,
         "not_found",
     );
+    // Not an Entity Identifier: refused before anything is asked of the control plane.
+    for sub in [
+        "x",
+        "http://plain.example.org",
+        "https://q.example.org/?a=1",
+    ] {
+        let a = i.get(&q(sub)).await;
+        refused(&a, 400, "invalid_request");
+        assert!(
+            !i.snap()
+                .trust_marks
+                .subjects
+                .contains_key(&(TM.to_owned(), sub.to_owned()))
+        );
+    }
 }
 
 #[tokio::test]

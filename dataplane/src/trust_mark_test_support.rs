@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::body::Body;
 use axum::http::{Request, header};
@@ -80,6 +81,8 @@ pub struct Issuer {
     pub dp: Arc<DataPlane>,
     pub publisher: Arc<SnapshotPublisher>,
     pub clock: Arc<ManualClock>,
+    /// Record commands the fake control plane received.
+    pub recorded: Arc<AtomicUsize>,
 }
 
 impl Issuer {
@@ -97,18 +100,19 @@ impl Issuer {
             &Default::default(),
         );
         let p = publisher.clone();
+        let recorded = Arc::new(AtomicUsize::new(0));
+        let counted = recorded.clone();
         tokio::spawn(async move {
             while let Some(cmd) = rx.recv().await {
                 match cmd {
                     Command::RecordIssuedTrustMark { reply, .. } if records == Records::Fail => {
                         let _ = reply.send(Err(RecordMarkError::Internal));
                     }
-                    Command::RecordIssuedTrustMark { mark, reply } => {
-                        change(&p, |tm| {
-                            let jti = Arc::from(mark.jti.as_str());
-                            tm.issued.insert(jti, Arc::new(mark));
-                        });
-                        let _ = reply.send(Ok(()));
+                    Command::RecordIssuedTrustMark { mark, reply, .. } => {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        let token = mark.signed.as_ref().map(|s| s.token.clone());
+                        change(&p, |tm| tm.put_issued(Arc::new(mark)));
+                        let _ = reply.send(Ok(token.unwrap()));
                     }
                     Command::RequestTrustMark {
                         trust_mark_type,
@@ -140,6 +144,7 @@ impl Issuer {
             dp,
             publisher,
             clock,
+            recorded,
         }
     }
 
@@ -205,6 +210,7 @@ pub fn instance(
         issued_at: NOW - 100,
         expires_at,
         revoked_at,
+        signed: None,
     }
 }
 

@@ -46,8 +46,11 @@ pub struct TrustMarks {
     pub specs: imbl::HashMap<String, Arc<IssuanceSpec>>,
     /// Subjects by (`trust_mark_type`, entity identifier).
     pub subjects: imbl::HashMap<(String, String), Arc<Subject>>,
-    /// Every instance we issued, by `jti`.
+    /// Every instance we issued, by `jti` (expired ones until the prune job removes them).
     pub issued: imbl::HashMap<Arc<str>, Arc<IssuedMark>>,
+    /// The newest instance kept with its signed form, by (`trust_mark_type`, subject): the
+    /// one the trust_mark endpoint hands out again (see [`TrustMarks::reusable`]).
+    pub latest: imbl::HashMap<(String, String), Arc<str>>,
     /// The marks we hold ourselves, published in our Entity Configuration's `trust_marks`.
     pub published: Vec<PublishedMark>,
     /// `federation.trust_mark_legacy_id`: `trust_marks` entries (in our Entity Configuration
@@ -55,6 +58,38 @@ pub struct TrustMarks {
     /// of drafts before `trust_mark_type` require (e.g. `@openid-federation/core` 0.2 rejects a
     /// configuration whose entries lack it).
     pub legacy_id: bool,
+    /// `federation.trust_mark_renew_after_percent`: when a held mark is replaced by a new one.
+    pub renewal: Renewal,
+}
+
+/// When an issued mark is renewed instead of handed out again: once this percentage of its
+/// lifetime (`iat` to `exp`) has passed, so a client is always handed a mark with at least
+/// the rest of its lifetime to go. A mark without `exp` is renewed only when what it says,
+/// our signing key or its standing changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renewal(pub u32);
+
+impl Default for Renewal {
+    fn default() -> Self {
+        Self(50)
+    }
+}
+
+impl Renewal {
+    /// The first instant at which a mark issued at `issued_at`, expiring at `expires_at`, is
+    /// no longer handed out again (`None`: not by time). A spec's `cache_ttl` (> 0) caps it.
+    pub fn renew_at(self, issued_at: i64, expires_at: Option<i64>, cache_ttl: i64) -> Option<i64> {
+        let percent = i64::from(self.0.clamp(1, 100));
+        let by_life = expires_at.map(|e| {
+            let life = e.saturating_sub(issued_at).max(0);
+            issued_at.saturating_add(life.saturating_mul(percent) / 100)
+        });
+        let by_ttl = (cache_ttl > 0).then(|| issued_at.saturating_add(cache_ttl));
+        match (by_life, by_ttl) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// A `trust_marks` entry: `{trust_mark_type, trust_mark}`, plus `id` with `legacy_id`.
@@ -145,8 +180,8 @@ pub struct IssuanceSpec {
     pub checker: Option<Value>,
     /// Seconds a checker's verdict is reused (0 = every time).
     pub check_cache_ttl: i64,
-    /// Seconds an issued JWT may be handed out again (0 = a new one every time); never past
-    /// a revocation (the cache is keyed by the snapshot's version of the subject).
+    /// Seconds an issued JWT is handed out again at most (0 = until its renewal point, see
+    /// [`Renewal`]); never past a revocation.
     pub cache_ttl: i64,
     /// Changes whenever the spec is stored again (cache keys).
     pub version: u64,
@@ -182,6 +217,66 @@ pub struct IssuedMark {
     pub expires_at: Option<i64>,
     /// When it was revoked, if it was.
     pub revoked_at: Option<i64>,
+    /// The mark as handed out (absent for instances recorded before marks were reused).
+    pub signed: Option<Arc<SignedMark>>,
+}
+
+/// An issued mark as signed: its bytes, and what is compared to decide whether a new mark
+/// would say the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedMark {
+    /// The compact JWS handed out.
+    pub token: Arc<str>,
+    /// The `kid` it was signed with.
+    pub kid: Option<String>,
+    /// Its claims but `jti`, `iat` and `exp` (see [`content`]).
+    pub content: Map<String, Value>,
+}
+
+impl SignedMark {
+    /// Reads a mark we signed (`None` for anything that is not a JWS).
+    pub fn parse(token: &str) -> Option<Self> {
+        let d = crate::jose::decode_unverified(token).ok()?;
+        Some(Self {
+            token: Arc::from(token),
+            kid: d
+                .header
+                .get("kid")
+                .and_then(Value::as_str)
+                .map(String::from),
+            content: content(&d.claims),
+        })
+    }
+}
+
+impl SignedMark {
+    /// Whether a mark with `claims` would say what this one says (see [`content`]).
+    pub fn says(&self, claims: &Map<String, Value>) -> bool {
+        let mut n = 0;
+        for (k, v) in claims
+            .iter()
+            .filter(|(k, _)| !INSTANCE_CLAIMS.contains(&k.as_str()))
+        {
+            if self.content.get(k) != Some(v) {
+                return false;
+            }
+            n += 1;
+        }
+        n == self.content.len()
+    }
+}
+
+/// The claims that make a mark one instance rather than another.
+const INSTANCE_CLAIMS: [&str; 3] = ["jti", "iat", "exp"];
+
+/// What a mark says apart from the instance it is (`jti`) and when it was made (`iat`,
+/// `exp`): two marks with equal content are interchangeable for their holder.
+pub fn content(claims: &Map<String, Value>) -> Map<String, Value> {
+    let mut c = claims.clone();
+    for k in INSTANCE_CLAIMS {
+        c.remove(k);
+    }
+    c
 }
 
 /// A trust mark we hold, as published in our Entity Configuration.
@@ -255,9 +350,30 @@ pub enum Standing {
     NotEntitled,
 }
 
+impl EligibilityMode {
+    /// Whether the stored `standing` admits a mark that the data plane decided to issue
+    /// (`checked`: the spec's checker passed it). Decided again on the stored row inside the
+    /// write that records the mark, so a subject blocked meanwhile never gets one.
+    pub fn admits(self, standing: Standing, checked: bool) -> bool {
+        let stored = standing == Standing::Entitled;
+        match self {
+            _ if standing == Standing::Blocked => false,
+            Self::DbOnly => stored,
+            Self::CheckOnly => checked,
+            Self::DbOrCheck => stored || checked,
+            Self::DbAndCheck => stored && checked,
+        }
+    }
+}
+
 /// The stored standing of `subject` (absent = unknown).
 pub fn standing(subject: Option<&Subject>) -> Standing {
-    match subject.map(|s| s.status) {
+    standing_of(subject.map(|s| s.status))
+}
+
+/// The standing of a subject stored with `status` (absent = unknown).
+pub fn standing_of(status: Option<SubjectStatus>) -> Standing {
+    match status {
         Some(SubordinateStatus::Active) => Standing::Entitled,
         Some(SubordinateStatus::Pending) => Standing::Pending,
         Some(SubordinateStatus::Blocked) => Standing::Blocked,
@@ -312,6 +428,59 @@ pub fn mark_claims(
 }
 
 impl TrustMarks {
+    /// Adds (or replaces) an issued instance, keeping [`TrustMarks::latest`] on the newest
+    /// signed one of its type and subject.
+    pub fn put_issued(&mut self, mark: Arc<IssuedMark>) {
+        let jti: Arc<str> = Arc::from(mark.jti.as_str());
+        let key = (mark.trust_mark_type.clone(), mark.subject.clone());
+        if mark.signed.is_some() {
+            let newer = match self.latest.get(&key).and_then(|j| self.issued.get(j)) {
+                Some(held) => (held.issued_at, &*held.jti) <= (mark.issued_at, &*mark.jti),
+                None => true,
+            };
+            if newer {
+                self.latest.insert(key, jti.clone());
+            }
+        }
+        self.issued.insert(jti, mark);
+    }
+
+    /// Removes an issued instance (pruned or deleted), and its place in `latest`.
+    pub fn remove_issued(&mut self, jti: &str) {
+        if let Some(m) = self.issued.remove(jti) {
+            let key = (m.trust_mark_type.clone(), m.subject.clone());
+            if self.latest.get(&key).is_some_and(|j| &**j == jti) {
+                self.latest.remove(&key);
+            }
+        }
+    }
+
+    /// The held mark of `trust_mark_type` for `sub` that may be handed out again instead of
+    /// signing `fresh` (the claims a new mark would have) with key `kid` at `now`: the newest
+    /// instance, active, before its renewal point ([`Renewal`], capped by `cache_ttl`), signed
+    /// with `kid` and with the same content as `fresh`.
+    pub fn reusable(
+        &self,
+        trust_mark_type: &str,
+        sub: &str,
+        fresh: &Map<String, Value>,
+        kid: &str,
+        cache_ttl: i64,
+        now: i64,
+    ) -> Option<&Arc<IssuedMark>> {
+        let key = (trust_mark_type.to_owned(), sub.to_owned());
+        let held = self.issued.get(self.latest.get(&key)?)?;
+        let signed = held.signed.as_ref()?;
+        let renew_at = self
+            .renewal
+            .renew_at(held.issued_at, held.expires_at, cache_ttl);
+        let usable = held.status(now) == MarkStatus::Active
+            && renew_at.is_none_or(|r| now < r)
+            && signed.kid.as_deref() == Some(kid)
+            && signed.says(fresh);
+        usable.then_some(held)
+    }
+
     /// Entities holding a valid (unrevoked, unexpired) mark of `trust_mark_type` issued here,
     /// sorted and distinct; with `sub`, only that entity (§8.5).
     pub fn holders(&self, trust_mark_type: &str, sub: Option<&str>, now: i64) -> Vec<String> {

@@ -26,6 +26,7 @@ fn issued(expires_at: Option<i64>, revoked_at: Option<i64>) -> IssuedMark {
         issued_at: 100,
         expires_at,
         revoked_at,
+        signed: None,
     }
 }
 
@@ -116,6 +117,7 @@ fn holders_are_distinct_sorted_and_valid() {
             issued_at: 1,
             expires_at: exp,
             revoked_at: rev,
+            signed: None,
         };
         tm.issued.insert(jti.into(), Arc::new(m));
     };
@@ -172,4 +174,107 @@ fn eligibility_modes_parse() {
         Some(EligibilityMode::CheckOnly)
     );
     assert_eq!(EligibilityMode::parse("bogus"), None);
+}
+
+#[test]
+fn a_mark_is_renewed_past_the_share_of_its_lifetime_or_the_cache_ttl() {
+    let half = Renewal::default();
+    assert_eq!(half.renew_at(100, Some(300), 0), Some(200));
+    assert_eq!(Renewal(80).renew_at(100, Some(300), 0), Some(260));
+    assert_eq!(
+        half.renew_at(100, Some(300), 50),
+        Some(150),
+        "cache_ttl first"
+    );
+    assert_eq!(half.renew_at(100, Some(300), 500), Some(200));
+    assert_eq!(half.renew_at(100, None, 0), None, "no exp: not by time");
+    assert_eq!(half.renew_at(100, None, 60), Some(160));
+    assert_eq!(
+        Renewal(0).renew_at(100, Some(300), 0),
+        Some(102),
+        "at least 1 %"
+    );
+}
+
+#[test]
+fn the_stored_standing_admits_a_mark_as_each_mode_says() {
+    use EligibilityMode::*;
+    use Standing::*;
+    for mode in [DbOnly, CheckOnly, DbOrCheck, DbAndCheck] {
+        assert!(
+            !mode.admits(Blocked, true),
+            "{mode:?}: blocked stays blocked"
+        );
+    }
+    assert!(DbOnly.admits(Entitled, false));
+    assert!(!DbOnly.admits(NotEntitled, true));
+    assert!(!DbOnly.admits(Pending, false));
+    assert!(CheckOnly.admits(NotEntitled, true));
+    assert!(!CheckOnly.admits(Entitled, false));
+    assert!(DbOrCheck.admits(Entitled, false));
+    assert!(DbOrCheck.admits(NotEntitled, true));
+    assert!(!DbOrCheck.admits(NotEntitled, false));
+    assert!(DbAndCheck.admits(Entitled, true));
+    assert!(!DbAndCheck.admits(Entitled, false));
+    assert!(!DbAndCheck.admits(NotEntitled, true));
+}
+
+fn signed(claims: Value) -> Arc<SignedMark> {
+    let key = crate::jose::SigningKey::generate(crate::jose::Algorithm::ES256, 0).unwrap();
+    let token = crate::jose::sign(&key, "trust-mark+jwt", claims.as_object().unwrap(), None);
+    Arc::new(SignedMark::parse(&token.unwrap()).unwrap())
+}
+
+#[test]
+fn the_newest_active_mark_with_the_same_content_and_key_is_reused() {
+    let mut tm = TrustMarks::default();
+    let says = json!({"sub": "https://rp.example", "level": 1, "jti": "a", "iat": 100, "exp": 300});
+    let held = signed(says.clone());
+    let kid = held.kid.clone().unwrap();
+    let mark = |jti: &str, iat: i64, revoked: Option<i64>| IssuedMark {
+        jti: jti.into(),
+        issued_at: iat,
+        expires_at: Some(iat + 200),
+        revoked_at: revoked,
+        signed: Some(held.clone()),
+        ..issued(None, None)
+    };
+    tm.put_issued(Arc::new(mark("old", 50, None)));
+    tm.put_issued(Arc::new(mark("a", 100, None)));
+    tm.put_issued(Arc::new(mark("older", 10, None)));
+    let fresh =
+        json!({"sub": "https://rp.example", "level": 1, "jti": "new", "iat": 150, "exp": 350});
+    let fresh = fresh.as_object().unwrap();
+    let reused = |tm: &TrustMarks, fresh: &Map<String, Value>, kid: &str, now: i64| {
+        tm.reusable("t", "https://rp.example", fresh, kid, 0, now)
+            .map(|m| m.jti.clone())
+    };
+    assert_eq!(
+        reused(&tm, fresh, &kid, 150).as_deref(),
+        Some("a"),
+        "the newest"
+    );
+    assert_eq!(
+        reused(&tm, fresh, &kid, 200),
+        None,
+        "half its lifetime gone"
+    );
+    assert_eq!(reused(&tm, fresh, "other-kid", 150), None, "another key");
+    let more = json!({"sub": "https://rp.example", "level": 2, "jti": "n", "iat": 1});
+    assert_eq!(
+        reused(&tm, more.as_object().unwrap(), &kid, 150),
+        None,
+        "other content"
+    );
+    let fewer = json!({"sub": "https://rp.example", "jti": "n", "iat": 1});
+    assert_eq!(
+        reused(&tm, fewer.as_object().unwrap(), &kid, 150),
+        None,
+        "a claim less"
+    );
+    tm.put_issued(Arc::new(mark("a", 100, Some(120))));
+    assert_eq!(reused(&tm, fresh, &kid, 150), None, "revoked");
+    tm.remove_issued("a");
+    assert!(tm.latest.is_empty(), "the index follows a removal");
+    assert_eq!(tm.issued.len(), 2);
 }

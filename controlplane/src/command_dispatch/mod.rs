@@ -13,7 +13,9 @@
 //! - jwks_update: [`PUSHES_AT_ONCE`] (each takes the writer lock; more would only queue).
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
 //! - issued trust mark records: [`MARK_RECORDS_AT_ONCE`]; trust mark requests:
-//!   [`MARK_REQUESTS_AT_ONCE`] (each takes the writer lock; more would only queue).
+//!   [`MARK_REQUESTS_AT_ONCE`] (each may take the writer lock; more would only queue; a
+//!   request fetches the subject's Entity Configuration first, and pending subjects are
+//!   capped per type by `federation.trust_mark_pending_max`).
 //! - enroll and enroll_request: [`enroll::ENROLLMENTS_AT_ONCE`] (a fetch and a check each)
 //!   and single flight per entity ([`enroll`]).
 //! - trust mark eligibility checks: [`eligibility::CHECKS_AT_ONCE`], single flight per
@@ -28,7 +30,7 @@
 pub mod eligibility;
 pub mod enroll;
 pub mod flights;
-mod trust_marks;
+pub mod trust_marks;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
@@ -148,14 +150,18 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     let _ = reply.send(result);
                 });
             }
-            Command::RecordIssuedTrustMark { mark, reply } => {
+            Command::RecordIssuedTrustMark {
+                mark,
+                checked,
+                reply,
+            } => {
                 let Ok(permit) = self.mark_records.clone().try_acquire_owned() else {
                     let _ = reply.send(Err(Refused::Busy.into()));
                     return;
                 };
                 let cp = self.refreshers.control().clone();
                 tokio::spawn(async move {
-                    let result = trust_marks::record_issued(&cp, &mark).await;
+                    let result = trust_marks::record_issued(&cp, &mark, checked).await;
                     drop(permit);
                     let _ = reply.send(result);
                 });
@@ -171,9 +177,11 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                     return;
                 };
                 let cp = self.refreshers.control().clone();
+                let fetcher = self.refreshers.fetcher().clone();
                 tokio::spawn(async move {
                     let actor = actor.as_deref();
-                    let result = trust_marks::request(&cp, &trust_mark_type, &sub, actor).await;
+                    let result =
+                        trust_marks::request(&cp, &*fetcher, &trust_mark_type, &sub, actor).await;
                     drop(permit);
                     let _ = reply.send(result);
                 });

@@ -39,16 +39,33 @@ impl pharos_shared::chain::Fetcher for Gate {
 }
 
 pub(super) async fn setup(slots: u32) -> (Dispatcher<Gate>, Arc<Gate>, tempfile::TempDir) {
+    let gate = Arc::new(Gate {
+        fetches: AtomicUsize::new(0),
+        open: Semaphore::new(0),
+    });
+    let (d, _clock, dir) = setup_with(slots, gate.clone(), |_| {}).await;
+    (d, gate, dir)
+}
+
+/// A dispatcher over a fresh SQLite database (subordinates [`A`] and `B`), fetching with
+/// `fetcher`, its settings adjusted by `f`.
+pub(super) async fn setup_with<F: pharos_shared::chain::Fetcher + 'static>(
+    slots: u32,
+    fetcher: Arc<F>,
+    f: impl FnOnce(&mut Settings),
+) -> (Dispatcher<F>, Arc<ManualClock>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(1_700_000_000);
     let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
     let db = Db::connect(&url, 4).await.unwrap();
     db.migrate().await.unwrap();
     let mut settings = Settings::default();
     settings.federation.refresh_concurrency = slots;
+    f(&mut settings);
     let cp = ControlPlane::start(
         db,
         Arc::new(settings),
-        ManualClock::new(1_700_000_000),
+        clock.clone(),
         &Subscription::alone(),
     )
     .await
@@ -67,15 +84,7 @@ pub(super) async fn setup(slots: u32) -> (Dispatcher<Gate>, Arc<Gate>, tempfile:
         wr.touch_subordinate(id);
         wr.commit().await.unwrap();
     }
-    let gate = Arc::new(Gate {
-        fetches: AtomicUsize::new(0),
-        open: Semaphore::new(0),
-    });
-    (
-        Dispatcher::new(Refreshers::new(cp, gate.clone())),
-        gate,
-        dir,
-    )
+    (Dispatcher::new(Refreshers::new(cp, fetcher)), clock, dir)
 }
 
 fn trigger(d: &Dispatcher<Gate>, sub: &str) -> oneshot::Receiver<Result<bool, TriggerError>> {

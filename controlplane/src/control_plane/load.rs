@@ -15,7 +15,7 @@ use pharos_shared::snapshot::{
 use pharos_shared::subordinate::{
     GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates, entity_type,
 };
-use pharos_shared::trust_mark_issuer::TrustMarks;
+use pharos_shared::trust_mark_issuer::{Renewal, TrustMarks};
 use serde_json::Value;
 
 use crate::db::claims::{self, ClaimRow, Scope};
@@ -248,6 +248,7 @@ pub async fn trust_anchors(db: &Db, settings: &Settings) -> Result<TrustAnchors>
 pub async fn trust_marks(db: &Db, settings: &Settings, versions: &AtomicU64) -> Result<TrustMarks> {
     let mut tm = db::trust_marks::load(db, versions).await?;
     tm.legacy_id = settings.federation.trust_mark_legacy_id;
+    tm.renewal = Renewal(settings.federation.trust_mark_renew_after_percent);
     Ok(tm)
 }
 

@@ -31,7 +31,8 @@ pub enum Section {
     /// [`Changes::subordinate`], which does not reload the other 99,999).
     SubordinateGeneral,
     /// Trust mark types, issuance specs, subjects and the marks we hold (one newly issued
-    /// instance is [`Changes::issued_mark`], which does not reload the others).
+    /// instance is [`Changes::issued_mark`], one subject [`Changes::mark_subject`]: neither
+    /// reloads the others, nor gives every spec a new version).
     TrustMarks,
 }
 
@@ -47,6 +48,8 @@ pub struct Changes {
     issued_marks: BTreeSet<String>,
     #[serde(default, rename = "col", skip_serializing_if = "BTreeSet::is_empty")]
     collections: BTreeSet<String>,
+    #[serde(default, rename = "tms", skip_serializing_if = "BTreeSet::is_empty")]
+    mark_subjects: BTreeSet<(String, String)>,
 }
 
 impl Changes {
@@ -65,6 +68,12 @@ impl Changes {
         self.issued_marks.insert(jti.to_owned());
     }
 
+    /// Adds one subject of an issuance spec (by type and entity identifier).
+    pub fn mark_subject(&mut self, trust_mark_type: &str, entity_id: &str) {
+        self.mark_subjects
+            .insert((trust_mark_type.to_owned(), entity_id.to_owned()));
+    }
+
     /// Adds one Trust Anchor's entity collection.
     pub fn collection(&mut self, trust_anchor: &str) {
         self.collections.insert(trust_anchor.to_owned());
@@ -76,6 +85,7 @@ impl Changes {
             && self.subordinates.is_empty()
             && self.issued_marks.is_empty()
             && self.collections.is_empty()
+            && self.mark_subjects.is_empty()
     }
 
     fn absorb(&mut self, other: Changes) {
@@ -83,6 +93,7 @@ impl Changes {
         self.subordinates.extend(other.subordinates);
         self.issued_marks.extend(other.issued_marks);
         self.collections.extend(other.collections);
+        self.mark_subjects.extend(other.mark_subjects);
     }
 }
 
@@ -189,14 +200,25 @@ impl ControlPlane {
             let sub = row.map(|r| Arc::new(load::subordinate(r, self.next_version())));
             next.subordinates = Arc::new(next.subordinates.with(id, sub));
         }
-        if !c.issued_marks.is_empty() && !c.sections.contains(&Section::TrustMarks) {
+        let one_by_one = !c.issued_marks.is_empty() || !c.mark_subjects.is_empty();
+        if one_by_one && !c.sections.contains(&Section::TrustMarks) {
             changed = true;
             let mut tm = TrustMarks::clone(&next.trust_marks);
+            for (tm_type, entity_id) in &c.mark_subjects {
+                let key = (tm_type.clone(), entity_id.clone());
+                let version = self.next_version();
+                match crate::db::trust_marks::subject_one(&self.db, tm_type, entity_id, version)
+                    .await?
+                {
+                    Some(s) => tm.subjects.insert(key, Arc::new(s)),
+                    None => tm.subjects.remove(&key),
+                };
+            }
             for jti in &c.issued_marks {
                 match crate::db::trust_marks::issued_one(&self.db, jti).await? {
-                    Some(m) => tm.issued.insert(Arc::from(jti.as_str()), Arc::new(m)),
-                    None => tm.issued.remove(jti.as_str()),
-                };
+                    Some(m) => tm.put_issued(Arc::new(m)),
+                    None => tm.remove_issued(jti),
+                }
             }
             next.trust_marks = Arc::new(tm);
         }

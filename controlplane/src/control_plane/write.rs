@@ -80,6 +80,12 @@ impl<'a> Write<'a> {
         self.changes.issued_mark(jti);
     }
 
+    /// The subject `entity_id` of `trust_mark_type`'s issuance spec must be (re)loaded on
+    /// commit (and only it: no other subject or spec gets a new version).
+    pub fn touch_mark_subject(&mut self, trust_mark_type: &str, entity_id: &str) {
+        self.changes.mark_subject(trust_mark_type, entity_id);
+    }
+
     /// Trust Anchor `trust_anchor`'s entity collection must be reloaded on commit (and only it).
     pub fn touch_collection(&mut self, trust_anchor: &str) {
         self.changes.collection(trust_anchor);

@@ -249,6 +249,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0014_anchor_trust_mark_issuers.sql"),
         ],
     ),
+    (
+        15,
+        "issued_mark_reuse",
+        [
+            include_str!("../../../migrations/sqlite/0015_issued_mark_reuse.sql"),
+            include_str!("../../../migrations/mysql/0015_issued_mark_reuse.sql"),
+            include_str!("../../../migrations/postgres/0015_issued_mark_reuse.sql"),
+        ],
+    ),
 ];
 
 impl Db {

@@ -152,6 +152,17 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
     Ok(())
 }
 
+/// How many subjects of spec `spec_id` wait for a decision (`pending`).
+pub async fn count_pending(db: &Db, spec_id: i64) -> Result<u64> {
+    let (n,): (i64,) = sqlx::query_as(
+        db.sql("SELECT COUNT(*) FROM trust_mark_subjects WHERE spec_id = ? AND status = 'pending'"),
+    )
+    .bind(spec_id)
+    .fetch_one(&db.pool)
+    .await?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 /// Revokes (at `now`) every instance of `trust_mark_type` issued to `subject` that is not
 /// revoked yet; returns how many. An earlier revocation keeps its time.
 pub async fn revoke_issued(

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pharos_shared::trust_mark_issuer::{
-    EligibilityMode, IssuanceSpec, IssuedMark, Owner, PublishedMark, Subject, SubjectStatus,
-    TrustMarkType, TrustMarks,
+    EligibilityMode, IssuanceSpec, IssuedMark, Owner, PublishedMark, SignedMark, Subject,
+    SubjectStatus, TrustMarkType, TrustMarks,
 };
 use serde_json::{Map, Value};
 use sqlx::Row;
@@ -27,15 +27,32 @@ pub(crate) fn object(text: Option<String>) -> Map<String, Value> {
 /// The whole section; fresh numbers of `versions` stamp specs and subjects (cache keys).
 pub async fn load(db: &Db, versions: &AtomicU64) -> Result<TrustMarks> {
     let version = || versions.fetch_add(1, Ordering::SeqCst) + 1;
-    Ok(TrustMarks {
+    let mut tm = TrustMarks {
         types: types(db).await?,
         specs: specs(db, &version).await?,
         subjects: subjects(db, &version).await?,
-        issued: issued(db).await?,
         published: published(db).await?,
-        // A setting, not a row: the caller sets it.
-        legacy_id: false,
-    })
+        // Settings, not rows: the caller sets them.
+        ..TrustMarks::default()
+    };
+    for m in issued(db).await? {
+        tm.put_issued(Arc::new(m));
+    }
+    Ok(tm)
+}
+
+/// The eligibility mode of a stored `eligibility_config`.
+pub(crate) fn eligibility_mode(eligibility: &Map<String, Value>) -> EligibilityMode {
+    eligibility
+        .get("mode")
+        .and_then(Value::as_str)
+        .map_or(Some(EligibilityMode::DbOnly), EligibilityMode::parse)
+        .unwrap_or_else(|| {
+            // Stored configs were validated on write; a hand-edited one issues nothing
+            // that the database does not entitle.
+            tracing::warn!("unknown eligibility mode; treated as db_only");
+            EligibilityMode::DbOnly
+        })
 }
 
 async fn types(db: &Db) -> Result<BTreeMap<String, TrustMarkType>> {
@@ -90,16 +107,7 @@ async fn specs(
     let mut out = imbl::HashMap::new();
     for r in &rows {
         let eligibility = object(r.try_get("eligibility_config")?);
-        let mode = eligibility
-            .get("mode")
-            .and_then(Value::as_str)
-            .map_or(Some(EligibilityMode::DbOnly), EligibilityMode::parse)
-            .unwrap_or_else(|| {
-                // Stored configs were validated on write; a hand-edited one issues nothing
-                // that the database does not entitle.
-                tracing::warn!("unknown eligibility mode; treated as db_only");
-                EligibilityMode::DbOnly
-            });
+        let mode = eligibility_mode(&eligibility);
         let lifetime: i64 = r.try_get("lifetime")?;
         let spec = IssuanceSpec {
             id: r.try_get("id")?,
@@ -135,15 +143,7 @@ async fn subjects(
     .await?;
     let mut out = imbl::HashMap::new();
     for r in &rows {
-        let status: String = r.try_get("status")?;
-        let subject = Subject {
-            id: r.try_get("id")?,
-            entity_id: r.try_get("entity_id")?,
-            // Only a hand-edited database gets an unknown word; not entitling is the safe reading.
-            status: SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Inactive),
-            additional_claims: object(r.try_get("additional_claims")?),
-            version: version(),
-        };
+        let subject = subject_from_row(r, version())?;
         let key = (
             r.try_get::<String, _>("trust_mark_type")?,
             subject.entity_id.clone(),
@@ -153,26 +153,54 @@ async fn subjects(
     Ok(out)
 }
 
-/// Every issued instance.
-async fn issued(db: &Db) -> Result<imbl::HashMap<Arc<str>, Arc<IssuedMark>>> {
+/// One subject of `trust_mark_type`'s spec, stamped with `version` (`None`: no such row).
+pub async fn subject_one(
+    db: &Db,
+    trust_mark_type: &str,
+    entity_id: &str,
+    version: u64,
+) -> Result<Option<Subject>> {
+    let row = sqlx::query(db.sql(
+        "SELECT s.id, s.entity_id, s.status, s.additional_claims \
+         FROM trust_mark_subjects s JOIN trust_mark_specs p ON p.id = s.spec_id \
+         WHERE p.trust_mark_type = ? AND s.entity_id = ?",
+    ))
+    .bind(trust_mark_type)
+    .bind(entity_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    row.as_ref()
+        .map(|r| subject_from_row(r, version))
+        .transpose()
+}
+
+fn subject_from_row(r: &sqlx::any::AnyRow, version: u64) -> Result<Subject> {
+    let status: String = r.try_get("status")?;
+    Ok(Subject {
+        id: r.try_get("id")?,
+        entity_id: r.try_get("entity_id")?,
+        // Only a hand-edited database gets an unknown word; not entitling is the safe reading.
+        status: SubjectStatus::parse(&status).unwrap_or(SubjectStatus::Inactive),
+        additional_claims: object(r.try_get("additional_claims")?),
+        version,
+    })
+}
+
+/// Every issued instance (expired ones go with the prune job).
+async fn issued(db: &Db) -> Result<Vec<IssuedMark>> {
     let rows = sqlx::query(db.sql(
-        "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at \
+        "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at, trust_mark \
          FROM issued_trust_marks",
     ))
     .fetch_all(&db.pool)
     .await?;
-    let mut out = imbl::HashMap::new();
-    for r in &rows {
-        let m = issued_from_row(r)?;
-        out.insert(Arc::from(m.jti.as_str()), Arc::new(m));
-    }
-    Ok(out)
+    rows.iter().map(issued_from_row).collect()
 }
 
 /// One issued instance by `jti`.
 pub async fn issued_one(db: &Db, jti: &str) -> Result<Option<IssuedMark>> {
     let row = sqlx::query(db.sql(
-        "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at \
+        "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at, trust_mark \
          FROM issued_trust_marks WHERE jti = ?",
     ))
     .bind(jti)
@@ -181,8 +209,11 @@ pub async fn issued_one(db: &Db, jti: &str) -> Result<Option<IssuedMark>> {
     row.as_ref().map(issued_from_row).transpose()
 }
 
-fn issued_from_row(r: &sqlx::any::AnyRow) -> Result<IssuedMark> {
+/// An `issued_trust_marks` row (with its `trust_mark` column) in snapshot form.
+pub(crate) fn issued_from_row(r: &sqlx::any::AnyRow) -> Result<IssuedMark> {
+    let token: Option<String> = r.try_get("trust_mark")?;
     Ok(IssuedMark {
+        signed: token.as_deref().and_then(SignedMark::parse).map(Arc::new),
         jti: r.try_get("jti")?,
         trust_mark_type: r.try_get("trust_mark_type")?,
         subject: r.try_get("subject")?,

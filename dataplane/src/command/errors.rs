@@ -9,7 +9,9 @@ use axum::http::StatusCode;
 
 use pharos_shared::checks::Denial;
 
-use crate::endpoints::trust_mark_eligibility::Refusal;
+use pharos_shared::trust_mark_issuer::Standing;
+
+use crate::endpoints::trust_mark_eligibility::{Refusal, refusal};
 use crate::error::FedError;
 
 /// The command was not run at all.
@@ -104,6 +106,10 @@ pub enum RecordMarkError {
     /// Not run.
     #[error(transparent)]
     Refused(#[from] Refused),
+    /// The stored subject (read inside the write) does not admit the mark any more: blocked,
+    /// made inactive or removed since the snapshot the request was decided on.
+    #[error("subject cannot obtain this trust mark")]
+    NotAdmitted(Standing),
     /// Database or snapshot failure (logged by the control plane).
     #[error("internal error")]
     Internal,
@@ -121,6 +127,19 @@ pub enum MarkRequestError {
     /// The subject is blocked for this type.
     #[error("subject cannot obtain this trust mark")]
     Blocked,
+    /// The subject's Entity Configuration could not be fetched, or is not a valid,
+    /// self-signed Entity Configuration of the subject.
+    #[error("could not obtain or verify the entity configuration: {0}")]
+    Configuration(String),
+    /// As many requests of this type as allowed wait for a decision already.
+    #[error(
+        "at most {max} requests for this trust mark type may wait for an administrator's \
+         decision (federation.trust_mark_pending_max); try again once one is decided"
+    )]
+    Full {
+        /// The bound (`federation.trust_mark_pending_max`).
+        max: u32,
+    },
     /// Database or snapshot failure (logged by the control plane).
     #[error("internal error")]
     Internal,
@@ -252,11 +271,14 @@ impl From<JtiError> for FedError {
     }
 }
 
-impl From<RecordMarkError> for FedError {
+/// A refused record is answered as the stored standing would have been answered in the first
+/// place (one rendering, [`refusal`]).
+impl From<RecordMarkError> for Refusal {
     fn from(e: RecordMarkError) -> Self {
         match e {
-            RecordMarkError::Refused(r) => refused(r),
-            RecordMarkError::Internal => internal(),
+            RecordMarkError::Refused(r) => refused(r).into(),
+            RecordMarkError::NotAdmitted(s) => refusal(s),
+            RecordMarkError::Internal => internal().into(),
         }
     }
 }
@@ -268,6 +290,12 @@ impl From<MarkRequestError> for FedError {
             MarkRequestError::Refused(r) => refused(r),
             MarkRequestError::UnknownType => FedError::not_found(d),
             MarkRequestError::Blocked => FedError::new(StatusCode::FORBIDDEN, "invalid_request", d),
+            MarkRequestError::Configuration(_) => FedError::invalid_request(d),
+            MarkRequestError::Full { .. } => FedError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                d,
+            ),
             MarkRequestError::Internal => internal(),
         }
     }
@@ -364,9 +392,27 @@ mod tests {
 
     #[test]
     fn trust_mark_errors_keep_their_statuses() {
+        let record = |e: RecordMarkError| match Refusal::from(e) {
+            Refusal::Fed(status, code, _) => (status.as_u16(), code),
+            Refusal::Denied(d) => panic!("{d:?}"),
+        };
         let busy = RecordMarkError::Refused(Refused::Busy);
-        assert_eq!(status(busy), (503, "temporarily_unavailable"));
-        assert_eq!(status(RecordMarkError::Internal), (500, "server_error"));
+        assert_eq!(record(busy), (503, "temporarily_unavailable"));
+        assert_eq!(record(RecordMarkError::Internal), (500, "server_error"));
+        // A subject whose standing changed under the request: answered as that standing.
+        let blocked = RecordMarkError::NotAdmitted(Standing::Blocked);
+        assert_eq!(record(blocked), (403, "invalid_request"));
+        let gone = RecordMarkError::NotAdmitted(Standing::NotEntitled);
+        assert_eq!(record(gone), (404, "not_found"));
+        let full = MarkRequestError::Full { max: 7 };
+        let d = full.to_string();
+        assert!(
+            d.contains("at most 7") && d.contains("trust_mark_pending_max"),
+            "{d}"
+        );
+        assert_eq!(status(full), (503, "temporarily_unavailable"));
+        let unfetched = MarkRequestError::Configuration("unreachable".into());
+        assert_eq!(status(unfetched), (400, "invalid_request"));
         let busy = MarkRequestError::Refused(Refused::Busy);
         assert_eq!(status(busy), (503, "temporarily_unavailable"));
         assert_eq!(status(MarkRequestError::UnknownType), (404, "not_found"));

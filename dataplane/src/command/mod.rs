@@ -77,14 +77,19 @@ pub enum Command {
         /// `true` = first use.
         reply: Reply<bool, JtiError>,
     },
-    /// Record a trust mark instance the data plane has just signed (trust_mark endpoint). The
-    /// JWT is handed out only after this replies, so every mark a client holds is one the
-    /// status and listing endpoints know.
+    /// Record a trust mark instance the data plane has just signed (trust_mark endpoint), when
+    /// its snapshot held none to hand out again. The JWT is handed out only after this
+    /// replies, so every mark a client holds is one the status and listing endpoints know.
+    /// Under the writer lock the control plane decides again on the stored subject (a subject
+    /// blocked meanwhile gets nothing) and, when the subject holds a mark that may be handed
+    /// out again (a concurrent request recorded it), answers that one and stores nothing.
     RecordIssuedTrustMark {
-        /// The instance (`jti`, type, subject, `iat`, `exp`).
+        /// The instance (`jti`, type, subject, `iat`, `exp`, the signed mark).
         mark: IssuedMark,
-        /// Replies once the instance is committed and published.
-        reply: Reply<(), RecordMarkError>,
+        /// Whether the spec's checker passed the subject for this request.
+        checked: bool,
+        /// The mark to hand out, once it is committed and published.
+        reply: Reply<Arc<str>, RecordMarkError>,
     },
     /// Store `sub` as a pending subject of `trust_mark_type` (trust_mark_request). The data
     /// plane has checked that the type is issued here and that the subject is neither

@@ -8,10 +8,12 @@
 //! recorded through the control plane before it is handed out, so the status and listing
 //! endpoints know every mark a client can hold.
 //!
-//! With the spec's `cache_ttl` the signed mark is handed out again (same `jti`) for at most
-//! `cache_ttl` seconds and never past its `exp`. The cached mark is tied to the versions of
-//! the spec and subject it was made from and to our keys' generation: blocking a subject
-//! publishes it with a new version, so a revoked mark is never served again (lighthouse's
+//! A subject that holds a mark gets that mark again (same `jti`, same bytes, from the
+//! snapshot: no command, no writer lock) until it nears its end — past
+//! `federation.trust_mark_renew_after_percent` of its lifetime, or the spec's `cache_ttl`
+//! (when set) after it was issued — or until what it says (spec or subject claims), our
+//! signing key or its standing changed: then a new one is signed and recorded. So repeated
+//! requests store one row, not one each. A revoked mark is never served again (lighthouse's
 //! cache outlives revocation, reference §13 item 10).
 
 use crate::cache_counters::Cache as Counted;
@@ -19,11 +21,11 @@ use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use moka::future::Cache;
+use pharos_shared::chain::is_entity_identifier;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::TRUST_MARK_TYP;
 use pharos_shared::trust_mark_issuer::{
-    IssuanceSpec, IssuedMark, MarkStatus, Subject, mark_claims, standing,
+    IssuanceSpec, IssuedMark, SignedMark, mark_claims, standing,
 };
 
 use super::Call;
@@ -36,31 +38,6 @@ use crate::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/trust-mark+jwt";
-
-/// Cached marks kept at most (one per type and subject).
-const CACHE_ENTRIES: u64 = 100_000;
-
-/// A mark signed earlier, and what it was made from.
-#[derive(Debug)]
-struct CachedMark {
-    body: Bytes,
-    jti: Arc<str>,
-    spec_version: u64,
-    subject_version: u64,
-    statements_generation: u64,
-    /// Handed out again until then (exclusive).
-    until: i64,
-}
-
-/// Signed marks by (type, subject), for specs with a `cache_ttl`.
-#[derive(Debug)]
-pub struct MarkCache(Cache<(String, String), Arc<CachedMark>>);
-
-impl Default for MarkCache {
-    fn default() -> Self {
-        Self(Cache::builder().max_capacity(CACHE_ENTRIES).build())
-    }
-}
 
 /// The one value of parameter `name`: absent or empty is `invalid_request`, and so is a
 /// parameter given twice (which of the two was meant is not ours to guess).
@@ -82,6 +59,21 @@ pub(crate) fn optional_param<'p>(
         )));
     }
     Ok(first.filter(|v| !v.is_empty()))
+}
+
+/// The one value of parameter `name`, which must be an Entity Identifier (the rule chain
+/// validation applies): checked before anything is fetched or stored for it.
+pub(crate) fn entity_id_param<'p>(
+    params: &'p [(String, String)],
+    name: &str,
+) -> Result<&'p str, FedError> {
+    let value = param(params, name)?;
+    if !url::Url::parse(value).is_ok_and(|u| is_entity_identifier(&u)) {
+        return Err(FedError::invalid_request(format!(
+            "'{name}' must be an entity identifier: an https URL with a host, without query or fragment"
+        )));
+    }
+    Ok(value)
 }
 
 /// The issuance spec of `trust_mark_type`, or 404.
@@ -117,22 +109,14 @@ async fn issue(
     params: &[(String, String)],
     now: i64,
 ) -> Result<Bytes, Refusal> {
-    let sub = param(params, "sub")?;
+    // The identifier rules first: a checker would fetch `sub`.
+    let sub = entity_id_param(params, "sub")?;
     let tm_type = param(params, "trust_mark_type")?;
     let spec = spec(snap, tm_type)?;
     let key = (tm_type.to_owned(), sub.to_owned());
-    // A subject entitled by a checker alone has no stored row: no extra claims, version 0.
+    // A subject entitled by a checker alone has no stored row: no extra claims.
     let subject = snap.trust_marks.subjects.get(&key).map(|s| &**s);
-    decide(dp, spec.eligibility, standing(subject), tm_type, sub).await?;
-    let cache = &dp.trust_mark_cache.0;
-    if spec.cache_ttl > 0
-        && let Some(hit) = cache.get(&key).await
-        && fresh(&hit, snap, spec, subject, now)
-    {
-        dp.caches.hit(Counted::TrustMark);
-        return Ok(hit.body.clone());
-    }
-    dp.caches.miss(Counted::TrustMark);
+    let checked = decide(dp, spec.eligibility, standing(subject), tm_type, sub).await?;
     let jti = new_jti()?;
     let extras = subject.map(|s| &s.additional_claims);
     let claims = mark_claims(
@@ -144,58 +128,56 @@ async fn issue(
         now,
         snap.trust_marks.legacy_id,
     );
+    let kid = snap.keys.signer.kid();
+    if let Some(held) = held(snap, spec, sub, &claims, kid, now) {
+        dp.caches.hit(Counted::TrustMark);
+        return Ok(held);
+    }
+    dp.caches.miss(Counted::TrustMark);
     let expires_at = claims.get("exp").and_then(serde_json::Value::as_i64);
     let token = signing::sign(&snap.keys.signer, TRUST_MARK_TYP, claims)
         .await
         .map_err(FedError::server_error)?;
+    let signed = SignedMark::parse(&token)
+        .ok_or_else(|| FedError::server_error("a mark we signed does not decode"))?;
     let mark = IssuedMark {
-        jti: jti.clone(),
+        jti,
         trust_mark_type: tm_type.to_owned(),
         subject: sub.to_owned(),
         issued_at: now,
         expires_at,
         revoked_at: None,
+        signed: Some(Arc::new(signed)),
     };
-    dp.commands
-        .call(|reply| Command::RecordIssuedTrustMark { mark, reply })
+    // The control plane answers the mark to hand out: this one once recorded, or the one a
+    // concurrent request recorded first.
+    let handed_out = dp
+        .commands
+        .call(|reply| Command::RecordIssuedTrustMark {
+            mark,
+            checked,
+            reply,
+        })
         .await
-        .map_err(FedError::from)?;
-    let body = Bytes::from(token);
-    if spec.cache_ttl > 0 {
-        let until = expires_at
-            .unwrap_or(i64::MAX)
-            .min(now.saturating_add(spec.cache_ttl));
-        let cached = CachedMark {
-            body: body.clone(),
-            jti: Arc::from(jti),
-            spec_version: spec.version,
-            subject_version: subject.map_or(0, |s| s.version),
-            statements_generation: snap.statements_generation,
-            until,
-        };
-        cache.insert(key, Arc::new(cached)).await;
-    }
-    Ok(body)
+        .map_err(Refusal::from)?;
+    Ok(Bytes::copy_from_slice(handed_out.as_bytes()))
 }
 
-/// Whether a cached mark may be handed out again: made from the spec and subject as they are
-/// now, with our current keys, in time, and its instance still active.
-fn fresh(
-    hit: &CachedMark,
+/// The mark `sub` holds of `spec`'s type, when it may be handed out again instead of one with
+/// `claims` signed with `kid` (see the module documentation).
+fn held(
     snap: &Snapshot,
     spec: &IssuanceSpec,
-    subject: Option<&Subject>,
+    sub: &str,
+    claims: &serde_json::Map<String, serde_json::Value>,
+    kid: &str,
     now: i64,
-) -> bool {
-    hit.spec_version == spec.version
-        && hit.subject_version == subject.map_or(0, |s| s.version)
-        && hit.statements_generation == snap.statements_generation
-        && now < hit.until
-        && snap
-            .trust_marks
-            .issued
-            .get(&*hit.jti)
-            .is_some_and(|m| m.status(now) == MarkStatus::Active)
+) -> Option<Bytes> {
+    let held =
+        snap.trust_marks
+            .reusable(&spec.trust_mark_type, sub, claims, kid, spec.cache_ttl, now)?;
+    let signed = held.signed.as_ref()?;
+    Some(Bytes::copy_from_slice(signed.token.as_bytes()))
 }
 
 /// A fresh `jti`: 128 random bits from the operating system, as 32 hex digits.

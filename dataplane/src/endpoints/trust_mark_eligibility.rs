@@ -63,7 +63,7 @@ impl IntoResponse for Refusal {
 }
 
 /// The standing's own answer when it does not entitle.
-fn refusal(standing: Standing) -> Refusal {
+pub(crate) fn refusal(standing: Standing) -> Refusal {
     match standing {
         Standing::Blocked => FedError::new(
             StatusCode::FORBIDDEN,
@@ -96,16 +96,17 @@ pub(crate) fn by_standing(mode: EligibilityMode, standing: Standing) -> ByStandi
 }
 
 /// Whether `sub` may obtain a mark of `trust_mark_type` whose spec has `mode`, given its
-/// stored `standing`; asks the control plane's checker when the mode needs it.
+/// stored `standing`; asks the control plane's checker when the mode needs it. `Ok(true)`:
+/// the checker passed it (the control plane decides again on that when it records the mark).
 pub(crate) async fn decide(
     dp: &DataPlane,
     mode: EligibilityMode,
     standing: Standing,
     trust_mark_type: &str,
     sub: &str,
-) -> Result<(), Refusal> {
+) -> Result<bool, Refusal> {
     match by_standing(mode, standing) {
-        ByStanding::Entitled => Ok(()),
+        ByStanding::Entitled => Ok(false),
         ByStanding::Refused(r) => Err(r),
         ByStanding::AskChecker => {
             let verdict = dp
@@ -118,7 +119,7 @@ pub(crate) async fn decide(
                 .await
                 .map_err(FedError::from)?;
             match verdict {
-                Verdict::Pass => Ok(()),
+                Verdict::Pass => Ok(true),
                 Verdict::Deny(d) => Err(Refusal::Denied(d)),
             }
         }

@@ -1,17 +1,21 @@
 //! The trust mark request endpoint (Pharos and lighthouse extension, reference §1.11): an
 //! entity asks for a mark of `trust_mark_type`; an administrator approves or declines later.
 //!
-//! Already entitled: `204`. Blocked: `403 invalid_request`. Pending already: `202`. Otherwise
-//! the control plane stores the subject as `pending` with a `requested` history event whose
-//! actor is the authenticated client (none without client authentication): `202`. An
-//! unknown type is `404 not_found`.
+//! `sub` must be an Entity Identifier (`400 invalid_request`, checked before anything else).
+//! Already entitled: `204`. Blocked: `403 invalid_request`. Pending already: `202` — these
+//! three from the snapshot, without a command. Otherwise the control plane fetches and
+//! verifies the subject's Entity Configuration (`400 invalid_request` when it cannot), refuses
+//! once `federation.trust_mark_pending_max` subjects of the type are pending (`503
+//! temporarily_unavailable`, naming the bound), and stores the subject as `pending` with a
+//! `requested` history event whose actor is the authenticated client (none without client
+//! authentication): `202`. An unknown type is `404 not_found`.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark_issuer::{Standing, standing};
 
-use super::trust_mark::{param, spec};
+use super::trust_mark::{entity_id_param, param, spec};
 use super::{Call, Caller};
 use crate::DataPlane;
 use crate::command::{Command, MarkRequestError, MarkRequestOutcome};
@@ -40,7 +44,7 @@ async fn request(
     params: &[(String, String)],
     caller: Caller,
 ) -> Result<MarkRequestOutcome, FedError> {
-    let sub = param(params, "sub")?;
+    let sub = entity_id_param(params, "sub")?;
     let tm_type = param(params, "trust_mark_type")?;
     spec(snap, tm_type)?;
     let key = (tm_type.to_owned(), sub.to_owned());

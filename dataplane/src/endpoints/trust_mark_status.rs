@@ -5,7 +5,8 @@
 //! - `iss` not us, or the signature fails with our published and historical keys: 200, status
 //!   `invalid` (a forgery, or a mark of another issuer, is answered, signed);
 //! - verified, but its `jti` is not among the instances we issued: 404 `not_found` (the
-//!   specification's MUST; lighthouse answers `active` from the token alone);
+//!   specification's MUST; lighthouse answers `active` from the token alone) — unless its
+//!   `exp` has passed: expired instances are pruned, and such a mark is `expired`;
 //! - otherwise 200 with the instance's status: `active`, `expired` or `revoked`.
 //!
 //! The answer is a `trust-mark-status-response+jwt` with `iss`, `iat`, `trust_mark` (the
@@ -46,6 +47,8 @@ const CACHE_BYTES: u64 = 16 * 1024 * 1024;
 struct Verified {
     statements_generation: u64,
     jti: Option<Arc<str>>,
+    /// Its `exp`: a mark whose instance was pruned after it expired is still `expired`.
+    exp: Option<i64>,
 }
 
 /// The status endpoint's caches (see the module documentation).
@@ -120,9 +123,14 @@ fn status(
     let verified = match cache.verified.get(token) {
         Some(v) if v.statements_generation == generation => v,
         _ => {
+            let (jti, exp) = match verify(snap, token)? {
+                Some((jti, exp)) => (Some(jti), exp),
+                None => (None, None),
+            };
             let v = Verified {
                 statements_generation: generation,
-                jti: verify(snap, token)?,
+                jti,
+                exp,
             };
             cache.verified.insert(token.clone(), v.clone());
             v
@@ -133,14 +141,19 @@ fn status(
     };
     match snap.trust_marks.issued.get(&*jti) {
         Some(m) => Ok(m.status(now).as_str()),
+        // Expired instances are pruned from the database; the mark itself says it expired.
+        None if !jti.is_empty() && verified.exp.is_some_and(|e| e <= now) => Ok("expired"),
         None => Err(FedError::not_found("trust mark not issued here")),
     }
 }
 
-/// `Some(jti)` when `token` is a mark signed by us (an empty `jti` when it has none: never one
-/// we issued, so 404), `None` for a forgery or a mark of another issuer; an error for what is
-/// not a trust mark at all.
-fn verify(snap: &Snapshot, token: &str) -> Result<Option<Arc<str>>, FedError> {
+/// A mark we signed: its `jti` and `exp`.
+type Signed = (Arc<str>, Option<i64>);
+
+/// `Some((jti, exp))` when `token` is a mark signed by us (an empty `jti` when it has none:
+/// never one we issued, so 404), `None` for a forgery or a mark of another issuer; an error
+/// for what is not a trust mark at all.
+fn verify(snap: &Snapshot, token: &str) -> Result<Option<Signed>, FedError> {
     let decoded = jose::decode_unverified(token)
         .map_err(|e| FedError::invalid_request(format!("'trust_mark' is not a JWT: {e}")))?;
     jose::check_typ(&decoded, TRUST_MARK_TYP)
@@ -166,5 +179,6 @@ fn verify(snap: &Snapshot, token: &str) -> Result<Option<Arc<str>>, FedError> {
         .get("jti")
         .and_then(Value::as_str)
         .unwrap_or("");
-    Ok(Some(Arc::from(jti)))
+    let exp = verified.claims.get("exp").and_then(Value::as_i64);
+    Ok(Some((Arc::from(jti), exp)))
 }

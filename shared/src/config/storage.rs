@@ -157,6 +157,13 @@ pub struct FederationSettings {
     /// `trust_mark_type` existed), so that clients of earlier drafts read them. Extra claims
     /// are allowed, so carrying both costs conforming clients nothing.
     pub trust_mark_legacy_id: bool,
+    /// When a subject asking again for a trust mark it holds gets a new one: once this
+    /// percentage (1–100) of the held mark's lifetime has passed. Before, the held mark is
+    /// handed out again (same `jti`, same bytes), so repeated requests store nothing.
+    pub trust_mark_renew_after_percent: u32,
+    /// Most subjects of one trust mark type waiting for an administrator's decision
+    /// (`pending`) at once: a `trust_mark_request` beyond it is refused and stores nothing.
+    pub trust_mark_pending_max: u32,
     /// What chain validation does with `constraints` in a Trust Anchor's own Entity
     /// Configuration (SPID/CIE anchors publish `max_path_length` there): `apply` (as if in the
     /// anchor's statement about each immediate subordinate), `ignore` (logged once per anchor)
@@ -194,6 +201,8 @@ impl Default for FederationSettings {
             max_response_bytes: 1_048_576,
             refresh_concurrency: 16,
             trust_mark_legacy_id: true,
+            trust_mark_renew_after_percent: 50,
+            trust_mark_pending_max: 1_000,
             anchor_ec_constraints: AnchorEcConstraints::Apply,
             profile: Profile::Interop,
             accept: AcceptSettings::default(),
@@ -285,6 +294,9 @@ impl FederationSettings {
         }
         if self.refresh_concurrency == 0 {
             problems.push("federation.refresh_concurrency must be greater than 0".into());
+        }
+        if !(1..=100).contains(&self.trust_mark_renew_after_percent) {
+            problems.push("federation.trust_mark_renew_after_percent must be 1 to 100".into());
         }
     }
 

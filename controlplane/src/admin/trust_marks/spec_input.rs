@@ -39,7 +39,8 @@ pub struct SpecInput {
     /// `{mode: db_only|check_only|db_or_check|db_and_check, checker: {type, config}, check_cache_ttl}`.
     #[schema(value_type = Option<Object>)]
     pub eligibility_config: Option<Value>,
-    /// Seconds (or a duration string) an issued JWT may be handed out again; 0 = never.
+    /// Seconds (or a duration string) an issued JWT is handed out again at most (it is renewed
+    /// sooner past `federation.trust_mark_renew_after_percent` of its lifetime); 0 = no such cap.
     #[schema(value_type = Option<String>)]
     pub cache_ttl: Option<Value>,
     /// Ignored (a record sent back as it was read).
