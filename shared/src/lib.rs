@@ -21,6 +21,7 @@ pub mod policy;
 pub mod refresh;
 pub mod snapshot;
 pub mod subordinate;
+pub mod suggest;
 pub mod subordinate_statement;
 pub mod time;
 pub mod trust_mark;

@@ -176,7 +176,9 @@ async fn authenticate(
         });
     }
     let Some((username, password)) = basic_credentials(headers) else {
-        return Err(ApiError::Unauthorized("missing credentials".into()));
+        return Err(ApiError::Unauthorized(
+            auth.bootstrap.missing_credentials(headers).into(),
+        ));
     };
     let row = users::get(db, &username).await?;
     let stored = row.as_ref().map(|r| r.password_hash.as_str());

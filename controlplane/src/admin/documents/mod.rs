@@ -196,7 +196,7 @@ pub fn check(doc: Doc, v: &Value, crit: &[String]) -> ApiResult<()> {
         Doc::Policy => check_metadata_policy(v, crit)
             .map_err(|e| ApiError::BadRequest(format!("invalid metadata_policy: {e}")))?,
         Doc::Constraints => {
-            serde_json::from_value::<Constraints>(v.clone())
+            Constraints::from_json(v)
                 .map_err(|e| ApiError::BadRequest(format!("invalid constraints: {e}")))?;
         }
     }
