@@ -174,7 +174,10 @@ fn pharos_stderr(args: &[&str]) -> (Option<i32>, String) {
 fn a_mistyped_subcommand_or_flag_gets_a_suggestion_on_its_one_line() {
     for (args, want) in [
         (&["admn"][..], "did you mean 'admin'?"),
-        (&["admin", "subordinate", "list"], "did you mean 'subordinates'?"),
+        (
+            &["admin", "subordinate", "list"],
+            "did you mean 'subordinates'?",
+        ),
         (&["admin", "subordinates", "lst"], "did you mean 'list'?"),
         (&["check-confg"], "did you mean 'check-config'?"),
     ] {

@@ -147,7 +147,10 @@ mod tests {
         assert!(!b.admits(Some(remote), &with));
         assert!(b.admits(Some([127, 0, 0, 1].into()), &none));
         // Once spent, its holder is told so; others still miss credentials.
-        assert!(b.missing_credentials(&with).contains("bootstrap token is spent"));
+        assert!(
+            b.missing_credentials(&with)
+                .contains("bootstrap token is spent")
+        );
         assert_eq!(b.missing_credentials(&wrong), "missing credentials");
         assert_eq!(b.missing_credentials(&none), "missing credentials");
     }

@@ -144,7 +144,9 @@ mod tests {
         encode(&mut text, &registry).unwrap();
         assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 3"#));
         assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="404"} 1"#));
-        assert!(text.contains(r#"pharos_http_requests_total{endpoint="unmatched",status="404"} 1"#));
+        assert!(
+            text.contains(r#"pharos_http_requests_total{endpoint="unmatched",status="404"} 1"#)
+        );
         assert!(text.contains(r#"pharos_http_request_duration_seconds_count{endpoint="fetch"} 4"#));
     }
 }

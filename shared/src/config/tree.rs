@@ -159,7 +159,9 @@ pub(crate) fn apply_env(
         } else {
             let near = crate::suggest::closest(name, table.keys().map(String::as_str));
             problems.push(match near {
-                Some(near) => format!("unknown environment variable: {name} (did you mean {near}?)"),
+                Some(near) => {
+                    format!("unknown environment variable: {name} (did you mean {near}?)")
+                }
                 None => format!("unknown environment variable: {name}"),
             });
             continue;

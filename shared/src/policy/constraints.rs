@@ -240,14 +240,23 @@ mod tests {
     fn an_operators_constraints_name_the_member_and_what_it_must_be() {
         let e = |v: Value| Constraints::from_json(&v).unwrap_err();
         let m = e(json!({"max_path_length": -1}));
-        assert!(m.starts_with("max_path_length must be a whole number"), "{m}");
+        assert!(
+            m.starts_with("max_path_length must be a whole number"),
+            "{m}"
+        );
         assert!(!m.contains("u32"), "{m}");
         let m = e(json!({"max_path_length": "2"}));
         assert!(m.contains("max_path_length") && m.contains("\"2\""), "{m}");
         let m = e(json!({"naming_constraints": {"permitted": "x.org"}}));
-        assert!(m.starts_with("naming_constraints.permitted must be an array"), "{m}");
+        assert!(
+            m.starts_with("naming_constraints.permitted must be an array"),
+            "{m}"
+        );
         let m = e(json!({"allowed_entity_types": [1]}));
-        assert!(m.starts_with("allowed_entity_types must be an array"), "{m}");
+        assert!(
+            m.starts_with("allowed_entity_types must be an array"),
+            "{m}"
+        );
         assert!(e(json!([])).contains("must be a JSON object"));
         let ok = Constraints::from_json(&json!({"max_path_length": 1, "future": true})).unwrap();
         assert_eq!(ok.max_path_length, Some(1));
