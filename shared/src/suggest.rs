@@ -4,7 +4,7 @@
 /// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo
 /// (about a third of the word's length); ties go to the first.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let allowed = (word.chars().count() + 2) / 3;
+    let allowed = word.chars().count().div_ceil(3);
     candidates
         .into_iter()
         .map(|c| (distance(word, c), c))
