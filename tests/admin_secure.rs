@@ -112,6 +112,9 @@ async fn without_users_only_loopback_or_the_bootstrap_token_may_use_the_admin_ap
             .await
             .unwrap();
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        let body: Value = r.json().await.unwrap();
+        let said = body["error_description"].as_str().unwrap_or_default();
+        assert!(said.contains("bootstrap token is spent"), "{body}");
         let r = p
             .client
             .get(via(&p, ip, "/trust-anchors"))

@@ -205,9 +205,36 @@ fn policy_resolve_previews_merged_policy_and_metadata() {
     );
     assert_eq!(code, Some(1));
     assert_eq!(v["error"], "invalid_policy", "{v}");
+    // Input that is not JSON is not a policy problem, and the message says what it is.
     let (code, v) = policy_resolve("not json");
     assert_eq!(
         (code, v["error"].as_str()),
-        (Some(1), Some("invalid_policy"))
+        (Some(1), Some("invalid_request"))
     );
+    let description = v["error_description"].as_str().unwrap_or_default();
+    assert!(description.starts_with("the input is not JSON"), "{v}");
+}
+
+/// Runs `pharos` with `args`; exit code and stderr.
+fn pharos_stderr(args: &[&str]) -> (Option<i32>, String) {
+    let out = pharos().args(args).output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn a_mistyped_subcommand_or_flag_gets_a_suggestion_on_its_one_line() {
+    for (args, want) in [
+        (&["admn"][..], "did you mean 'admin'?"),
+        (
+            &["admin", "subordinate", "list"],
+            "did you mean 'subordinates'?",
+        ),
+        (&["admin", "subordinates", "lst"], "did you mean 'list'?"),
+        (&["check-confg"], "did you mean 'check-config'?"),
+    ] {
+        let (code, stderr) = pharos_stderr(args);
+        assert_eq!(code, Some(64), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
 }

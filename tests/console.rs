@@ -82,6 +82,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         enable(&p, "fetch", "/fetch", json!({})).await;
         enable(&p, "list", "/list", json!({})).await;
         enable(&p, "enroll_request", "/enroll-request", json!({})).await;
+        enable(&p, "trust_mark", "/trust-mark", json!({})).await;
         // A pending enrollment request, as an entity makes it.
         let a = ask(&p, "/enroll-request", leaf.entity_id(), &[]).await;
         assert_eq!(a.status, 202, "{}", a.body);
@@ -114,6 +115,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         assert!(total >= 6, "{summary}");
 
         let new_entity = "https://rp.console.example";
+        let tm_new_subject = "https://op.tm.example";
         let new_anchor = "https://ta.console.example";
         let new_jwks = json!({"keys": [crate::support::jwk("console-key", None)]});
         let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -134,6 +136,8 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("DISABLE_ENDPOINT", "list".to_owned()),
             ("TM_TYPE", tm_type.to_owned()),
             ("TM_SUBJECT", tm_subject.to_owned()),
+            ("TM_NEW_SUBJECT", tm_new_subject.to_owned()),
+            ("ROLE", "Trust anchor and trust mark issuer".to_owned()),
             ("EXPECT", expect.to_string()),
             ("SCREENSHOTS", shots.display().to_string()),
             ("CHROMIUM", chromium().display().to_string()),
@@ -185,6 +189,12 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         assert_eq!(s, 200, "{ta}");
         assert_eq!(ta["jwks"], new_jwks);
         let path = format!("/trust-marks/issuance-spec/1/subjects/{}", enc(tm_subject));
+        let (_, subject) = p.admin(Method::GET, &path, None).await;
+        assert_eq!(subject["status"], "active", "{subject}");
+        let path = format!(
+            "/trust-marks/issuance-spec/1/subjects/{}",
+            enc(tm_new_subject)
+        );
         let (_, subject) = p.admin(Method::GET, &path, None).await;
         assert_eq!(subject["status"], "active", "{subject}");
         let (_, ep) = p

@@ -33,6 +33,7 @@ mod db_outage;
 mod deploy;
 mod deploy_nginx;
 mod disk_full;
+mod docs_commands;
 mod enroll;
 mod enroll_checks;
 mod enroll_refusals;

@@ -2,7 +2,7 @@
 // enrollment checks), with their keys; add and remove.
 
 import { api, seg } from './api.js';
-import { announce, clearErrors, field, h, mount, parseJson, showError, table, time } from './dom.js';
+import { announce, clearErrors, field, h, mount, parseJson, plural, showError, table, time } from './dom.js';
 
 export async function render(view) {
   const list = await api('GET', '/trust-anchors');
@@ -31,7 +31,7 @@ export async function render(view) {
   });
   mount(view,
     h('h1', {}, 'Trust anchors'),
-    table(`${list.length} trust anchors`, [
+    table(plural(list.length, 'trust anchor'), [
       ['Entity identifier', (t) => t.entity_id],
       ['Key ids', (t) => (t.jwks?.keys || []).map((k) => k.kid).filter(Boolean).join(', ') || '—'],
       ['Keys polled', (t) => (t.enable_jwks_update ? 'yes' : 'no')],

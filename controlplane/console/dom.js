@@ -100,8 +100,13 @@ export function time(secs) {
 /** A status word as a coloured badge (the colour is never the only cue: the word is shown). */
 export const badge = (s) => h('span', { class: `badge ${s}` }, s);
 
-/** Pretty JSON in a <pre>. */
-export const json = (v) => h('pre', {}, JSON.stringify(v ?? null, null, 2));
+/** Pretty JSON in a <pre>; nothing set reads as such, not as a raw `null`. */
+export const json = (v, none = 'None set.') => (v === null || v === undefined
+  ? h('p', { class: 'muted' }, none)
+  : h('pre', {}, JSON.stringify(v, null, 2)));
+
+/** A count with its noun: "1 trust anchor", "2 trust anchors". */
+export const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** Announces a short message to everyone (the live region). */
 export function announce(msg) {

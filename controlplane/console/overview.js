@@ -12,12 +12,21 @@ const CLAIM = {
   historical_keys: 'federation_historical_keys_endpoint', entity_collection: 'federation_collection_endpoint',
 };
 
-/** The entity's role, from its authority hints and whether it issues subordinate statements. */
+/**
+ * The entity's role, from what it does: issuing subordinate statements (fetch, list) makes it
+ * an anchor or, with authority hints, an intermediate; issuing trust marks a trust mark issuer;
+ * resolving a resolver; with none of these it is a leaf (or, without hints, standalone).
+ */
 export function role(ec, endpoints) {
   const hints = (ec.authority_hints || []).length > 0;
-  const superior = endpoints.some((e) => e.path && (e.type === 'fetch' || e.type === 'list'));
-  if (superior) return hints ? 'Intermediate entity' : 'Trust anchor';
-  return hints ? 'Leaf entity' : 'Standalone entity (no authority hints)';
+  const serves = (...types) => endpoints.some((e) => e.path && types.includes(e.type));
+  const roles = [];
+  if (serves('fetch', 'list')) roles.push(hints ? 'intermediate entity' : 'trust anchor');
+  if (serves('trust_mark', 'trust_mark_status', 'trust_mark_listing')) roles.push('trust mark issuer');
+  if (serves('resolve')) roles.push('resolver');
+  if (!roles.length) return hints ? 'Leaf entity' : 'Standalone entity (no authority hints)';
+  const text = roles.length === 1 ? roles[0] : `${roles.slice(0, -1).join(', ')} and ${roles.at(-1)}`;
+  return text[0].toUpperCase() + text.slice(1);
 }
 
 export async function render(view) {

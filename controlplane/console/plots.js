@@ -3,7 +3,7 @@
 // role="img"> with a caption and the same numbers as a table, for screen readers and copying.
 // Each bar carries data-label / data-value and a <title> tooltip.
 
-import { h, uid } from './dom.js';
+import { h, plural, uid } from './dom.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 
@@ -82,11 +82,14 @@ export function timeBars(title, points, names = ['requests', 'errors']) {
     h('span', {}, h('span', { class: 'swatch s2', 'aria-hidden': 'true' }), names[1]));
   const total = (k) => points.reduce((a, p) => a + p[k], 0);
   const description = points.length
-    ? `${points.length} ${points.length === 1 ? 'bucket' : 'buckets'}, ${total('a')} ${names[0]} and ${total('b')} ${names[1]} in all.`
+    ? `${plural(points.length, 'bucket')}, ${count(total('a'), names[0])} and ${count(total('b'), names[1])} in all.`
     : 'No data in this range.';
   return figure(title, svg, description,
     dataTable(['Bucket', names[0], names[1]], points.map((p) => [p.label, p.a, p.b])), legend);
 }
+
+/** `n` of a series named in the plural ("requests"): "1 request", "2 requests". */
+const count = (n, many) => plural(n, many.replace(/s$/, ''), many);
 
 /** Horizontal bars: `items` [{label, value}], values formatted with `unit`. */
 export function hBars(title, items, unit = '', kind = 'bars') {
@@ -107,7 +110,7 @@ export function hBars(title, items, unit = '', kind = 'bars') {
     svg.append(s('text', { x: L + bw + 6, y: y + row / 2 + 4 }, `${fmt(it.value)}${unit}`));
   });
   if (!items.length) svg.append(s('text', { x: L, y: T + row / 2 + 4 }, 'No data'));
-  const description = items.length ? `${items.length} entries; largest ${fmt(Math.max(...items.map((i) => i.value)))}${unit}.` : 'No data in this range.';
+  const description = items.length ? `${plural(items.length, 'entry', 'entries')}; largest ${fmt(Math.max(...items.map((i) => i.value)))}${unit}.` : 'No data in this range.';
   return figure(title, svg, description,
     dataTable(['Name', 'Value'], items.map((i) => [i.label, `${fmt(i.value)}${unit}`])));
 }

@@ -2,7 +2,7 @@
 // blocking and unblocking, and a detail view (keys, metadata, policies, history).
 
 import { api, seg } from './api.js';
-import { announce, badge, clearErrors, field, h, json, mount, parseJson, section, showError, table, time } from './dom.js';
+import { announce, badge, clearErrors, field, h, json, mount, parseJson, plural, section, showError, table, time } from './dom.js';
 
 const STATUSES = ['active', 'pending', 'blocked', 'inactive'];
 
@@ -24,7 +24,7 @@ export async function render(view, params) {
     const needle = search.value.trim().toLowerCase();
     const shown = rows.filter((r) => !needle
       || r.entity_id.toLowerCase().includes(needle) || r.description.toLowerCase().includes(needle));
-    mount(results, table(`${shown.length} subordinates`, [
+    mount(results, table(plural(shown.length, 'subordinate'), [
       ['Entity identifier', (r) => h('a', { href: `#/subordinates/${seg(r.entity_id)}` }, r.entity_id)],
       ['Status', (r) => badge(r.status)],
       ['Entity types', (r) => r.registered_entity_types.join(', ') || '—'],
@@ -40,7 +40,7 @@ export async function render(view, params) {
   mount(view,
     h('h1', {}, 'Subordinates'),
     pending.length
-      ? h('p', {}, `${pending.length} enrollment request(s) wait for a decision: approve or decline them below.`)
+      ? h('p', {}, `${plural(pending.length, 'enrollment request')} ${pending.length === 1 ? 'waits' : 'wait'} for a decision: approve or decline ${pending.length === 1 ? 'it' : 'them'} below.`)
       : null,
     h('div', { class: 'toolbar', role: 'search' },
       field('Search', search), field('Status', status), field('Entity type', type)),

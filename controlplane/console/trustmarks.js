@@ -1,8 +1,8 @@
-// Trust marks: types (with owner and issuers), issuance specifications, their subjects, and
-// the pending requests among them (approve or decline).
+// Trust marks: types (with owner and issuers), issuance specifications, their subjects (add
+// one, or change its status), and the pending requests among them (approve or decline).
 
 import { api, seg } from './api.js';
-import { announce, badge, clearErrors, field, h, mount, section, showError, table, time } from './dom.js';
+import { announce, badge, clearErrors, field, h, mount, plural, section, showError, table, time } from './dom.js';
 
 export async function render(view) {
   const [types, specs] = await Promise.all([
@@ -16,25 +16,25 @@ export async function render(view) {
   const rerender = () => render(view);
   mount(view,
     h('h1', {}, 'Trust marks'),
-    section('Pending requests', table(`${pending.length} pending requests`, [
+    section('Pending requests', table(plural(pending.length, 'pending request'), [
       ['Trust mark type', (x) => x.spec.trust_mark_type],
       ['Subject', (x) => x.entity_id],
       ['Requested', (x) => time(x.created_at)],
       ['Actions', (x) => decide(x, ['active', 'Approve'], ['blocked', 'Decline'], rerender)],
     ], pending, 'No pending trust mark requests.')),
-    section('Types', table(`${types.length} trust mark types`, [
+    section('Types', table(plural(types.length, 'trust mark type'), [
       ['Type', (t) => h('code', {}, t.trust_mark_type)],
       ['Description', (t) => t.description || '—'],
       ['Owner', (t) => t.owner?.entity_id || '—'],
       ['Issuers', (t) => t.issuers.map((i) => i.issuer).join(', ') || '—'],
     ], types, 'No trust mark type.'), typeForm(rerender)),
-    section('Issuance specifications', table(`${specs.length} specifications`, [
+    section('Issuance specifications', table(plural(specs.length, 'specification'), [
       ['Trust mark type', (s) => h('code', {}, s.trust_mark_type)],
       ['Lifetime (s)', (s) => s.lifetime, { num: true }],
       ['Description', (s) => s.description || '—'],
       ['Subjects', (s) => all.filter((x) => x.spec.id === s.id).length, { num: true }],
     ], specs, 'No issuance specification.'), specForm(rerender)),
-    section('Subjects', table(`${all.length} subjects`, [
+    section('Subjects', table(plural(all.length, 'subject'), [
       ['Trust mark type', (x) => x.spec.trust_mark_type],
       ['Subject', (x) => x.entity_id],
       ['Status', (x) => badge(x.status)],
@@ -42,7 +42,30 @@ export async function render(view) {
       ['Actions', (x) => (x.status === 'active'
         ? decide(x, ['blocked', 'Revoke'], null, rerender)
         : decide(x, ['active', 'Activate'], null, rerender))],
-    ], all, 'No subject.')));
+    ], all, 'No subject.'), specs.length ? subjectForm(specs, rerender) : null));
+}
+
+/** Entitles a subject to the marks of one of the specifications (an active subject). */
+function subjectForm(specs, done) {
+  const spec = h('select', { name: 'trust_mark_type', required: true },
+    specs.map((s) => h('option', { value: String(s.id) }, s.trust_mark_type)));
+  const subject = h('input', { name: 'entity_id', type: 'url', required: true });
+  const form = h('form', { class: 'panel', 'aria-label': 'New subject', novalidate: true },
+    h('h3', {}, 'New subject'),
+    field('Trust mark type', spec), field('Subject entity identifier', subject),
+    h('button', { type: 'submit' }, 'Add subject'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    try {
+      await api('POST', `/trust-marks/issuance-spec/${spec.value}/subjects`, { entity_id: subject.value.trim() });
+      announce(`${subject.value.trim()} may now obtain the trust mark`);
+      await done();
+    } catch (e) {
+      showError(form, e, 'entity_id');
+    }
+  });
+  return form;
 }
 
 function decide(x, yes, no, done) {

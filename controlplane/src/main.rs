@@ -148,7 +148,32 @@ fn usage_error(e: &clap::Error) {
         .take_while(|l| !l.trim().is_empty())
         .map(str::trim)
         .collect();
-    eprintln!("{} (see --help)", message.join(" "));
+    eprintln!("{}{} (see --help)", message.join(" "), did_you_mean(e));
+}
+
+/// clap's suggestions for a mistyped subcommand, flag or value (its "tip" paragraph, which the
+/// one-line form above leaves out), as `; did you mean 'x'?`.
+fn did_you_mean(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let suggestions: Vec<String> = [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ]
+    .into_iter()
+    .filter_map(|k| e.get(k))
+    .flat_map(|v| match v {
+        ContextValue::String(s) => vec![s.clone()],
+        ContextValue::Strings(v) => v.clone(),
+        _ => Vec::new(),
+    })
+    .map(|s| format!("'{s}'"))
+    .collect();
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", suggestions.join(" or "))
+    }
 }
 
 /// `pharos policy resolve`: the output of [`pharos_shared::policy::preview`] as JSON on
@@ -160,20 +185,19 @@ fn policy_resolve() -> ExitCode {
         eprintln!("cannot read stdin: {e}");
         return ExitCode::FAILURE;
     }
-    let result = serde_json::from_str::<serde_json::Value>(&input)
-        .map_err(|e| Error::InvalidPolicy(format!("input is not JSON: {e}")))
-        .and_then(|v| pharos_shared::policy::preview(&v));
-    let (out, code) = match result {
-        Ok(v) => (v, ExitCode::SUCCESS),
-        Err(e) => {
-            let (code, msg) = match e {
-                Error::InvalidMetadata(m) => ("invalid_metadata", m),
-                Error::InvalidPolicy(m) => ("invalid_policy", m),
-                other => ("invalid_policy", other.to_string()),
-            };
-            let v = serde_json::json!({"error": code, "error_description": msg});
-            (v, ExitCode::FAILURE)
-        }
+    let failed = |code: &str, msg: String| {
+        let v = serde_json::json!({"error": code, "error_description": msg});
+        (v, ExitCode::FAILURE)
+    };
+    let (out, code) = match serde_json::from_str::<serde_json::Value>(&input) {
+        // Not a policy problem: the input never got as far as being read as one.
+        Err(e) => failed("invalid_request", format!("the input is not JSON: {e}")),
+        Ok(v) => match pharos_shared::policy::preview(&v) {
+            Ok(v) => (v, ExitCode::SUCCESS),
+            Err(Error::InvalidMetadata(m)) => failed("invalid_metadata", m),
+            Err(Error::InvalidPolicy(m)) => failed("invalid_policy", m),
+            Err(other) => failed("invalid_policy", other.to_string()),
+        },
     };
     match serde_json::to_string_pretty(&out) {
         Ok(s) => println!("{s}"),

@@ -55,6 +55,17 @@ impl Role {
         }
     }
 
+    /// The label with its indefinite article: "a trust anchor", "an intermediate".
+    fn with_article(self) -> String {
+        let label = self.label();
+        let article = if label.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
+        format!("{article} {label}")
+    }
+
     /// The endpoint types the role serves by default.
     pub fn endpoints(self) -> &'static [&'static str] {
         match self {
@@ -365,9 +376,9 @@ impl Done {
 
 fn summary(plan: &Plan, entity: Option<&str>, endpoints: &[String]) -> String {
     let mut s = format!(
-        "configured {} as a {}\n",
+        "configured {} as {}\n",
         entity.unwrap_or("the instance"),
-        plan.role.label()
+        plan.role.with_article()
     );
     if endpoints.is_empty() {
         s.push_str("endpoints: none\n");
@@ -623,8 +634,8 @@ fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
     };
     let go = Confirm::new()
         .with_prompt(format!(
-            "Configure this instance as a {} with endpoints [{}]?",
-            plan.role.label(),
+            "Configure this instance as {} with endpoints [{}]?",
+            plan.role.with_article(),
             plan.endpoints.join(", ")
         ))
         .default(true)
@@ -685,6 +696,13 @@ mod tests {
         T::try_parse_from(std::iter::once("setup").chain(args.iter().copied()))
             .unwrap()
             .a
+    }
+
+    #[test]
+    fn roles_take_their_article() {
+        assert_eq!(Role::Intermediate.with_article(), "an intermediate");
+        assert_eq!(Role::Anchor.with_article(), "a trust anchor");
+        assert_eq!(Role::TrustMarkIssuer.with_article(), "a trust mark issuer");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod refresh;
 pub mod snapshot;
 pub mod subordinate;
 pub mod subordinate_statement;
+pub mod suggest;
 pub mod time;
 pub mod trust_mark;
 pub mod trust_mark_holder;

@@ -99,6 +99,9 @@ try {
   check((await page.textContent('[data-field="entity-id"]')) === env('ENTITY_ID'), 'entity identifier shown');
   const overviewText = await page.textContent('#view');
   check(overviewText.includes(`${MAIN}/${disable}`), `overview shows the published ${disable} URL`);
+  // The role is what the entity does: it issues statements and trust marks.
+  const role = await page.textContent('[data-field="role"]');
+  check(role === env('ROLE'), `role derived from what the entity does: ${role}`);
   await axe('overview');
   await shot('02-overview');
   steps.push('overview');
@@ -161,6 +164,8 @@ try {
   await page.waitForSelector('#view[data-page="subordinates"]:not([aria-busy]) h1');
   await until(page, (id) => document.querySelector('#view h1')?.textContent === id, newEntity);
   check((await page.textContent('#view')).includes('created'), 'history lists the creation');
+  const rawNull = await page.$$eval('#view pre', (ps) => ps.some((p) => p.textContent.trim() === 'null'));
+  check(!rawNull, 'nothing set reads as such, not as a raw null');
   await axe('subordinate-detail');
   await shot('04-subordinate-detail');
   steps.push('subordinate detail');
@@ -173,6 +178,8 @@ try {
   await taForm.locator('[name="jwks"]').fill(env('NEW_JWKS'));
   await taForm.locator('button[type="submit"]').click();
   await until(page, (id) => [...document.querySelectorAll('#view tbody td')].some((td) => td.textContent === id), anchor);
+  const anchorsCaption = await page.textContent('#view caption');
+  check(anchorsCaption === '1 trust anchor', `one anchor counted in the singular: ${anchorsCaption}`);
   await axe('trust-anchors');
   await shot('05-trust-anchors');
   steps.push('trust anchors');
@@ -187,6 +194,20 @@ try {
     .some((tr) => tr.textContent.includes(id) && tr.querySelector('.badge')?.textContent === 'active'), tmSubject);
   check(!(await page.$(`button[aria-label="Approve ${tmSubject} for ${tmType}"]`)), 'no longer pending');
   steps.push('approve trust mark request');
+
+  // A subject is added through the form, active at once.
+  const newSubject = env('TM_NEW_SUBJECT');
+  const subjectForm = page.locator('form[aria-label="New subject"]');
+  await subjectForm.locator('[name="trust_mark_type"]').selectOption({ label: tmType });
+  await subjectForm.locator('[name="entity_id"]').fill(newSubject);
+  await subjectForm.locator('button[type="submit"]').click();
+  await until(page, (id) => [...document.querySelectorAll('#view tbody tr')]
+    .some((tr) => tr.textContent.includes(id) && tr.querySelector('.badge')?.textContent === 'active'), newSubject);
+  const captions = await page.$$eval('#view caption', (cs) => cs.map((c) => c.textContent));
+  check(captions.includes('1 trust mark type') && captions.includes('1 specification') && captions.includes('2 subjects'),
+    `trust mark counts in the singular and plural: ${captions}`);
+  await axe('trust-marks-subject');
+  steps.push('add trust mark subject');
 
   // Endpoints: a bad path is refused with the API's message next to the path field; then the
   // endpoint is disabled and its URL is gone from the signed Entity Configuration.
@@ -215,6 +236,11 @@ try {
   await page.waitForSelector('svg[data-plot="timeseries"]');
   const bars = await page.$$eval('svg[data-plot="timeseries"] rect[data-series="requests"]', (rs) => rs.map((r) => Number(r.dataset.value)));
   check(bars.length > 0 && bars.reduce((a, b) => a + b, 0) === EXPECT.total, `timeseries bars sum to ${EXPECT.total}: ${bars}`);
+  // Every hour of the last 24 is a bar, the quiet ones as zero.
+  check(bars.length >= 24 && bars.includes(0), `empty hours drawn as zero: ${bars.length} bars`);
+  const statsText = await page.textContent('#view');
+  const singular = statsText.match(/(^|[^0-9])1 (requests|errors|entries|buckets)\b/);
+  check(!singular, `one of a kind in the singular: ${singular?.[0]}`);
   const bar = (plot, label) => page.$eval(`svg[data-plot="${plot}"]`, (svg, l) => {
     const r = [...svg.querySelectorAll('rect')].find((x) => x.dataset.label === l);
     return r ? Number(r.dataset.value) : null;

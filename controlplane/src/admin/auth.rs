@@ -179,7 +179,9 @@ async fn authenticate(
     auth.bootstrap.spend();
     let client = auth.client(headers, peer);
     let Some((username, password)) = basic_credentials(headers) else {
-        return Err(ApiError::Unauthorized("missing credentials".into()));
+        return Err(ApiError::Unauthorized(
+            auth.bootstrap.missing_credentials(headers).into(),
+        ));
     };
     let now = auth.cp.now();
     if let Some(retry_after) = auth.failures.retry_after(client, &username, now) {

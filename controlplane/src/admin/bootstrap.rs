@@ -69,6 +69,18 @@ impl Bootstrap {
         self.spent.store(true, Ordering::Relaxed);
     }
 
+    /// Why a request without Basic credentials is refused once a user exists: a client still
+    /// presenting the bootstrap token is told that it is spent, not that credentials are
+    /// missing (it sent some).
+    pub fn missing_credentials(&self, headers: &HeaderMap) -> &'static str {
+        if !self.token.is_empty() && bearer_matches(headers, &self.token) {
+            "the bootstrap token is spent: it is no longer valid once an admin user exists; \
+             sign in with an admin user's HTTP Basic credentials"
+        } else {
+            "missing credentials"
+        }
+    }
+
     /// Whether a request from `peer` with `headers`, addressed to `host` (the `Host` header, or
     /// an HTTP/2 request's authority), may use the API while no user exists.
     pub fn admits(&self, peer: Option<IpAddr>, headers: &HeaderMap, host: Option<&str>) -> bool {
@@ -182,6 +194,13 @@ mod tests {
         b.spend();
         assert!(!b.admits(Some(remote), &with, LOCAL));
         assert!(b.admits(Some([127, 0, 0, 1].into()), &none, LOCAL));
+        // Once spent, its holder is told so; others still miss credentials.
+        assert!(
+            b.missing_credentials(&with)
+                .contains("bootstrap token is spent")
+        );
+        assert_eq!(b.missing_credentials(&wrong), "missing credentials");
+        assert_eq!(b.missing_credentials(&none), "missing credentials");
     }
 
     /// DNS rebinding (issue 31): a page of evil.example whose name now resolves to 127.0.0.1, or

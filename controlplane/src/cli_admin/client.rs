@@ -222,9 +222,19 @@ pub fn refusal(status: StatusCode, v: &Value) -> Failure {
                 .to_owned(),
         },
     };
+    // The main port's dispatcher answers Admin API paths it does not serve like any unknown
+    // path: when the Admin API has a port of its own, that is where --url must point.
+    let hint = if status == StatusCode::NOT_FOUND
+        && text.starts_with(&format!("no endpoint registered for path {PREFIX}"))
+    {
+        " (this URL serves no Admin API: it may be on its own port, api.admin.port; point --url \
+         or PHAROS_ADMIN_URL at that port)"
+    } else {
+        ""
+    };
     Failure::Refused {
         status: status.as_u16(),
-        message: one_line(&text),
+        message: one_line(&format!("{text}{hint}")),
     }
 }
 
@@ -265,6 +275,26 @@ mod tests {
         }
         match refusal(StatusCode::UNAUTHORIZED, &Value::Null) {
             Failure::Refused { message, .. } => assert_eq!(message, "Unauthorized"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_main_port_refusing_admin_paths_points_at_the_admin_port() {
+        let v = json!({"error": "not_found",
+            "error_description": "no endpoint registered for path /api/v1/admin/subordinates"});
+        match refusal(StatusCode::NOT_FOUND, &v) {
+            Failure::Refused { status, message } => {
+                assert_eq!(status, 404);
+                assert!(message.contains("api.admin.port"), "{message}");
+                assert!(!message.contains('\n'), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // A 404 of the Admin API itself (an unknown subordinate) gets no such hint.
+        let v = json!({"error": "not_found", "error_description": "subordinate not found"});
+        match refusal(StatusCode::NOT_FOUND, &v) {
+            Failure::Refused { message, .. } => assert_eq!(message, "subordinate not found"),
             other => panic!("{other:?}"),
         }
     }

@@ -257,12 +257,17 @@ fn show<T: Serialize>(sink: &mut Sink, out: Out, body: &T) -> crate::Result<()> 
 
 fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
     use serde_json::Value as V;
-    let key = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
+    // The members of a map keyed by data (`requests_by_endpoint`, `requests_by_status`: an
+    // endpoint such as `.well-known/openid-federation`, a status code) are shown in brackets,
+    // so each reads as one key, not as more levels of dotted field names.
+    let data_keys = prefix
+        .rsplit(['.', ']'])
+        .next()
+        .is_some_and(|last| last.contains("_by_"));
+    let key = |k: &str| match (prefix.is_empty(), data_keys) {
+        (true, _) => k.to_string(),
+        (false, true) => format!("{prefix}[{k}]"),
+        (false, false) => format!("{prefix}.{k}"),
     };
     match v {
         V::Object(m) => m.iter().for_each(|(k, v)| flatten(&key(k), v, out)),
@@ -325,4 +330,29 @@ async fn export_to(db: &Db, q: Query, f: Format, sink: &mut Sink) -> crate::Resu
         b.finish_and_clear();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_keys_read_as_one_key_each() {
+        let v = serde_json::json!({"summary": {"total_requests": 3,
+            "requests_by_endpoint": {".well-known/openid-federation": 2, "fetch": 1},
+            "requests_by_status": {"200": 3}}});
+        let mut rows = Vec::new();
+        flatten("", &v, &mut rows);
+        let mut keys: Vec<&str> = rows.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "summary.requests_by_endpoint[.well-known/openid-federation]",
+                "summary.requests_by_endpoint[fetch]",
+                "summary.requests_by_status[200]",
+                "summary.total_requests",
+            ]
+        );
+    }
 }

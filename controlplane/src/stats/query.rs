@@ -244,7 +244,41 @@ fn month_start(ts: i64) -> i64 {
     }
 }
 
-/// `timeseries`: buckets with requests, in time order.
+/// At most this many buckets are drawn with their empty ones; a longer series (a year of
+/// minutes) keeps only the buckets with requests rather than grow without bound.
+const MAX_FILLED_BUCKETS: usize = 20_000;
+
+/// The bucket after the one starting at `b`.
+fn next_bucket(interval: Interval, b: i64) -> i64 {
+    match interval {
+        Interval::Minute => b + 60,
+        Interval::Hour => b + 3_600,
+        Interval::Day => b + 86_400,
+        Interval::Week => b + 604_800,
+        // 32 days on from the first is always in the next month.
+        Interval::Month => month_start(b + 32 * 86_400),
+    }
+}
+
+/// Adds the range's buckets without requests as zeros, so that a plot of the series shows
+/// the quiet hours instead of joining the busy ones.
+fn fill_empty(buckets: &mut BTreeMap<i64, (i64, i64, i64)>, q: &Query) {
+    let first = bucket(q.interval, q.from);
+    let mut b = first;
+    let mut all = Vec::new();
+    while b <= q.to {
+        if all.len() == MAX_FILLED_BUCKETS {
+            return;
+        }
+        all.push(b);
+        b = next_bucket(q.interval, b);
+    }
+    for b in all {
+        buckets.entry(b).or_insert((0, 0, 0));
+    }
+}
+
+/// `timeseries`: every bucket of the range in time order, empty ones as zeros.
 pub async fn timeseries(db: &Db, q: &Query) -> Result<Vec<Point>> {
     // bucket → (count, errors, duration sum)
     let mut buckets: BTreeMap<i64, (i64, i64, i64)> = BTreeMap::new();
@@ -265,6 +299,7 @@ pub async fn timeseries(db: &Db, q: &Query) -> Result<Vec<Point>> {
         e.2 = e.2.saturating_add(r.duration_us);
     })
     .await?;
+    fill_empty(&mut buckets, q);
     Ok(buckets
         .into_iter()
         .map(|(b, (n, e, s))| Point {
@@ -284,6 +319,31 @@ mod tests {
     fn months_start_on_the_first() {
         // 2023-11-14T22:13:20Z → 2023-11-01T00:00:00Z
         assert_eq!(month_start(1_700_000_000), 1_698_796_800);
+    }
+
+    fn query(from: i64, to: i64, interval: Interval) -> Query {
+        Query {
+            from,
+            to,
+            limit: 10,
+            endpoint: None,
+            interval,
+        }
+    }
+
+    #[test]
+    fn empty_buckets_are_drawn_as_zeros() {
+        let from = 1_699_999_200; // 2023-11-14T22:00:00Z
+        let mut b = BTreeMap::from([(from + 2 * 3_600, (5, 1, 10))]);
+        fill_empty(&mut b, &query(from, from + 4 * 3_600 - 1, Interval::Hour));
+        let got: Vec<(i64, i64)> = b.iter().map(|(k, v)| ((k - from) / 3_600, v.0)).collect();
+        assert_eq!(got, [(0, 0), (1, 0), (2, 5), (3, 0)]);
+        // Months step to the first of the next month.
+        assert_eq!(next_bucket(Interval::Month, 1_698_796_800), 1_701_388_800);
+        // A year of minutes is not filled.
+        let mut b = BTreeMap::new();
+        fill_empty(&mut b, &query(0, 365 * 86_400, Interval::Minute));
+        assert!(b.is_empty());
     }
 
     #[test]

@@ -22,7 +22,7 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::metrics::RequestMetrics;
-use super::{ClientEntitySlot, Ring, StatsRecord, Unregistered};
+use super::{ClientEntitySlot, Ring, StatsRecord, UNMATCHED, Unregistered};
 
 /// Longest endpoint and User-Agent kept (longer values are cut at a character boundary).
 const MAX_ENDPOINT: usize = 255;
@@ -255,19 +255,25 @@ where
         if let Some(s) = this.state.take() {
             let elapsed = s.start.elapsed();
             let status = response.status().as_u16();
-            let label = if response.extensions().get::<Unregistered>().is_some() {
-                "other"
+            let unregistered = response.extensions().get::<Unregistered>().is_some();
+            let label = if unregistered {
+                UNMATCHED
             } else {
                 match (&s.record, &s.endpoint) {
                     (Some(r), _) => r.endpoint.as_str(),
                     (None, Some(e)) => e.as_str(),
-                    (None, None) => "other",
+                    (None, None) => UNMATCHED,
                 }
             };
             s.capture
                 .metrics
                 .observe(label, status, elapsed.as_secs_f64());
             if let (Some(mut r), Some(ring)) = (s.record, s.capture.ring.as_ref()) {
+                if unregistered {
+                    // A scanned path is not an endpoint: one label for all of them keeps the
+                    // statistics' endpoints bounded by the registry.
+                    r.endpoint = UNMATCHED.to_owned();
+                }
                 r.status = status;
                 r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
                 r.response_size = response_size(&response);
@@ -298,6 +304,7 @@ fn response_size(response: &Response) -> u64 {
 mod tests {
     use axum::Router;
     use axum::body::Body;
+    use axum::response::IntoResponse as _;
     use axum::routing::get;
     use pharos_shared::time::ManualClock;
     use tower::ServiceExt as _;
@@ -370,5 +377,29 @@ mod tests {
         let req = Request::get("/api/v1/admin/x").body(Body::empty()).unwrap();
         let (ring, _) = run(&settings(), req).await;
         assert!(ring.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_unregistered_path_is_recorded_as_unmatched_not_as_an_endpoint() {
+        let ring = Ring::new(8, 1.0);
+        let capture = Capture::new(
+            &settings(),
+            RequestMetrics::default(),
+            Some(ring.clone()),
+            ManualClock::new(1_700_000_000),
+        );
+        let app = Router::new()
+            .fallback(|| async {
+                let mut r = axum::http::StatusCode::NOT_FOUND.into_response();
+                r.extensions_mut().insert(Unregistered);
+                r
+            })
+            .layer(CaptureLayer(capture));
+        let mut req = Request::get("/nothing-here").body(Body::empty()).unwrap();
+        req.extensions_mut().insert(from("192.0.2.1:1"));
+        let r = app.oneshot(req).await.unwrap();
+        assert_eq!(r.status(), 404);
+        let rec = ring.drain(10).pop().unwrap();
+        assert_eq!((rec.endpoint.as_str(), rec.status), ("unmatched", 404));
     }
 }

@@ -139,12 +139,14 @@ mod tests {
             m.observe("fetch", 200, 0.001);
         }
         m.observe("fetch", 404, 0.001);
-        m.observe("other", 404, 0.001);
+        m.observe("unmatched", 404, 0.001);
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 3"#));
         assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="404"} 1"#));
-        assert!(text.contains(r#"pharos_http_requests_total{endpoint="other",status="404"} 1"#));
+        assert!(
+            text.contains(r#"pharos_http_requests_total{endpoint="unmatched",status="404"} 1"#)
+        );
         assert!(text.contains(r#"pharos_http_request_duration_seconds_count{endpoint="fetch"} 4"#));
     }
 }

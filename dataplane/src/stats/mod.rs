@@ -127,9 +127,13 @@ impl ClientEntitySlot {
 }
 
 /// Marks a response of the dispatcher's "no endpoint registered" branch, so that `/metrics`
-/// labels such requests `other` instead of minting a label per scanned path.
+/// and the request statistics label such requests [`UNMATCHED`] instead of minting a label per
+/// scanned path.
 #[derive(Debug, Clone, Copy)]
 pub struct Unregistered;
+
+/// The endpoint label of requests no registered endpoint (nor anything else) answered.
+pub const UNMATCHED: &str = "unmatched";
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

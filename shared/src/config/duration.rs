@@ -1,5 +1,6 @@
 //! Configuration durations: integer or float seconds, or unit strings such as `90s`, `1h30m`,
-//! `7d`, `2w6d` (units `ns us µs ms s m h d w y`; d = 24h, w = 7d, y = 365d).
+//! `7d`, `2w6d`, `5 minutes` (units `ns us µs ms s m h d w y`, or their names; d = 24h,
+//! w = 7d, y = 365d).
 
 use std::fmt;
 
@@ -51,13 +52,17 @@ impl Duration {
                 return Err(format!("invalid duration {text:?}: expected a number"));
             }
             let (num, after) = rest.split_at(num_len);
+            // "5 minutes" as well as "5m".
+            let after = after.trim_start();
             let unit_len = after
                 .find(|c: char| c.is_ascii_digit() || c == '.' || c.is_whitespace())
                 .unwrap_or(after.len());
             let (unit, after) = after.split_at(unit_len);
             let scale = unit_nanos(unit).ok_or_else(|| {
                 format!(
-                    "invalid duration {text:?}: unknown unit {unit:?} (use ns us µs ms s m h d w y)"
+                    "invalid duration {text:?}: unknown unit {unit:?}; write seconds (\"90\") or \
+                     numbers with units (\"90s\", \"5m\", \"5 minutes\", \"1h30m\", \"7d\"; units \
+                     ns us ms s m h d w y or their names)"
                 )
             })?;
             total = total
@@ -72,15 +77,15 @@ impl Duration {
 /// Nanoseconds per unit; `None` for an unknown or missing unit.
 fn unit_nanos(unit: &str) -> Option<u128> {
     Some(match unit {
-        "ns" => 1,
-        "us" | "µs" | "μs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => NANOS_PER_SEC,
-        "m" => 60 * NANOS_PER_SEC,
-        "h" => 3_600 * NANOS_PER_SEC,
-        "d" => 86_400 * NANOS_PER_SEC,
-        "w" => 7 * 86_400 * NANOS_PER_SEC,
-        "y" => 365 * 86_400 * NANOS_PER_SEC,
+        "ns" | "nanosecond" | "nanoseconds" => 1,
+        "us" | "µs" | "μs" | "microsecond" | "microseconds" => 1_000,
+        "ms" | "millisecond" | "milliseconds" => 1_000_000,
+        "s" | "sec" | "secs" | "second" | "seconds" => NANOS_PER_SEC,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60 * NANOS_PER_SEC,
+        "h" | "hour" | "hours" => 3_600 * NANOS_PER_SEC,
+        "d" | "day" | "days" => 86_400 * NANOS_PER_SEC,
+        "w" | "week" | "weeks" => 7 * 86_400 * NANOS_PER_SEC,
+        "y" | "year" | "years" => 365 * 86_400 * NANOS_PER_SEC,
         _ => return None,
     })
 }
@@ -220,6 +225,18 @@ mod tests {
         assert_eq!(secs("1.5h"), 5_400);
         assert_eq!(Duration::parse("250ms").map(|d| d.0.as_millis()), Ok(250));
         assert_eq!(Duration::parse("3µs").map(|d| d.0.as_nanos()), Ok(3_000));
+    }
+
+    #[test]
+    fn unit_names_and_spaces() {
+        assert_eq!(secs("5 minutes"), 300);
+        assert_eq!(secs("1 hour 30 min"), 5_400);
+        assert_eq!(secs("2 days"), 172_800);
+        assert_eq!(secs("5 m"), 300);
+        // An unknown unit is named, and the message says what is understood.
+        let e = Duration::parse("5 fortnights").unwrap_err();
+        assert!(e.contains("unknown unit \"fortnights\""), "{e}");
+        assert!(e.contains("\"5m\"") && e.contains("seconds"), "{e}");
     }
 
     #[test]

@@ -130,7 +130,13 @@ fn read_yaml(path: &Path) -> std::result::Result<Value, String> {
         .add_source(::config::File::from(path).format(::config::FileFormat::Yaml))
         .build()
         .and_then(|c| c.try_deserialize::<Value>())
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|e| match e {
+            // Its own text ends in " in <file>": the file is named once, in front.
+            ::config::ConfigError::FileParse { cause, .. } => {
+                format!("{}: {cause}", path.display())
+            }
+            other => format!("{}: {other}", path.display()),
+        })
 }
 
 /// serde stops at the first bad value and does not name its key; retrying one changed leaf at

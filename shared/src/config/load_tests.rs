@@ -126,14 +126,31 @@ fn unknown_file_key_is_named() {
     let f = yaml("server:\n  prots: 80\n");
     assert_eq!(
         problems(Some(&f), &[]),
-        ["unknown configuration key: server.prots"]
+        ["unknown configuration key: server.prots (did you mean server.port?)"]
     );
+}
+
+#[test]
+fn unknown_file_keys_are_listed_in_a_stable_order() {
+    let f = yaml("server:\n  prots: 1\n  ipp: x\nstorag: 1\napi:\n  admn: 1\n");
+    let want = [
+        "unknown configuration key: api.admn (did you mean api.admin?)",
+        "unknown configuration key: server.ipp",
+        "unknown configuration key: server.prots (did you mean server.port?)",
+        "unknown configuration key: storag (did you mean storage?)",
+    ];
+    for _ in 0..5 {
+        assert_eq!(problems(Some(&f), &[]), want);
+    }
 }
 
 #[test]
 fn unknown_env_var_is_named() {
     let p = problems(None, &[("SVC_SERVER_PROTS", "80")]);
-    assert_eq!(p, ["unknown environment variable: SVC_SERVER_PROTS"]);
+    assert_eq!(
+        p,
+        ["unknown environment variable: SVC_SERVER_PROTS (did you mean SVC_SERVER_PORT?)"]
+    );
 }
 
 #[test]
@@ -419,4 +436,14 @@ fn another_port_without_an_entity_id_warns_naming_both() {
     );
     assert!(l.warnings.is_empty(), "{:?}", l.warnings);
     assert!(ok(None, &[("SVC_SERVER_PORT", "0")]).warnings.is_empty());
+}
+
+#[test]
+fn a_yaml_syntax_error_names_the_file_once() {
+    let f = yaml("server:\n  port: [1\n");
+    let p = problems(Some(&f), &[]);
+    let name = f.path().file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(p[0].starts_with(&f.path().display().to_string()), "{p:?}");
+    assert_eq!(p[0].matches(&name).count(), 1, "{p:?}");
 }

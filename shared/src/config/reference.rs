@@ -245,8 +245,8 @@ rotation, admin users) lives in the database and is changed through the Admin AP
   (`api.admin.users_enabled` → `SVC_API_ADMIN_USERS_ENABLED`). `SVC_LOG_LEVEL` is an alias of
   `SVC_LOGGING_INTERNAL_LEVEL` (the specific name wins). Lists take comma-separated text
   (`SVC_SERVER_TRUSTED_PROXIES=10.0.0.0/8,::1`), booleans `true/false/1/0/yes/no/on/off`.
-- **Durations** take seconds (`3600`, `1.5`) or unit strings (`90s`, `1h30m`, `7d`, `2w`; units
-  `ns us ms s m h d w y`, d = 24 h, w = 7 d, y = 365 d).
+- **Durations** take seconds (`3600`, `1.5`) or unit strings (`90s`, `1h30m`, `7d`, `2w`,
+  `5 minutes`; units `ns us ms s m h d w y` or their names, d = 24 h, w = 7 d, y = 365 d).
 - **Unknown keys and variables stop start-up** (exit status 64), naming each; every problem is
   reported at once. Removed lighthouse keys `server.prefork` and `logging.internal.smart.*` are
   ignored silently; `endpoints`, `federation_data`, `signing.key_rotation`,

@@ -77,7 +77,10 @@ pub(crate) fn merge_file(
     problems: &mut Vec<String>,
     changed: &mut BTreeSet<String>,
 ) {
-    for (key, value) in file {
+    // In key order, so that the problems of one file read the same on every run.
+    let mut entries: Vec<(&String, &Value)> = file.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (key, value) in entries {
         let path = join(prefix, key);
         if IGNORED_KEYS.contains(&path.as_str()) {
             continue;
@@ -87,7 +90,9 @@ pub(crate) fn merge_file(
             continue;
         }
         let Some(slot) = tree.as_object_mut().and_then(|m| m.get_mut(key)) else {
-            problems.push(unknown_key(&path));
+            let siblings = tree.as_object().into_iter().flat_map(|m| m.keys());
+            let near = crate::suggest::closest(key, siblings.map(String::as_str));
+            problems.push(unknown_key(&path, near.map(|k| join(prefix, k))));
             continue;
         };
         match (slot.is_object(), value) {
@@ -105,10 +110,13 @@ pub(crate) fn merge_file(
     }
 }
 
-fn unknown_key(path: &str) -> String {
+fn unknown_key(path: &str, near: Option<String>) -> String {
     // The lighthouse 0.21 sections (`federation_data`, `endpoints`, …) never get here:
     // `legacy::take` recognises them first.
-    format!("unknown configuration key: {path}")
+    match near {
+        Some(near) => format!("unknown configuration key: {path} (did you mean {near}?)"),
+        None => format!("unknown configuration key: {path}"),
+    }
 }
 
 /// Applies `SVC_` variables; `defaults` supplies the leaf shapes, `table` the names.
@@ -149,7 +157,13 @@ pub(crate) fn apply_env(
         } else if let Some(path) = table.get(name) {
             (path.as_str(), 1)
         } else {
-            problems.push(format!("unknown environment variable: {name}"));
+            let near = crate::suggest::closest(name, table.keys().map(String::as_str));
+            problems.push(match near {
+                Some(near) => {
+                    format!("unknown environment variable: {name} (did you mean {near}?)")
+                }
+                None => format!("unknown environment variable: {name}"),
+            });
             continue;
         };
         if chosen.get(path).is_none_or(|(p, _, _)| *p <= priority) {

@@ -22,6 +22,45 @@ pub struct Constraints {
     pub allowed_entity_types: Option<Vec<String>>,
 }
 
+impl Constraints {
+    /// Reads a `constraints` object as an operator wrote it, naming the member that does not
+    /// fit and what it must be (serde alone says only "expected u32").
+    pub fn from_json(v: &Value) -> std::result::Result<Self, String> {
+        let Value::Object(m) = v else {
+            return Err(format!("constraints must be a JSON object, got {v}"));
+        };
+        if let Some(n) = m.get("max_path_length")
+            && n.as_u64().is_none_or(|n| n > u64::from(u32::MAX))
+        {
+            return Err(format!(
+                "max_path_length must be a whole number from 0 to {}, got {n}",
+                u32::MAX
+            ));
+        }
+        let strings = |name: &str, v: &Value| match v {
+            Value::Array(a) if a.iter().all(Value::is_string) => Ok(()),
+            other => Err(format!("{name} must be an array of strings, got {other}")),
+        };
+        if let Some(nc) = m.get("naming_constraints") {
+            let Value::Object(nc) = nc else {
+                return Err(format!(
+                    "naming_constraints must be an object with \"permitted\" and/or \"excluded\" \
+                     host names, got {nc}"
+                ));
+            };
+            for member in ["permitted", "excluded"] {
+                if let Some(v) = nc.get(member) {
+                    strings(&format!("naming_constraints.{member}"), v)?;
+                }
+            }
+        }
+        if let Some(t) = m.get("allowed_entity_types") {
+            strings("allowed_entity_types", t)?;
+        }
+        serde_json::from_value(v.clone()).map_err(|e| e.to_string())
+    }
+}
+
 /// `naming_constraints` (§6.2.2): host name constraints with RFC 5280 §4.2.1.10 URI semantics.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct NamingConstraints {
@@ -195,5 +234,31 @@ mod tests {
         .unwrap();
         assert_eq!(c.max_path_length, Some(2));
         assert_eq!(c.naming_constraints.unwrap().excluded, Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_operators_constraints_name_the_member_and_what_it_must_be() {
+        let e = |v: Value| Constraints::from_json(&v).unwrap_err();
+        let m = e(json!({"max_path_length": -1}));
+        assert!(
+            m.starts_with("max_path_length must be a whole number"),
+            "{m}"
+        );
+        assert!(!m.contains("u32"), "{m}");
+        let m = e(json!({"max_path_length": "2"}));
+        assert!(m.contains("max_path_length") && m.contains("\"2\""), "{m}");
+        let m = e(json!({"naming_constraints": {"permitted": "x.org"}}));
+        assert!(
+            m.starts_with("naming_constraints.permitted must be an array"),
+            "{m}"
+        );
+        let m = e(json!({"allowed_entity_types": [1]}));
+        assert!(
+            m.starts_with("allowed_entity_types must be an array"),
+            "{m}"
+        );
+        assert!(e(json!([])).contains("must be a JSON object"));
+        let ok = Constraints::from_json(&json!({"max_path_length": 1, "future": true})).unwrap();
+        assert_eq!(ok.max_path_length, Some(1));
     }
 }

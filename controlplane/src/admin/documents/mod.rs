@@ -191,7 +191,7 @@ pub fn check(doc: Doc, v: &Value, rules: &WriteRules<'_>) -> ApiResult<()> {
         Doc::Metadata => check_metadata(m, rules.entity_types).map_err(ApiError::BadRequest)?,
         Doc::Policy => check_policy_to_store(v, rules).map_err(ApiError::BadRequest)?,
         Doc::Constraints => {
-            let c = serde_json::from_value::<Constraints>(v.clone())
+            let c = Constraints::from_json(v)
                 .map_err(|e| ApiError::BadRequest(format!("invalid constraints: {e}")))?;
             for t in c.allowed_entity_types.iter().flatten() {
                 check_entity_type(t, rules.entity_types).map_err(|e| {
