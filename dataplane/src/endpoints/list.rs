@@ -419,6 +419,7 @@ mod tests {
             issued_at: 0,
             expires_at: exp,
             revoked_at: None,
+            signed: None,
         }
     }
 
