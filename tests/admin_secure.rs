@@ -394,17 +394,25 @@ async fn failed_login_limit_counts_the_client_a_trusted_proxy_forwards() {
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     }
     // Alice from that client waits, right password or not, before it is checked…
-    let r = get("203.0.113.5", "alice", "right passphrase").await.unwrap();
+    let r = get("203.0.113.5", "alice", "right passphrase")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(r.headers()["retry-after"], "1");
     // …while Bob from the same client, and Alice from another client, log in at once.
-    let r = get("203.0.113.5", "bob", "bob's right passphrase").await.unwrap();
+    let r = get("203.0.113.5", "bob", "bob's right passphrase")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let r = get("203.0.113.6", "alice", "right passphrase").await.unwrap();
+    let r = get("203.0.113.6", "alice", "right passphrase")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     // After the delay Alice's right password logs in.
     clock.advance(1);
-    let r = get("203.0.113.5", "alice", "right passphrase").await.unwrap();
+    let r = get("203.0.113.5", "alice", "right passphrase")
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     p.stop().await;
 

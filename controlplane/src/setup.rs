@@ -12,9 +12,9 @@ use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use pharos_shared::policy::WriteRules;
 use reqwest::Method;
 use serde_json::{Value, json};
-use pharos_shared::policy::WriteRules;
 
 use crate::admin::password_policy;
 use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
@@ -316,7 +316,9 @@ impl Writes {
 /// A trust anchor's body (with the keys just fetched) as `POST /trust-anchors` checks it.
 fn check_trust_anchor(body: &Value) -> Result<(), Failure> {
     use crate::admin::trust_anchors::TrustAnchorInput;
-    checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| b.check_new(&[]).map(drop))
+    checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| {
+        b.check_new(&[]).map(drop)
+    })
 }
 
 /// `body` parsed as the route's input type and run through the route's check.

@@ -37,8 +37,8 @@ use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::EntityCollectionConfig;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::jose::{self, Jwks};
-use pharos_shared::trust_mark_issuer_keys::{self, IssuerKeys};
 use pharos_shared::trust_mark;
+use pharos_shared::trust_mark_issuer_keys::{self, IssuerKeys};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
