@@ -150,7 +150,7 @@ async fn a_web_page_on_loopback_cannot_create_the_first_admin() {
             .client
             .post(p.url("/api/v1/admin/users"))
             .header("content-type", "application/json")
-            .body(json!({"username": name, "password": "pw"}).to_string());
+            .body(json!({"username": name, "password": "first admin passphrase"}).to_string());
         if let Some(h) = host {
             r = r.header("host", h);
         }
@@ -239,7 +239,7 @@ async fn a_script_on_the_machine_creates_the_first_admin() {
         .client
         .post(p.url("/api/v1/admin/users"))
         .header("content-type", "application/json")
-        .body(json!({"username": "alice", "password": "pw"}).to_string())
+        .body(json!({"username": "alice", "password": "first admin passphrase"}).to_string())
         .send()
         .await
         .unwrap();

@@ -73,7 +73,7 @@ const ROLES: &[Step] = &[
     // The intermediate registers the leaf and names the anchor.
     step("ia", INTERMEDIATE, &[0, 1]),
     // The anchor registers the intermediate, sets policies, collects entities.
-    step("ta", ANCHOR, &[0, 1, 2, 3]),
+    step("ta", ANCHOR, &[0, 1, 2, 3, 4]),
     // The anchor opens enrollment; the intermediate enrolls (already registered: 201 again).
     step("ta", ENROLLMENT, &[0]),
     step("ia", INTERMEDIATE, &[2]),
@@ -86,7 +86,7 @@ const ROLES: &[Step] = &[
     step("marks", ISSUER, &[4, 5]),
     step("rp", LEAF, &[2]),
     // The resolver pins the anchor and resolves; the intermediate checks its chain.
-    step("resolver", RESOLVER, &[0, 1, 2]),
+    step("resolver", RESOLVER, &[0, 1, 2, 3, 4]),
     step("ia", INTERMEDIATE, &[3]),
     step("ta", COMMON, &[3]),
 ];

@@ -217,7 +217,7 @@ async fn metrics_count_the_requests_sent_with_statistics_off() {
     );
     // Unregistered paths share one label.
     assert_eq!(
-        m["pharos_http_requests_total{endpoint=other,status=404}"], 2.0,
+        m["pharos_http_requests_total{endpoint=unmatched,status=404}"], 2.0,
         "{m:?}"
     );
     assert_eq!(
