@@ -271,6 +271,25 @@ pub fn spawn_jti_cleanup(
     interval: Duration,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
+    spawn_periodic_cleanup(cp, interval, stop, "expired jti records", |cp| async move {
+        db::jti::cleanup(&cp.db, cp.now()).await
+    })
+}
+
+/// Runs the deletion `job` every `interval` (at least a second) until `stop`, logging what
+/// it deleted (`what`) and why it failed: the shape of every expiry cleanup of the control
+/// plane.
+pub(crate) fn spawn_periodic_cleanup<F, Fut>(
+    cp: Arc<ControlPlane>,
+    interval: Duration,
+    stop: CancellationToken,
+    what: &'static str,
+    job: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(Arc<ControlPlane>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = crate::Result<u64>> + Send,
+{
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval.max(Duration::from_secs(1)));
         loop {
@@ -278,10 +297,10 @@ pub fn spawn_jti_cleanup(
                 _ = ticker.tick() => {}
                 _ = stop.cancelled() => break,
             }
-            match db::jti::cleanup(&cp.db, cp.now()).await {
-                Ok(n) if n > 0 => tracing::debug!(deleted = n, "expired jti records deleted"),
+            match job(cp.clone()).await {
+                Ok(n) if n > 0 => tracing::debug!(deleted = n, "{what} deleted"),
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "jti cleanup failed"),
+                Err(e) => tracing::warn!(error = %e, "deleting {what} failed"),
             }
         }
     })

@@ -263,18 +263,15 @@ pub fn spawn_prune(
     interval: Duration,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(interval.max(Duration::from_secs(1)));
-        loop {
-            tokio::select! {
-                _ = ticker.tick() => {}
-                _ = stop.cancelled() => break,
-            }
-            match prune_expired(&cp).await {
-                Ok(n) if n > 0 => tracing::debug!(deleted = n, "expired issued trust marks pruned"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "pruning expired issued trust marks failed"),
-            }
-        }
-    })
+    super::spawn_periodic_cleanup(
+        cp,
+        interval,
+        stop,
+        "expired issued trust marks",
+        |cp| async move {
+            prune_expired(&cp)
+                .await
+                .map(|n| u64::try_from(n).unwrap_or(u64::MAX))
+        },
+    )
 }
