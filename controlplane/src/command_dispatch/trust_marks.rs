@@ -19,7 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::checks::entity::fetch_configuration;
 use crate::control_plane::ControlPlane;
 use crate::db::trust_mark_parties::Key;
-use crate::db::trust_mark_subjects::{self as subjects, SubjectWrite};
+use crate::db::trust_mark_specs::SpecRow;
+use crate::db::trust_mark_subjects::{self as subjects, SubjectRow, SubjectWrite};
 use crate::db::trust_marks::eligibility_mode;
 use crate::db::{trust_mark_issuance as repo, trust_mark_specs as specs};
 
@@ -152,17 +153,19 @@ fn answered(status: Option<SubjectStatus>) -> Option<Result<MarkRequestOutcome, 
 }
 
 /// The outer `Result` is a database failure, the inner one the answer.
-async fn store_request<F: Fetcher>(
+/// Whether a request for `sub` may be stored as pending: the spec and the subject's row when
+/// so, else the answer (unknown type, a decided subject, a full queue). Asked once without the
+/// lock (cheap refusals) and again under it (the decision that counts).
+async fn admissible(
     cp: &ControlPlane,
-    fetcher: &F,
     trust_mark_type: &str,
     sub: &str,
-    actor: Option<&str>,
-) -> crate::Result<Result<MarkRequestOutcome, MarkRequestError>> {
+) -> crate::Result<
+    Result<(SpecRow, Option<SubjectRow>), Result<MarkRequestOutcome, MarkRequestError>>,
+> {
     let max = cp.settings.federation.trust_mark_pending_max;
-    // Without the lock first: a full queue or a decided subject costs no fetch and no lock.
     let Some(spec) = specs::get(&cp.db, Key::Name(trust_mark_type)).await? else {
-        return Ok(Err(MarkRequestError::UnknownType));
+        return Ok(Err(Err(MarkRequestError::UnknownType)));
     };
     let stored = subjects::get(&cp.db, spec.id, Key::Name(sub)).await?;
     if let Some(answer) = answered(
@@ -170,10 +173,24 @@ async fn store_request<F: Fetcher>(
             .as_ref()
             .and_then(|r| SubjectStatus::parse(&r.status)),
     ) {
-        return Ok(answer);
+        return Ok(Err(answer));
     }
     if subjects::count_pending(&cp.db, spec.id).await? >= u64::from(max) {
-        return Ok(Err(MarkRequestError::Full { max }));
+        return Ok(Err(Err(MarkRequestError::Full { max })));
+    }
+    Ok(Ok((spec, stored)))
+}
+
+async fn store_request<F: Fetcher>(
+    cp: &ControlPlane,
+    fetcher: &F,
+    trust_mark_type: &str,
+    sub: &str,
+    actor: Option<&str>,
+) -> crate::Result<Result<MarkRequestOutcome, MarkRequestError>> {
+    // Without the lock first: a full queue or a decided subject costs no fetch and no lock.
+    if let Err(answer) = admissible(cp, trust_mark_type, sub).await? {
+        return Ok(answer);
     }
     // Only an entity may ask: its own configuration, verified, before anything is stored.
     if let Err(e) = fetch_configuration(fetcher, sub, cp.now()).await {
@@ -182,22 +199,12 @@ async fn store_request<F: Fetcher>(
     let mut w = cp.write(actor).await;
     // Read again under the writer lock: an administrator's decision cannot slip in before the
     // commit, and concurrent requests cannot overfill the queue.
-    let Some(spec) = specs::get(&cp.db, Key::Name(trust_mark_type)).await? else {
-        return Ok(Err(MarkRequestError::UnknownType));
+    let (spec, stored) = match admissible(cp, trust_mark_type, sub).await? {
+        Ok(found) => found,
+        Err(answer) => return Ok(answer),
     };
     let now = cp.now();
     let pending = SubjectStatus::Pending.as_str();
-    let stored = subjects::get(&cp.db, spec.id, Key::Name(sub)).await?;
-    if let Some(answer) = answered(
-        stored
-            .as_ref()
-            .and_then(|r| SubjectStatus::parse(&r.status)),
-    ) {
-        return Ok(answer);
-    }
-    if subjects::count_pending(&cp.db, spec.id).await? >= u64::from(max) {
-        return Ok(Err(MarkRequestError::Full { max }));
-    }
     match &stored {
         // Inactive (or a hand-edited unknown word): the request starts over.
         Some(r) => {
