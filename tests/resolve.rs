@@ -302,3 +302,39 @@ async fn unlisted_anchors_are_refused_without_a_fetch_unless_configured() {
         t.stop().await;
     }
 }
+
+/// Made-up `entity_type` values (issue 31): a flood of them must not make one signed answer,
+/// resolution and cache entry each. The answer to "made-up + federation_entity" is the answer
+/// to "federation_entity", so both are served from one signed response: the same bytes, with
+/// the `iat` of the first, even a second later.
+#[tokio::test]
+async fn made_up_entity_types_share_the_answer_of_the_types_the_subject_has() {
+    let (db_t, db_r) = (
+        TestDb::new(crate::support::Backend::Sqlite).await,
+        TestDb::new(crate::support::Backend::Sqlite).await,
+    );
+    let t = Pharos::start(&db_t).await;
+    let r = Pharos::start(&db_r).await;
+    let ta = t.entity_id().to_owned();
+    enable_resolve(&r, json!({"allowed_trust_anchors": [ta]})).await;
+
+    let (s, first) = resolve(&r, &ta, &[&ta], &["federation_entity"]).await;
+    assert_eq!(s, 200, "{first}");
+    let c = verified(&r, &first).await;
+    assert!(c["metadata"]["federation_entity"].is_object());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (s, second) = resolve(&r, &ta, &[&ta], &["federation_entity", "x-7f3a"]).await;
+    assert_eq!(s, 200, "{second}");
+    assert_eq!(second, first, "a made-up type made a response of its own");
+
+    // Only made-up types: no metadata, and one shared answer for any such set.
+    let (s, a) = resolve(&r, &ta, &[&ta], &["x-1"]).await;
+    assert_eq!(s, 200, "{a}");
+    assert_eq!(verified(&r, &a).await["metadata"], json!({}));
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let (s, b) = resolve(&r, &ta, &[&ta], &["x-2", "x-3"]).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b, a, "made-up types made a response of their own");
+    r.stop().await;
+    t.stop().await;
+}

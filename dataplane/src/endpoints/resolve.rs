@@ -182,24 +182,26 @@ async fn answer(
             valid_until: now,
         });
     }
-    let q = Query {
+    let mut q = Query {
         subject: p.sub.clone(),
         anchors: anchors.iter().map(|a| anchor_spec(snap, a)).collect(),
-        entity_types: p.types.clone(),
+        entity_types: Vec::new(),
         local: Local::of(snap, cfg),
     };
     let rule = grace_rule(cfg);
-    let res = dp
-        .resolve
-        .resolver
-        .resolve(&q, rule, now)
-        .await
-        .map_err(fed_error)?;
+    let resolver = &dp.resolve.resolver;
+    let mut res = resolver.resolve(&q, rule, now).await.map_err(fed_error)?;
+    if !p.types.is_empty() {
+        // The filtered answer is cached under the requested types the subject has, so that
+        // made-up `entity_type` values share one entry instead of filling the caches.
+        q.entity_types = narrowed(&p.types, &res.chain.metadata);
+        res = resolver.resolve(&q, rule, now).await.map_err(fed_error)?;
+    }
     if let Some(pr) = &proactive {
         pr.submit(Job {
             sub: p.sub.clone(),
             trust_anchor: res.chain.trust_anchor.clone(),
-            entity_types: p.types.clone(),
+            entity_types: q.entity_types.clone(),
         });
     }
     let (body, resign_at) = dp
@@ -213,6 +215,24 @@ async fn answer(
         body,
         valid_until: resign_at.min(rule.refresh_at(res.computed_at, res.exp())),
     })
+}
+
+/// Stands for "requested Entity Types, none of which the subject has": no type is named
+/// by the empty string, so the filter keeps no metadata, as the request asks.
+const NONE_OF_THEM: &str = "";
+
+/// The requested Entity Types (sorted, deduplicated) that the subject's unfiltered resolved
+/// `metadata` has; [`NONE_OF_THEM`] alone when it has none of them. The answer for the result
+/// is the answer for the request (the filter keeps only types that exist), and it is drawn
+/// from the subject's few types instead of the values a client makes up.
+fn narrowed(requested: &[String], metadata: &serde_json::Value) -> Vec<String> {
+    let has = |t: &&String| metadata.get(t.as_str()).is_some();
+    let types: Vec<String> = requested.iter().filter(has).cloned().collect();
+    if types.is_empty() {
+        vec![NONE_OF_THEM.to_owned()]
+    } else {
+        types
+    }
 }
 
 /// A stored response for the first requested anchor that has one. A pre-signed JWT is served
@@ -267,5 +287,38 @@ fn fed_error(e: Error) -> FedError {
             "the subject's Entity Configuration cannot be fetched: {m}"
         )),
         other => FedError::server_error(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn types(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn made_up_types_narrow_to_what_the_subject_has() {
+        let md = json!({"openid_provider": {}, "federation_entity": {}});
+        assert_eq!(
+            narrowed(&types(&["a1b2", "openid_provider"]), &md),
+            types(&["openid_provider"])
+        );
+        assert_eq!(
+            narrowed(&types(&["federation_entity", "openid_provider"]), &md),
+            types(&["federation_entity", "openid_provider"])
+        );
+    }
+
+    #[test]
+    fn only_made_up_types_share_one_key_that_keeps_no_metadata() {
+        let md = json!({"openid_provider": {}});
+        let a = narrowed(&types(&["x1"]), &md);
+        let b = narrowed(&types(&["x2", "x3"]), &md);
+        assert_eq!(a, b);
+        assert_eq!(a, vec![NONE_OF_THEM.to_owned()]);
+        assert!(md.get(NONE_OF_THEM).is_none());
     }
 }

@@ -98,7 +98,8 @@ impl Query {
             a.trust_mark_issuer_self_signed.hash(&mut h);
             k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
         }
-        k.push('\n');
+        // The count first: no filter (`[]`) and a filter no type matches (`[""]`) differ.
+        k.push_str(&format!("\n{}:", self.entity_types.len()));
         k.push_str(&self.entity_types.join(" "));
         k
     }
