@@ -305,3 +305,33 @@ async fn a_revoked_external_mark_is_no_longer_published() {
     the_mark(&marks, &issuer.jwks());
     p.stop().await;
 }
+
+/// Issue 32: a held mark whose issuer publishes a listing instead of a status endpoint, and
+/// stops listing us, leaves our Entity Configuration at the next check.
+#[tokio::test]
+async fn an_external_mark_its_issuer_stops_listing_is_no_longer_published() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let clock = ManualClock::new(SystemClock.now());
+    let issuer = TestIssuer::start_listing(clock.clone(), 86_400).await;
+    let p = start(&db, &clock).await;
+    let body = json!({"trust_mark_type": TYPE, "trust_mark_issuer": issuer.entity_id,
+        "refresh_grace_period": 300, "refresh_rate_limit": 60});
+    let (s, row) = p.admin(Method::POST, PATH, Some(body)).await;
+    assert_eq!(s, 201, "{row}");
+    let marks = until_published(&p, &clock).await;
+    the_mark(&marks, &issuer.jwks());
+
+    // Listed: kept at the check.
+    clock.advance(60);
+    tick(&p, &clock).await;
+    assert_eq!(held(&p).await.0.len(), 1);
+
+    issuer.set_unlisted(true);
+    clock.advance(60);
+    tick(&p, &clock).await;
+    assert!(
+        held(&p).await.0.is_empty(),
+        "a mark its issuer no longer lists is not published"
+    );
+    p.stop().await;
+}

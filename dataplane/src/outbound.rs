@@ -176,6 +176,16 @@ impl Fetcher for HttpFetcher {
             .await
     }
 
+    async fn trust_mark_listing(
+        &self,
+        endpoint: &str,
+        trust_mark_type: &str,
+        sub: &str,
+    ) -> Result<String> {
+        let url = trust_mark_url(endpoint, trust_mark_type, sub)?;
+        self.get_typed(&url, "application/json").await
+    }
+
     fn run_blocking<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
@@ -198,7 +208,8 @@ const TRUST_MARK_STATUS_CONTENT_TYPE: &str = "application/trust-mark-status-resp
 /// Media type of a trust mark response (§8.6.2).
 const TRUST_MARK_CONTENT_TYPE: &str = "application/trust-mark+jwt";
 
-/// `<trust_mark_endpoint>?trust_mark_type=<type>&sub=<sub>`, keeping any query it has.
+/// `<trust_mark_endpoint>?trust_mark_type=<type>&sub=<sub>` (also the listing endpoint's
+/// query), keeping any query it has.
 pub fn trust_mark_url(endpoint: &str, trust_mark_type: &str, sub: &str) -> Result<String> {
     let mut u = url::Url::parse(endpoint)
         .map_err(|e| Error::Fetch(format!("bad trust mark endpoint {endpoint}: {e}")))?;

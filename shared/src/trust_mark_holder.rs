@@ -137,6 +137,15 @@ pub fn status_of(
         .ok_or_else(|| "status response has no status".into())
 }
 
+/// Whether `sub` is in a Trust Marked Entities Listing answer (§8.5.2: a JSON array of Entity
+/// Identifiers) asked with `sub`; `None` when the answer is not such an array, which says
+/// nothing about the mark (an issuer that cannot be understood is not taken as withdrawing
+/// it).
+pub fn listed(response: &str, sub: &str) -> Option<bool> {
+    let ids: Vec<String> = serde_json::from_str(response).ok()?;
+    Some(ids.iter().any(|id| id == sub))
+}
+
 /// Whether a status means the mark must no longer be published.
 pub fn withdrawn(status: &str) -> bool {
     matches!(status, "revoked" | "invalid")

@@ -191,3 +191,14 @@ fn a_status_response_counts_only_signed_by_the_issuer_about_the_mark() {
     };
     assert!(status_of(&ok, "m", "https://tmi.example", &others).is_err());
 }
+
+#[test]
+fn a_listing_names_the_subject_or_not_and_junk_says_nothing() {
+    let us = "https://leaf.example";
+    assert_eq!(listed(r#"["https://leaf.example"]"#, us), Some(true));
+    assert_eq!(listed(r#"["https://other.example"]"#, us), Some(false));
+    assert_eq!(listed("[]", us), Some(false));
+    assert_eq!(listed(r#"{"error":"not_found"}"#, us), None);
+    assert_eq!(listed("<html>", us), None);
+    assert_eq!(listed("[1, 2]", us), None);
+}

@@ -37,11 +37,25 @@ struct IssuerState {
     issued: AtomicUsize,
     /// Claims that override the usual ones in served marks (tests of refused marks).
     tampered: std::sync::Mutex<Value>,
+    /// It publishes a Trust Marked Entities Listing instead of a status endpoint.
+    listing: bool,
+    /// The listing no longer names the subject (marks are still issued and `active`).
+    unlisted: AtomicBool,
 }
 
 impl TestIssuer {
     /// Starts an issuer whose marks live `lifetime` seconds of `clock`.
     pub async fn start(clock: Arc<dyn Clock>, lifetime: i64) -> Self {
+        Self::serve(clock, lifetime, false).await
+    }
+
+    /// Like [`Self::start`], but publishing a Trust Marked Entities Listing
+    /// (`/trust-mark-listing`) instead of a status endpoint.
+    pub async fn start_listing(clock: Arc<dyn Clock>, lifetime: i64) -> Self {
+        Self::serve(clock, lifetime, true).await
+    }
+
+    async fn serve(clock: Arc<dyn Clock>, lifetime: i64, listing: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let entity_id = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(IssuerState {
@@ -53,11 +67,14 @@ impl TestIssuer {
             revoked: AtomicBool::new(false),
             issued: AtomicUsize::new(0),
             tampered: std::sync::Mutex::new(json!({})),
+            listing,
+            unlisted: AtomicBool::new(false),
         });
         let app = Router::new()
             .route("/.well-known/openid-federation", get(configuration))
             .route("/trust-mark", get(trust_mark))
             .route("/trust-mark-status", axum::routing::post(status))
+            .route("/trust-mark-listing", get(listed))
             .with_state(state.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -78,6 +95,11 @@ impl TestIssuer {
     /// `revoked` for every mark and the trust mark endpoint refuses with 404 (or works again).
     pub fn set_revoked(&self, revoked: bool) {
         self.state.revoked.store(revoked, Ordering::SeqCst);
+    }
+
+    /// Makes the listing leave the subject out (or name it again); marks stay `active`.
+    pub fn set_unlisted(&self, unlisted: bool) {
+        self.state.unlisted.store(unlisted, Ordering::SeqCst);
     }
 
     /// Lifetime of the marks issued from now on.
@@ -135,11 +157,16 @@ fn jwt(media_type: &'static str, body: String) -> Response {
 
 async fn configuration(State(s): State<Arc<IssuerState>>) -> Response {
     let now = s.clock.now();
+    let (name, path) = if s.listing {
+        ("federation_trust_mark_list_endpoint", "trust-mark-listing")
+    } else {
+        ("federation_trust_mark_status_endpoint", "trust-mark-status")
+    };
     let claims = json!({"iss": s.entity_id, "sub": s.entity_id, "iat": now, "exp": now + 86_400,
         "jwks": {"keys": [s.key.public_jwk()]},
         "metadata": {"federation_entity": {
             "federation_trust_mark_endpoint": format!("{}/trust-mark", s.entity_id),
-            "federation_trust_mark_status_endpoint": format!("{}/trust-mark-status", s.entity_id)}}});
+            name: format!("{}/{path}", s.entity_id)}}});
     let token = jose::sign(
         &s.key,
         "entity-statement+jwt",
@@ -198,4 +225,17 @@ async fn status(
     )
     .unwrap();
     jwt("application/trust-mark-status-response+jwt", token)
+}
+
+/// The Trust Marked Entities Listing (§8.5): the asked `sub`, unless unlisted.
+async fn listed(
+    State(s): State<Arc<IssuerState>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let subs: Vec<&String> = q
+        .get("sub")
+        .filter(|_| !s.unlisted.load(Ordering::SeqCst))
+        .into_iter()
+        .collect();
+    axum::Json(json!(subs)).into_response()
 }

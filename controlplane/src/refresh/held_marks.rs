@@ -132,26 +132,41 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         Ok(next.min(idle).max(now + row.refresh_rate_limit.max(1)))
     }
 
-    /// Asks `row`'s issuer for the status of the mark we hold (`jwt`), when it publishes a
-    /// status endpoint; a `revoked` or `invalid` mark is removed from our Entity Configuration
-    /// at once (the row stays: the mark is obtained again if the issuer issues it again). An
-    /// issuer that cannot be asked leaves the mark as it is.
+    /// Asks `row`'s issuer whether the mark we hold (`jwt`) still stands: its status endpoint
+    /// (`revoked` or `invalid`), else its Trust Marked Entities Listing (we are no longer
+    /// listed), whichever it publishes. A withdrawn mark is removed from our Entity
+    /// Configuration at once (the row stays: the mark is obtained again if the issuer issues
+    /// it again). An issuer that cannot be asked, or answers what cannot be understood, leaves
+    /// the mark as it is.
     async fn check_status(&self, row: &PublishedRow, jwt: &str, now: i64) -> Result<(), PollError> {
         let Some(issuer) = row.trust_mark_issuer.as_deref() else {
             return Ok(());
         };
-        let status = {
+        let us = self.cp.settings.entity_id.as_str();
+        let withdrawal = {
             let _slot = self.fetch_permit().await?;
             let asked = async {
                 let ec = self.fetcher.entity_configuration(issuer).await.ok()?;
                 let keys = self_signed_keys(&ec, issuer, now).ok()?;
-                let endpoint = federation_entity_url(&ec, "federation_trust_mark_status_endpoint")?;
-                let response = self.fetcher.trust_mark_status(&endpoint, jwt).await.ok()?;
-                holder::status_of(&response, jwt, issuer, &keys).ok()
+                let status_endpoint =
+                    federation_entity_url(&ec, "federation_trust_mark_status_endpoint");
+                if let Some(endpoint) = status_endpoint {
+                    let response = self.fetcher.trust_mark_status(&endpoint, jwt).await.ok()?;
+                    let status = holder::status_of(&response, jwt, issuer, &keys).ok()?;
+                    return holder::withdrawn(&status).then_some(status);
+                }
+                let endpoint = federation_entity_url(&ec, "federation_trust_mark_list_endpoint")?;
+                let tm_type = row.trust_mark_type.as_str();
+                let response = self
+                    .fetcher
+                    .trust_mark_listing(&endpoint, tm_type, us)
+                    .await
+                    .ok()?;
+                (!holder::listed(&response, us)?).then(|| "no longer listed".to_owned())
             };
             asked.await
         };
-        let Some(status) = status.filter(|s| holder::withdrawn(s)) else {
+        let Some(status) = withdrawal else {
             return Ok(());
         };
         let mut w = self.cp.write(None).await;

@@ -65,6 +65,23 @@ pub trait Fetcher: Send + Sync {
         }
     }
 
+    /// The body of `<trust_mark_list_endpoint>?trust_mark_type=<type>&sub=<sub>` (§8.5),
+    /// served as `application/json`: how the control plane learns that the issuer of a mark
+    /// it holds no longer lists it. Like [`Self::trust_mark`], not needed by chain collection.
+    fn trust_mark_listing(
+        &self,
+        trust_mark_list_endpoint: &str,
+        trust_mark_type: &str,
+        sub: &str,
+    ) -> impl Future<Output = Result<String>> + Send {
+        let _ = (trust_mark_list_endpoint, trust_mark_type, sub);
+        async {
+            Err(Error::Fetch(
+                "this fetcher does not read trust mark listings".into(),
+            ))
+        }
+    }
+
     /// Runs `work`, CPU-bound verification (every candidate chain's signatures, which a
     /// hostile federation can multiply), where it does not stall the tasks that fetch:
     /// the planes' fetchers hand it to the async runtime's blocking pool. `None` when the
