@@ -162,3 +162,95 @@ async fn a_mark_issued_by_pharos_is_held_resolved_and_seen_by_an_independent_cli
         p.stop().await;
     }
 }
+
+/// Issue 32: an anchor that issued a leaf's mark and then blocked the leaf no longer carries
+/// the mark in its resolve answer, although the leaf still publishes it (its holder drops it
+/// only at its next status check, here an hour away).
+#[tokio::test]
+async fn an_anchors_resolve_answer_leaves_out_a_mark_it_revoked() {
+    let b = Backend::Sqlite;
+    let (db_ta, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+    let ta = Pharos::start(&db_ta).await;
+    let clock = ManualClock::new(SystemClock.now());
+    let leaf = Pharos::start_with(&db_l, |_| {}, clock.clone() as Arc<dyn Clock>).await;
+    let (ta_id, l_id) = (ta.entity_id().to_owned(), leaf.entity_id().to_owned());
+
+    // The anchor issues the type itself, and resolves.
+    for t in ["fetch", "trust_mark", "trust_mark_status"] {
+        let e = json!({"type": t, "path": format!("/{}", t.replace('_', "-")), "config": {}});
+        ok(&ta, Method::POST, "/federation-endpoints", e).await;
+    }
+    enable_resolve(&ta, json!({"allowed_trust_anchors": [ta_id]})).await;
+    let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
+    ok(
+        &ta,
+        Method::POST,
+        "/subordinates",
+        json!({"entity_id": l_id, "jwks": leaf_keys}),
+    )
+    .await;
+    let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": ta_id}]});
+    ok(&ta, Method::POST, "/trust-marks/types", tm_type).await;
+    let spec = json!({"trust_mark_type": TM, "lifetime": "24h"});
+    ok(&ta, Method::POST, "/trust-marks/issuance-spec", spec).await;
+    let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
+    ok(&ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
+
+    // The leaf holds the anchor's mark, checking its status only hourly.
+    let hint = json!({"entity_id": ta_id});
+    ok(
+        &leaf,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
+    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": ta_id,
+        "refresh_grace_period": 600, "refresh_rate_limit": 3600});
+    ok(
+        &leaf,
+        Method::POST,
+        "/entity-configuration/trust-marks",
+        held,
+    )
+    .await;
+    let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
+    let mut marks = Value::Null;
+    for _ in 0..100 {
+        refreshers.tick(clock.now()).await;
+        marks = leaf.entity_configuration().await.claims["trust_marks"].clone();
+        if marks.is_array() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(marks.as_array().map(Vec::len), Some(1), "{marks}");
+
+    let carried = |body: &str| {
+        let c = jose::decode_unverified(body).unwrap().claims;
+        c.get("trust_marks").cloned().unwrap_or(Value::Null)
+    };
+    let (s, body) = resolve(&ta, &l_id, &[&ta_id], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    assert_eq!(carried(&body).as_array().map(Vec::len), Some(1), "{body}");
+
+    // Blocked at the anchor: its status endpoint says revoked, and its resolve answer leaves
+    // the mark out while the leaf still publishes it.
+    let status = format!("{subjects}/{}/status", enc(&l_id));
+    let (s, v) = ta.admin(Method::PUT, &status, Some(json!("blocked"))).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(
+        leaf.entity_configuration().await.claims["trust_marks"],
+        marks
+    );
+    let (s, body) = resolve(&ta, &l_id, &[&ta_id], &[]).await;
+    assert_eq!(s, 200, "{body}");
+    let c = carried(&body);
+    assert!(
+        c.is_null() || c.as_array().is_some_and(Vec::is_empty),
+        "a revoked mark is still vouched for: {c}"
+    );
+    for p in [ta, leaf] {
+        p.stop().await;
+    }
+}

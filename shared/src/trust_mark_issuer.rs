@@ -428,6 +428,26 @@ pub fn mark_claims(
 }
 
 impl TrustMarks {
+    /// Whether `token`, a trust mark found in someone's Entity Configuration, is one we
+    /// (`entity_id`) issued and have revoked by `now`: a resolver here must not vouch for it
+    /// while its subject still publishes it (the holder drops it only at its next status
+    /// check). A mark of another issuer, or one we have no record of, is not judged here.
+    pub fn revoked_here(&self, entity_id: &str, token: &str, now: i64) -> bool {
+        if self.issued.is_empty() {
+            return false;
+        }
+        let Ok(d) = crate::jose::decode_unverified(token) else {
+            return false;
+        };
+        if d.claims.get("iss").and_then(Value::as_str) != Some(entity_id) {
+            return false;
+        }
+        d.claims
+            .get("jti")
+            .and_then(Value::as_str)
+            .and_then(|jti| self.issued.get(jti))
+            .is_some_and(|m| m.status(now) == MarkStatus::Revoked)
+    }
     /// Adds (or replaces) an issued instance, keeping [`TrustMarks::latest`] on the newest
     /// signed one of its type and subject.
     pub fn put_issued(&mut self, mark: Arc<IssuedMark>) {

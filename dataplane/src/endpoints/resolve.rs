@@ -15,13 +15,15 @@ use pharos_shared::Error;
 use pharos_shared::chain::{RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP};
 use pharos_shared::endpoint::{EndpointConfig, ResolveConfig};
 use pharos_shared::snapshot::{EndpointEntry, Snapshot};
+use pharos_shared::trust_mark::VerifiedTrustMark;
+use std::sync::Arc;
 
 use super::{Call, Caller};
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
-use crate::resolver::{Local, Query, admits, anchor_rule, anchor_spec, grace_rule};
+use crate::resolver::{Local, Query, Resolution, admits, anchor_rule, anchor_spec, grace_rule};
 use crate::signing;
 
 /// The parsed request.
@@ -197,6 +199,7 @@ async fn answer(
         q.entity_types = narrowed(&p.types, &res.chain.metadata);
         res = resolver.resolve(&q, rule, now).await.map_err(fed_error)?;
     }
+    let res = without_marks_revoked_here(snap, res, now);
     if let Some(pr) = &proactive {
         pr.submit(Job {
             sub: p.sub.clone(),
@@ -215,6 +218,21 @@ async fn answer(
         body,
         valid_until: resign_at.min(rule.refresh_at(res.computed_at, res.exp())),
     })
+}
+
+/// `res` without the trust marks we issued and have since revoked (see
+/// [`pharos_shared::trust_mark_issuer::TrustMarks::revoked_here`]). Rare, so the filtered copy
+/// is not cached: it is signed anew, and the front cache keeps the answer as usual.
+fn without_marks_revoked_here(snap: &Snapshot, res: Arc<Resolution>, now: i64) -> Arc<Resolution> {
+    let revoked = |m: &&VerifiedTrustMark| {
+        snap.trust_marks
+            .revoked_here(&snap.entity_id, &m.trust_mark, now)
+    };
+    if !res.marks.iter().any(|m| revoked(&m)) {
+        return res;
+    }
+    let kept = res.marks.iter().filter(|m| !revoked(m)).cloned().collect();
+    Arc::new(Resolution::new(res.chain.clone(), kept, res.computed_at))
 }
 
 /// Stands for "requested Entity Types, none of which the subject has": no type is named
