@@ -157,7 +157,9 @@ async fn take_backup(db: &TestDb, p: &Pharos, dir: &Path) -> PathBuf {
             assert!(String::from_utf8_lossy(&out.stderr).contains("mariadb-dump"));
             let file = dir.join("pharos.sql");
             let mut c = mysql_command(&["mariadb-dump", "mysqldump"], &db.dsn);
-            c.arg("--single-transaction").arg("--result-file").arg(&file);
+            c.arg("--single-transaction")
+                .arg("--result-file")
+                .arg(&file);
             c.arg(mysql_database(&db.dsn));
             run(&mut c, "mariadb-dump").await;
             file
@@ -194,8 +196,7 @@ async fn restore(fresh: &TestDb, file: &Path) {
             pharos_controlplane::private_files::create_dir(&data).unwrap();
             // `install -m 0600 backup.db data_dir/pharos.db` on the new machine.
             let bytes = std::fs::read(file).unwrap();
-            pharos_controlplane::private_files::write_new(&data.join("pharos.db"), &bytes)
-                .unwrap();
+            pharos_controlplane::private_files::write_new(&data.join("pharos.db"), &bytes).unwrap();
         }
         Backend::Postgres => {
             run(
@@ -344,7 +345,10 @@ async fn a_backup_under_writes_restores_the_same_keys_and_subordinates_elsewhere
         std::fs::copy(&key_file, &new_key).unwrap();
         let q = start(&fresh, Some(&new_key)).await;
         let (keys_after, kid_after) = ec_keys(&q).await;
-        assert_eq!(keys_after, keys_before, "{backend:?}: Entity Configuration keys");
+        assert_eq!(
+            keys_after, keys_before,
+            "{backend:?}: Entity Configuration keys"
+        );
         assert_eq!(kid_after, signing_kid, "{backend:?}: signing key");
         let jwks: Jwks = serde_json::from_value(json!({"keys": keys_before})).unwrap();
         for (i, id) in restored.iter().enumerate() {

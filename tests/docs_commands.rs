@@ -155,7 +155,13 @@ fn shell_blocks(doc: &str, section: Option<&str>) -> Vec<String> {
 #[test]
 fn the_plans_run_every_shell_block_of_the_covered_documents_once() {
     let mut run: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for s in ROLES.iter().chain(CLI).chain(SETUP).chain(README).chain(BACKUPS) {
+    for s in ROLES
+        .iter()
+        .chain(CLI)
+        .chain(SETUP)
+        .chain(README)
+        .chain(BACKUPS)
+    {
         run.entry(s.doc).or_default().extend(s.blocks);
     }
     for (doc, section) in COVERED {
@@ -471,7 +477,13 @@ async fn the_backup_example_copies_the_running_database() {
         return;
     }
     let w = World::start(&["default"], false).await;
-    enable(&w.host("default").pharos, "fetch", "/fetch", serde_json::json!({})).await;
+    enable(
+        &w.host("default").pharos,
+        "fetch",
+        "/fetch",
+        serde_json::json!({}),
+    )
+    .await;
     w.run(BACKUPS).await;
     let dir = w.dir.path().join("scratch/backups");
     let files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -136,7 +136,7 @@ impl Moments {
 
 /// What the writers were told: creates answered 2xx, and per edited subordinate the highest
 /// sequence number whose edit was answered 2xx and the highest one sent at all.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Acked {
     created: BTreeSet<String>,
     edited: BTreeMap<String, (u64, u64)>,
@@ -167,7 +167,12 @@ async fn writer(base: String, w: usize, round: usize, acked: Arc<Mutex<Acked>>) 
         let (url, method, body, key) = if n % 2 == 0 {
             let id = format!("https://w{w}-r{round}-n{n}.example");
             let body = json!({"entity_id": id, "jwks": {"keys": [jwk("k1", None)]}});
-            (format!("{base}/subordinates"), reqwest::Method::POST, body, Err(id))
+            (
+                format!("{base}/subordinates"),
+                reqwest::Method::POST,
+                body,
+                Err(id),
+            )
         } else {
             let seq = {
                 let mut a = acked.lock().unwrap();
@@ -283,12 +288,13 @@ async fn every_acknowledged_write_survives_kill_9_at_random_moments() {
             }
             let log = db.dir.path().join(format!("round-{round}.log"));
             child = serve(&db, &data, port, &log).await;
-            let a = acked.lock().unwrap();
+            // A copy: the writers are done, and no lock is held across the checks.
+            let a = acked.lock().unwrap().clone();
             per_round.push(a.created.len() - before);
             check(&db, &a, round).await;
         }
         // The restarted service answers the edits too, not only the database.
-        let a = acked.lock().unwrap();
+        let a = acked.lock().unwrap().clone();
         for (id, (acked_seq, _)) in &a.edited {
             let url = format!(
                 "{base}/subordinates/{}/metadata/openid_relying_party",
@@ -300,7 +306,6 @@ async fn every_acknowledged_write_survives_kill_9_at_random_moments() {
             assert!(seq >= *acked_seq, "{backend:?}: {id}: {v}");
         }
         let edits: u64 = a.edited.values().map(|e| e.0).sum();
-        drop(a);
         eprintln!(
             "{backend:?}: creates acknowledged per round {per_round:?}, edits acknowledged {edits}"
         );

@@ -112,7 +112,10 @@ pub async fn backup(settings: &Settings, target: &Path) -> Result<u64, Refusal> 
     // file, and from then on the copy is never readable by others.
     crate::private_files::write_new(target, b"").map_err(|e| {
         Refusal::Usage(if e.kind() == std::io::ErrorKind::AlreadyExists {
-            format!("{} exists; a backup never overwrites a file", target.display())
+            format!(
+                "{} exists; a backup never overwrites a file",
+                target.display()
+            )
         } else {
             format!("cannot create {}: {e}", target.display())
         })
