@@ -1,5 +1,5 @@
-//! `kill -9` during a write storm (issue 33): the real `pharos serve` binary on SQLite and on
-//! PostgreSQL, several Admin API clients creating subordinates and editing their metadata at
+//! `kill -9` during a write storm (issue 33): the real `pharos serve` binary on SQLite,
+//! PostgreSQL and MariaDB, several Admin API clients creating subordinates and editing their metadata at
 //! once, SIGKILL at a random moment, several rounds. After each restart every write that was
 //! answered 2xx before the kill is stored: an acknowledgement is sent only after its commit is
 //! durable, whatever the journal mode (rollback journal or WAL with group commit), so no
@@ -250,9 +250,6 @@ async fn check(db: &TestDb, acked: &Acked, round: usize) {
 async fn every_acknowledged_write_survives_kill_9_at_random_moments() {
     let mut moments = Moments::new();
     for backend in backends() {
-        if backend == Backend::Mysql {
-            continue;
-        }
         let db = TestDb::new(backend).await;
         let data = db.dir.path().join("data");
         let port = free_port();

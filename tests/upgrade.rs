@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use pharos_controlplane::db::{Db, Dialect};
 use pharos_shared::jose::{self, Jwks};
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::{AssertSqlSafe, Row as _};
 
 use crate::support::{Pharos, TestDb, backends, enc};
@@ -266,6 +266,12 @@ async fn a_database_of_the_previous_release_upgrades_with_every_row_intact() {
             ids.contains(&FIXTURE_LEAF.to_string()) && ids.contains(&FIXTURE_BLOCKED.to_string()),
             "{backend:?}: {list}"
         );
+        // New rows go in after the old ones (on PostgreSQL the fixture's sequences are past
+        // its ids, as rows inserted through them leave them).
+        let body = json!({"entity_id": "https://new.fixture.example",
+            "jwks": {"keys": [crate::support::jwk("new", None)]}});
+        let (s, v) = p.admin(Method::POST, "/subordinates", Some(body)).await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
         p.stop().await;
     }
 }
