@@ -233,6 +233,17 @@ async fn a_backup_under_writes_restores_the_same_keys_and_subordinates_elsewhere
         // Two signing keys of ours (sealed with the key), and subordinates.
         let (s, v) = p.admin(Method::POST, "/kms/rotate", None).await;
         assert!((200..300).contains(&s), "{v}");
+        // And a public key held elsewhere, published by us (the `api` key set).
+        let external =
+            pharos_shared::jose::SigningKey::generate(pharos_shared::jose::Algorithm::ES256, 0)
+                .unwrap();
+        let mut public = pharos_shared::jose::Signer::public_jwk(&external).clone();
+        public.remove("kid");
+        let body = json!({"key": Value::Object(public)});
+        let (s, v) = p
+            .admin(Method::POST, "/entity-configuration/keys", Some(body))
+            .await;
+        assert_eq!(s, 201, "{v}");
         for n in 0..5 {
             let body = json!({"entity_id": format!("https://before-{n}.example"),
                 "jwks": {"keys": [jwk(&format!("b{n}"), None)]}});
@@ -240,7 +251,7 @@ async fn a_backup_under_writes_restores_the_same_keys_and_subordinates_elsewhere
             assert_eq!(s, 201, "{v}");
         }
         let (keys_before, signing_kid) = ec_keys(&p).await;
-        assert!(keys_before.len() >= 2, "{keys_before:?}");
+        assert!(keys_before.len() >= 3, "{keys_before:?}");
 
         // Writers keep creating subordinates while the backup is taken.
         let acked = Arc::new(Mutex::new(BTreeSet::new()));
