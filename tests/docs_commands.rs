@@ -496,7 +496,7 @@ async fn the_backup_example_copies_the_running_database() {
     assert_eq!(mode, 0o600);
     // The copy is a database holding what the instance stored.
     sqlx::any::install_default_drivers();
-    let url = format!("sqlite://{}?mode=ro", files[0].display());
+    let url = format!("sqlite://{}", files[0].display());
     let copy = pharos_controlplane::db::Db::connect(&url, 1).await.unwrap();
     let types: Vec<String> = sqlx::query_scalar("SELECT type FROM federation_endpoints")
         .fetch_all(&copy.pool)
