@@ -11,7 +11,8 @@
 //!   subordinate of the anchor) and `resolver.`, written plainly or percent-encoded
 //!   (`https%3A%2F%2Fta.example.org`). `127.0.0.1:7672` and `127.0.0.1:7673` are the main and
 //!   the Admin API port of the instance a block is run for; `/var/lib/pharos` is a scratch
-//!   directory.
+//!   directory, except in `SVC_STORAGE_DATA_DIR=/var/lib/pharos`, which names the instance's
+//!   own data directory (its SQLite database).
 //! - Blocks run in the order of [`ROLES`] (and the other plans) with `set -euo pipefail`; on the
 //!   `PATH` are the build's `pharos` and a `curl` that fails on an HTTP error status, so a
 //!   request the service refuses fails its block. What a block defines (variables, functions)
@@ -26,10 +27,10 @@ use std::path::{Path, PathBuf};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::support::{Backend, Pharos, TestDb};
+use crate::support::{Backend, Pharos, TestDb, enable};
 
 /// The documents whose every shell block must be run, and the part of each that counts.
-const COVERED: [(&str, Option<&str>); 9] = [
+const COVERED: [(&str, Option<&str>); 10] = [
     ("docs/roles/README.md", None),
     ("docs/roles/anchor.md", None),
     ("docs/roles/intermediate.md", None),
@@ -39,6 +40,7 @@ const COVERED: [(&str, Option<&str>); 9] = [
     ("docs/roles/resolver.md", None),
     ("docs/cli.md", None),
     ("README.md", Some("## Using it")),
+    ("docs/deployment.md", Some("## Backups")),
 ];
 
 /// One step of a plan: these blocks of `doc`, in this order, for host `on`.
@@ -101,6 +103,10 @@ const SETUP: &[Step] = &[step("ta", "docs/cli.md", &[2])];
 /// The README's "Using it" on a fresh default instance.
 const README: &[Step] = &[step("default", "README.md", &[0])];
 
+/// `docs/deployment.md`'s `pharos backup` of a running instance (the restore and the server
+/// databases' dump tools are `sh illustrative`: `tests/backup_restore.rs` runs those steps).
+const BACKUPS: &[Step] = &[step("default", "docs/deployment.md", &[0])];
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -149,7 +155,13 @@ fn shell_blocks(doc: &str, section: Option<&str>) -> Vec<String> {
 #[test]
 fn the_plans_run_every_shell_block_of_the_covered_documents_once() {
     let mut run: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for s in ROLES.iter().chain(CLI).chain(SETUP).chain(README) {
+    for s in ROLES
+        .iter()
+        .chain(CLI)
+        .chain(SETUP)
+        .chain(README)
+        .chain(BACKUPS)
+    {
         run.entry(s.doc).or_default().extend(s.blocks);
     }
     for (doc, section) in COVERED {
@@ -256,7 +268,12 @@ impl World {
     fn substitute(&self, block: &str, on: &str) -> String {
         let here = self.host(on);
         let scratch = self.dir.path().join("scratch");
+        let data = here._db.dir.path().join("data");
         let mut s = block
+            .replace(
+                "SVC_STORAGE_DATA_DIR=/var/lib/pharos ",
+                &format!("SVC_STORAGE_DATA_DIR={} ", data.display()),
+            )
             .replace("127.0.0.1:7672", &here.main)
             .replace("127.0.0.1:7673", &here.admin)
             .replace("/var/lib/pharos", &scratch.display().to_string());
@@ -452,4 +469,39 @@ async fn the_readme_example_enables_fetch() {
         ec["metadata"]["federation_entity"]["federation_fetch_endpoint"].is_string(),
         "{ec:?}"
     );
+}
+
+#[tokio::test]
+async fn the_backup_example_copies_the_running_database() {
+    if !tools_available() {
+        return;
+    }
+    let w = World::start(&["default"], false).await;
+    enable(
+        &w.host("default").pharos,
+        "fetch",
+        "/fetch",
+        serde_json::json!({}),
+    )
+    .await;
+    w.run(BACKUPS).await;
+    let dir = w.dir.path().join("scratch/backups");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // The copy is a database holding what the instance stored.
+    sqlx::any::install_default_drivers();
+    let url = format!("sqlite://{}", files[0].display());
+    let copy = pharos_controlplane::db::Db::connect(&url, 1).await.unwrap();
+    let types: Vec<String> = sqlx::query_scalar("SELECT type FROM federation_endpoints")
+        .fetch_all(&copy.pool)
+        .await
+        .unwrap();
+    assert_eq!(types, ["fetch"]);
+    copy.pool.close().await;
 }

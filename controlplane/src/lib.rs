@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod backup;
 pub mod checks;
 pub mod cli_admin;
 pub mod collect;

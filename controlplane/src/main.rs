@@ -28,6 +28,9 @@ enum Command {
     Serve,
     /// Print the effective configuration with secrets redacted, or the problems found.
     CheckConfig,
+    /// Write a consistent copy of the embedded SQLite database to a new file (mode 0600) while
+    /// the service runs; PostgreSQL and MariaDB are backed up with pg_dump / mariadb-dump.
+    Backup(pharos_controlplane::backup::BackupArgs),
     /// Request statistics from the configured database.
     Stats(pharos_controlplane::stats::cli::StatsArgs),
     /// Move the trust anchors and endpoints of a lighthouse 0.20/0.21 file into the database.
@@ -124,6 +127,12 @@ fn main() -> ExitCode {
             }
             let now = pharos_shared::time::Clock::now(&SystemClock);
             pharos_controlplane::stats::cli::run(&settings, args, now)
+        }
+        Command::Backup(args) => {
+            for w in &warnings {
+                eprintln!("warning: {w}");
+            }
+            pharos_controlplane::backup::run(&settings, args)
         }
         Command::Policy { .. } | Command::Config2db(_) | Command::Admin(_) | Command::Setup(_) => {
             ExitCode::SUCCESS
