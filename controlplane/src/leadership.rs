@@ -159,7 +159,11 @@ impl Leadership {
             });
             let outcome = tokio::select! {
                 r = attempt => r,
-                _ = stop.cancelled() => break,
+                _ = stop.cancelled() => {
+                    // Stopped in the middle of a statement: that connection is not reused.
+                    conn = None;
+                    break;
+                }
             };
             match outcome {
                 Ok(Ok(Some(g))) => {
@@ -192,12 +196,18 @@ impl Leadership {
         // Hand the lease over at once on shutdown instead of making the others wait for it.
         let held = self.generation();
         self.step(None);
-        if let (Some(g), Some(mut cn)) = (held, conn) {
-            let release = c.release(&mut cn, g);
+        if let Some(g) = held {
+            let release = async {
+                let mut cn = match conn {
+                    Some(cn) => cn,
+                    None => c.connect(&url).await?,
+                };
+                c.release(&mut cn, g).await?;
+                cn.close().await
+            };
             if let Ok(Err(e)) = tokio::time::timeout(every, release).await {
                 tracing::warn!(error = %e, "leadership: releasing the lease failed");
             }
-            let _ = cn.close().await;
         }
     }
 
