@@ -574,10 +574,22 @@ async fn paused_leader(backend: Backend) {
             .unwrap();
         n
     };
-    eventually("A's cleanup waits for the probe row", || async {
-        cleanups_waiting().await >= 1
-    })
-    .await;
+    // A cleanup runs every second; on a loaded machine a minute is allowed, and a failure
+    // shows both replicas' logs.
+    let mut seen = false;
+    for _ in 0..1200 {
+        if cleanups_waiting().await >= 1 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen,
+        "{backend:?}: no cleanup waits for the probe row\nA:\n{}\nB:\n{}",
+        a.logged(),
+        b.logged()
+    );
     // Only the leader cleans up: the waiting DELETE is A's (on a machine so loaded that A
     // lost its lease meanwhile, the test's premise is gone, and it says so).
     assert_eq!(a.metric("pharos_leader").await, Some(1.0), "A still leads");
