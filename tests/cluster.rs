@@ -3,8 +3,12 @@
 //! up, a replica starting beside a busy one builds its snapshot once and misses no write
 //! (issue 24), and a client assertion used on one replica is refused on another.
 //!
-//! Clustering needs PostgreSQL (configuration check refuses SQLite), so these run only when
-//! `SVC_TEST_POSTGRES_DSN` is set.
+//! Leadership (issue 33): a leader paused with SIGSTOP is replaced once its lease expires, and
+//! its job's write after it resumes is refused by the fence.
+//!
+//! Clustering needs PostgreSQL or MariaDB (the configuration check refuses SQLite), so these
+//! run when `SVC_TEST_POSTGRES_DSN` / `SVC_TEST_MYSQL_DSN` are set; with
+//! `PHAROS_REQUIRE_DATABASES` (as `.ci/run` sets it) a missing DSN fails them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -90,6 +94,7 @@ fn postgres() -> bool {
 
 #[tokio::test]
 async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catches_up() {
+    // Without the DSN this fails under PHAROS_REQUIRE_DATABASES (`has_backend`), as in CI.
     if !postgres() {
         return;
     }
@@ -137,6 +142,7 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
 
 #[tokio::test]
 async fn a_write_on_one_replica_is_visible_on_the_others_on_mariadb() {
+    // Without the DSN this fails under PHAROS_REQUIRE_DATABASES (`has_backend`), as in CI.
     if !has_backend(Backend::Mysql) {
         return;
     }
@@ -230,13 +236,16 @@ async fn writes_travel(a: &Pharos, b: &Pharos, c: &Pharos) {
 
 #[tokio::test]
 async fn a_client_assertion_used_on_one_replica_is_refused_on_another() {
-    if !postgres() {
-        return;
+    for b in cluster_backends() {
+        replayed_assertion(b).await;
     }
+}
+
+async fn replayed_assertion(backend: Backend) {
     let (db_t, db_c, db) = (
         TestDb::new(Backend::Sqlite).await,
         TestDb::new(Backend::Sqlite).await,
-        TestDb::new(Backend::Postgres).await,
+        TestDb::new(backend).await,
     );
     let f = Federation::start(&db_t, &db_c).await;
     let r = replicas(&db, 2).await;
@@ -381,4 +390,261 @@ async fn failover(backend: Backend) {
     for p in r {
         p.stop().await;
     }
+}
+
+/// The PostgreSQL and MariaDB backends of this run (clustering needs one of them). With
+/// `PHAROS_REQUIRE_DATABASES` set, as `.ci/run` does, a missing DSN fails the test here
+/// (`support::backends`) instead of leaving its database out.
+fn cluster_backends() -> Vec<Backend> {
+    backends()
+        .into_iter()
+        .filter(|b| *b != Backend::Sqlite)
+        .collect()
+}
+
+/// A `pharos serve` process, killed (SIGKILL works on a stopped process too) when dropped, so
+/// a failing test never leaves a paused replica behind.
+struct Process {
+    child: std::process::Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Process {
+    /// Replica `name` of `db` as a separate process (a process of its own can be paused
+    /// with SIGSTOP without pausing the test), with a lease of 4 s and a JTI cleanup every
+    /// second (the leader-only job this test watches); returns once it is ready.
+    async fn start(db: &TestDb, name: &str, dir: &std::path::Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = dir.join(format!("{name}.log"));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pharos"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SVC_") || k == "RUST_LOG" {
+                cmd.env_remove(k);
+            }
+        }
+        let driver = match db.backend {
+            Backend::Mysql => "mysql",
+            _ => "postgres",
+        };
+        let child = cmd
+            .arg("serve")
+            .env("SVC_ENTITY_ID", ENTITY_ID)
+            .env("SVC_SERVER_IP_LISTEN", "127.0.0.1")
+            .env("SVC_SERVER_PORT", port.to_string())
+            .env("SVC_STORAGE_DRIVER", driver)
+            .env("SVC_STORAGE_DSN", &db.dsn)
+            .env("SVC_STORAGE_DATA_DIR", dir.join(name))
+            .env("SVC_STORAGE_ENDPOINT_AUTH_JTI_BACKEND", "db")
+            .env("SVC_STORAGE_ENDPOINT_AUTH_JTI_CLEANUP_INTERVAL", "1s")
+            .env("SVC_CLUSTER_ENABLED", "true")
+            .env("SVC_CLUSTER_INSTANCE_ID", name)
+            .env("SVC_CLUSTER_LEADER_LEASE", "4s")
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let p = Self { child, port, log };
+        let ready = || async {
+            p.http()
+                .get(format!("http://127.0.0.1:{}/readyz", p.port))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        };
+        for _ in 0..600 {
+            if ready().await {
+                return p;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{name} never became ready:\n{}", p.logged());
+    }
+
+    fn http(&self) -> reqwest::Client {
+        reqwest::Client::builder().no_proxy().build().unwrap()
+    }
+
+    fn logged(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `series` of its `/metrics` (no admin user exists, so loopback may scrape).
+    async fn metric(&self, series: &str) -> Option<f64> {
+        let r = self
+            .http()
+            .get(format!("http://127.0.0.1:{}/metrics", self.port))
+            .send()
+            .await
+            .ok()?;
+        let text = r.text().await.ok()?;
+        let prefix = format!("{series} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str())?.trim().parse().ok())
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} failed");
+    }
+}
+
+#[tokio::test]
+async fn a_paused_leader_is_replaced_within_the_lease_and_its_write_after_resuming_is_refused() {
+    for b in cluster_backends() {
+        paused_leader(b).await;
+    }
+}
+
+/// Issue 33, acceptance 3: replica A leads; its JTI cleanup is caught in the middle of its
+/// transaction (the test holds a row lock its DELETE waits for), and A is paused there with
+/// SIGSTOP. B takes the lease over once it expires by the database's clock, with a higher
+/// generation. The lock is released and A resumed: A's DELETE completes, and its fence refuses
+/// the commit (A's `/metrics` counts the refused write), while B goes on leading and its own
+/// cleanup deletes the row.
+async fn paused_leader(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = Process::start(&db, "replica-a", dir.path()).await;
+    eventually("A leads", || async {
+        a.metric("pharos_leader").await == Some(1.0)
+    })
+    .await;
+    let b = Process::start(&db, "replica-b", dir.path()).await;
+    assert_eq!(b.metric("pharos_leader").await, Some(0.0), "one leader");
+    let a_generation = a.metric("pharos_leader_generation").await.unwrap();
+
+    // An expired JTI record, locked by the test: A's cleanup (every second) waits for it in
+    // the middle of its transaction. Retried when A deleted it before the lock was taken.
+    let pool = db.pool().await;
+    let mut lock = None;
+    for n in 0..50 {
+        let jti = format!("fence-probe-{n}");
+        sqlx::query(
+            pool.sql("INSERT INTO jtis_used (jti, expires_at, created_at) VALUES (?, 1, 1)"),
+        )
+        .bind(&jti)
+        .execute(&pool.pool)
+        .await
+        .unwrap();
+        let mut tx = pool.pool.begin().await.unwrap();
+        let held = sqlx::query(pool.sql("SELECT jti FROM jtis_used WHERE jti = ? FOR UPDATE"))
+            .bind(&jti)
+            .fetch_optional(&mut *tx)
+            .await
+            .unwrap();
+        if held.is_some() {
+            lock = Some((tx, jti));
+            break;
+        }
+    }
+    let (lock, jti) = lock.expect("the probe row was always deleted before it was locked");
+    let waiting = match backend {
+        Backend::Mysql => {
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX t \
+             JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id \
+             WHERE t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE 'DELETE FROM jtis_used%' \
+             AND p.DB = DATABASE()"
+        }
+        _ => {
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM jtis_used%'"
+        }
+    };
+    let cleanups_waiting = || async {
+        let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(waiting))
+            .fetch_one(&pool.pool)
+            .await
+            .unwrap();
+        n
+    };
+    // A cleanup runs every second; on a loaded machine a minute is allowed, and a failure
+    // shows both replicas' logs.
+    let mut seen = false;
+    for _ in 0..1200 {
+        if cleanups_waiting().await >= 1 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen,
+        "{backend:?}: no cleanup waits for the probe row\nA:\n{}\nB:\n{}",
+        a.logged(),
+        b.logged()
+    );
+    // Only the leader cleans up: the waiting DELETE is A's (on a machine so loaded that A
+    // lost its lease meanwhile, the test's premise is gone, and it says so).
+    assert_eq!(a.metric("pharos_leader").await, Some(1.0), "A still leads");
+    assert_eq!(b.metric("pharos_leader").await, Some(0.0), "B does not");
+
+    a.signal("-STOP");
+    // B takes over once A's lease expires (A cannot renew it while paused).
+    eventually("B leads", || async {
+        b.metric("pharos_leader").await == Some(1.0)
+    })
+    .await;
+    let b_generation = b.metric("pharos_leader_generation").await.unwrap();
+    assert!(
+        b_generation > a_generation,
+        "{b_generation} > {a_generation}"
+    );
+
+    // Release the row, then resume A: its DELETE goes through, its commit must not.
+    lock.rollback().await.unwrap();
+    a.signal("-CONT");
+    eventually("A's write refused by its fence", || async {
+        a.metric("pharos_leader_fenced_writes_total").await >= Some(1.0)
+    })
+    .await;
+    eventually("A no longer leads", || async {
+        a.metric("pharos_leader").await == Some(0.0)
+    })
+    .await;
+    assert!(
+        a.logged().contains("leader-only write refused"),
+        "{}",
+        a.logged()
+    );
+    // B still leads under its generation, and its cleanup removes the row A could not.
+    let present = || async {
+        let (n,): (i64,) = sqlx::query_as(pool.sql("SELECT COUNT(*) FROM jtis_used WHERE jti = ?"))
+            .bind(&jti)
+            .fetch_one(&pool.pool)
+            .await
+            .unwrap();
+        n
+    };
+    eventually("B's cleanup deleted the probe", || async {
+        present().await == 0
+    })
+    .await;
+    assert_eq!(b.metric("pharos_leader").await, Some(1.0));
+    assert_eq!(
+        b.metric("pharos_leader_generation").await,
+        Some(b_generation)
+    );
+    assert_eq!(
+        b.metric("pharos_leader_fenced_writes_total").await,
+        Some(0.0)
+    );
+    drop(a);
+    drop(b);
 }

@@ -8,6 +8,7 @@ use crate::stats::{NOW, flush, send, stats_on};
 use crate::support::{Pharos, TestDb, backends};
 use pharos_controlplane::db::Db;
 use pharos_controlplane::db::stats::{self as repo, DailyRow, RequestRow};
+use pharos_controlplane::leadership::Fence;
 use pharos_shared::time::{Clock as _, ManualClock};
 use reqwest::Method;
 use serde_json::json;
@@ -66,7 +67,9 @@ async fn backfill_at_start_then_aggregation_and_purge_at_two() {
                 top_params: "[]".into(),
                 ..DailyRow::default()
             };
-            repo::replace_day(&pool, old.day, &[old]).await.unwrap();
+            repo::replace_day(&pool, old.day, &[old], &Fence::any_replica())
+                .await
+                .unwrap();
             pool.pool.close().await;
         }
         let clock = ManualClock::new(NOW);
@@ -394,6 +397,11 @@ async fn records_stored_one_per_row_are_moved_into_batches() {
         durations.sort();
         assert_eq!(durations, (0..n).collect::<Vec<_>>());
         // A second start finds nothing more to move.
-        assert_eq!(repo::convert_legacy_rows(&pool).await.unwrap(), 0);
+        assert_eq!(
+            repo::convert_legacy_rows(&pool, &Fence::any_replica())
+                .await
+                .unwrap(),
+            0
+        );
     }
 }

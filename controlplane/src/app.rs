@@ -170,7 +170,8 @@ impl App {
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
         // Work that must run once per federation entity runs on the leader only (always this
         // process without clustering); serving, commands and the reconciler run everywhere.
-        let (leadership, campaign) = Leadership::start(&settings, shutdown.clone());
+        let leadership = control.leadership.clone();
+        let campaign = leadership.start(&settings, shutdown.clone());
         let mut tasks = vec![
             control.spawn_reconciler(shutdown.clone()),
             command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),

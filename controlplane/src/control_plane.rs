@@ -65,6 +65,8 @@ pub struct ControlPlane {
     dirty_events: tokio::sync::Notify,
     /// This process among the replicas: announcements carrying it are its own.
     pub origin: u64,
+    /// Whether this process leads the replicas, and the fencing tokens of its leader-only jobs.
+    pub leadership: Arc<crate::leadership::Leadership>,
     /// Whether changes of other replicas may be missing (see [`Self::is_behind`]).
     behind: std::sync::atomic::AtomicBool,
     /// Snapshots built from the whole database: the first, and each full reload.
@@ -91,6 +93,8 @@ impl ControlPlane {
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         let max_bytes = settings.federation.max_response_bytes;
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
+        let leadership =
+            crate::leadership::Leadership::new(&settings, db.dialect, subscription.origin);
         Ok(Arc::new(Self {
             db,
             settings,
@@ -110,6 +114,7 @@ impl ControlPlane {
             dirty: std::sync::Mutex::new(Changes::default()),
             dirty_events: tokio::sync::Notify::new(),
             origin: subscription.origin,
+            leadership,
             behind: std::sync::atomic::AtomicBool::new(subscription.is_behind()),
             full_builds: AtomicU64::new(1),
             #[cfg(test)]
@@ -135,6 +140,12 @@ impl ControlPlane {
     /// How many snapshots were built from the whole database since start (1 + full reloads).
     pub fn full_builds(&self) -> u64 {
         self.full_builds.load(Ordering::Relaxed)
+    }
+
+    /// The fencing token of a leader-only job (see [`crate::leadership::Fence`]): taken before
+    /// the reads that decide its write, checked in the write's transaction before the commit.
+    pub fn fence(&self) -> crate::leadership::Fence {
+        self.leadership.fence()
     }
 
     /// Current time, Unix seconds.

@@ -30,6 +30,11 @@ pub enum Error {
     /// A shared-crate operation (keys, JOSE, configuration) failed.
     #[error(transparent)]
     Shared(#[from] pharos_shared::Error),
+    /// A leader-only job's write refused by its fence: this replica no longer leads under the
+    /// generation the job began with (see [`crate::leadership::Fence`]). Rolled back; the
+    /// current leader does the work.
+    #[error("fenced: {0}")]
+    Fenced(String),
     /// Anything else that is our fault (500 `server_error`).
     #[error("{0}")]
     Internal(String),

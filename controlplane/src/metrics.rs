@@ -94,6 +94,25 @@ impl Collector for Sources {
             "Snapshots built from the whole database: the first, and each full reload of a replica",
             self.cp.full_builds(),
         )?;
+        let l = &self.cp.leadership;
+        gauge(
+            &mut enc,
+            "pharos_leader",
+            "1 while this process runs the leader-only jobs (always without clustering)",
+            i64::from(l.is_leader()),
+        )?;
+        gauge(
+            &mut enc,
+            "pharos_leader_generation",
+            "Lease generation this process leads under (the fencing token); -1 when not leading",
+            l.generation().unwrap_or(-1),
+        )?;
+        counter(
+            &mut enc,
+            "pharos_leader_fenced_writes",
+            "Leader-only job writes refused by their fence: this process no longer led under the generation the job began with",
+            l.refused_writes(),
+        )?;
         let age = (self.cp.now() - self.cp.published_at()).max(0);
         gauge(
             &mut enc,

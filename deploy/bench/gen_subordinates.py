@@ -4,6 +4,7 @@ million (batched inserts / COPY, not the Admin API one by one).
 
     gen_subordinates.py N sqlite PATH
     gen_subordinates.py N postgres DSN      (needs psql)
+    gen_subordinates.py N mysql DSN         (MariaDB/MySQL, needs the mysql client)
 
 Subordinate i is https://sub{i:07d}.example.org with one P-256 key (kid k{i}); odd ones are
 registered as openid_provider, even ones as openid_relying_party, and every 100th also as
@@ -89,12 +90,55 @@ def load_postgres(n, dsn, now):
         sys.exit("psql failed")
 
 
+def load_mysql(n, dsn, now):
+    from urllib.parse import urlparse
+    u = urlparse(dsn)
+    args = ["mysql", "-h", u.hostname or "127.0.0.1", "-P", str(u.port or 3306),
+            "-u", u.username or "root"]
+    if u.password:
+        args.append(f"-p{u.password}")
+    args.append(u.path.lstrip("/"))
+    script = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    w = script.stdin.write
+
+    def lit(v):
+        if v is None:
+            return "NULL"
+        if isinstance(v, int):
+            return str(v)
+        return "'" + v.replace("\\", "\\\\").replace("'", "''") + "'"
+
+    w("SET autocommit = 0;\n")
+    subs, types = [], []
+
+    def flush():
+        if subs:
+            w("INSERT INTO subordinates (id, entity_id, description, status, jwks, metadata, "
+              "created_at, updated_at) VALUES " + ",".join(subs) + ";\n")
+            w("INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES "
+              + ",".join(types) + ";\n")
+        subs.clear()
+        types.clear()
+
+    for row, ts in rows(n, now):
+        subs.append("(" + ",".join(lit(v) for v in row) + ")")
+        types.extend(f"({row[0]},{lit(t)})" for t in ts)
+        if len(subs) >= 2_000:
+            flush()
+    flush()
+    w("COMMIT;\n")
+    script.stdin.close()
+    if script.wait() != 0:
+        sys.exit("mysql failed")
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[2] not in ("sqlite", "postgres"):
+    if len(sys.argv) != 4 or sys.argv[2] not in ("sqlite", "postgres", "mysql"):
         sys.exit(__doc__)
     n, kind, target = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     t0 = time.time()
-    (load_sqlite if kind == "sqlite" else load_postgres)(n, target, int(t0))
+    load = {"sqlite": load_sqlite, "postgres": load_postgres, "mysql": load_mysql}[kind]
+    load(n, target, int(t0))
     print(f"{time.time() - t0:.1f}")
 
 

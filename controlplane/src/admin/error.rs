@@ -95,6 +95,9 @@ impl From<crate::Error> for ApiError {
             E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
             E::Unauthorized(m) => Self::Unauthorized(m),
             E::Shared(s) => s.into(),
+            // Leader-only work never answers a request; if one ever did, another replica
+            // leads now and a retry is right.
+            E::Fenced(m) => Self::Unavailable(m),
             // Another writer holds SQLite's lock past the busy timeout: retry, but the
             // database is not down (no breaker).
             e if e.is_busy() => {

@@ -24,6 +24,7 @@ use super::walk::{Limits, walk};
 use crate::control_plane::{ControlPlane, Write};
 use crate::db;
 use crate::error::Result;
+use crate::leadership::Fence;
 
 /// Walks at once when `concurrency_limit` is not set.
 pub const DEFAULT_CONCURRENCY: usize = 8;
@@ -143,17 +144,25 @@ async fn collect_and_store(
     ta: &str,
     limits: &Limits,
 ) -> Result<()> {
+    // Taken before the walk: a leader deposed during it stores nothing.
+    let fence = cp.fence();
     let spec = anchor_spec(&cp.snapshot(), ta);
     let walked = walk(fetcher, &spec, limits, cp.now())
         .await
         .map_err(crate::error::Error::Internal)?;
     tracing::info!(trust_anchor = %ta, entities = walked.entities.len(), skipped = walked.skipped, bytes = walked.bytes, stopped_at = ?walked.stopped, "entity collection finished");
-    store(cp, ta, walked.entities).await
+    store(cp, ta, walked.entities, &fence).await
 }
 
 /// Commits `entities` as `ta`'s collection, now: only new, changed and removed Entities touch
-/// the database; the collection is published when the write commits.
-pub async fn store(cp: &ControlPlane, ta: &str, entities: Vec<EntityInfo>) -> Result<()> {
+/// the database; the collection is published when the write commits, unless `fence` (the
+/// leader's token when the walk began) no longer holds.
+pub async fn store(
+    cp: &ControlPlane,
+    ta: &str,
+    entities: Vec<EntityInfo>,
+    fence: &Fence,
+) -> Result<()> {
     let mut w: Write<'_> = cp.write(None).await;
     let now = cp.now();
     // Read under the writer lock: the stored collection this write changes.
@@ -186,5 +195,6 @@ pub async fn store(cp: &ControlPlane, ta: &str, entities: Vec<EntityInfo>) -> Re
     let db = cp.db.clone();
     db::collections::save(&db, w.tx().await?, ta, now, &removed, &upserted).await?;
     w.touch_collection(ta);
+    fence.check(w.tx().await?).await?;
     w.commit().await
 }

@@ -265,14 +265,20 @@ async fn record_jti(cp: &ControlPlane, jti: &str, expires_at: i64) -> Result<boo
         })
 }
 
-/// Deletes expired `jti` records every `interval` (db replay store only).
+/// Deletes expired `jti` records every `interval` (db replay store only), leader-run: a write
+/// (not just one statement on the pool) so that its fence refuses a deposed leader's delete.
 pub fn spawn_jti_cleanup(
     cp: Arc<ControlPlane>,
     interval: Duration,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     spawn_periodic_cleanup(cp, interval, stop, "expired jti records", |cp| async move {
-        db::jti::cleanup(&cp.db, cp.now()).await
+        let fence = cp.fence();
+        let mut w = cp.write(None).await;
+        let n = db::jti::cleanup(&cp.db, w.tx().await?, cp.now()).await?;
+        fence.check(w.tx().await?).await?;
+        w.commit().await?;
+        Ok(n)
     })
 }
 

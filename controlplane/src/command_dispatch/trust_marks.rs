@@ -239,6 +239,8 @@ pub const PRUNE_EVERY: Duration = Duration::from_secs(600);
 /// Deletes the issued marks expired at the control plane's `now` from the database and the
 /// snapshot, a batch per write; returns how many. Leader-run ([`spawn_prune`]).
 pub async fn prune_expired(cp: &ControlPlane) -> crate::Result<usize> {
+    // A deposed leader's prune is refused (see `crate::leadership::Fence`).
+    let fence = cp.fence();
     let mut total = 0;
     loop {
         let now = cp.now();
@@ -256,6 +258,7 @@ pub async fn prune_expired(cp: &ControlPlane) -> crate::Result<usize> {
                 deleted += 1;
             }
         }
+        fence.check(w.tx().await?).await?;
         w.commit().await?;
         total += deleted;
         if !full || deleted == 0 {

@@ -21,11 +21,12 @@ pub async fn record(db: &Db, jti: &str, expires_at: i64, now: i64) -> Result<boo
     }
 }
 
-/// Deletes records that expired before `now`; returns how many.
-pub async fn cleanup(db: &Db, now: i64) -> Result<u64> {
+/// Deletes records that expired before `now`, in the caller's transaction `c`; returns how
+/// many.
+pub async fn cleanup(db: &Db, c: &mut sqlx::AnyConnection, now: i64) -> Result<u64> {
     let r = sqlx::query(db.sql("DELETE FROM jtis_used WHERE expires_at < ?"))
         .bind(now)
-        .execute(&db.pool)
+        .execute(c)
         .await?;
     Ok(r.rows_affected())
 }

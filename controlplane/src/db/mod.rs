@@ -258,6 +258,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../migrations/postgres/0015_issued_mark_reuse.sql"),
         ],
     ),
+    (
+        16,
+        "leadership",
+        [
+            include_str!("../../../migrations/sqlite/0016_leadership.sql"),
+            include_str!("../../../migrations/mysql/0016_leadership.sql"),
+            include_str!("../../../migrations/postgres/0016_leadership.sql"),
+        ],
+    ),
 ];
 
 impl Db {

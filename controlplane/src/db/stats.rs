@@ -5,12 +5,17 @@
 //! and recomputable aggregates that nothing in the snapshot depends on, batched on the pool's
 //! own connections so they never hold the writer lock (named as an exception in
 //! `control_plane/tests.rs`). Reads for the Admin API and the CLI live in `crate::stats::query`.
+//!
+//! The leader's jobs here (conversion, aggregation, purge) each change what they read in one
+//! transaction, with the rows read locked (`FOR UPDATE`; SQLite's writer is alone anyway), and
+//! check the leader's fence before committing, so two replicas never both rewrite a batch.
 
 use futures_util::TryStreamExt as _;
 use sqlx::Row as _;
 
-use super::Db;
+use super::{Db, Dialect};
 use crate::error::Result;
+use crate::leadership::Fence;
 use crate::stats::batch::{self, Batch};
 
 /// One request record as stored.
@@ -144,20 +149,25 @@ pub async fn count_requests(db: &Db) -> Result<i64> {
 }
 
 /// Moves the rows a version before batches left in `stats_requests` into batches, 8,192 at a
-/// time, each move one transaction (the batch is inserted and its rows deleted together, so a
-/// crash or a second instance doing the same never duplicates or loses a record). Returns how
-/// many records were moved.
-pub async fn convert_legacy_rows(db: &Db) -> Result<u64> {
+/// time, each move one transaction: the rows are read locked, the batch is inserted and
+/// exactly those rows deleted together, so a crash or a second instance doing the same never
+/// duplicates or loses a record; `fence` refuses a deposed leader's move. Returns how many
+/// records were moved.
+pub async fn convert_legacy_rows(db: &Db, fence: &Fence) -> Result<u64> {
     const CHUNK: i64 = 8192;
     let mut moved = 0;
     loop {
         let mut tx = db.begin().await?;
-        let sql = db.sql(
+        let sql = format!(
             "SELECT id, ts, endpoint, method, status_code, duration_us, client_ip, \
              country_code, user_agent, client_entity_id, query_params, request_size, \
-             response_size, error_type FROM stats_requests ORDER BY id LIMIT ?",
+             response_size, error_type FROM stats_requests ORDER BY id LIMIT ?{}",
+            for_update(db)
         );
-        let found = sqlx::query(sql).bind(CHUNK).fetch_all(&mut *tx).await?;
+        let found = sqlx::query(db.sql_built(sql))
+            .bind(CHUNK)
+            .fetch_all(&mut *tx)
+            .await?;
         let Some(last) = found.last() else {
             tx.rollback().await?;
             return Ok(moved);
@@ -184,10 +194,18 @@ pub async fn convert_legacy_rows(db: &Db) -> Result<u64> {
         if let Some(batch) = batch::encode(&rows) {
             insert_batch(db, &batch, &mut *tx).await?;
         }
-        sqlx::query(db.sql("DELETE FROM stats_requests WHERE id <= ?"))
+        let deleted = sqlx::query(db.sql("DELETE FROM stats_requests WHERE id <= ?"))
             .bind(last_id)
             .execute(&mut *tx)
-            .await?;
+            .await?
+            .rows_affected();
+        if deleted != rows.len() as u64 {
+            // Rows appeared below the last one read (nothing writes this table any more):
+            // moving them unread would lose them. Roll back; the next round reads them.
+            tx.rollback().await?;
+            continue;
+        }
+        fence.check(&mut tx).await?;
         tx.commit().await?;
         moved += rows.len() as u64;
     }
@@ -232,12 +250,12 @@ pub struct DailyRow {
     pub top_params: String,
 }
 
-/// Replaces the aggregates of `day` with `rows`. Two statements without a transaction: a crash
-/// between them leaves the day without aggregates, which the start-up backfill recomputes.
-pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow]) -> Result<()> {
+/// Replaces the aggregates of `day` with `rows`, in one transaction that `fence` must pass.
+pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow], fence: &Fence) -> Result<()> {
+    let mut tx = db.begin().await?;
     sqlx::query(db.sql("DELETE FROM stats_daily WHERE day = ?"))
         .bind(day)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
     for chunk in rows.chunks(BATCH) {
         let mut sql = "INSERT INTO stats_daily (day, endpoint, status_code, request_count, \
@@ -269,29 +287,56 @@ pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow]) -> Result<()> {
                 .bind(r.top_clients.clone())
                 .bind(r.top_params.clone());
         }
-        q.execute(&db.pool).await?;
+        q.execute(&mut *tx).await?;
     }
+    fence.check(&mut tx).await?;
+    tx.commit().await?;
     Ok(())
 }
 
 /// Deletes request records older than `before` (Unix seconds); returns how many. Batches
 /// wholly before it are deleted; the few that straddle it are rewritten without their older
-/// records, each in its own transaction.
-pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
-    let whole = records_wholly_before(db, before).await?;
+/// records. One transaction whose reads lock the rows they read, checked by `fence`: two
+/// purges (a deposed leader's and the new one's) cannot both rewrite a straddling batch.
+pub async fn purge_requests(db: &Db, before: i64, fence: &Fence) -> Result<u64> {
+    let mut tx = db.begin().await?;
+    let sql = format!(
+        "SELECT records FROM stats_batches WHERE ts_last < ?{}",
+        for_update(db)
+    );
+    let whole: i64 = sqlx::query(db.sql_built(sql))
+        .bind(before)
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| r.try_get::<i64, _>(0))
+        .sum::<std::result::Result<i64, _>>()?;
     sqlx::query(db.sql("DELETE FROM stats_batches WHERE ts_last < ?"))
         .bind(before)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
     let mut purged = u64::try_from(whole).unwrap_or(0);
-    for (id, b) in straddling(db, before).await? {
+    let sql = format!(
+        "SELECT id, body FROM stats_batches WHERE ts_first < ? AND ts_last >= ?{}",
+        for_update(db)
+    );
+    let rows = sqlx::query(db.sql_built(sql))
+        .bind(before)
+        .bind(before)
+        .fetch_all(&mut *tx)
+        .await?;
+    for r in rows {
+        let id: i64 = r.try_get(0)?;
+        // Unreadable batches are left alone.
+        let Ok(b) = Batch::decode(&r.try_get::<String, _>(1)?) else {
+            continue;
+        };
         let kept: Vec<RequestRow> = b
             .iter()
             .filter(|r| r.ts >= before)
             .map(|r| r.to_row())
             .collect();
         purged += (b.len() - kept.len()) as u64;
-        let mut tx = db.begin().await?;
         sqlx::query(db.sql("DELETE FROM stats_batches WHERE id = ?"))
             .bind(id)
             .execute(&mut *tx)
@@ -299,9 +344,19 @@ pub async fn purge_requests(db: &Db, before: i64) -> Result<u64> {
         if let Some(batch) = batch::encode(&kept) {
             insert_batch(db, &batch, &mut *tx).await?;
         }
-        tx.commit().await?;
     }
+    fence.check(&mut tx).await?;
+    tx.commit().await?;
     Ok(purged)
+}
+
+/// ` FOR UPDATE` where the dialect has it: a read that decides a write locks what it read.
+/// SQLite has none and needs none (`BEGIN IMMEDIATE` makes the transaction the one writer).
+fn for_update(db: &Db) -> &'static str {
+    match db.dialect {
+        Dialect::Sqlite => "",
+        _ => " FOR UPDATE",
+    }
 }
 
 /// Records in batches wholly before `before`.
@@ -336,12 +391,16 @@ async fn straddling(db: &Db, before: i64) -> Result<Vec<(i64, Batch)>> {
     Ok(out)
 }
 
-/// Deletes aggregates of days before `before`; returns how many rows.
-pub async fn purge_daily(db: &Db, before: i64) -> Result<u64> {
+/// Deletes aggregates of days before `before`; returns how many rows. One statement in a
+/// transaction that `fence` must pass.
+pub async fn purge_daily(db: &Db, before: i64, fence: &Fence) -> Result<u64> {
+    let mut tx = db.begin().await?;
     let r = sqlx::query(db.sql("DELETE FROM stats_daily WHERE day < ?"))
         .bind(before)
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await?;
+    fence.check(&mut tx).await?;
+    tx.commit().await?;
     Ok(r.rows_affected())
 }
 

@@ -15,6 +15,7 @@ use crate::control_plane::{ControlPlane, Section};
 use crate::db::keys::{API, FEDERATION, KeyRow};
 use crate::db::{self, settings};
 use crate::error::{Error, Result};
+use crate::leadership::Fence;
 
 /// Longest sleep of the background task: it re-plans at least this often, in case the clock
 /// jumped or the database was changed behind our back.
@@ -28,6 +29,13 @@ impl ControlPlane {
     /// the set of published, historical or signing keys changed. Returns the next instant at
     /// which it must run again.
     pub async fn rotate_keys(&self, now: i64) -> Result<Option<i64>> {
+        self.rotate_keys_fenced(now, &Fence::any_replica()).await
+    }
+
+    /// [`Self::rotate_keys`] as the leader's key task runs it: the write is refused when
+    /// `fence` (taken before the schedule was read) no longer holds, so a deposed leader
+    /// cannot announce or retire a key after another replica took over the schedule.
+    pub async fn rotate_keys_fenced(&self, now: i64, fence: &Fence) -> Result<Option<i64>> {
         let mut w = self.write(None).await;
         let tx = w.tx().await?;
         let pending = pending_alg(&self.db).await?;
@@ -63,6 +71,7 @@ impl ControlPlane {
         }
         // Republished only when what is signed with or published changed.
         w.touch(Section::Keys);
+        fence.check(w.tx().await?).await?;
         w.commit().await?;
         let rows = db::keys::list(&self.db).await?;
         let api = planner::next_transition(&plan_keys(&rows, Some(API)), now);
@@ -191,7 +200,7 @@ impl ControlPlane {
         tokio::spawn(async move {
             loop {
                 let now = cp.now();
-                let next = match cp.rotate_keys(now).await {
+                let next = match cp.rotate_keys_fenced(now, &cp.fence()).await {
                     Ok(n) => n,
                     Err(e) => {
                         tracing::error!(error = %e, "key rotation failed; retrying in a minute");

@@ -14,6 +14,7 @@ use pharos_shared::refresh::{anchor_interval, kids};
 use super::{PollError, Polled, Refreshers};
 use crate::control_plane::Section;
 use crate::db::trust_anchors::{self, TrustAnchorWrite};
+use crate::leadership::Fence;
 
 /// The settings an anchor is polled with; a change restarts its schedule entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +36,10 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         }
     }
 
-    pub(super) async fn poll_due_anchors(self: &Arc<Self>, now: i64) {
+    pub(super) async fn poll_due_anchors(self: &Arc<Self>, now: i64, fence: &Fence) {
         let due = self.anchors.lock().await.due(now);
         for (id, settings) in due {
-            let result = self.poll_anchor(&id, now).await;
+            let result = self.poll_anchor_fenced(&id, now, fence).await;
             let mut s = self.anchors.lock().await;
             match result {
                 Ok(p) => {
@@ -56,6 +57,16 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 
     /// Fetches anchor `id`'s configuration and stores its keys if their `kid`s changed.
     pub async fn poll_anchor(&self, id: &str, now: i64) -> Result<Polled, PollError> {
+        self.poll_anchor_fenced(id, now, &self.cp.fence()).await
+    }
+
+    /// [`Self::poll_anchor`] under the leader's `fence`: a deposed leader stores nothing.
+    async fn poll_anchor_fenced(
+        &self,
+        id: &str,
+        now: i64,
+        fence: &Fence,
+    ) -> Result<Polled, PollError> {
         // Read before fetching: a configuration fetched before a change of the stored keys
         // (another poll, an administrator) must be judged against what was stored then.
         let stored = trust_anchors::get(&self.cp.db, id)
@@ -97,6 +108,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             };
             trust_anchors::update(&self.cp.db, tx, row.id, &update, now).await?;
             w.touch(Section::TrustAnchors);
+            fence.check(w.tx().await?).await?;
             w.commit().await?;
             tracing::info!(anchor = %id, kids = ?kids(&fetched.jwks), "trust anchor keys updated");
         }

@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::{MAX_SLEEP, PollError, Refreshers};
 use crate::control_plane::{ControlPlane, Section};
 use crate::db::published_marks::{self as repo, PublishedRow};
+use crate::leadership::Fence;
 
 /// The configuration a held mark is renewed with. An administrator's change restarts the
 /// row's entry (due at once); its JWT is deliberately not part of it, so that storing a
@@ -63,7 +64,7 @@ pub fn renews(row: &PublishedRow) -> bool {
 impl<F: Fetcher + 'static> Refreshers<F> {
     /// Syncs the held marks' schedule with the table and renews every mark due at `now`.
     /// Sequential: an entity holds a handful of marks, and each fetch takes a shared slot.
-    pub(super) async fn tick_held_marks(&self, now: i64) {
+    pub(super) async fn tick_held_marks(&self, now: i64, fence: &Fence) {
         let rows = match repo::all(&self.cp.db).await {
             Ok(r) => r,
             Err(e) => {
@@ -83,7 +84,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             let Some(row) = rows.iter().find(|r| r.trust_mark_type == tm_type) else {
                 continue;
             };
-            let outcome = self.renew_if_due(row, now).await;
+            let outcome = self.renew_if_due(row, now, fence).await;
             let mut s = self.held_marks.lock().await;
             match outcome {
                 Ok(next) => s.succeeded(&tm_type, &settings, now, next - now),
@@ -100,7 +101,12 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     }
 
     /// Renews `row`'s mark if it is due at `now`; returns when to look at the row next.
-    async fn renew_if_due(&self, row: &PublishedRow, now: i64) -> Result<i64, PollError> {
+    async fn renew_if_due(
+        &self,
+        row: &PublishedRow,
+        now: i64,
+        fence: &Fence,
+    ) -> Result<i64, PollError> {
         let us = self.cp.settings.entity_id.as_str();
         let idle = now + MAX_SLEEP;
         if !renews(row) {
@@ -118,7 +124,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             None => return Ok(idle),
             Some(at) if at > now => {
                 if external && let Some(jwt) = row.trust_mark.as_deref() {
-                    self.check_status(row, jwt, now).await?;
+                    self.check_status(row, jwt, now, fence).await?;
                     return Ok(at.min(idle).min(status_at));
                 }
                 return Ok(at.min(idle));
@@ -126,7 +132,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
             Some(_) => {}
         }
         let jwt = self.obtain(row, now).await?;
-        let fresh = self.store(row, &jwt, now).await?;
+        let fresh = self.store(row, &jwt, now, fence).await?;
         let next = holder::renewal_at(Some(&fresh), row.refresh_grace_period).unwrap_or(idle);
         let next = if external { next.min(status_at) } else { next };
         Ok(next.min(idle).max(now + row.refresh_rate_limit.max(1)))
@@ -138,7 +144,13 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     /// Configuration at once (the row stays: the mark is obtained again if the issuer issues
     /// it again). An issuer that cannot be asked, or answers what cannot be understood, leaves
     /// the mark as it is.
-    async fn check_status(&self, row: &PublishedRow, jwt: &str, now: i64) -> Result<(), PollError> {
+    async fn check_status(
+        &self,
+        row: &PublishedRow,
+        jwt: &str,
+        now: i64,
+        fence: &Fence,
+    ) -> Result<(), PollError> {
         let Some(issuer) = row.trust_mark_issuer.as_deref() else {
             return Ok(());
         };
@@ -179,6 +191,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let tx = w.tx().await?;
         repo::clear_mark(&self.cp.db, tx, row.id).await?;
         w.touch(Section::TrustMarks);
+        fence.check(w.tx().await?).await?;
         w.commit().await?;
         tracing::warn!(trust_mark_type = %row.trust_mark_type, %issuer, %status,
             "held trust mark withdrawn by its issuer; no longer published");
@@ -235,7 +248,13 @@ impl<F: Fetcher + 'static> Refreshers<F> {
 
     /// Stores `jwt` as `row`'s mark, unless an administrator changed or removed the row
     /// while it was obtained (their change wins; the entry restarts at the next tick).
-    async fn store(&self, row: &PublishedRow, jwt: &str, now: i64) -> Result<HeldMark, PollError> {
+    async fn store(
+        &self,
+        row: &PublishedRow,
+        jwt: &str,
+        now: i64,
+        fence: &Fence,
+    ) -> Result<HeldMark, PollError> {
         let us = self.cp.settings.entity_id.as_str();
         let held = holder::check(jwt, us, &row.trust_mark_type, None, now, 0)
             .map_err(PollError::Invalid)?;
@@ -259,6 +278,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let tx = w.tx().await?;
         repo::set_mark(&self.cp.db, tx, row.id, jwt).await?;
         w.touch(Section::TrustMarks);
+        fence.check(w.tx().await?).await?;
         w.commit().await?;
         tracing::info!(trust_mark_type = %row.trust_mark_type, iat = held.iat, exp = ?held.exp,
             "held trust mark renewed");

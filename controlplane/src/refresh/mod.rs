@@ -186,9 +186,11 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         if let Err(e) = self.sync(now).await {
             tracing::error!(error = %e, "cannot read what to poll; retrying later");
         }
-        self.poll_due_anchors(now).await;
-        self.poll_due_subordinates(now).await;
-        self.tick_held_marks(now).await;
+        // Leader-only work: every write of this tick is fenced by the term it began in.
+        let fence = self.cp.fence();
+        self.poll_due_anchors(now, &fence).await;
+        self.poll_due_subordinates(now, &fence).await;
+        self.tick_held_marks(now, &fence).await;
     }
 
     async fn sync(&self, now: i64) -> crate::error::Result<()> {

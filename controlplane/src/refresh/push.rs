@@ -81,7 +81,8 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 }
             })?;
         let row = known(row)?;
-        let changed = match self.refresh_holding(slot, sub, now, actor).await {
+        let any = crate::leadership::Fence::any_replica();
+        let changed = match self.refresh_holding(slot, sub, now, actor, &any).await {
             Ok(p) => p.changed,
             Err(PollError::Fetch(m)) => return Err(TriggerError::FetchFailed(m)),
             Err(PollError::Signature(m)) => return Err(TriggerError::BadSignature(m)),

@@ -16,6 +16,7 @@ use super::{FetchPermit, PollError, Polled, Refreshers};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
 use crate::db::{self};
 use crate::error::Result;
+use crate::leadership::Fence;
 
 /// The settings a subordinate is polled with; a change restarts its schedule entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +63,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         Ok(())
     }
 
-    pub(super) async fn poll_due_subordinates(self: &Arc<Self>, now: i64) {
+    pub(super) async fn poll_due_subordinates(self: &Arc<Self>, now: i64, fence: &Fence) {
         let due = self.subordinates.lock().await.due(now);
         let mut set = tokio::task::JoinSet::new();
         for (id, settings) in due {
@@ -76,8 +77,9 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 }
             };
             let me = self.clone();
+            let fence = fence.clone();
             set.spawn(async move {
-                let r = me.refresh_holding(&slot, &id, now, None).await;
+                let r = me.refresh_holding(&slot, &id, now, None, &fence).await;
                 drop(slot);
                 let mut s = me.subordinates.lock().await;
                 match r.and_then(|p| p.exp.map(|e| (p, e)).ok_or(no_exp())) {
@@ -104,18 +106,22 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         actor: Option<&str>,
     ) -> std::result::Result<Polled, PollError> {
         let slot = self.fetch_permit().await?;
-        self.refresh_holding(&slot, id, now, actor).await
+        self.refresh_holding(&slot, id, now, actor, &Fence::any_replica())
+            .await
     }
 
     /// Fetches subordinate `id`'s configuration, verifies it with the stored keys (or seeds
     /// them when none are stored) and stores the new keys if their `kid`s changed, recording
     /// `jwks_refreshed`. A configuration without `exp` is refused before anything is stored.
+    /// The leader's polls pass their `fence` (a deposed leader stores nothing); a trigger or
+    /// a push, which any replica answers, passes [`Fence::any_replica`].
     pub async fn refresh_holding(
         &self,
         _slot: &FetchPermit,
         id: &str,
         now: i64,
         actor: Option<&str>,
+        fence: &Fence,
     ) -> std::result::Result<Polled, PollError> {
         let before = self.row(id).await?.jwks;
         let jws = self
@@ -157,6 +163,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         w.subordinate_event(row.id, &row.status, "jwks_refreshed", Some(message))
             .await?;
         w.touch_subordinate(id);
+        fence.check(w.tx().await?).await?;
         w.commit().await?;
         Ok(Polled {
             changed: true,

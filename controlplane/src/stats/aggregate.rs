@@ -17,6 +17,7 @@ use crate::control_plane::ControlPlane;
 use crate::db::Db;
 use crate::db::stats::{self, DailyRow};
 use crate::error::Result;
+use crate::leadership::Fence;
 
 const DAY: i64 = 86_400;
 /// Run time after midnight UTC.
@@ -46,7 +47,8 @@ struct Group {
 }
 
 /// Computes and stores the aggregates of the day starting at `day`; returns the row count.
-pub async fn aggregate_day(db: &Db, day: i64) -> Result<usize> {
+/// `fence`: the leader's token (the CLI, offline, passes `Fence::any_replica()`).
+pub async fn aggregate_day(db: &Db, day: i64, fence: &Fence) -> Result<usize> {
     let (from, to) = (day, day + DAY);
     let mut groups: HashMap<(String, i64), Group> = HashMap::new();
     stats::for_each_batch(db, from, to - 1, |b| {
@@ -88,7 +90,7 @@ pub async fn aggregate_day(db: &Db, day: i64) -> Result<usize> {
         })
         .collect();
     rows.sort_by(|a, b| (&a.endpoint, a.status_code).cmp(&(&b.endpoint, b.status_code)));
-    stats::replace_day(db, day, &rows).await?;
+    stats::replace_day(db, day, &rows, fence).await?;
     Ok(rows.len())
 }
 
@@ -102,24 +104,34 @@ pub fn purge_bounds(now: i64, retention: &StatsRetention) -> (i64, i64) {
 }
 
 /// Deletes what is past retention at `now`; returns (records, aggregate rows) deleted.
-pub async fn purge(db: &Db, now: i64, retention: &StatsRetention) -> Result<(u64, u64)> {
+pub async fn purge(
+    db: &Db,
+    now: i64,
+    retention: &StatsRetention,
+    fence: &Fence,
+) -> Result<(u64, u64)> {
     let (requests, daily) = purge_bounds(now, retention);
     Ok((
-        stats::purge_requests(db, requests).await?,
-        stats::purge_daily(db, daily).await?,
+        stats::purge_requests(db, requests, fence).await?,
+        stats::purge_daily(db, daily, fence).await?,
     ))
 }
 
 /// Aggregates every day within detailed retention before today that has records and no
 /// aggregates; returns the days done.
-pub async fn backfill(db: &Db, now: i64, retention: &StatsRetention) -> Result<Vec<i64>> {
+pub async fn backfill(
+    db: &Db,
+    now: i64,
+    retention: &StatsRetention,
+    fence: &Fence,
+) -> Result<Vec<i64>> {
     let today = day_start(now);
     let from = today - i64::from(retention.detailed_days) * DAY;
     let done = stats::aggregated_days(db, from, today).await?;
     let mut filled = Vec::new();
     for day in stats::recorded_days(db, from, today).await? {
         if !done.contains(&day) {
-            aggregate_day(db, day).await?;
+            aggregate_day(db, day, fence).await?;
             filled.push(day);
         }
     }
@@ -154,14 +166,20 @@ impl Aggregator {
     /// (yesterday's aggregates and the purge) once `now` has passed 02:00 UTC. A failed run
     /// is retried at the next tick.
     pub async fn tick(&self, now: i64) -> Result<()> {
+        self.tick_fenced(now, &Fence::any_replica()).await
+    }
+
+    /// [`Self::tick`] as the leader's task runs it: every write is refused once `fence` no
+    /// longer holds.
+    pub async fn tick_fenced(&self, now: i64, fence: &Fence) -> Result<()> {
         let mut next = self.next.lock().await;
         match *next {
             None => {
-                let moved = stats::convert_legacy_rows(&self.db).await?;
+                let moved = stats::convert_legacy_rows(&self.db, fence).await?;
                 if moved > 0 {
                     tracing::info!(records = moved, "statistics records moved into batches");
                 }
-                let filled = backfill(&self.db, now, &self.retention).await?;
+                let filled = backfill(&self.db, now, &self.retention, fence).await?;
                 if !filled.is_empty() {
                     tracing::info!(days = filled.len(), "statistics aggregates backfilled");
                 }
@@ -169,8 +187,8 @@ impl Aggregator {
             }
             Some(at) if now >= at => {
                 let yesterday = day_start(now) - DAY;
-                aggregate_day(&self.db, yesterday).await?;
-                let (records, aggregates) = purge(&self.db, now, &self.retention).await?;
+                aggregate_day(&self.db, yesterday, fence).await?;
+                let (records, aggregates) = purge(&self.db, now, &self.retention, fence).await?;
                 tracing::info!(records, aggregates, "statistics aggregated and purged");
                 *next = Some(next_run(now));
             }
@@ -190,7 +208,7 @@ impl Aggregator {
         tokio::spawn(async move {
             loop {
                 let now = cp.now();
-                let wait = match me.tick(now).await {
+                let wait = match me.tick_fenced(now, &cp.fence()).await {
                     Ok(()) => me
                         .next()
                         .await

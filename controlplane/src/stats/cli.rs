@@ -15,6 +15,7 @@ use super::params::{self, Bound, Query};
 use super::query::{Count, Top};
 use super::{aggregate, report};
 use crate::db::Db;
+use crate::leadership::Fence;
 
 /// Exit status for bad arguments (EX_USAGE).
 pub const EXIT_USAGE: u8 = 64;
@@ -178,7 +179,7 @@ pub fn run(settings: &Settings, args: StatsArgs, now: i64) -> ExitCode {
                     let (x, y) = crate::db::stats::count_purgeable(&db, a, b).await?;
                     (x.max(0) as u64, y.max(0) as u64)
                 } else {
-                    aggregate::purge(&db, now, r).await?
+                    aggregate::purge(&db, now, r, &Fence::any_replica()).await?
                 };
                 let verb = if dry_run { "would delete" } else { "deleted" };
                 sink.line(&format!(
@@ -187,7 +188,7 @@ pub fn run(settings: &Settings, args: StatsArgs, now: i64) -> ExitCode {
             }
             StatsAction::Aggregate { .. } => {
                 let bar = spinner(&format!("aggregating {}", params::date(day)));
-                let rows = aggregate::aggregate_day(&db, day).await?;
+                let rows = aggregate::aggregate_day(&db, day, &Fence::any_replica()).await?;
                 if let Some(b) = bar {
                     b.finish_and_clear();
                 }

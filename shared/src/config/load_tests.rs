@@ -406,10 +406,10 @@ fn cluster_is_refused_on_sqlite_and_with_the_cache_replay_store() {
     let d = ClusterSettings::default();
     assert_eq!(
         (
-            d.poll_interval.get().as_secs(),
+            d.poll_interval.get().as_millis(),
             d.leader_lease.get().as_secs()
         ),
-        (1, 10)
+        (50, 10)
     );
 }
 
