@@ -31,6 +31,8 @@ pub(super) struct GroupCommit {
     queue: Mutex<Queue>,
     wake: Notify,
     done: watch::Sender<Synced>,
+    /// How many fsyncs were made (tests check that writes share them).
+    syncs: std::sync::atomic::AtomicU64,
 }
 
 /// Commits numbered 1, 2, … in commit order; `changes` merges those after `taken`.
@@ -86,7 +88,14 @@ impl GroupCommit {
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
             done: watch::Sender::new(Synced::default()),
+            syncs: Default::default(),
         }
+    }
+
+    /// How many fsyncs of the WAL were made.
+    #[cfg(test)]
+    pub(super) fn syncs(&self) -> u64 {
+        self.syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, Queue> {
@@ -144,6 +153,7 @@ pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
         loop {
             while let Some((target, changes)) = gc.take(state.through) {
                 let wal = gc.wal.clone();
+                gc.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let ok = match tokio::task::spawn_blocking(move || wal.sync()).await {
                     Ok(Ok(())) => true,
                     Ok(Err(e)) => {
@@ -205,6 +215,7 @@ mod tests {
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
             done: watch::Sender::new(Synced::default()),
+            syncs: Default::default(),
         };
         assert!(gc.take(0).is_none());
         let mut a = Changes::default();

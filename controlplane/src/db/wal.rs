@@ -45,9 +45,10 @@ impl Wal {
     /// opens the federation writer's connection. `None` for an in-memory database, which has
     /// no WAL (and nothing to make durable).
     pub(super) async fn open(url: &str, pool: &AnyPool) -> Result<Option<Self>, sqlx::Error> {
-        let file: String = sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
-            .fetch_one(pool)
-            .await?;
+        let file: String =
+            sqlx::query_scalar("SELECT file FROM pragma_database_list WHERE name = 'main'")
+                .fetch_one(pool)
+                .await?;
         if file.is_empty() {
             return Ok(None);
         }
