@@ -63,7 +63,7 @@ async fn concurrent_admin_writes_are_all_acknowledged_published_and_stored_after
         let (s, list) = p.admin(Method::GET, "/subordinates", None).await;
         assert_eq!(s, 200, "{list}");
         let listed = list.to_string();
-        for w in 0..WRITERS {
+        for (w, name) in names.iter().enumerate() {
             for r in 0..ROUNDS {
                 let id = format!("https://w{w}-{r}.example");
                 assert!(listed.contains(&id), "{b:?}: {id} lost after restart");
@@ -73,7 +73,7 @@ async fn concurrent_admin_writes_are_all_acknowledged_published_and_stored_after
                 .admin(Method::GET, &format!("/subordinates/{edit}/metadata"), None)
                 .await;
             assert_eq!(s, 200, "{md}");
-            let name = names[w].clone().unwrap();
+            let name = name.clone().unwrap();
             assert_eq!(md["openid_relying_party"]["client_name"], name, "{b:?}");
             // ROUNDS is even: the last acknowledged status is `active`.
             let (s, sub) = p

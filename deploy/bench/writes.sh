@@ -11,7 +11,7 @@
 # (a loop of 4 KB write + fdatasync, as SQLite syncs): one commit costs at least one of those
 # without group commit.
 #
-# Usage: deploy/bench/writes.sh [--no-append]   (appends to BENCHMARKS.md, "Writes (issue 33)")
+# Usage: deploy/bench/writes.sh [--no-append]   (appends to BENCHMARKS.md, "Writes on SQLite (issue 33)")
 # Environment: WRITERS (8), WRITES_SECONDS (20), BENCH_BIN, CARGO_TARGET_DIR.
 set -euo pipefail
 

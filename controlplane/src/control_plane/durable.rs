@@ -208,8 +208,8 @@ mod tests {
         assert!(s.outcome(2).is_some_and(|r| r.is_ok()));
     }
 
-    #[test]
-    fn commits_are_numbered_in_order_and_taken_as_one_group() {
+    #[tokio::test]
+    async fn commits_are_numbered_in_order_and_taken_as_one_group() {
         let gc = GroupCommit {
             wal: Arc::new(Wal::for_tests()),
             queue: Mutex::new(Queue::default()),
