@@ -42,6 +42,7 @@ mod enroll_request;
 mod entity_configuration;
 mod federation;
 mod fetch_list;
+mod group_commit;
 mod hostile_keys;
 mod hostile_peers;
 mod http_cache;

@@ -310,7 +310,7 @@ impl App {
         // `close` waits for every borrowed connection to come back; a task that outlived the
         // drain (a walk stuck on a hanging peer, a detached job) must not hold the shutdown
         // (or a restart on the same database) for ever: the connections go with the process.
-        let close = self.control.db.pool.close();
+        let close = self.control.db.close();
         if tokio::time::timeout(POOL_CLOSE_TIMEOUT, close)
             .await
             .is_err()

@@ -9,6 +9,7 @@
 //! Loading the snapshot from the database lives in `control_plane/load.rs`.
 
 pub mod cluster;
+mod durable;
 mod load;
 mod publish;
 mod write;
@@ -59,6 +60,9 @@ pub struct ControlPlane {
     versions: AtomicU64,
     /// Serialises writers: held from the first read that decides a write to its publication.
     write: Mutex<()>,
+    /// Group commit on an SQLite file (see `control_plane/durable.rs`); `None` elsewhere,
+    /// where each write's commit is durable by itself.
+    group: Option<Arc<durable::GroupCommit>>,
     /// Sections committed but not yet published (their reload failed).
     dirty: std::sync::Mutex<Changes>,
     /// Wakes the reconciler when `dirty` gained something.
@@ -95,7 +99,11 @@ impl ControlPlane {
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
         let leadership =
             crate::leadership::Leadership::new(&settings, db.dialect, subscription.origin);
-        Ok(Arc::new(Self {
+        let group = db
+            .wal
+            .clone()
+            .map(|w| Arc::new(durable::GroupCommit::new(w)));
+        let cp = Arc::new(Self {
             db,
             settings,
             clock,
@@ -111,6 +119,7 @@ impl ControlPlane {
             published_at: std::sync::atomic::AtomicI64::new(now),
             versions,
             write: Mutex::new(()),
+            group,
             dirty: std::sync::Mutex::new(Changes::default()),
             dirty_events: tokio::sync::Notify::new(),
             origin: subscription.origin,
@@ -119,7 +128,11 @@ impl ControlPlane {
             full_builds: AtomicU64::new(1),
             #[cfg(test)]
             failing_reloads: std::sync::atomic::AtomicU32::new(0),
-        }))
+        });
+        if let Some(g) = &cp.group {
+            durable::spawn(Arc::downgrade(&cp), g.clone());
+        }
+        Ok(cp)
     }
 
     /// The publication point the data plane reads from.
@@ -187,6 +200,14 @@ impl ControlPlane {
 
     fn next_generation(&self) -> u64 {
         self.generation.fetch_add(1, Ordering::SeqCst) + 1
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if let Some(g) = &self.group {
+            g.close();
+        }
     }
 }
 

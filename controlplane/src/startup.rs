@@ -114,7 +114,7 @@ async fn wait(
 async fn probe(url: &str) -> Result<()> {
     let db = Db::connect(url, 1).await?;
     let ok = db.ping().await;
-    db.pool.close().await;
+    db.close().await;
     if ok {
         Ok(())
     } else {

@@ -2,8 +2,10 @@
 # Soak test (issue 22): a 3-level federation on loopback (trust anchor -> intermediate -> leaf,
 # plus a resolver with the proactive resolver on), four release Pharos processes, under mixed
 # federation traffic (Entity Configurations, fetch, list, resolve with Entity Type variations)
-# for SOAK_SECONDS while a loop writes through the Admin API and the key refreshers poll
-# (subordinate JWKS every 10 s at the anchor, trust anchor keys every 10 s at the resolver).
+# for SOAK_SECONDS while SOAK_WRITERS (8) clients write through the Admin API at once, one client
+# asks the anchor for fresh trust marks (a new entitled subject each), one enrolls new entities
+# at the anchor's enroll endpoint, and the key refreshers poll (subordinate JWKS every 10 s at
+# the anchor, trust anchor keys every 10 s at the resolver).
 #
 # At the end: requests, non-2xx and 5xx answers (federation and Admin API), RSS of every process
 # at the start of the load and at its end (VmRSS from /proc, sampled every 10 s), and the
@@ -13,15 +15,16 @@
 #
 # Usage: deploy/bench/soak.sh [--no-append]
 # Environment: SOAK_SECONDS (600), SOAK_CONNECTIONS (4 per load generator, three generators),
-# CARGO_TARGET_DIR. Needs cargo, wrk, curl, sqlite3, python3 (see deploy/bench/run.sh).
+# SOAK_WRITERS (8 Admin API writers), CARGO_TARGET_DIR. Needs cargo, wrk, curl, sqlite3, python3 (see deploy/bench/run.sh).
 set -euo pipefail
 
 APPEND=1
 [ "${1:-}" = "--no-append" ] && APPEND=0
 SECONDS_TOTAL=${SOAK_SECONDS:-600}
 SCONNS=${SOAK_CONNECTIONS:-4}
+WRITERS=${SOAK_WRITERS:-8}
 
-for tool in wrk curl sqlite3 python3 cargo; do
+for tool in wrk curl sqlite3 python3 cargo nginx; do
     command -v "$tool" >/dev/null || { echo "soak: $tool not found (deploy/bench/run.sh installs it)" >&2; exit 1; }
 done
 
@@ -52,6 +55,77 @@ p = sys.stdin.read().split(".")[1]
 print(json.dumps(json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4)))["jwks"]))'
 }
 
+# The anchor issues trust marks (entitled subjects bulk-loaded while it is stopped) and enrolls.
+TM_TYPE=https://marks.example.org/soak
+admin $TA POST /federation-endpoints '{"type":"trust_mark","path":"/trust-mark"}'
+admin $TA POST /federation-endpoints '{"type":"enroll","path":"/enroll"}'
+admin $TA POST /trust-marks/issuance-spec \
+    "{\"trust_mark_type\":\"$TM_TYPE\",\"lifetime\":\"24h\",\"cache_ttl\":\"1h\"}"
+pharos_stop ta
+sqlite3 "$WORK/ta/data/pharos.db" <<SQL
+BEGIN;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000)
+INSERT INTO trust_mark_subjects (spec_id, entity_id, status, additional_claims, description,
+    created_at, updated_at)
+SELECT s.id, printf('https://s%07d.marks.example.org', n.i), 'active', '{}', '',
+    CAST(strftime('%s', 'now') AS INTEGER), CAST(strftime('%s', 'now') AS INTEGER)
+FROM n, trust_mark_specs s WHERE s.trust_mark_type = '$TM_TYPE';
+COMMIT;
+SQL
+pharos_start ta $TA
+# Entities to enroll: each with its own key and a self-signed Entity Configuration naming the
+# anchor in authority_hints, served by an nginx of their own (one enrollment every 200 ms).
+ENTS=17765 N_ENTS=$((SECONDS_TOTAL * 5 + 50))
+log "generating $N_ENTS entities to enroll"
+mkdir -p "$WORK/ents"
+python3 - "$WORK/ents" "$N_ENTS" "$(url $ENTS)" "$(url $TA)" <<'PY'
+import base64, json, os, sys, time
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+root, n, base, anchor = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+now = int(time.time())
+for i in range(1, n + 1):
+    name = f"e{i:05d}"
+    eid = f"{base}/{name}"
+    key = ec.generate_private_key(ec.SECP256R1())
+    pub = key.public_key().public_numbers()
+    jwk = {"kty": "EC", "crv": "P-256", "kid": name, "alg": "ES256",
+           "x": b64(pub.x.to_bytes(32, "big")), "y": b64(pub.y.to_bytes(32, "big"))}
+    header = b64(json.dumps({"alg": "ES256", "kid": name, "typ": "entity-statement+jwt"}).encode())
+    claims = {"iss": eid, "sub": eid, "iat": now, "exp": now + 86400 * 2, "jwks": {"keys": [jwk]},
+              "authority_hints": [anchor],
+              "metadata": {"federation_entity": {"organization_name": f"Org {name}"}}}
+    signing_input = header + "." + b64(json.dumps(claims).encode())
+    r, s = decode_dss_signature(key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
+    d = os.path.join(root, name, ".well-known")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "openid-federation"), "w") as out:
+        out.write(signing_input + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+PY
+chmod -R a+rX "$WORK/ents"
+chmod 755 "$WORK"
+cat >"$WORK/ents.conf" <<EOF
+worker_processes 1;
+pid $WORK/ents.pid;
+error_log $WORK/ents.err;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    default_type application/entity-statement+jwt;
+    server { listen 127.0.0.1:$ENTS; root $WORK/ents; }
+}
+EOF
+port_free "$ENTS"
+nginx -c "$WORK/ents.conf" -g 'daemon off;' &
+ENTS_PID=$!
+trap 'kill $ENTS_PID 2>/dev/null || true; bench_cleanup' EXIT
+for _ in $(seq 1 100); do
+    curl -fs -o /dev/null "$(url $ENTS)/e00001/.well-known/openid-federation" && break
+    sleep 0.05
+done
+
 log "federation :$TA -> :$IM -> :$LEAF, resolver :$R"
 for p in $TA $IM; do
     admin $p POST /federation-endpoints '{"type":"fetch","path":"/fetch"}'
@@ -69,8 +143,10 @@ admin $TA PUT "/subordinates/$(enc "$(url $IM)")/metadata-policies" \
 # The resolver: a pinned anchor whose keys it polls every 10 s, and the proactive resolver.
 admin $R POST /trust-anchors "{\"entity_id\":\"$(url $TA)\",\"jwks\":$(jwks_of $TA),\"enable_jwks_update\":true,\"key_poll_interval\":10}"
 admin $R POST /federation-endpoints "{\"type\":\"resolve\",\"path\":\"/resolve\",\"config\":{\"allowed_trust_anchors\":[\"$(url $TA)\"],\"proactive_resolver\":{\"enabled\":true,\"response_storage\":{\"dir\":\"$WORK/r/responses\",\"store_jwt\":true,\"store_json\":true}}}}"
-# A subordinate whose status the write loop toggles.
-admin $TA POST /subordinates '{"entity_id":"https://toggle.example","jwks":{"keys":[{"kty":"EC","crv":"P-256","kid":"t","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}}'
+# Per writer, a subordinate whose status and metadata it changes.
+for t in $(seq 0 $((WRITERS - 1))); do
+    admin $TA POST /subordinates "{\"entity_id\":\"https://toggle-$t.example\",\"jwks\":{\"keys\":[{\"kty\":\"EC\",\"crv\":\"P-256\",\"kid\":\"t\",\"x\":\"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU\",\"y\":\"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0\"}]}}"
+done
 
 SUB_LEAF=$(enc "$(url $LEAF)") SUB_IM=$(enc "$(url $IM)") ANCHOR=$(enc "$(url $TA)")
 RESOLVE="/resolve?sub=$SUB_LEAF&trust_anchor=$ANCHOR"
@@ -128,60 +204,111 @@ for t in ta:$TA im:$IM r:$R; do
     WRK_PIDS+=($!)
 done
 
-# Admin API writes for the same duration: new subordinates at the anchor (each acknowledged
-# entity_id recorded), a status toggle and leaf metadata changes (the last acknowledged value
-# recorded), one after another with a 50 ms pause (at most 20 per second).
-python3 - "$TA" "$LEAF" "$SECONDS_TOTAL" "$WORK/writes" <<'PY' &
-import http.client, json, sys, time
-ta, leaf, duration, out = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+# Admin API writes for the same duration, from WRITERS clients at once, each one after another
+# with a 50 ms pause: new subordinates at the anchor (each acknowledged entity_id recorded),
+# status toggles and metadata edits of the writer's own subordinate (the last acknowledged
+# values recorded), and leaf metadata changes (writer 0; published after a restart). Beside
+# them one client asks for fresh trust marks (a new entitled subject every 20 ms) and one
+# enrolls a new entity every 200 ms; each acknowledged one is recorded.
+python3 - "$TA" "$LEAF" "$SECONDS_TOTAL" "$WORK/writes" "$WRITERS" "$TM_TYPE" "$(url $ENTS)" <<'PY' &
+import http.client, json, sys, threading, time, urllib.parse
+ta, leaf, duration, out, writers = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+tm_type, ents = sys.argv[6], sys.argv[7]
 key = {"kty": "EC", "crv": "P-256", "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
        "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-conns, failures = {}, []
-def call(port, method, path, body):
-    # The status endpoint takes text/plain (as lighthouse's); everything else JSON.
-    text = isinstance(body, str)
-    for attempt in (0, 1):
-        c = conns.get(port) or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        conns[port] = c
-        try:
-            c.request(method, "/api/v1/admin" + path, body=body if text else json.dumps(body),
-                      headers={"content-type": "text/plain" if text else "application/json"})
-            r = c.getresponse()
-            answer = r.read()
-            if not 200 <= r.status < 300:
-                failures.append(f"{method} {path} -> {r.status} {answer[:200].decode(errors='replace')}")
-            return r.status
-        except (ConnectionError, http.client.HTTPException):
-            conns.pop(port, None)
-            if attempt:
-                return 0
-stats = {"writes": 0, "ok": 0, "non2xx": 0, "s5xx": 0, "failed": 0}
-created, toggle, client_name = [], None, None
-end, i = time.monotonic() + duration, 0
-while time.monotonic() < end:
-    i += 1
-    if i % 10 == 0:
-        status = ("blocked", "active")[i // 10 % 2]
-        s = call(ta, "PUT", "/subordinates/" + "https%3A%2F%2Ftoggle.example" + "/status", status)
-        if 200 <= s < 300: toggle = status
-    elif i % 10 == 5:
-        name = f"leaf-{i}"
-        s = call(leaf, "PUT", "/entity-configuration/metadata/openid_relying_party",
-                 {"client_name": name, "client_registration_types": ["automatic"]})
-        if 200 <= s < 300: client_name = name
-    else:
-        eid = f"https://soak-{i:07d}.example"
-        s = call(ta, "POST", "/subordinates", {"entity_id": eid, "jwks": {"keys": [dict(key, kid=f"k{i}")]}})
-        if 200 <= s < 300: created.append(eid)
-    stats["writes"] += 1
-    if 200 <= s < 300: stats["ok"] += 1
-    elif s == 0: stats["failed"] += 1
-    else:
-        stats["non2xx"] += 1
-        if s >= 500: stats["s5xx"] += 1
-    time.sleep(0.05)
-json.dump({"stats": stats, "created": created, "toggle": toggle, "client_name": client_name,
-           "failures": failures},
+lock = threading.Lock()
+failures = []
+kinds = ("admin", "marks", "enroll")
+stats = {k: {"writes": 0, "ok": 0, "non2xx": 0, "s5xx": 0, "failed": 0} for k in kinds}
+created, marks, enrolled, toggles, edits = [], [], [], {}, {}
+client_name = None
+def caller():
+    conns = {}
+    def call(kind, port, method, path, body=None):
+        # The status endpoint takes text/plain (as lighthouse's); everything else JSON.
+        text = isinstance(body, str)
+        s = 0
+        for attempt in (0, 1):
+            c = conns.get(port) or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conns[port] = c
+            try:
+                c.request(method, path, body=body if text or body is None else json.dumps(body),
+                          headers={"content-type": "text/plain" if text else "application/json"})
+                r = c.getresponse()
+                answer = r.read()
+                s = r.status
+                if not 200 <= s < 300:
+                    with lock:
+                        failures.append(f"{method} {path} -> {s} {answer[:200].decode(errors='replace')}")
+                break
+            except (ConnectionError, OSError, http.client.HTTPException):
+                conns.pop(port, None)
+                if attempt:
+                    s = 0
+        with lock:
+            st = stats[kind]
+            st["writes"] += 1
+            if 200 <= s < 300: st["ok"] += 1
+            elif s == 0: st["failed"] += 1
+            else:
+                st["non2xx"] += 1
+                if s >= 500: st["s5xx"] += 1
+        return s
+    return call
+end = time.monotonic() + duration
+def admin_writer(t):
+    global client_name
+    call = caller()
+    mine = urllib.parse.quote(f"https://toggle-{t}.example", safe="")
+    i = 0
+    while time.monotonic() < end:
+        i += 1
+        if i % 10 == 0:
+            status = ("blocked", "active")[i // 10 % 2]
+            if 200 <= call("admin", ta, "PUT", f"/api/v1/admin/subordinates/{mine}/status", status) < 300:
+                toggles[t] = status
+        elif i % 10 == 5 and t == 0:
+            name = f"leaf-{i}"
+            s = call("admin", leaf, "PUT", "/api/v1/admin/entity-configuration/metadata/openid_relying_party",
+                     {"client_name": name, "client_registration_types": ["automatic"]})
+            if 200 <= s < 300: client_name = name
+        elif i % 10 == 5:
+            name = f"edit-{t}-{i}"
+            s = call("admin", ta, "PUT", f"/api/v1/admin/subordinates/{mine}/metadata",
+                     {"openid_relying_party": {"client_name": name}})
+            if 200 <= s < 300: edits[t] = name
+        else:
+            eid = f"https://soak-{t}-{i:07d}.example"
+            s = call("admin", ta, "POST", "/api/v1/admin/subordinates",
+                     {"entity_id": eid, "jwks": {"keys": [dict(key, kid=f"k{i}")]}})
+            if 200 <= s < 300:
+                with lock: created.append(eid)
+        time.sleep(0.05)
+def mark_client():
+    call = caller()
+    tq = urllib.parse.quote(tm_type, safe="")
+    i = 0
+    while time.monotonic() < end and i < 199_000:
+        i += 1
+        sub = f"https://s{i:07d}.marks.example.org"
+        if 200 <= call("marks", ta, "GET", f"/trust-mark?trust_mark_type={tq}&sub={urllib.parse.quote(sub, safe='')}") < 300:
+            with lock: marks.append(sub)
+        time.sleep(0.02)
+def enroller():
+    call = caller()
+    i = 0
+    while time.monotonic() < end:
+        i += 1
+        sub = f"{ents}/e{i:05d}"
+        if 200 <= call("enroll", ta, "GET", "/enroll?" + urllib.parse.urlencode({"sub": sub})) < 300:
+            with lock: enrolled.append(sub)
+        time.sleep(0.2)
+threads = [threading.Thread(target=admin_writer, args=(t,)) for t in range(writers)]
+threads += [threading.Thread(target=mark_client), threading.Thread(target=enroller)]
+for th in threads: th.start()
+for th in threads: th.join()
+json.dump({"writers": writers, "stats": stats, "created": created, "marks": marks, "enrolled": enrolled,
+           "toggles": toggles, "edits": edits, "client_name": client_name, "failures": failures},
           open(out, "w"))
 PY
 WRITER=$!
@@ -201,9 +328,11 @@ STORE_FILES=$(find "$WORK/r/responses" -type f | wc -l)
 for n in ta im leaf r; do grep -hiE '"level":"(ERROR|WARN)"| ERROR | WARN ' "$WORK/$n/log" | grep -v 'no admin user exists' | sed "s/^/$n: /" | tail -n 5; done >"$WORK/errors.txt" || true
 log "graceful stop, then the databases are read"
 for n in ta im leaf r; do pharos_stop $n; done
-sqlite3 "$WORK/ta/data/pharos.db" "SELECT entity_id FROM subordinates WHERE entity_id LIKE 'https://soak-%'" \
-    >"$WORK/stored.txt"
-TOGGLE_DB=$(sqlite3 "$WORK/ta/data/pharos.db" "SELECT status FROM subordinates WHERE entity_id = 'https://toggle.example'")
+sqlite3 "$WORK/ta/data/pharos.db" "SELECT entity_id FROM subordinates" >"$WORK/stored.txt"
+sqlite3 "$WORK/ta/data/pharos.db" "SELECT DISTINCT subject FROM issued_trust_marks" >"$WORK/marks.txt"
+sqlite3 -json "$WORK/ta/data/pharos.db" \
+    "SELECT entity_id, status, metadata FROM subordinates WHERE entity_id LIKE 'https://toggle-%'" \
+    >"$WORK/toggles.json"
 # The leaf's metadata as its restarted Entity Configuration publishes it.
 pharos_start leaf $LEAF
 curl -fsS "$(url $LEAF)/.well-known/openid-federation" | py '
@@ -216,9 +345,9 @@ pharos_stop leaf
 REPORT=$WORK/soak.md
 MACHINE="$(nproc) vCPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), \
 $(awk '/MemTotal/ {printf "%.0f GB RAM", $2 / 1048576}' /proc/meminfo), Linux $(uname -r)"
-python3 - "$WORK" "$SECONDS_TOTAL" "$MACHINE" "$LOAD_BEFORE" "$CMD" "$TOGGLE_DB" "$WORK/leaf.name" "$STORE_FILES" >"$REPORT" <<'PY'
+python3 - "$WORK" "$SECONDS_TOTAL" "$MACHINE" "$LOAD_BEFORE" "$CMD" "$WORK/toggles.json" "$WORK/leaf.name" "$STORE_FILES" >"$REPORT" <<'PY'
 import json, re, sys
-work, secs, machine, load, cmd, toggle_db, leaf_file, store_files = sys.argv[1:9]
+work, secs, machine, load, cmd, toggles_file, leaf_file, store_files = sys.argv[1:9]
 leaf_name = open(leaf_file).read().strip()
 rows, fed = [], {"requests": 0, "socket_errors": 0, "non2xx": 0, "s5xx": 0}
 names = {"ta": "trust anchor (EC, fetch, list)", "im": "intermediate (EC, fetch, list)",
@@ -234,8 +363,20 @@ for n, label in names.items():
 w = json.load(open(f"{work}/writes"))
 st = w["stats"]
 stored = set(l.strip() for l in open(f"{work}/stored.txt") if l.strip())
+stored_marks = set(l.strip() for l in open(f"{work}/marks.txt") if l.strip())
+rows_t = {r["entity_id"]: r for r in json.loads(open(toggles_file).read() or "[]")}
 acked = set(w["created"])
 missing = len(acked - stored)
+missing_marks = len(set(w["marks"]) - stored_marks)
+missing_enrolled = len(set(w["enrolled"]) - stored)
+wrong = []
+for t, status in w["toggles"].items():
+    got = rows_t.get(f"https://toggle-{t}.example", {}).get("status")
+    if got != status: wrong.append(f"toggle-{t}: acknowledged status {status}, stored {got}")
+for t, name in w["edits"].items():
+    md = json.loads(rows_t.get(f"https://toggle-{t}.example", {}).get("metadata") or "{}")
+    got = md.get("openid_relying_party", {}).get("client_name")
+    if got != name: wrong.append(f"toggle-{t}: acknowledged client_name {name}, stored {got}")
 leaf_ok = w["client_name"] is None or w["client_name"] == leaf_name
 rss = [l.split() for l in open(f"{work}/rss.txt")]
 start = next(r for r in rss if r[0] == "10") if any(r[0] == "10" for r in rss) else rss[0]
@@ -251,13 +392,21 @@ print("|---|---|---|---|---|---|")
 print("\n".join(rows))
 print(f"| **total** | {fed['requests']} | {fed['requests'] / float(secs):.0f} | {fed['non2xx']} | **{fed['s5xx']}** | {fed['socket_errors']} |")
 print()
-print("| Admin API writes | sent | acknowledged (2xx) | non-2xx | 5xx | no answer |")
-print("|---|---|---|---|---|---|")
-print(f"| subordinate creations, status toggles, leaf metadata | {st['writes']} | {st['ok']} | {st['non2xx']} | **{st['s5xx']}** | {st['failed']} |")
+print("| writes | sent | acknowledged (2xx) | non-2xx | 5xx | no answer | acknowledged but not stored |")
+print("|---|---|---|---|---|---|---|")
+labels = {"admin": f"Admin API, {w['writers']} writers at once (subordinate creations, status toggles, metadata edits, leaf metadata)",
+          "marks": "fresh trust marks (a new entitled subject each)", "enroll": "enrollments (a new entity each)"}
+lost = {"admin": missing + len(wrong), "marks": missing_marks, "enroll": missing_enrolled}
+for k, label in labels.items():
+    s = st[k]
+    print(f"| {label} | {s['writes']} | {s['ok']} | {s['non2xx']} | **{s['s5xx']}** | {s['failed']} | **{lost[k]}** |")
 print()
 print(f"Acknowledged subordinate creations: {len(acked)}; found in the anchor's database after a graceful stop: "
-      f"{len(acked & stored)} (**{missing} missing**). Last acknowledged toggle `{w['toggle']}`, stored `{toggle_db}`; "
-      f"last acknowledged leaf `client_name` `{w['client_name']}`, published after a restart `{leaf_name}`. "
+      f"{len(acked & stored)} (**{missing} missing**). Fresh trust marks acknowledged {len(w['marks'])}, "
+      f"recorded {len(set(w['marks']) & stored_marks)}; enrollments acknowledged {len(w['enrolled'])}, stored "
+      f"{len(set(w['enrolled']) & stored)}. Per-writer last acknowledged status and metadata: "
+      f"{'all stored' if not wrong else '; '.join(wrong[:5])}. "
+      f"Last acknowledged leaf `client_name` `{w['client_name']}`, published after a restart `{leaf_name}`. "
       f"Proactive resolver files at the end: {store_files}.")
 print()
 if w.get("failures"):
@@ -272,7 +421,9 @@ print(f"| after setup | " + " | ".join(mb(x) for x in rss[0][1:]) + " |")
 print(f"| after {start[0]} s of load | " + " | ".join(mb(x) for x in start[1:]) + " |")
 print(f"| end ({secs} s) | " + " | ".join(mb(x) for x in end[1:]) + " |")
 print(f"| maximum sampled (every 10 s) | " + " | ".join(mb(max(int(r[i]) for r in rss)) for i in range(1, 5)) + " |")
-ok = fed["s5xx"] == 0 and st["s5xx"] == 0 and missing == 0 and toggle_db == (w["toggle"] or toggle_db) and leaf_ok
+refused = sum(st[k]["non2xx"] + st[k]["failed"] for k in st)
+ok = (fed["s5xx"] == 0 and refused == 0 and sum(lost.values()) == 0
+      and leaf_ok)
 errors = open(f"{work}/errors.txt").read().strip()
 if errors:
     print()
@@ -282,7 +433,7 @@ if errors:
     print(errors[:3000])
     print("```")
 print()
-print("Result: " + ("zero 5xx and every acknowledged write stored." if ok else "**EXPECTATIONS FAILED** (see above)."))
+print("Result: " + ("zero refused writes, zero 5xx, every acknowledged write stored." if ok else "**EXPECTATIONS FAILED** (see above)."))
 open(f"{work}/verdict", "w").write("ok" if ok else "failed")
 PY
 echo

@@ -88,7 +88,8 @@ impl Changes {
             && self.mark_subjects.is_empty()
     }
 
-    fn absorb(&mut self, other: Changes) {
+    /// Adds everything `other` touched.
+    pub(super) fn absorb(&mut self, other: Changes) {
         self.sections.extend(other.sections);
         self.subordinates.extend(other.subordinates);
         self.issued_marks.extend(other.issued_marks);

@@ -9,6 +9,11 @@
 //! ```
 //!
 //! Dropping a `Write` without `commit()` rolls the transaction back and publishes nothing.
+//!
+//! `commit()` returns once the write is durable and published. On an SQLite file the commit
+//! itself does not fsync: the writer lock is released at once and the next writers commit
+//! while the group commit task fsyncs the WAL once for all of them (`durable.rs`); each
+//! `commit()` returns after the fsync that covers it.
 //! Reads that decide the write (does it exist? what is stored?) happen after `cp.write()`, so
 //! no other writer can change them before the commit.
 
@@ -24,7 +29,8 @@ use crate::error::Result;
 #[derive(Debug)]
 pub struct Write<'a> {
     cp: &'a ControlPlane,
-    _lock: MutexGuard<'a, ()>,
+    /// The writer lock, released by `commit()` before it waits for the group's fsync.
+    lock: Option<MutexGuard<'a, ()>>,
     tx: Option<Transaction<'static, Any>>,
     changes: Changes,
     actor: Option<String>,
@@ -38,7 +44,7 @@ impl<'a> Write<'a> {
     ) -> Self {
         Self {
             cp,
-            _lock: lock,
+            lock: Some(lock),
             tx: None,
             changes: Changes::default(),
             actor,
@@ -53,7 +59,7 @@ impl<'a> Write<'a> {
             None => self
                 .cp
                 .db
-                .begin()
+                .begin_write()
                 .await
                 .inspect_err(|e| self.cp.db.note(e))?,
         };
@@ -139,22 +145,38 @@ impl<'a> Write<'a> {
         trust_mark_events::record(&db, c, now, &e).await
     }
 
-    /// Commits the transaction (if one was begun), then publishes what was touched while the
-    /// writer lock is still held. A failed publish does not fail the write: it is committed,
-    /// and the snapshot catches up (see [`ControlPlane::reconcile`]).
+    /// Commits the transaction (if one was begun), then publishes what was touched; returns
+    /// once the write is durable and published. A failed publish does not fail the write: it
+    /// is committed, and the snapshot catches up (see [`ControlPlane::reconcile`]).
+    ///
+    /// On an SQLite file the commit does not wait for the disk under the writer lock: the lock
+    /// is released and the group commit task fsyncs and publishes this write together with
+    /// those committed meanwhile (`durable.rs`). Elsewhere the commit is durable by itself and
+    /// the write is published under the writer lock.
     ///
     /// With `cluster.enabled` the other replicas are told what was touched in the same
     /// transaction (`pg_notify`, or the change log on MariaDB): delivered on commit, never for
     /// a rolled-back write.
     pub async fn commit(mut self) -> Result<()> {
-        if let Some(mut tx) = self.tx.take() {
-            if self.cp.announces() && !self.changes.is_empty() {
-                self.cp.announce(&mut tx, &self.changes).await?;
-            }
-            tx.commit().await.inspect_err(|e| self.cp.db.note(e))?;
-        }
         let changes = std::mem::take(&mut self.changes);
-        self.cp.publish(changes).await;
-        Ok(())
+        let Some(mut tx) = self.tx.take() else {
+            self.cp.publish(changes).await;
+            return Ok(());
+        };
+        if self.cp.announces() && !changes.is_empty() {
+            self.cp.announce(&mut tx, &changes).await?;
+        }
+        tx.commit().await.inspect_err(|e| self.cp.db.note(e))?;
+        match &self.cp.group {
+            Some(group) => {
+                let seq = group.committed(changes);
+                drop(self.lock.take());
+                group.wait(seq).await
+            }
+            None => {
+                self.cp.publish(changes).await;
+                Ok(())
+            }
+        }
     }
 }

@@ -26,6 +26,7 @@ pub mod trust_mark_subjects;
 pub mod trust_mark_types;
 pub mod trust_marks;
 pub mod users;
+pub mod wal;
 
 use std::borrow::Cow;
 
@@ -84,6 +85,9 @@ pub struct Db {
     pub dialect: Dialect,
     /// Whether the database is known to be unreachable (see [`Breaker`]).
     pub breaker: std::sync::Arc<Breaker>,
+    /// On an SQLite file: the WAL and the federation writer's connection (group commit, see
+    /// [`wal`]); `None` on PostgreSQL, MariaDB and an in-memory SQLite.
+    pub wal: Option<std::sync::Arc<wal::Wal>>,
 }
 
 /// What is known of the database's reachability: a circuit breaker for Admin API writes.
@@ -280,18 +284,57 @@ impl Db {
         } else {
             max_connections.max(1)
         };
-        // Rollback journal (sqlx's default), not WAL: a soak with WAL on this service
-        // answered 5 of 153 Admin API writes with "database is locked" after 5 s waits
-        // (BENCHMARKS.md, soak of 2026-11-24 06:30), where the rollback journal had 0 of 2,255.
-        let options = AnyPoolOptions::new()
+        // SQLite: WAL with `synchronous=FULL` on every pooled connection (see [`wal`]); the
+        // federation writer gets a connection of its own. WAL was once reverted after a soak
+        // answered writes "database is locked" (BENCHMARKS.md, 2026-11-24 06:30): its writes
+        // then began deferred and took the write lock on their first write, which SQLite
+        // refuses at once when another connection committed since the transaction's first
+        // read (no busy wait for a snapshot that is stale). Every write now begins
+        // `BEGIN IMMEDIATE` or is a single statement ([`Db::begin`]).
+        let mut options = AnyPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(ACQUIRE_TIMEOUT);
+        if dialect == Dialect::Sqlite {
+            options = options.after_connect(|c, _| {
+                Box::pin(async move {
+                    sqlx::query("PRAGMA synchronous = FULL")
+                        .execute(&mut *c)
+                        .await?;
+                    Ok(())
+                })
+            });
+        }
         let pool = options.connect(url).await?;
+        let wal = match dialect {
+            Dialect::Sqlite => wal::Wal::open(url, &pool).await?.map(std::sync::Arc::new),
+            _ => None,
+        };
         Ok(Self {
             pool,
             dialect,
             breaker: Default::default(),
+            wal,
         })
+    }
+
+    /// Closes the pools (at shutdown): waits for every borrowed connection to come back.
+    pub async fn close(&self) {
+        if let Some(w) = &self.wal {
+            w.writer.close().await;
+        }
+        self.pool.close().await;
+    }
+
+    /// A transaction for a federation write ([`crate::control_plane::Write`]): on an SQLite
+    /// file on the writer's own connection, whose commit is made durable by the group commit
+    /// ([`wal`]); elsewhere [`Db::begin`].
+    pub async fn begin_write(
+        &self,
+    ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match &self.wal {
+            Some(w) => w.writer.begin_with("BEGIN IMMEDIATE").await,
+            None => self.begin().await,
+        }
     }
 
     /// Opens the breaker when `e` says the database is unreachable (see [`Breaker`]), and
