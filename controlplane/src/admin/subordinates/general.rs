@@ -58,7 +58,8 @@ pub async fn put_lifetime(
     if secs <= 0 {
         return Err(ApiError::BadRequest("lifetime must be positive".into()));
     }
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     store(&cp, w, "lifetime", &secs).await?;
     Ok(axum::Json(secs))
 }
@@ -106,7 +107,8 @@ pub async fn put_crit(
     Json(ops): Json<Vec<String>>,
 ) -> ApiResult<axum::Json<Vec<String>>> {
     check_crit(&ops)?;
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok(axum::Json(ops))
 }
@@ -122,7 +124,8 @@ pub async fn add_crit(
 ) -> ApiResult<impl IntoResponse> {
     let op = body.trim_matches('"').to_string();
     check_operator(&op)?;
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let mut ops = crit_list(&cp);
     if ops.contains(&op) {
         return Err(ApiError::Conflict(format!(
@@ -142,7 +145,8 @@ pub async fn delete_crit(
     actor: Actor,
     Path(op): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let mut ops = crit_list(&cp);
     let before = ops.len();
     ops.retain(|o| *o != op);
