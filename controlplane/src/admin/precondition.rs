@@ -501,7 +501,11 @@ mod tests {
         );
         assert_eq!(r.kind(&Method::PUT, "/subordinates/x/status"), Kind::Plain);
         assert_eq!(r.kind(&Method::PUT, "/nowhere"), Kind::Plain);
-        assert_eq!(r.kind(&Method::PUT, "/subordinates"), Kind::Plain, "not routed");
+        assert_eq!(
+            r.kind(&Method::PUT, "/subordinates"),
+            Kind::Plain,
+            "not routed"
+        );
         assert_eq!(r.kind(&Method::GET, "/subordinates/x"), Kind::Plain);
     }
 

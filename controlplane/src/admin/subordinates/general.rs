@@ -64,6 +64,21 @@ pub async fn put_lifetime(
     Ok(axum::Json(secs))
 }
 
+/// The stored critical operators, read in the write's transaction (after the Admin API write
+/// lock), for adding or removing one: the snapshot may trail another replica's edit.
+async fn stored_crit(cp: &ControlPlane, w: &mut Write<'_>) -> ApiResult<Vec<String>> {
+    let tx = w.tx().await?;
+    Ok(
+        match settings::get_in(&cp.db, tx, settings::SUBORDINATE, "metadata_policy_crit").await? {
+            Some(serde_json::Value::Array(a)) => a
+                .into_iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            _ => Vec::new(),
+        },
+    )
+}
+
 fn crit_list(cp: &ControlPlane) -> Vec<String> {
     cp.snapshot()
         .subordinates
@@ -125,8 +140,7 @@ pub async fn add_crit(
     let op = body.trim_matches('"').to_string();
     check_operator(&op)?;
     let mut w = cp.write(actor.name()).await;
-    w.tx().await?;
-    let mut ops = crit_list(&cp);
+    let mut ops = stored_crit(&cp, &mut w).await?;
     if ops.contains(&op) {
         return Err(ApiError::Conflict(format!(
             "operator {op:?} is already critical"
@@ -146,8 +160,7 @@ pub async fn delete_crit(
     Path(op): Path<String>,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
-    w.tx().await?;
-    let mut ops = crit_list(&cp);
+    let mut ops = stored_crit(&cp, &mut w).await?;
     let before = ops.len();
     ops.retain(|o| *o != op);
     if ops.len() == before {
