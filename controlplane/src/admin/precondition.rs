@@ -24,6 +24,13 @@
 //! - **`api.admin.require_if_match`** makes such a write without `If-Match` a 428 before the
 //!   handler runs.
 //!
+//! - **Limit.** A few representations are built partly from this replica's snapshot rather
+//!   than from the database (the statement lifetimes, the critical operators list, the general
+//!   fallbacks shown in a subordinate's record). On a replica whose snapshot still trails
+//!   another replica's commit (the propagation delay), `If-Match` on those is compared with the
+//!   trailing state. The edits that add to or remove from what is stored (critical operators,
+//!   document members, claims) read the database in the transaction and lose nothing.
+//!
 //! Which writes are preconditioned is decided once, from the OpenAPI document ([`Rules`]),
 //! so the document's `If-Match`/412/428 entries ([`document`]) and what is enforced agree.
 
