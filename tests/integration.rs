@@ -40,6 +40,7 @@ mod enroll_checks;
 mod enroll_refusals;
 mod enroll_request;
 mod entity_configuration;
+mod etags;
 mod federation;
 mod fetch_list;
 mod group_commit;

@@ -39,6 +39,28 @@ async fn document_validates_and_matches_the_served_routes() {
         "basic"
     );
 
+    // Optimistic concurrency (issue 33): the tag on reads and on checked writes' answers,
+    // If-Match with its 412 and 428 on writes to what a client reads, not on creations.
+    let meta = &doc["paths"]["/subordinates/{subordinateID}/metadata"];
+    assert!(meta["get"]["responses"]["200"]["headers"]["ETag"].is_object());
+    let put = &meta["put"];
+    assert!(put["responses"]["200"]["headers"]["ETag"].is_object());
+    assert!(put["responses"]["412"].is_object() && put["responses"]["428"].is_object());
+    let if_match = put["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "If-Match")
+        .expect("If-Match on PUT");
+    assert_eq!(if_match["in"], "header");
+    let post = &doc["paths"]["/subordinates/{subordinateID}/metadata/{entityType}"]["post"];
+    assert!(post["responses"]["412"].is_object(), "POST into a document");
+    let create = &doc["paths"]["/subordinates"]["post"];
+    assert!(
+        create["responses"]["412"].is_null(),
+        "creating needs no tag"
+    );
+
     let r = plain
         .get(p.url("/api/v1/admin/openapi.yaml"))
         .send()

@@ -59,8 +59,22 @@ function headers(extra) {
  * Calls the Admin API. `body` is sent as JSON, or as text/plain when `text` is set (status
  * words). Resolves to the parsed answer (null when empty); rejects with an ApiError.
  */
-export async function api(method, path, body, { text = false, quiet401 = false } = {}) {
+export async function api(method, path, body, opts = {}) {
+  return (await exchange(method, path, body, opts)).value;
+}
+
+/**
+ * GETs a resource with its ETag ({ value, tag }): a page that changes what it read sends the
+ * tag back as `ifMatch`, so an edit made meanwhile by someone else is refused (412) rather
+ * than overwritten.
+ */
+export async function getTagged(path) {
+  return exchange('GET', path, undefined, {});
+}
+
+async function exchange(method, path, body, { text = false, quiet401 = false, ifMatch = null } = {}) {
   const extra = {};
+  if (ifMatch) extra['If-Match'] = ifMatch;
   let payload;
   if (body !== undefined) {
     extra['Content-Type'] = text ? 'text/plain' : 'application/json';
@@ -80,7 +94,7 @@ export async function api(method, path, body, { text = false, quiet401 = false }
       ? value.error_description ?? value.error : (value || r.statusText);
     throw new ApiError(r.status, value?.error ?? 'error', String(description || `HTTP ${r.status}`));
   }
-  return value;
+  return { value, tag: r.headers.get('ETag') };
 }
 
 /** Downloads an Admin API resource as a file (the CSV export needs our Authorization header). */

@@ -1,7 +1,7 @@
 // Federation endpoints: enable, disable, and edit path, published URL and configuration. The
 // API validates; its message is shown next to the field it names.
 
-import { api, seg } from './api.js';
+import { api, getTagged, seg } from './api.js';
 import { announce, clearErrors, field, h, mount, parseJson, showError } from './dom.js';
 
 export const TYPES = ['fetch', 'list', 'resolve', 'trust_mark_status', 'trust_mark_listing',
@@ -14,16 +14,25 @@ const ALIASES = { auth_trust_anchors: ['trust anchor', 'auth_enabled'], url: ['U
 export async function render(view) {
   const [list, anchors] = await Promise.all([api('GET', '/federation-endpoints'), api('GET', '/trust-anchors')]);
   const byType = Object.fromEntries(list.map((e) => [e.type, e]));
+  // Each configured endpoint's tag, sent back with its Save so that a change made meanwhile
+  // (another operator, another replica) is refused instead of overwritten.
+  const tags = Object.fromEntries(await Promise.all(list.map(async (e) => {
+    try {
+      return [e.type, (await getTagged(`/federation-endpoints/${seg(e.type)}`)).tag];
+    } catch {
+      return [e.type, null];
+    }
+  })));
   mount(view,
     h('h1', {}, 'Federation endpoints'),
     h('p', { class: 'muted' }, 'An enabled endpoint is served at its path and published in the Entity Configuration; disabling it unpublishes it at once (the old path keeps answering for one Entity Configuration lifetime).'),
-    h('div', { class: 'grid2' }, TYPES.filter((t) => byType[t]).map((t) => card(t, byType[t], anchors, () => render(view)))),
+    h('div', { class: 'grid2' }, TYPES.filter((t) => byType[t]).map((t) => card(t, byType[t], anchors, () => render(view), tags[t]))),
     h('h2', {}, 'Not configured'),
     TYPES.filter((t) => !byType[t]).map((t) => h('details', { class: 'panel' },
       h('summary', {}, `Enable ${t.replaceAll('_', ' ')}`), card(t, null, anchors, () => render(view)))));
 }
 
-function card(type, e, anchors, done) {
+function card(type, e, anchors, done, tag = null) {
   const enabled = !!e?.path;
   const path = h('input', { name: 'path', value: e?.path || `/${type.replaceAll('_', '-')}` });
   const url = h('input', { name: 'url', value: e?.url || '', placeholder: 'derived from the entity identifier' });
@@ -59,7 +68,7 @@ function card(type, e, anchors, done) {
     clearErrors(form);
     try {
       const b = body(p);
-      if (e) await api('PUT', `/federation-endpoints/${seg(type)}`, b);
+      if (e) await api('PUT', `/federation-endpoints/${seg(type)}`, b, { ifMatch: tag });
       else await api('POST', '/federation-endpoints', b);
       announce(`${type}: ${p ? `served at ${p}` : 'disabled'}`);
       await done();

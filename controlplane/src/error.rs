@@ -18,6 +18,10 @@ pub enum Error {
     /// The request body exceeds `server.body_limit` (413 `invalid_request`).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The request's `If-Match` does not hold for the resource as stored (412
+    /// `invalid_request`): it was changed since the client read it, and nothing was written.
+    #[error("{0}")]
+    PreconditionFailed(String),
     /// Missing or wrong admin credentials (401 `invalid_client`).
     #[error("{0}")]
     Unauthorized(String),

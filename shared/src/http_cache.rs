@@ -72,6 +72,29 @@ pub fn none_match(header: &[u8], etag: &[u8]) -> bool {
         .any(|t| t.as_bytes() == etag)
 }
 
+/// Whether an `If-Match` header value holds for a resource whose current strong tag is
+/// `current` (`None`: the resource does not exist). RFC 9110 §13.1.1: `*` holds when the
+/// resource exists; otherwise one of the listed tags must equal the current one by the strong
+/// comparison, so a weak tag (`W/"x"`) never holds. A malformed value holds for nothing: the
+/// write is refused (412), never made on a guess.
+pub fn if_match(header: &[u8], current: Option<&[u8]>) -> bool {
+    let Some(current) = current else {
+        return false;
+    };
+    let Ok(header) = std::str::from_utf8(header) else {
+        return false;
+    };
+    let header = header.trim();
+    if header == "*" {
+        return true;
+    }
+    header
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.starts_with("W/"))
+        .any(|t| t.as_bytes() == current)
+}
+
 /// The `Cache-Control` value of an answer fresh for `max_age` seconds: shared caches may keep
 /// it (federation answers are public, signed documents).
 pub fn cache_control(max_age: u64) -> String {
@@ -116,5 +139,23 @@ mod tests {
         assert_eq!(t.max_age(1_000), 0);
         assert_eq!(t.max_age(5_000), 0, "never negative");
         assert_eq!(cache_control(600), "public, max-age=600");
+    }
+
+    #[test]
+    fn if_match_compares_strongly_and_star_needs_an_existing_resource() {
+        let tag = etag(b"{}");
+        let t = std::str::from_utf8(&tag).unwrap_or_default().to_string();
+        assert!(if_match(t.as_bytes(), Some(&tag)));
+        assert!(if_match(format!("\"other\", {t}").as_bytes(), Some(&tag)));
+        assert!(
+            !if_match(format!("W/{t}").as_bytes(), Some(&tag)),
+            "weak never matches"
+        );
+        assert!(!if_match(b"\"other\"", Some(&tag)));
+        assert!(!if_match(t.as_bytes(), None), "no resource, no match");
+        assert!(if_match(b" * ", Some(&tag)));
+        assert!(!if_match(b"*", None));
+        assert!(!if_match(b"\xff", Some(&tag)));
+        assert!(!if_match(b"", Some(&tag)));
     }
 }

@@ -24,6 +24,14 @@ pub enum ApiError {
     /// The request body exceeds `server.body_limit` (413 `invalid_request`).
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// `If-Match` does not hold for the resource as stored (412 `invalid_request`): another
+    /// client changed it since this one read it; nothing was written.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// `api.admin.require_if_match` is on and the write carries no `If-Match` (428
+    /// `invalid_request`).
+    #[error("{0}")]
+    PreconditionRequired(String),
     /// Missing or wrong admin credentials (401 `invalid_client`).
     #[error("{0}")]
     Unauthorized(String),
@@ -71,6 +79,8 @@ impl ApiError {
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::Conflict(_) => (StatusCode::CONFLICT, "invalid_request"),
             Self::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request"),
+            Self::PreconditionFailed(_) => (StatusCode::PRECONDITION_FAILED, "invalid_request"),
+            Self::PreconditionRequired(_) => (StatusCode::PRECONDITION_REQUIRED, "invalid_request"),
             Self::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "invalid_client"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "invalid_request"),
             Self::UnsupportedMediaType(_) => {
@@ -93,6 +103,7 @@ impl From<crate::Error> for ApiError {
             E::NotFound(m) => Self::NotFound(m),
             E::Conflict(m) => Self::Conflict(m),
             E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
+            E::PreconditionFailed(m) => Self::PreconditionFailed(m),
             E::Unauthorized(m) => Self::Unauthorized(m),
             E::Shared(s) => s.into(),
             // Leader-only work never answers a request; if one ever did, another replica
@@ -191,6 +202,8 @@ mod tests {
         assert_eq!(status(E::NotFound("x".into())), 404);
         assert_eq!(status(E::Conflict("x".into())), 409);
         assert_eq!(status(E::PayloadTooLarge("x".into())), 413);
+        assert_eq!(status(E::PreconditionFailed("x".into())), 412);
+        assert_eq!(status(ApiError::PreconditionRequired("x".into())), 428);
         assert_eq!(status(E::Unauthorized("x".into())), 401);
     }
 

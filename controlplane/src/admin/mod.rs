@@ -20,6 +20,7 @@ pub mod kms;
 pub mod login_limit;
 pub mod password;
 pub mod password_policy;
+pub mod precondition;
 pub mod resolver;
 pub mod stats;
 pub mod subordinates;
@@ -140,6 +141,7 @@ fn unique_operation_ids(doc: &mut utoipa::openapi::OpenApi) {
 fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::RefOr;
     unique_operation_ids(doc);
+    precondition::document(doc);
     for item in doc.paths.paths.values_mut() {
         let ops = [
             &mut item.get,
@@ -188,7 +190,18 @@ pub fn router(
             &cp.settings.server.trusted_proxies,
         )),
     };
+    let preconditions = precondition::Preconditions {
+        rules: Arc::new(precondition::Rules::from_doc(&doc)),
+        api: api.clone().with_state(cp.clone()),
+        require: cp.settings.api.admin.require_if_match,
+        cp: cp.clone(),
+        lock_row: Default::default(),
+    };
     let api = api
+        .layer(axum::middleware::from_fn_with_state(
+            preconditions,
+            precondition::middleware,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
             auth::middleware,

@@ -115,6 +115,38 @@ impl Client {
         }
     }
 
+    /// `GET` under the Admin API prefix with the resource's `ETag`, for a command that changes
+    /// what it read: it sends the tag back as `If-Match` ([`Client::call_if_match`]), so an
+    /// edit made meanwhile by someone else is refused (412) instead of overwritten.
+    pub async fn get_tagged(&self, path: &str) -> Result<(Value, Option<String>), Failure> {
+        let (status, v, tag) = self
+            .exchange(Method::GET, &format!("{PREFIX}{path}"), Body::None, None)
+            .await?;
+        if status.is_success() {
+            Ok((v, tag))
+        } else {
+            Err(refusal(status, &v))
+        }
+    }
+
+    /// [`Client::call`] with `If-Match: tag` (none when `tag` is `None`).
+    pub async fn call_if_match(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body,
+        tag: Option<&str>,
+    ) -> Result<Value, Failure> {
+        let (status, v, _) = self
+            .exchange(method, &format!("{PREFIX}{path}"), body, tag)
+            .await?;
+        if status.is_success() {
+            Ok(v)
+        } else {
+            Err(refusal(status, &v))
+        }
+    }
+
     /// A call of any path on the same base URL (e.g. the federation endpoints); the status and
     /// the parsed body (a JSON value, or the text as a string).
     pub async fn raw(
@@ -123,8 +155,23 @@ impl Client {
         path: &str,
         body: Body,
     ) -> Result<(StatusCode, Value), Failure> {
+        let (status, v, _) = self.exchange(method, path, body, None).await?;
+        Ok((status, v))
+    }
+
+    /// One request: the status, the parsed body and the `ETag`.
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body,
+        if_match: Option<&str>,
+    ) -> Result<(StatusCode, Value, Option<String>), Failure> {
         let url = format!("{}{path}", self.base);
         let mut r = self.http.request(method, &url);
+        if let Some(t) = if_match {
+            r = r.header(reqwest::header::IF_MATCH, t);
+        }
         match (&self.target.user, &self.target.bootstrap_token) {
             (Some(u), _) => r = r.basic_auth(u, self.target.password.as_deref()),
             (None, Some(t)) => r = r.bearer_auth(t),
@@ -141,13 +188,18 @@ impl Client {
         };
         let resp = r.send().await.map_err(|e| unreachable(&self.base, &e))?;
         let status = resp.status();
+        let tag = resp
+            .headers()
+            .get(reqwest::header::ETAG)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let text = resp.text().await.map_err(|e| unreachable(&self.base, &e))?;
         let v = if text.trim().is_empty() {
             Value::Null
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
-        Ok((status, v))
+        Ok((status, v, tag))
     }
 }
 

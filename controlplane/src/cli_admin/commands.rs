@@ -542,10 +542,12 @@ async fn endpoints(c: &Client, cmd: EndpointCmd) -> Result<Shown, Failure> {
         }
         EndpointCmd::Disable { r#type } => {
             let one = format!("/federation-endpoints/{}", seg(&r#type));
-            let mut rec = c.get(&one).await?;
+            let (mut rec, tag) = c.get_tagged(&one).await?;
             rec["path"] = Value::Null;
             strip_anchor_records(&mut rec);
-            let v = c.call(Method::PUT, &one, Body::Json(rec)).await?;
+            let v = c
+                .call_if_match(Method::PUT, &one, Body::Json(rec), tag.as_deref())
+                .await?;
             Shown::Done(v, format!("{} disabled", r#type))
         }
     })
@@ -561,8 +563,8 @@ pub async fn enable_endpoint(
     auth: bool,
 ) -> Result<Value, Failure> {
     let one = format!("/federation-endpoints/{}", seg(kind));
-    match c.get(&one).await {
-        Ok(mut rec) => {
+    match c.get_tagged(&one).await {
+        Ok((mut rec, tag)) => {
             rec["path"] = json!(path);
             if let Some(cfg) = config {
                 rec["config"] = cfg;
@@ -571,7 +573,8 @@ pub async fn enable_endpoint(
                 rec["auth_enabled"] = json!(true);
             }
             strip_anchor_records(&mut rec);
-            c.call(Method::PUT, &one, Body::Json(rec)).await
+            c.call_if_match(Method::PUT, &one, Body::Json(rec), tag.as_deref())
+                .await
         }
         Err(Failure::Refused { status: 404, .. }) => {
             let mut body = json!({"type": kind, "path": path, "auth_enabled": auth});

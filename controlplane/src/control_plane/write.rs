@@ -53,15 +53,25 @@ impl<'a> Write<'a> {
 
     /// The change's transaction, begun on first use (on SQLite with the write lock taken at
     /// once: see [`crate::db::Db::begin`]).
+    ///
+    /// Inside an Admin API write the new transaction first takes the cluster-wide write lock
+    /// and checks the request's `If-Match` ([`crate::admin::precondition::on_begin`]), so that
+    /// what the handler reads next is current on every replica.
     pub async fn tx(&mut self) -> Result<&mut AnyConnection> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
-            None => self
-                .cp
-                .db
-                .begin_write()
-                .await
-                .inspect_err(|e| self.cp.db.note(e))?,
+            None => {
+                let mut tx = self
+                    .cp
+                    .db
+                    .begin_write()
+                    .await
+                    .inspect_err(|e| self.cp.db.note(e))?;
+                crate::admin::precondition::on_begin(&self.cp.db, &mut tx)
+                    .await
+                    .inspect_err(|e| self.cp.db.note_error(e))?;
+                tx
+            }
         };
         Ok(&mut **self.tx.insert(tx))
     }

@@ -30,6 +30,27 @@ pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {
     })
 }
 
+/// Reads one setting in the caller's transaction; `None` when unset.
+pub async fn get_in(
+    db: &Db,
+    c: &mut AnyConnection,
+    scope: &str,
+    name: &str,
+) -> Result<Option<Value>> {
+    let row = sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ?"))
+        .bind(scope)
+        .bind(name)
+        .fetch_optional(&mut *c)
+        .await?;
+    Ok(match row {
+        Some(r) => {
+            let text: String = r.try_get("value")?;
+            serde_json::from_str(&text).ok()
+        }
+        None => None,
+    })
+}
+
 /// Removes one setting (no-op when unset).
 pub async fn unset(db: &Db, c: &mut AnyConnection, scope: &str, name: &str) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))

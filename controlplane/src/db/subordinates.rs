@@ -438,6 +438,29 @@ pub async fn set_pushed_jwks(
     Ok(())
 }
 
+/// One JSON document override of subordinate `id`, read in the caller's transaction (a
+/// read-modify-write of the document reads what it changes there, after the write lock).
+pub async fn doc_in(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    col: DocColumn,
+) -> Result<Option<Value>> {
+    let sql = match col {
+        DocColumn::Metadata => "SELECT metadata AS doc FROM subordinates WHERE id = ?",
+        DocColumn::MetadataPolicy => "SELECT metadata_policy AS doc FROM subordinates WHERE id = ?",
+        DocColumn::Constraints => "SELECT constraints_json AS doc FROM subordinates WHERE id = ?",
+    };
+    let row = sqlx::query(db.sql(sql))
+        .bind(id)
+        .fetch_optional(&mut *c)
+        .await?;
+    match row {
+        Some(r) => json_col(&r, "doc"),
+        None => Ok(None),
+    }
+}
+
 /// Sets (or clears, with `None`) one JSON document override of subordinate `id`.
 pub async fn set_doc(
     db: &Db,

@@ -31,6 +31,11 @@ pub struct AdminSettings {
     pub password_hashing: PasswordHashing,
     /// CORS of the Admin API (separate from `server.cors`).
     pub cors: AdminCors,
+    /// Refuse (428) a `PUT`, `PATCH`, `DELETE` or `POST` into a document that carries no
+    /// `If-Match`, so that every client shows which version it changes and no edit is made on
+    /// a stale read. Off, such a write without `If-Match` is lighthouse-compatible (a
+    /// whole-document `PUT` is last-writer-wins).
+    pub require_if_match: bool,
 }
 
 impl Default for AdminSettings {
@@ -44,6 +49,7 @@ impl Default for AdminSettings {
             actor_header: "X-Actor".into(),
             password_hashing: PasswordHashing::default(),
             cors: AdminCors::default(),
+            require_if_match: false,
         }
     }
 }

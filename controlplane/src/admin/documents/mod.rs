@@ -251,9 +251,35 @@ pub async fn get_at(cp: &ControlPlane, t: &Target, doc: Doc, path: &[&str]) -> A
         .ok_or_else(|| ApiError::NotFound(format!("no {} at {}", doc.setting(), path.join("/"))))
 }
 
-/// The target's own document as an object to edit (empty when it has none).
-async fn base(cp: &ControlPlane, t: &Target, doc: Doc) -> ApiResult<Map<String, Value>> {
-    Ok(match own(cp, t, doc).await? {
+/// The stored document of the target itself, read in the write's transaction: the
+/// transaction began with the Admin API write lock (`precondition::on_begin`), so this is the
+/// current document on every replica and stays so until the commit. Every read-modify-write
+/// of a document starts here, never from a read made before the lock.
+pub async fn own_in(
+    cp: &ControlPlane,
+    w: &mut Write<'_>,
+    t: &Target,
+    doc: Doc,
+) -> ApiResult<Option<Value>> {
+    let tx = w.tx().await?;
+    let v = match t {
+        Target::Sub(r) => repo::doc_in(&cp.db, tx, r.id, doc.column()).await?,
+        Target::General | Target::EntityConfiguration => {
+            settings::get_in(&cp.db, tx, t.settings_scope(), doc.setting()).await?
+        }
+    };
+    Ok(v.filter(|v| !v.is_null()))
+}
+
+/// The target's own document as an object to edit (empty when it has none), read in the
+/// write's transaction ([`own_in`]).
+async fn base(
+    cp: &ControlPlane,
+    w: &mut Write<'_>,
+    t: &Target,
+    doc: Doc,
+) -> ApiResult<Map<String, Value>> {
+    Ok(match own_in(cp, w, t, doc).await? {
         Some(Value::Object(m)) => m,
         _ => Map::new(),
     })
@@ -266,9 +292,9 @@ pub async fn put_at(
     doc: Doc,
     path: &[&str],
     value: Value,
-    w: Write<'_>,
+    mut w: Write<'_>,
 ) -> ApiResult<bool> {
-    let mut root = base(cp, t, doc).await?;
+    let mut root = base(cp, &mut w, t, doc).await?;
     let created = set_path(&mut root, path, value)?;
     save(cp, w, t, doc, Some(Value::Object(root)), false).await?;
     Ok(created)
@@ -281,12 +307,12 @@ pub async fn merge_at(
     doc: Doc,
     path: &[&str],
     add: Value,
-    w: Write<'_>,
+    mut w: Write<'_>,
 ) -> ApiResult<(bool, Value)> {
     let Value::Object(add) = add else {
         return Err(ApiError::BadRequest("body must be a JSON object".into()));
     };
-    let mut root = base(cp, t, doc).await?;
+    let mut root = base(cp, &mut w, t, doc).await?;
     let existing = path
         .iter()
         .try_fold(Value::Object(root.clone()), |acc, p| acc.get(*p).cloned());
@@ -307,15 +333,15 @@ pub async fn delete_at(
     t: &Target,
     doc: Doc,
     path: &[&str],
-    w: Write<'_>,
+    mut w: Write<'_>,
 ) -> ApiResult<()> {
     if path.is_empty() {
-        if own(cp, t, doc).await?.is_none() {
+        if own_in(cp, &mut w, t, doc).await?.is_none() {
             return Err(ApiError::NotFound(format!("no {} is set", doc.setting())));
         }
         return save(cp, w, t, doc, None, true).await;
     }
-    let mut root = base(cp, t, doc).await?;
+    let mut root = base(cp, &mut w, t, doc).await?;
     if !remove_path(&mut root, path, t.prunes_empty_parents()) {
         return Err(ApiError::NotFound(format!(
             "no {} at {}",

@@ -37,7 +37,8 @@ pub async fn put(
     body: Value,
     actor: &Actor,
 ) -> ApiResult<Response> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let t = target(cp, id).await?;
     if path.is_empty() {
         docs::save(cp, w, &t, doc, Some(body.clone()), false).await?;
@@ -56,7 +57,8 @@ pub async fn merge(
     body: Value,
     actor: &Actor,
 ) -> ApiResult<Response> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let t = target(cp, id).await?;
     let (created, merged) = docs::merge_at(cp, &t, doc, path, body, w).await?;
     Ok(created_or_ok(created && t.reports_created(), merged))
@@ -72,9 +74,10 @@ pub async fn copy_general(
     doc: Doc,
     actor: &Actor,
 ) -> ApiResult<Response> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let t = target(cp, Some(id)).await?;
-    if docs::own(cp, &t, doc).await?.is_some() {
+    if docs::own_in(cp, &mut w, &t, doc).await?.is_some() {
         return Err(ApiError::Conflict(format!(
             "the subordinate already has its own {}; PUT replaces it, DELETE removes it",
             doc.setting()
@@ -93,7 +96,8 @@ pub async fn delete(
     path: &[&str],
     actor: &Actor,
 ) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let t = target(cp, id).await?;
     docs::delete_at(cp, &t, doc, path, w).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -44,6 +44,7 @@ pub async fn put_claims(
 ) -> ApiResult<axum::Json<Vec<ClaimRow>>> {
     claims::check_list(&list)?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     claims::replace(&cp, &mut w, SCOPE, &list).await?;
     publish(w).await?;
     Ok(axum::Json(claims::rows(&cp, SCOPE).await?))
@@ -59,6 +60,7 @@ pub async fn add_claim(
 ) -> ApiResult<impl IntoResponse> {
     c.name()?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     let id = claims::add(&cp, &mut w, SCOPE, &existing, &c).await?;
     publish(w).await?;
@@ -87,6 +89,7 @@ pub async fn put_claim_row(
     Json(c): Json<ClaimInput>,
 ) -> ApiResult<axum::Json<ClaimRow>> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     let (row_id, _) = claims::update(&cp, &mut w, SCOPE, &existing, &id, c).await?;
     publish(w).await?;
@@ -102,6 +105,7 @@ pub async fn delete_claim_row(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     claims::remove(&cp, &mut w, SCOPE, &existing, &id).await?;
     publish(w).await?;

@@ -27,9 +27,10 @@ async fn add(cp: &ControlPlane, id: Option<&str>, t: String, actor: &Actor) -> A
     if t.is_empty() {
         return Err(ApiError::BadRequest("entity type must not be empty".into()));
     }
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let target = target(cp, id).await?;
-    let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
+    let mut list = current(docs::own_in(cp, &mut w, &target, Doc::Constraints).await?);
     if list.iter().any(|v| v.as_str() == Some(&t)) {
         return Err(ApiError::Conflict(format!(
             "entity type {t:?} is already allowed"
@@ -54,9 +55,10 @@ async fn remove(
     t: &str,
     actor: &Actor,
 ) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let target = target(cp, id).await?;
-    let mut list = current(docs::own(cp, &target, Doc::Constraints).await?);
+    let mut list = current(docs::own_in(cp, &mut w, &target, Doc::Constraints).await?);
     let before = list.len();
     list.retain(|v| v.as_str() != Some(t));
     if list.len() == before {
@@ -64,7 +66,7 @@ async fn remove(
             "entity type {t:?} is not in allowed_entity_types"
         )));
     }
-    let mut root = match docs::own(cp, &target, Doc::Constraints).await? {
+    let mut root = match docs::own_in(cp, &mut w, &target, Doc::Constraints).await? {
         Some(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
     };

@@ -108,6 +108,7 @@ pub async fn replace(
 ) -> ApiResult<axum::Json<Vec<ClaimRecord>>> {
     claims::check_list(&list)?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     claims::replace(&cp, &mut w, Scope::Subordinate(row.id), &list).await?;
     w.subordinate_event(
@@ -132,6 +133,7 @@ pub async fn add(
 ) -> ApiResult<impl IntoResponse> {
     let name = c.name()?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let scope = Scope::Subordinate(row.id);
     claims::add(&cp, &mut w, scope, &row.additional_claims, &c).await?;
@@ -168,6 +170,7 @@ pub async fn put(
     Json(c): Json<ClaimInput>,
 ) -> ApiResult<axum::Json<ClaimRecord>> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let scope = Scope::Subordinate(row.id);
     let (_, name) = claims::update(&cp, &mut w, scope, &row.additional_claims, &key, c).await?;
@@ -191,6 +194,7 @@ pub async fn delete(
     actor: Actor,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let scope = Scope::Subordinate(row.id);
     let name = claims::remove(&cp, &mut w, scope, &row.additional_claims, &key).await?;

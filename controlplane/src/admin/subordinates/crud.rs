@@ -302,6 +302,9 @@ async fn apply_update(
 ) -> ApiResult<FullRecord> {
     u.check(&cp.settings.federation.accept)?;
     let mut w = cp.write(actor.name()).await;
+    // The transaction (and with it the Admin API write lock) first: the fields the update
+    // keeps are read after it, so a concurrent edit on another replica is not reverted.
+    w.tx().await?;
     let row = find(cp, id).await?;
     let basic = BasicWrite {
         description: u.description.unwrap_or_else(|| row.description.clone()),
@@ -377,6 +380,7 @@ pub async fn set_status(
 ) -> ApiResult<axum::Json<FullRecord>> {
     let status = parse_status(&body)?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let mut row = find(&cp, &id).await?;
     require_keys(status, &row.jwks)?;
     let old = std::mem::replace(&mut row.status, status.as_str().into());

@@ -58,9 +58,25 @@ pub async fn put_lifetime(
     if secs <= 0 {
         return Err(ApiError::BadRequest("lifetime must be positive".into()));
     }
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     store(&cp, w, "lifetime", &secs).await?;
     Ok(axum::Json(secs))
+}
+
+/// The stored critical operators, read in the write's transaction (after the Admin API write
+/// lock), for adding or removing one: the snapshot may trail another replica's edit.
+async fn stored_crit(cp: &ControlPlane, w: &mut Write<'_>) -> ApiResult<Vec<String>> {
+    let tx = w.tx().await?;
+    Ok(
+        match settings::get_in(&cp.db, tx, settings::SUBORDINATE, "metadata_policy_crit").await? {
+            Some(serde_json::Value::Array(a)) => a
+                .into_iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            _ => Vec::new(),
+        },
+    )
 }
 
 fn crit_list(cp: &ControlPlane) -> Vec<String> {
@@ -106,7 +122,8 @@ pub async fn put_crit(
     Json(ops): Json<Vec<String>>,
 ) -> ApiResult<axum::Json<Vec<String>>> {
     check_crit(&ops)?;
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     store(&cp, w, "metadata_policy_crit", &ops).await?;
     Ok(axum::Json(ops))
 }
@@ -122,8 +139,8 @@ pub async fn add_crit(
 ) -> ApiResult<impl IntoResponse> {
     let op = body.trim_matches('"').to_string();
     check_operator(&op)?;
-    let w = cp.write(actor.name()).await;
-    let mut ops = crit_list(&cp);
+    let mut w = cp.write(actor.name()).await;
+    let mut ops = stored_crit(&cp, &mut w).await?;
     if ops.contains(&op) {
         return Err(ApiError::Conflict(format!(
             "operator {op:?} is already critical"
@@ -142,8 +159,8 @@ pub async fn delete_crit(
     actor: Actor,
     Path(op): Path<String>,
 ) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
-    let mut ops = crit_list(&cp);
+    let mut w = cp.write(actor.name()).await;
+    let mut ops = stored_crit(&cp, &mut w).await?;
     let before = ops.len();
     ops.retain(|o| *o != op);
     if ops.len() == before {

@@ -56,6 +56,7 @@ pub async fn put_claims(
 ) -> ApiResult<axum::Json<Vec<GeneralClaim>>> {
     claims::check_list(&input)?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     claims::replace(&cp, &mut w, SCOPE, &input).await?;
     publish(w).await?;
     Ok(axum::Json(list(&cp).await?))
@@ -71,6 +72,7 @@ pub async fn add_claim(
 ) -> ApiResult<impl IntoResponse> {
     c.name()?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     let id = claims::add(&cp, &mut w, SCOPE, &existing, &c).await?;
     publish(w).await?;
@@ -109,6 +111,7 @@ pub async fn put_claim(
     Json(c): Json<ClaimInput>,
 ) -> ApiResult<axum::Json<GeneralClaim>> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     let (id, _) = claims::update(&cp, &mut w, SCOPE, &existing, &key, c).await?;
     publish(w).await?;
@@ -124,6 +127,7 @@ pub async fn delete_claim(
     Path(key): Path<String>,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let existing = claims::rows(&cp, SCOPE).await?;
     claims::remove(&cp, &mut w, SCOPE, &existing, &key).await?;
     publish(w).await?;

@@ -59,7 +59,8 @@ pub async fn put(
     Json(jwks): Json<Jwks>,
 ) -> ApiResult<axum::Json<Jwks>> {
     validate_jwks(&jwks, &cp.settings.federation.accept.key_types)?;
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let msg = format!("JWKS replaced ({} keys)", jwks.keys.len());
     store(&cp, w, &row, &jwks, "jwks_replaced", msg).await?;
@@ -87,7 +88,8 @@ pub async fn add(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();
     if jwks
@@ -113,7 +115,8 @@ pub async fn remove(
     Path((id, kid)): Path<(String, String)>,
     actor: Actor,
 ) -> ApiResult<StatusCode> {
-    let w = cp.write(actor.name()).await;
+    let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let row = find(&cp, &id).await?;
     let mut jwks = row.jwks.clone().unwrap_or_default();
     let before = jwks.keys.len();

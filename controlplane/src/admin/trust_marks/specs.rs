@@ -103,6 +103,7 @@ async fn replace(
     input: impl FnOnce(repo::SpecRow) -> ApiResult<SpecInput>,
 ) -> ApiResult<SpecRecord> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let old = find_spec(cp, key).await?;
     let (id, old_spec) = (old.id, old.spec.clone());
     let s = input(old)?.into_write()?;

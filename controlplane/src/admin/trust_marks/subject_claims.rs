@@ -44,6 +44,7 @@ async fn save(
 ) -> ApiResult<Map<String, Value>> {
     let claims = claims_object("additional_claims", Some(claims))?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let spec = find_spec(cp, key).await?;
     let old = find_subject(cp, &spec, sub).await?;
     let next_claims = if merge {

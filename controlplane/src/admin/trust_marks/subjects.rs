@@ -223,6 +223,7 @@ pub async fn put(
         .map(|c| claims_object("additional_claims", Some(c)))
         .transpose()?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let spec = find_spec(&cp, &key).await?;
     let old = find_subject(&cp, &spec, &sub).await?;
     if input
@@ -254,6 +255,7 @@ pub async fn delete(
     Path((key, sub)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let spec = find_spec(&cp, &key).await?;
     let old = find_subject(&cp, &spec, &sub).await?;
     let tm_type = &spec.spec.trust_mark_type;
@@ -283,6 +285,7 @@ pub async fn set_status(
 ) -> ApiResult<axum::Json<SubjectRecord>> {
     let status = parse_status(body.trim_matches('"'))?;
     let mut w = cp.write(actor.name()).await;
+    w.tx().await?;
     let spec = find_spec(&cp, &key).await?;
     let old = find_subject(&cp, &spec, &sub).await?;
     let next = SubjectWrite {
