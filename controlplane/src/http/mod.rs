@@ -4,7 +4,6 @@ pub mod cors;
 pub mod layers;
 pub mod tls;
 
-use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -20,9 +19,7 @@ pub fn serve(
     tokio::spawn(async move {
         let r = axum::serve(
             listener,
-            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-                SocketAddr,
-            >(app),
+            app.per_connection(),
         )
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await;
