@@ -156,9 +156,12 @@ async fn ready_answers_are_the_routers_answers() {
     for path in ["/.well-known/openid-federation", FETCH_RP] {
         let first = routed(&dp, path).await; // signs and caches
         let ready = get(&dp, path).await;
-        let again = routed(&dp, path).await;
+        let mut again = routed(&dp, path).await;
         assert_eq!(ready.status, StatusCode::OK, "{path}");
         assert_eq!(ready.body, first.body, "{path}");
+        // axum's router states the length; hyper states it from the body's exact size
+        // otherwise, so on the wire both carry it.
+        again.headers.remove(header::CONTENT_LENGTH);
         assert_eq!(ready.headers, again.headers, "{path}");
         assert!(ready.headers.contains_key(header::ETAG), "{path}");
         let cc = ready.headers[header::CACHE_CONTROL].to_str().unwrap();

@@ -486,8 +486,11 @@ mod tests {
             Some(ring.clone()),
             ManualClock::new(1_700_000_000),
         );
+        // As on the public port: the measured router has its own fallback, which merging
+        // an unobserved router (with the default one) keeps.
         let app = Router::new()
             .route("/fetch", get(|| async { "x" }))
+            .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
             .merge(crate::stats::unobserved(
                 Router::new().route("/healthz", get(|| async { "ok" })),
             ))
