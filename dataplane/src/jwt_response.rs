@@ -39,8 +39,8 @@ pub fn cacheable(
     now: i64,
     if_none_match: Option<&HeaderValue>,
 ) -> Response {
-    let not_modified = if_none_match
-        .is_some_and(|v| http_cache::none_match(v.as_bytes(), tagged.etag.as_bytes()));
+    let not_modified =
+        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), tagged.etag.as_bytes()));
     let max_age = tagged.max_age(now);
     let mut resp = if not_modified {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();

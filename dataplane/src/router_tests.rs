@@ -11,8 +11,7 @@ use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::snapshot::SnapshotPublisher;
 
 use crate::test_support::{
-    ENTITY_ID, FETCH_RP, RP, SnapshotBuilder, answer, data_plane, federation, get, request,
-    routed,
+    ENTITY_ID, FETCH_RP, RP, SnapshotBuilder, answer, data_plane, federation, get, request, routed,
 };
 
 #[tokio::test]

@@ -13,8 +13,8 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -186,7 +186,11 @@ where
                 path: req.uri().path().to_string(),
                 peer: self
                     .peer
-                    .or_else(|| req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0))
+                    .or_else(|| {
+                        req.extensions()
+                            .get::<ConnectInfo<SocketAddr>>()
+                            .map(|c| c.0)
+                    })
                     .map(|p| p.to_string())
                     .unwrap_or_default(),
             })
@@ -197,7 +201,11 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         let (inner, early, observation) = if declared.is_some_and(|n| n > self.limit) {
-            (None, Some(StatusCode::PAYLOAD_TOO_LARGE.into_response()), None)
+            (
+                None,
+                Some(StatusCode::PAYLOAD_TOO_LARGE.into_response()),
+                None,
+            )
         } else if declared.is_some() || http_body::Body::is_end_stream(req.body()) {
             let mut req = req;
             let observation = self

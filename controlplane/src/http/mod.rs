@@ -4,7 +4,6 @@ pub mod cors;
 pub mod layers;
 pub mod tls;
 
-
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -17,12 +16,9 @@ pub fn serve(
     stop: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let r = axum::serve(
-            listener,
-            app.per_connection(),
-        )
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await;
+        let r = axum::serve(listener, app.per_connection())
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "server stopped with an error");
         }

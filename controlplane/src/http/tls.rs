@@ -117,11 +117,7 @@ fn serve(
         handle.graceful_shutdown(Some(drain));
     });
     Ok(tokio::spawn(async move {
-        let r = server
-            .serve(
-                app.per_connection(),
-            )
-            .await;
+        let r = server.serve(app.per_connection()).await;
         if let Err(e) = r {
             tracing::error!(error = %e, "TLS server stopped with an error");
         }

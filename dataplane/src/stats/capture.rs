@@ -244,7 +244,9 @@ impl Observation {
             self.endpoint.as_str()
         };
         let capture = &self.capture;
-        capture.metrics.observe(label, status, elapsed.as_secs_f64());
+        capture
+            .metrics
+            .observe(label, status, elapsed.as_secs_f64());
         if let (Some(mut r), Some(ring)) = (self.record, capture.ring.as_ref()) {
             if unregistered {
                 UNMATCHED.clone_into(&mut r.endpoint);

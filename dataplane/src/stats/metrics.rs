@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
-use rustc_hash::FxBuildHasher;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use rustc_hash::FxBuildHasher;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
