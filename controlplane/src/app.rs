@@ -13,8 +13,10 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::command::Commands;
+use pharos_dataplane::front::Front;
 use pharos_dataplane::outbound::HttpFetcher;
-use pharos_dataplane::stats::capture::{Capture, CaptureLayer};
+use pharos_dataplane::stats::capture::Capture;
+use pharos_dataplane::stats::unobserved;
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -153,18 +155,25 @@ impl App {
                 None => r,
             }
         };
-        // The statistics layer wraps the federation routes only (not health checks or the
-        // Admin API); with statistics off it keeps just the request metrics.
-        let mut main = pharos_dataplane::router(data)
-            .layer(CaptureLayer(capture))
-            .merge(health(control.clone()));
+        // The federation routes are measured (request metrics, and statistics when on) by the
+        // common layer; the health checks and the Admin API mark their answers as not measured.
+        let mut main =
+            pharos_dataplane::router(data.clone()).merge(unobserved(health(control.clone())));
+        let cors = main_cors.is_some();
         if let Some(c) = main_cors {
             main = main.layer(c);
         }
-        if admin.enabled && !separate_admin {
-            main = main.merge(admin_router());
+        let admin_here = admin.enabled && !separate_admin;
+        if admin_here {
+            main = main.merge(unobserved(admin_router()));
         }
-        let main = layers::common(main, &settings.server);
+        let main = if cors {
+            // The CORS layer wraps every route, ready answers included.
+            Front::new(main)
+        } else {
+            Front::with_ready_answers(main, data, &other_routes(admin_here))
+        };
+        let main = layers::common_measured(main, &settings.server, capture);
 
         let shutdown = CancellationToken::new();
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
@@ -346,6 +355,24 @@ async fn bind(ip: &str, port: u16) -> Result<TcpListener> {
 }
 
 /// `/healthz` (the process is up) and `/readyz` (snapshot published, database answers).
+/// Path prefixes of the public port's routes that are not federation endpoints: the health
+/// checks and, when the Admin API shares the port, its API, documentation, console and
+/// `/metrics`. The data plane answers nothing under them before routing, so their routes keep
+/// precedence over an endpoint registered at the same path (see
+/// [`pharos_dataplane::front`]).
+fn other_routes(admin: bool) -> Vec<&'static str> {
+    let mut p = vec!["/healthz", "/readyz"];
+    if admin {
+        p.extend([
+            crate::admin::PREFIX,
+            crate::admin::docs::DOCS_PATH,
+            crate::console::PREFIX,
+            "/metrics",
+        ]);
+    }
+    p
+}
+
 fn health(cp: Arc<ControlPlane>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))

@@ -13,6 +13,21 @@ use crate::DataPlane;
 use crate::endpoints::{self, Call};
 use crate::error::FedError;
 
+/// The ready answer of an anonymous GET to a registered endpoint (a cached signed answer),
+/// if there is one: what [`handler`] answers first, without its future (see
+/// [`crate::front`]). `None` leaves the request to the router.
+pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
+    let now = dp.now();
+    let snap = dp.snapshot_ref();
+    let entry = snap.registry.lookup(req.uri().path(), now)?;
+    if entry.kind.method(entry.auth_enabled) != http_method::Method::Get
+        || req.method() != Method::GET
+    {
+        return None;
+    }
+    endpoints::cached(dp, &snap, entry, req, now).map(|resp| cache_policy(resp, true))
+}
+
 /// The fallback handler of the public router.
 pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response {
     let now = dp.now();

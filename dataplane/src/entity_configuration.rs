@@ -75,6 +75,20 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
     }
 }
 
+/// The answer to `req` when the signed Entity Configuration is cached and fresh (what
+/// [`handler`] answers without awaiting; see [`crate::front`]); `None` leaves it to the
+/// handler, which signs.
+pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
+    let now = dp.now();
+    let tagged = dp.ec_cache.fresh(dp.snapshot_ref().generation, now)?;
+    Some(cacheable(
+        CONTENT_TYPE,
+        tagged,
+        now,
+        req.headers().get(header::IF_NONE_MATCH),
+    ))
+}
+
 /// The current signed Entity Configuration (cached).
 pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
     signed_at(dp, dp.now()).await.map(|t| t.body)

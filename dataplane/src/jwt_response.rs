@@ -31,8 +31,8 @@ const RESPONSE_HEADERS: usize = 12;
 
 /// A cacheable `200` answer: `tagged`'s body with its `ETag` and `Cache-Control: public,
 /// max-age` up to its freshness limit, or a bodiless `304` when `if_none_match` (the
-/// request's header) names that tag. Only anonymous GETs are answered this way: an authenticated answer is meant
-/// for one client and is `no-store` (see [`no_store`]).
+/// request's header) names that tag. Only anonymous GETs are answered this way: an
+/// authenticated answer is meant for one client and is `no-store` (see [`no_store`]).
 pub fn cacheable(
     content_type: &'static str,
     tagged: Tagged,
@@ -40,26 +40,28 @@ pub fn cacheable(
     if_none_match: Option<&HeaderValue>,
 ) -> Response {
     let not_modified =
-        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), &tagged.etag));
+        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), tagged.etag.as_bytes()));
+    let max_age = tagged.max_age(now);
     let mut resp = if not_modified {
-        StatusCode::NOT_MODIFIED.into_response()
+        let mut resp = StatusCode::NOT_MODIFIED.into_response();
+        resp.headers_mut().reserve(RESPONSE_HEADERS);
+        resp
     } else {
         jwt(content_type, tagged.body)
     };
-    validators(resp.headers_mut(), tagged.etag, tagged.fresh_until, now);
+    validators(resp.headers_mut(), tagged.etag, max_age);
     resp
 }
 
-/// Adds `ETag` and `Cache-Control` to a cacheable answer's headers.
-pub fn validators(headers: &mut HeaderMap, etag: Bytes, fresh_until: i64, now: i64) {
-    let max_age = u64::try_from(fresh_until.saturating_sub(now)).unwrap_or(0);
-    // The tag is made by `http_cache::etag` (quoted base64url): always a valid header value.
-    if let Ok(v) = HeaderValue::from_maybe_shared(etag) {
-        headers.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&http_cache::cache_control(max_age)) {
-        headers.insert(header::CACHE_CONTROL, v);
-    }
+/// Adds `ETag` and `Cache-Control` to a cacheable answer's headers: the tag made when the body
+/// was tagged, and the `Cache-Control` value of `max_age` from the per-thread table (see
+/// [`http_cache::cache_control_header`]); neither is formatted per answer.
+pub fn validators(headers: &mut HeaderMap, etag: HeaderValue, max_age: u64) {
+    headers.insert(header::ETAG, etag);
+    headers.insert(
+        header::CACHE_CONTROL,
+        http_cache::cache_control_header(max_age),
+    );
 }
 
 /// Marks `resp` as not to be kept by any cache (errors, authenticated answers, answers whose

@@ -14,6 +14,7 @@ pub mod endpoints;
 mod enroll_router_tests;
 pub mod entity_configuration;
 pub mod error;
+pub mod front;
 #[cfg(test)]
 mod instructions_probe;
 pub mod jwt_response;
@@ -161,7 +162,7 @@ impl DataPlane {
 pub fn router(dp: Arc<DataPlane>) -> Router {
     Router::new()
         .route(
-            "/.well-known/openid-federation",
+            front::ENTITY_CONFIGURATION_PATH,
             get(entity_configuration::handler),
         )
         .fallback(dispatch::handler)

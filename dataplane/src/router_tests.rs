@@ -11,7 +11,7 @@ use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::snapshot::SnapshotPublisher;
 
 use crate::test_support::{
-    ENTITY_ID, FETCH_RP, RP, SnapshotBuilder, data_plane, federation, get, request,
+    ENTITY_ID, FETCH_RP, RP, SnapshotBuilder, answer, data_plane, federation, get, request, routed,
 };
 
 #[tokio::test]
@@ -139,4 +139,60 @@ async fn a_published_snapshot_changes_the_next_answer() {
 
 fn publish(publisher: &SnapshotPublisher, next: SnapshotBuilder) {
     publisher.publish(Arc::new(next.build()));
+}
+
+/// The ready answers given before routing (`crate::front`) are the router's answers: same
+/// status, headers and body for the Entity Configuration and a cached fetch, a `304` on a
+/// matching tag; a path under a foreign prefix goes to the router even when an endpoint is
+/// registered there.
+#[tokio::test]
+async fn ready_answers_are_the_routers_answers() {
+    use axum::body::Body;
+    use axum::extract::Request;
+    use tower::ServiceExt as _;
+
+    let (dp, _publisher) = data_plane(federation().build());
+    for path in ["/.well-known/openid-federation", FETCH_RP] {
+        let first = routed(&dp, path).await; // signs and caches
+        let ready = get(&dp, path).await;
+        let mut again = routed(&dp, path).await;
+        assert_eq!(ready.status, StatusCode::OK, "{path}");
+        assert_eq!(ready.body, first.body, "{path}");
+        // axum's router states the length; hyper states it from the body's exact size
+        // otherwise, so on the wire both carry it.
+        again.headers.remove(header::CONTENT_LENGTH);
+        assert_eq!(ready.headers, again.headers, "{path}");
+        assert!(ready.headers.contains_key(header::ETAG), "{path}");
+        let cc = ready.headers[header::CACHE_CONTROL].to_str().unwrap();
+        assert!(cc.starts_with("public, max-age="), "{path}: {cc}");
+        let tag = ready.headers[header::ETAG].clone();
+        let req = Request::get(path)
+            .header(header::IF_NONE_MATCH, tag)
+            .body(Body::empty())
+            .unwrap();
+        let front =
+            crate::front::Front::with_ready_answers(crate::router(dp.clone()), dp.clone(), &[]);
+        let not_modified = answer(front.oneshot(req).await.unwrap()).await;
+        assert_eq!(not_modified.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert!(not_modified.body.is_empty());
+        assert_eq!(not_modified.headers[header::CACHE_CONTROL], cc);
+    }
+    // A path under a foreign prefix is the router's even when a ready answer exists; others
+    // are answered before the router.
+    let marked = || {
+        crate::router(dp.clone()).layer(axum::middleware::map_response(
+            |mut r: axum::response::Response| async move {
+                r.headers_mut()
+                    .insert("x-routed", axum::http::HeaderValue::from_static("1"));
+                r
+            },
+        ))
+    };
+    for (foreign, routed) in [(&["/fe"][..], true), (&["/list"][..], false)] {
+        let front = crate::front::Front::with_ready_answers(marked(), dp.clone(), foreign);
+        let req = Request::get(FETCH_RP).body(Body::empty()).unwrap();
+        let a = answer(front.oneshot(req).await.unwrap()).await;
+        assert_eq!(a.status, StatusCode::OK);
+        assert_eq!(a.headers.contains_key("x-routed"), routed, "{foreign:?}");
+    }
 }

@@ -279,7 +279,8 @@ impl Answer {
     }
 }
 
-/// `method uri` through the public router, in process.
+/// `method uri` through the public port's entry (ready answers first, then the router), in
+/// process.
 pub async fn request(dp: &Arc<DataPlane>, method: &str, uri: &str) -> Answer {
     let req = Request::builder()
         .method(method)
@@ -287,7 +288,18 @@ pub async fn request(dp: &Arc<DataPlane>, method: &str, uri: &str) -> Answer {
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .body(Body::empty())
         .unwrap();
-    let resp = crate::router(dp.clone()).oneshot(req).await.unwrap();
+    let front = crate::front::Front::with_ready_answers(crate::router(dp.clone()), dp.clone(), &[]);
+    answer(front.oneshot(req).await.unwrap()).await
+}
+
+/// `GET uri` through the router alone (no ready answers in front of it).
+pub async fn routed(dp: &Arc<DataPlane>, uri: &str) -> Answer {
+    let req = Request::get(uri).body(Body::empty()).unwrap();
+    answer(crate::router(dp.clone()).oneshot(req).await.unwrap()).await
+}
+
+/// A response as a test reads it.
+pub async fn answer(resp: axum::response::Response) -> Answer {
     let (parts, body) = resp.into_parts();
     Answer {
         status: parts.status,

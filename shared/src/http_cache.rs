@@ -11,6 +11,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
+use http::HeaderValue;
 use sha2::{Digest, Sha256};
 
 /// A body ready to be served from cache: the bytes, their entity tag and the instant until
@@ -19,8 +20,9 @@ use sha2::{Digest, Sha256};
 pub struct Tagged {
     /// The response body.
     pub body: Bytes,
-    /// Its strong entity tag, quoted (the `ETag` header value).
-    pub etag: Bytes,
+    /// Its strong entity tag, quoted, as the `ETag` header value: made once when the body is
+    /// tagged, so an answer only clones it.
+    pub etag: HeaderValue,
     /// Unix seconds after which the body is stale.
     pub fresh_until: i64,
 }
@@ -28,7 +30,10 @@ pub struct Tagged {
 impl Tagged {
     /// Tags `body` (hashing it once) as fresh until `fresh_until`.
     pub fn new(body: Bytes, fresh_until: i64) -> Self {
-        let etag = etag(&body);
+        // The tag is quoted base64url: always a valid header value (the empty fallback, which
+        // matches no `If-None-Match`, is never taken).
+        let etag = HeaderValue::from_maybe_shared(etag(&body))
+            .unwrap_or_else(|_| HeaderValue::from_static(""));
         Self {
             body,
             etag,
@@ -101,6 +106,46 @@ pub fn cache_control(max_age: u64) -> String {
     format!("public, max-age={max_age}")
 }
 
+/// Slots of the per-thread table of `Cache-Control` header values (a power of two).
+const CACHE_CONTROL_SLOTS: usize = 1024;
+
+thread_local! {
+    /// `Cache-Control` header values by `max_age`, direct-mapped (`max_age` modulo the size).
+    static CACHE_CONTROL: std::cell::RefCell<Vec<Option<(u64, HeaderValue)>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`cache_control`] as a header value. The value depends only on `max_age`, which changes once
+/// a second and is shared by every answer signed in the same second, so the values are kept
+/// per thread by `max_age` and an answer clones one instead of formatting and validating a new
+/// string (~550 instructions of a cached answer of ~25,000). The table holds at most
+/// [`CACHE_CONTROL_SLOTS`] values per thread.
+pub fn cache_control_header(max_age: u64) -> HeaderValue {
+    let make = || {
+        HeaderValue::from_maybe_shared(Bytes::from(cache_control(max_age)))
+            .unwrap_or_else(|_| HeaderValue::from_static("no-store"))
+    };
+    CACHE_CONTROL
+        .try_with(|table| {
+            let mut table = table.borrow_mut();
+            if table.is_empty() {
+                table.resize(CACHE_CONTROL_SLOTS, None);
+            }
+            // Lossless: the modulus is below `usize::MAX`.
+            let i = usize::try_from(max_age % CACHE_CONTROL_SLOTS as u64).unwrap_or(0);
+            match table.get_mut(i) {
+                Some(Some((age, v))) if *age == max_age => v.clone(),
+                Some(slot) => {
+                    let v = make();
+                    *slot = Some((max_age, v.clone()));
+                    v
+                }
+                None => make(),
+            }
+        })
+        .unwrap_or_else(|_| make())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +202,12 @@ mod tests {
         assert!(!if_match(b"*", None));
         assert!(!if_match(b"\xff", Some(&tag)));
         assert!(!if_match(b"", Some(&tag)));
+    }
+
+    #[test]
+    fn cache_control_header_values_are_the_formatted_ones() {
+        for age in [0, 1, 600, 600 + CACHE_CONTROL_SLOTS as u64, 600, 28_800] {
+            assert_eq!(cache_control_header(age), cache_control(age).as_str());
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! Layers every listener gets: request id, access log, request time limit, body size limit, and
-//! JSON bodies for the limit errors.
+//! JSON bodies for the limit errors; on the public port also the request metrics and statistics.
 //!
 //! The access log is a tracing event with target [`ACCESS_TARGET`]; `logging` routes that target
 //! to the access-log outputs only. It records method, path (without the query, which can carry
@@ -13,18 +13,21 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Request};
 use axum::http::{self, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::Limited;
+use pharos_dataplane::front::Front;
+use pharos_dataplane::stats::capture::{Capture, Observation};
 use pharos_shared::config::ServerSettings;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
@@ -50,16 +53,33 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// route instead, so each request would pass through two boxed route services (a clone of
 /// each, and a future of each) instead of one.
 pub fn common(router: Router, server: &ServerSettings) -> Served {
+    common_front(Front::new(router), server)
+}
+
+fn common_front(front: Front, server: &ServerSettings) -> Served {
     Common {
-        inner: router,
+        inner: front,
         ids: CounterRequestId::new(),
         timeout: server.request_timeout.into(),
         limit: server.body_limit,
+        capture: None,
+        peer: None,
+    }
+}
+
+/// The public port: as [`common`] around `front` (the router with the data plane's ready
+/// answers in front of it), also measuring each request for the request metrics and
+/// statistics ([`Capture`]) in the same future. Routes that are not measured mark their
+/// answers (see [`pharos_dataplane::stats::unobserved`]).
+pub fn common_measured(front: Front, server: &ServerSettings, capture: Arc<Capture>) -> Served {
+    Common {
+        capture: Some(capture),
+        ..common_front(front, server)
     }
 }
 
 /// A router inside the common layers: what a listener serves.
-pub type Served = Common<Router>;
+pub type Served = Common<Front>;
 
 /// The body limit for axum's body extractors (`Json`, `Bytes`, …), which otherwise stop at
 /// 2 MB whatever `server.body_limit` says. Only routers that use such extractors need it (the
@@ -72,14 +92,57 @@ pub fn extractor_limit(router: Router, server: &ServerSettings) -> Router {
 
 /// Per request: answers with the client's `x-request-id`, or a new one when it sent none,
 /// enforces `server.body_limit` (`413`), answers `408` when the inner service takes longer
-/// than the time limit, turns plain limit errors into JSON, and writes the access-log line
-/// when that log is on.
+/// than the time limit, turns plain limit errors into JSON, measures the inner service's
+/// answer when `capture` is set, and writes the access-log line when that log is on.
 #[derive(Clone, Debug)]
 pub struct Common<S> {
     inner: S,
     ids: CounterRequestId,
     timeout: Duration,
     limit: u64,
+    capture: Option<Arc<Capture>>,
+    /// The connection's peer, when served through [`PerConnection`].
+    peer: Option<SocketAddr>,
+}
+
+impl Served {
+    /// This service for one connection from `peer`.
+    fn connected(&self, peer: SocketAddr) -> Self {
+        Self {
+            inner: self.inner.connected(peer),
+            peer: Some(peer),
+            ..self.clone()
+        }
+    }
+
+    /// The service a listener makes for each connection (in place of axum's
+    /// `into_make_service_with_connect_info`, which inserts the peer's address into every
+    /// request's extensions: an allocation per request that a ready answer does not need).
+    pub fn per_connection(self) -> PerConnection {
+        PerConnection(self)
+    }
+}
+
+/// Makes a [`Served`] per connection that knows its peer (see [`Served::per_connection`]);
+/// for `axum::serve` and for `axum_server` alike.
+#[derive(Clone, Debug)]
+pub struct PerConnection(Served);
+
+impl<T> Service<T> for PerConnection
+where
+    SocketAddr: Connected<T>,
+{
+    type Response = Served;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Served, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, target: T) -> Self::Future {
+        std::future::ready(Ok(self.0.connected(SocketAddr::connect_info(target))))
+    }
 }
 
 /// What the access log needs, captured only when it is on.
@@ -121,10 +184,14 @@ where
                 start: Instant::now(),
                 method: req.method().clone(),
                 path: req.uri().path().to_string(),
-                peer: req
-                    .extensions()
-                    .get::<ConnectInfo<SocketAddr>>()
-                    .map(|c| c.0.to_string())
+                peer: self
+                    .peer
+                    .or_else(|| {
+                        req.extensions()
+                            .get::<ConnectInfo<SocketAddr>>()
+                            .map(|c| c.0)
+                    })
+                    .map(|p| p.to_string())
                     .unwrap_or_default(),
             })
         });
@@ -133,15 +200,28 @@ where
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        let (inner, early) = if declared.is_some_and(|n| n > self.limit) {
-            (None, Some(StatusCode::PAYLOAD_TOO_LARGE.into_response()))
+        let (inner, early, observation) = if declared.is_some_and(|n| n > self.limit) {
+            (
+                None,
+                Some(StatusCode::PAYLOAD_TOO_LARGE.into_response()),
+                None,
+            )
         } else if declared.is_some() || http_body::Body::is_end_stream(req.body()) {
+            let mut req = req;
+            let observation = self
+                .capture
+                .as_ref()
+                .and_then(|c| c.start(&mut req, self.peer));
             // hyper holds a declared length to its word: nothing to wrap.
-            (Some(self.inner.call(req)), None)
+            (Some(self.inner.call(req)), None, observation)
         } else {
             let limit = usize::try_from(self.limit).unwrap_or(usize::MAX);
-            let req = req.map(|b| Body::new(Limited::new(b, limit)));
-            (Some(self.inner.call(req)), None)
+            let mut req = req.map(|b| Body::new(Limited::new(b, limit)));
+            let observation = self
+                .capture
+                .as_ref()
+                .and_then(|c| c.start(&mut req, self.peer));
+            (Some(self.inner.call(req)), None, observation)
         };
         CommonFuture {
             inner,
@@ -150,6 +230,7 @@ where
             timeout: self.timeout,
             id: Some(id),
             access,
+            observation,
         }
     }
 }
@@ -166,6 +247,9 @@ pin_project! {
         timeout: Duration,
         id: Option<HeaderValue>,
         access: Option<Box<AccessLine>>,
+        // Measured when the inner service answers (not the early 413 nor the 408, which no
+        // route saw).
+        observation: Option<Observation>,
     }
 }
 
@@ -184,7 +268,13 @@ where
                 .early
                 .take()
                 .unwrap_or_else(|| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
-            Some(Poll::Ready(Ok(r))) => r.map(Body::new),
+            Some(Poll::Ready(Ok(r))) => {
+                let r = r.map(Body::new);
+                if let Some(o) = this.observation.take() {
+                    o.finish(&r);
+                }
+                r
+            }
             Some(Poll::Ready(Err(never))) => match never {},
             Some(Poll::Pending) => {
                 let timeout = *this.timeout;

@@ -4,8 +4,6 @@ pub mod cors;
 pub mod layers;
 pub mod tls;
 
-use std::net::SocketAddr;
-
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -18,14 +16,9 @@ pub fn serve(
     stop: CancellationToken,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let r = axum::serve(
-            listener,
-            axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-                SocketAddr,
-            >(app),
-        )
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await;
+        let r = axum::serve(listener, app.per_connection())
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
         if let Err(e) = r {
             tracing::error!(error = %e, "server stopped with an error");
         }

@@ -6,7 +6,6 @@
 //! invalid the old certificate stays in use and the failure is logged, so a botched renewal does
 //! not take the Admin API down.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
@@ -118,13 +117,7 @@ fn serve(
         handle.graceful_shutdown(Some(drain));
     });
     Ok(tokio::spawn(async move {
-        let r = server
-            .serve(
-                axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
-                    SocketAddr,
-                >(app),
-            )
-            .await;
+        let r = server.serve(app.per_connection()).await;
         if let Err(e) = r {
             tracing::error!(error = %e, "TLS server stopped with an error");
         }

@@ -142,7 +142,7 @@ fn filters(query: &str) -> Result<Filters, FedError> {
 fn json(list: Tagged, request: &HeaderMap) -> Response {
     let not_modified = request
         .get(header::IF_NONE_MATCH)
-        .is_some_and(|v| pharos_shared::http_cache::none_match(v.as_bytes(), &list.etag));
+        .is_some_and(|v| pharos_shared::http_cache::none_match(v.as_bytes(), list.etag.as_bytes()));
     let mut r = if not_modified {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -154,9 +154,7 @@ fn json(list: Tagged, request: &HeaderMap) -> Response {
         r
     };
     let h = r.headers_mut();
-    if let Ok(v) = HeaderValue::from_maybe_shared(list.etag) {
-        h.insert(header::ETAG, v);
-    }
+    h.insert(header::ETAG, list.etag);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }

@@ -1,9 +1,20 @@
-//! The statistics layer of the public port: measures each request and, when `stats.enabled`,
-//! builds its [`StatsRecord`] and pushes it into the [`Ring`].
+//! Request statistics and metrics of the public port: each request is measured and, when
+//! `stats.enabled`, its [`StatsRecord`] is built and pushed into the [`Ring`].
 //!
-//! A hand-written service with an unboxed future (like the common layers): it runs for every
-//! request, so it allocates only what a record keeps and never awaits anything of its own.
+//! The listener's common layer (`controlplane::http::layers::Common`) calls [`Capture::start`]
+//! when a request arrives and [`Observation::finish`] when its answer is ready, inside its one
+//! unboxed future: measuring costs no route layer of its own (which axum would wrap around each
+//! route, a second boxed service and future per request), no allocation when statistics are off
+//! (the metrics label is read from the request's own path), and with statistics on the record is
+//! kept inline, not boxed. [`CaptureLayer`] is the same as a tower layer, for routers that are
+//! not behind the common layer.
+//!
+//! Which requests count is what the federation routes answer: responses of the health checks
+//! and the Admin API carry [`Unobserved`] (see [`unobserved`]), and with `server.cors` on a
+//! preflight (`OPTIONS`) is answered by the CORS layer before any route, so it is not counted
+//! either. A request the common layer answers itself (oversize body, time limit) is not counted.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -14,7 +25,8 @@ use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
-use http::{HeaderName, header};
+use http::uri::PathAndQuery;
+use http::{HeaderName, Method, header};
 use pharos_shared::client_ip::TrustedProxies;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -22,13 +34,13 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::metrics::RequestMetrics;
-use super::{ClientEntitySlot, Ring, StatsRecord, UNMATCHED, Unregistered};
+use super::{ClientEntitySlot, Ring, StatsRecord, UNMATCHED, Unobserved, Unregistered};
 
 /// Longest endpoint and User-Agent kept (longer values are cut at a character boundary).
 const MAX_ENDPOINT: usize = 255;
 const MAX_USER_AGENT: usize = 512;
 
-/// What the layer needs: the metrics always, the ring and capture switches when enabled.
+/// What measuring needs: the metrics always, the ring and capture switches when enabled.
 #[derive(Debug)]
 pub struct Capture {
     metrics: RequestMetrics,
@@ -41,12 +53,14 @@ pub struct Capture {
     user_agent: bool,
     query_params: bool,
     client_entity_id: bool,
+    /// `server.cors.enabled`: the CORS layer then answers every `OPTIONS` itself.
+    preflights_answered: bool,
     /// Normalised `stats.endpoints`; empty = every path outside the Admin API and health checks.
     endpoints: Vec<String>,
 }
 
 impl Capture {
-    /// The layer's state from the configuration; `ring` is `None` when statistics are off.
+    /// The measuring state from the configuration; `ring` is `None` when statistics are off.
     pub fn new(
         settings: &Settings,
         metrics: RequestMetrics,
@@ -65,6 +79,7 @@ impl Capture {
             user_agent: c.user_agent,
             query_params: c.query_params,
             client_entity_id: c.client_entity_id,
+            preflights_answered: settings.server.cors.enabled,
             endpoints: settings
                 .stats
                 .endpoints
@@ -86,20 +101,57 @@ impl Capture {
         }
     }
 
-    /// The request's part of a record, which takes `endpoint`; or, when statistics are off or
-    /// the path untracked, no record and `endpoint` back.
-    fn begin(
+    /// Begins measuring `req` (called as it arrives) from `peer` (the connection's address,
+    /// else the request's `ConnectInfo`); `None` when it is not counted at all (a preflight the
+    /// CORS layer answers). Allocates only when statistics keep a record of it.
+    pub fn start(
+        self: &Arc<Self>,
+        req: &mut Request,
+        peer: Option<SocketAddr>,
+    ) -> Option<Observation> {
+        if self.preflights_answered && req.method() == Method::OPTIONS {
+            return None;
+        }
+        let start = Instant::now();
+        let endpoint = match normalised(req.uri().path()) {
+            Cow::Borrowed(_) => match req.uri().path_and_query() {
+                // The label is read back from the path when the answer is ready: a reference
+                // count, not a copy.
+                Some(pq) => Endpoint::Path(pq.clone()),
+                None => Endpoint::Owned(String::new()),
+            },
+            Cow::Owned(e) => Endpoint::Owned(e),
+        };
+        let record = self.record(req, peer, endpoint.as_str());
+        let slot = record
+            .as_ref()
+            .and_then(|_| req.extensions().get::<ClientEntitySlot>().cloned());
+        Some(Observation {
+            start,
+            endpoint,
+            record,
+            slot,
+            capture: Arc::clone(self),
+        })
+    }
+
+    /// The request's part of a record, when statistics are on and the path tracked.
+    fn record(
         &self,
         req: &mut Request,
-        endpoint: String,
-    ) -> (Option<Box<StatsRecord>>, Option<String>) {
-        if self.ring.is_none() || !self.tracked(&endpoint) {
-            return (None, Some(endpoint));
+        peer: Option<SocketAddr>,
+        endpoint: &str,
+    ) -> Option<StatsRecord> {
+        if self.ring.is_none() || !self.tracked(endpoint) {
+            return None;
         }
         let headers = req.headers();
         let ip = (self.client_ip || self.geo_ip)
             .then(|| {
-                let peer = req.extensions().get::<ConnectInfo<SocketAddr>>()?.0.ip();
+                let peer = match peer {
+                    Some(p) => p.ip(),
+                    None => req.extensions().get::<ConnectInfo<SocketAddr>>()?.0.ip(),
+                };
                 let fwd = self
                     .forwarded
                     .as_ref()
@@ -126,12 +178,12 @@ impl Capture {
             .map(str::to_owned);
         // Only endpoints with `auth_enabled` authenticate clients, and they answer POST only:
         // other requests are spared the extension.
-        if self.client_entity_id && req.method() == http::Method::POST {
+        if self.client_entity_id && req.method() == Method::POST {
             req.extensions_mut().insert(ClientEntitySlot::default());
         }
-        let record = Box::new(StatsRecord {
+        Some(StatsRecord {
             ts: self.clock.now(),
-            endpoint,
+            endpoint: endpoint.to_owned(),
             method: req.method().clone(),
             status: 0,
             duration_us: 0,
@@ -142,14 +194,85 @@ impl Capture {
             query,
             request_size,
             response_size: 0,
-        });
-        (Some(record), None)
+        })
+    }
+}
+
+/// The endpoint of a request being measured: its normalised path, kept as the request's own
+/// path bytes when normalising changes nothing but the leading `/`.
+#[derive(Debug)]
+enum Endpoint {
+    Path(PathAndQuery),
+    Owned(String),
+}
+
+impl Endpoint {
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Path(pq) => cut(pq.path().trim_start_matches('/'), MAX_ENDPOINT),
+            Self::Owned(s) => s,
+        }
+    }
+}
+
+/// One request being measured: what [`Capture::start`] took from the request, until
+/// [`Observation::finish`] sees its answer.
+#[derive(Debug)]
+pub struct Observation {
+    start: Instant,
+    endpoint: Endpoint,
+    record: Option<StatsRecord>,
+    slot: Option<ClientEntitySlot>,
+    capture: Arc<Capture>,
+}
+
+impl Observation {
+    /// Counts the answer in the metrics and, with statistics on, pushes the request's record
+    /// (unless the answer is marked [`Unobserved`]).
+    pub fn finish(self, response: &Response) {
+        if response.extensions().get::<Unobserved>().is_some() {
+            return;
+        }
+        let elapsed = self.start.elapsed();
+        let status = response.status().as_u16();
+        let unregistered = response.extensions().get::<Unregistered>().is_some();
+        // A scanned path is not an endpoint: one label for all of them keeps the metrics'
+        // series and the statistics' endpoints bounded by the registry.
+        let label = if unregistered {
+            UNMATCHED
+        } else {
+            self.endpoint.as_str()
+        };
+        let capture = &self.capture;
+        capture
+            .metrics
+            .observe(label, status, elapsed.as_secs_f64());
+        if let (Some(mut r), Some(ring)) = (self.record, capture.ring.as_ref()) {
+            if unregistered {
+                UNMATCHED.clone_into(&mut r.endpoint);
+            }
+            r.status = status;
+            r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+            r.response_size = response_size(response);
+            r.client_entity_id = self.slot.and_then(|slot| slot.0.get().cloned());
+            ring.push(r);
+        }
     }
 }
 
 /// `/Fetch` → `fetch`: the path without leading `/`, lower-cased, cut to the column size.
 pub fn normalise(path: &str) -> String {
-    cut(path.trim_start_matches('/'), MAX_ENDPOINT).to_ascii_lowercase()
+    normalised(path).into_owned()
+}
+
+/// As [`normalise`], borrowing `path` when nothing but the leading `/` changes.
+fn normalised(path: &str) -> Cow<'_, str> {
+    let p = cut(path.trim_start_matches('/'), MAX_ENDPOINT);
+    if p.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(p.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(p)
+    }
 }
 
 fn cut(s: &str, max: usize) -> &str {
@@ -163,7 +286,21 @@ fn cut(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// The layer.
+/// The body's exact length when known (every federation answer is a complete buffer), else
+/// the declared `Content-Length`, else 0.
+fn response_size(response: &Response) -> u64 {
+    let hint = http_body::Body::size_hint(response.body());
+    hint.exact().unwrap_or_else(|| {
+        response
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    })
+}
+
+/// [`Capture`] as a tower layer, for a router that is not behind the common layer.
 #[derive(Debug, Clone)]
 pub struct CaptureLayer(pub Arc<Capture>);
 
@@ -198,35 +335,12 @@ where
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        let start = Instant::now();
-        let endpoint = normalise(req.uri().path());
-        // The endpoint goes into the record when there is one (the metrics label is read from
-        // it), else it stays here for the label: one copy of the path per request.
-        let (record, endpoint) = self.capture.begin(&mut req, endpoint);
-        let slot = record
-            .as_ref()
-            .and_then(|_| req.extensions().get::<ClientEntitySlot>().cloned());
+        let observation = self.capture.start(&mut req, None);
         CaptureFuture {
             inner: self.inner.call(req),
-            state: Some(State {
-                start,
-                endpoint,
-                record,
-                slot,
-                capture: self.capture.clone(),
-            }),
+            observation,
         }
     }
-}
-
-#[derive(Debug)]
-struct State {
-    start: Instant,
-    /// The endpoint when there is no record (else it is the record's).
-    endpoint: Option<String>,
-    record: Option<Box<StatsRecord>>,
-    slot: Option<ClientEntitySlot>,
-    capture: Arc<Capture>,
 }
 
 pin_project! {
@@ -235,7 +349,7 @@ pin_project! {
     pub struct CaptureFuture<F> {
         #[pin]
         inner: F,
-        state: Option<State>,
+        observation: Option<Observation>,
     }
 }
 
@@ -252,51 +366,11 @@ where
             Poll::Ready(Ok(r)) => r,
             Poll::Ready(Err(never)) => match never {},
         };
-        if let Some(s) = this.state.take() {
-            let elapsed = s.start.elapsed();
-            let status = response.status().as_u16();
-            let unregistered = response.extensions().get::<Unregistered>().is_some();
-            let label = if unregistered {
-                UNMATCHED
-            } else {
-                match (&s.record, &s.endpoint) {
-                    (Some(r), _) => r.endpoint.as_str(),
-                    (None, Some(e)) => e.as_str(),
-                    (None, None) => UNMATCHED,
-                }
-            };
-            s.capture
-                .metrics
-                .observe(label, status, elapsed.as_secs_f64());
-            if let (Some(mut r), Some(ring)) = (s.record, s.capture.ring.as_ref()) {
-                if unregistered {
-                    // A scanned path is not an endpoint: one label for all of them keeps the
-                    // statistics' endpoints bounded by the registry.
-                    r.endpoint = UNMATCHED.to_owned();
-                }
-                r.status = status;
-                r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
-                r.response_size = response_size(&response);
-                r.client_entity_id = s.slot.and_then(|slot| slot.0.get().cloned());
-                ring.push(*r);
-            }
+        if let Some(o) = this.observation.take() {
+            o.finish(&response);
         }
         Poll::Ready(Ok(response))
     }
-}
-
-/// The body's exact length when known (every federation answer is a complete buffer), else
-/// the declared `Content-Length`, else 0.
-fn response_size(response: &Response) -> u64 {
-    let hint = http_body::Body::size_hint(response.body());
-    hint.exact().unwrap_or_else(|| {
-        response
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    })
 }
 
 #[cfg(test)]
@@ -401,5 +475,50 @@ mod tests {
         assert_eq!(r.status(), 404);
         let rec = ring.drain(10).pop().unwrap();
         assert_eq!((rec.endpoint.as_str(), rec.status), ("unmatched", 404));
+    }
+    #[tokio::test]
+    async fn unobserved_answers_are_neither_counted_nor_recorded_and_labels_are_normalised() {
+        let ring = Ring::new(8, 1.0);
+        let metrics = RequestMetrics::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        metrics.register(&mut registry);
+        let capture = Capture::new(
+            &settings(),
+            metrics.clone(),
+            Some(ring.clone()),
+            ManualClock::new(1_700_000_000),
+        );
+        // As on the public port: the measured router has its own fallback, which merging
+        // an unobserved router (with the default one) keeps.
+        let app = Router::new()
+            .route("/fetch", get(|| async { "x" }))
+            .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
+            .merge(crate::stats::unobserved(
+                Router::new().route("/healthz", get(|| async { "ok" })),
+            ))
+            .layer(CaptureLayer(capture));
+        for uri in ["/healthz", "/Fetch", "/fetch"] {
+            let mut req = Request::get(uri).body(Body::empty()).unwrap();
+            req.extensions_mut().insert(from("192.0.2.1:1"));
+            app.clone().oneshot(req).await.unwrap();
+        }
+        let records: Vec<(String, u16)> = ring
+            .drain(10)
+            .into_iter()
+            .map(|r| (r.endpoint, r.status))
+            .collect();
+        // The mixed-case path has no route here (404) but the same label.
+        assert_eq!(records, [("fetch".into(), 404), ("fetch".into(), 200)]);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(!text.contains("healthz"), "{text}");
+        assert!(
+            text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="404"} 1"#),
+            "{text}"
+        );
     }
 }

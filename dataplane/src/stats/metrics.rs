@@ -2,7 +2,7 @@
 //!
 //! Kept whether or not `stats.enabled` is on (Prometheus scraping does not depend on the
 //! statistics database). The endpoint label is the registered path; requests to paths with no
-//! registered endpoint share the label `other`, so a scanner cannot mint unbounded series.
+//! registered endpoint share the label `unmatched`, so a scanner cannot mint unbounded series.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -12,11 +12,12 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use rustc_hash::FxBuildHasher;
 
 /// Labels of the request counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    /// Endpoint path without the leading `/`, or `other`.
+    /// Endpoint path without the leading `/`, or `unmatched`.
     pub endpoint: String,
     /// HTTP status code.
     pub status: u16,
@@ -25,7 +26,7 @@ pub struct RequestLabels {
 /// Labels of the latency histogram.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabel {
-    /// Endpoint path without the leading `/`, or `other`.
+    /// Endpoint path without the leading `/`, or `unmatched`.
     pub endpoint: String,
 }
 
@@ -45,8 +46,9 @@ pub struct RequestMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
     /// Handles by endpoint label, found by `&str`: a request then builds no label set and
-    /// allocates nothing. As bounded as the families (registered paths and `other`).
-    series: Arc<RwLock<HashMap<Box<str>, EndpointSeries>>>,
+    /// allocates nothing. As bounded as the families (registered paths and `unmatched`); the
+    /// labels are not chosen by clients, so the map hashes with FxHash, not SipHash.
+    series: Arc<RwLock<HashMap<Box<str>, EndpointSeries, FxBuildHasher>>>,
 }
 
 fn latency_histogram() -> Histogram {

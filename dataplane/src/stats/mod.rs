@@ -4,7 +4,8 @@
 //! The request path never waits on statistics: pushing is one lock-free operation, and when the
 //! ring is full the oldest record is dropped (and counted) instead. Statistics never travel on
 //! the command channel. Request counters and the latency histogram for `/metrics`
-//! ([`metrics::RequestMetrics`]) are kept by the same layer whether or not records are kept.
+//! ([`metrics::RequestMetrics`]) are kept by the same measurement ([`capture`]) whether or not
+//! records are kept.
 
 pub mod capture;
 pub mod metrics;
@@ -134,6 +135,23 @@ pub struct Unregistered;
 
 /// The endpoint label of requests no registered endpoint (nor anything else) answered.
 pub const UNMATCHED: &str = "unmatched";
+
+/// Marks a response that the request metrics and statistics do not count: the health checks
+/// and the Admin API on the public port (see [`unobserved`]). Only the federation routes are
+/// measured; the marker is set on the routes that are not, so that those stay free of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Unobserved;
+
+/// `router` with every answer marked [`Unobserved`] (a layer on each of its routes: for routes
+/// off the hot path only).
+pub fn unobserved(router: axum::Router) -> axum::Router {
+    router.layer(axum::middleware::map_response(
+        |mut r: axum::response::Response| async move {
+            r.extensions_mut().insert(Unobserved);
+            r
+        },
+    ))
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
