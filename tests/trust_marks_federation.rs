@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use pharos_controlplane::refresh::Refreshers;
+use pharos_dataplane::outbound::HttpFetcher;
+
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::time::{Clock, ManualClock, SystemClock};
 use reqwest::Method;
@@ -31,6 +34,47 @@ fn verify_mark(entry: &Value, issuer_keys: &Jwks) -> Value {
     let d = jose::verify(jwt, issuer_keys).unwrap();
     assert_eq!(d.header["typ"], "trust-mark+jwt");
     Value::Object(d.claims)
+}
+
+/// The leaf under `ta_id`, holding `issuer`'s mark (renewed within 600 s of its end, checked
+/// every `rate_limit` s): ticks its refreshers until the mark is published; the refreshers and
+/// its Entity Configuration's `trust_marks`.
+async fn hold_mark(
+    leaf: &Pharos,
+    clock: &ManualClock,
+    ta_id: &str,
+    issuer: &str,
+    rate_limit: i64,
+) -> (Arc<Refreshers<HttpFetcher>>, Value) {
+    let hint = json!({"entity_id": ta_id});
+    ok(
+        leaf,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
+    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": issuer,
+        "refresh_grace_period": 600, "refresh_rate_limit": rate_limit});
+    ok(
+        leaf,
+        Method::POST,
+        "/entity-configuration/trust-marks",
+        held,
+    )
+    .await;
+    let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
+    let mut marks = Value::Null;
+    for _ in 0..100 {
+        refreshers.tick(clock.now()).await;
+        let claims = leaf.entity_configuration().await.claims;
+        marks = claims.get("trust_marks").cloned().unwrap_or(Value::Null);
+        if marks.is_array() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    (refreshers, marks)
 }
 
 #[tokio::test]
@@ -86,33 +130,7 @@ async fn a_mark_issued_by_pharos_is_held_resolved_and_seen_by_an_independent_cli
     .await;
 
     // The leaf: under the anchor, holding the issuer's mark.
-    let hint = json!({"entity_id": ta_id});
-    ok(
-        &leaf,
-        Method::POST,
-        "/entity-configuration/authority-hints",
-        hint,
-    )
-    .await;
-    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": i_id,
-        "refresh_grace_period": 600, "refresh_rate_limit": 1});
-    ok(
-        &leaf,
-        Method::POST,
-        "/entity-configuration/trust-marks",
-        held,
-    )
-    .await;
-    let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
-    let mut marks = Value::Null;
-    for _ in 0..100 {
-        refreshers.tick(clock.now()).await;
-        marks = leaf.entity_configuration().await.claims["trust_marks"].clone();
-        if marks.is_array() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let (refreshers, marks) = hold_mark(&leaf, &clock, &ta_id, &i_id, 1).await;
     let first = marks[0].clone();
     let claims = verify_mark(&first, &issuer_keys);
     assert_eq!(
@@ -197,33 +215,7 @@ async fn an_anchors_resolve_answer_leaves_out_a_mark_it_revoked() {
     ok(&ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
 
     // The leaf holds the anchor's mark, checking its status only hourly.
-    let hint = json!({"entity_id": ta_id});
-    ok(
-        &leaf,
-        Method::POST,
-        "/entity-configuration/authority-hints",
-        hint,
-    )
-    .await;
-    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": ta_id,
-        "refresh_grace_period": 600, "refresh_rate_limit": 3600});
-    ok(
-        &leaf,
-        Method::POST,
-        "/entity-configuration/trust-marks",
-        held,
-    )
-    .await;
-    let refreshers = leaf.app.as_ref().unwrap().refreshers.clone();
-    let mut marks = Value::Null;
-    for _ in 0..100 {
-        refreshers.tick(clock.now()).await;
-        marks = leaf.entity_configuration().await.claims["trust_marks"].clone();
-        if marks.is_array() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let (_, marks) = hold_mark(&leaf, &clock, &ta_id, &ta_id, 3600).await;
     assert_eq!(marks.as_array().map(Vec::len), Some(1), "{marks}");
 
     let carried = |body: &str| {
