@@ -559,12 +559,12 @@ async fn paused_leader(backend: Backend) {
         Backend::Mysql => {
             "SELECT COUNT(*) FROM information_schema.INNODB_TRX t \
              JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id \
-             WHERE t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE 'DELETE FROM jtis_used%' \
+             WHERE t.trx_state = 'LOCK WAIT' AND t.trx_query LIKE '%DELETE FROM jtis_used%' \
              AND p.DB = DATABASE()"
         }
         _ => {
             "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
-             AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM jtis_used%'"
+             AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM jtis_used%'"
         }
     };
     let cleanups_waiting = || async {
