@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::client_auth::{
     Federation, assertion, call, claims, each, error, rejected, server, signer,
 };
-use crate::support::{Pharos, TestDb, backends, enc};
+use crate::support::{Pharos, TestDb, backends, enc, eventually};
 
 #[tokio::test]
 async fn a_replayed_jti_is_rejected_after_a_restart_with_the_db_store() {
@@ -187,9 +187,13 @@ async fn an_anchor_added_through_the_admin_api_is_seeded_and_trusted_without_res
                 .0,
             201
         );
-        // The running refresher seeds the keys (driven here instead of awaited).
+        // The running refresher seeds the keys. A tick is driven here to make it prompt, but
+        // the refresher's own task may have taken the poll first: the test waits for the
+        // outcome, not for either tick.
         let app = s.app.as_ref().unwrap();
         app.refreshers.tick(app.control.now()).await;
+        let seeded_in = || async { app.control.snapshot().trust_anchors.by_id[ta].jwks.is_some() };
+        eventually("the anchor's keys are seeded", seeded_in).await;
         let snap = app.control.snapshot();
         let seeded = snap.trust_anchors.by_id[ta].jwks.clone().unwrap();
         let published = f.ta.entity_configuration().await.claims["jwks"].clone();

@@ -10,7 +10,6 @@
 //! run when `SVC_TEST_POSTGRES_DSN` / `SVC_TEST_MYSQL_DSN` are set; with
 //! `PHAROS_REQUIRE_DATABASES` (as `.ci/run` sets it) a missing DSN fails them.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +19,9 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::client_auth::{Federation, assertion, call, claims, error, signer};
-use crate::support::{Backend, Pharos, TestDb, backends, enable, enc, has_backend, jwk};
+use crate::support::{
+    Backend, Pharos, TestDb, backends, enable, enc, eventually, has_backend, jwk,
+};
 
 const ENTITY_ID: &str = "https://federation.example.org";
 
@@ -34,22 +35,6 @@ async fn replicas(db: &TestDb, n: usize) -> Vec<Pharos> {
         eventually("ready", || async { p.get("/readyz").await.status() == 200 }).await;
     }
     out
-}
-
-/// Polls `check` until it holds; fails after a generous deadline (this asserts that the
-/// state is reached, not how fast: the benchmark measures that).
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    for _ in 0..300 {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("never happened: {what}");
 }
 
 /// Replica number `i` on `db`, returned once it serves (not necessarily ready).

@@ -403,3 +403,19 @@ pub async fn enable(p: &Pharos, kind: &str, path: &str, config: Value) {
         .await;
     assert_eq!(s, 201, "{v}");
 }
+
+/// Polls `check` until it holds; fails after a generous deadline (this asserts that the
+/// state is reached, not how fast: the benchmark measures that).
+pub async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
