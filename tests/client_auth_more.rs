@@ -192,7 +192,11 @@ async fn an_anchor_added_through_the_admin_api_is_seeded_and_trusted_without_res
         // outcome, not for either tick.
         let app = s.app.as_ref().unwrap();
         app.refreshers.tick(app.control.now()).await;
-        let seeded_in = || async { app.control.snapshot().trust_anchors.by_id[ta].jwks.is_some() };
+        let seeded_in = || async {
+            app.control.snapshot().trust_anchors.by_id[ta]
+                .jwks
+                .is_some()
+        };
         eventually("the anchor's keys are seeded", seeded_in).await;
         let snap = app.control.snapshot();
         let seeded = snap.trust_anchors.by_id[ta].jwks.clone().unwrap();
