@@ -169,7 +169,10 @@ impl ControlPlane {
     /// Starts a change made by `actor` (an admin user, an authenticated entity, or `None` for
     /// the service itself): waits for the writer lock. See [`Write`].
     pub async fn write(&self, actor: Option<&str>) -> Write<'_> {
-        Write::new(self, self.write.lock().await, actor.map(str::to_owned))
+        let asked = std::time::Instant::now();
+        let lock = self.write.lock().await;
+        write::slow("waiting for the writer lock", asked);
+        Write::new(self, lock, actor.map(str::to_owned))
     }
 
     /// Whether a full reload happened since the last call: every subordinate's polling

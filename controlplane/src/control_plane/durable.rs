@@ -12,6 +12,10 @@
 //! The task, not the request, finishes a group: a request whose future is dropped (client
 //! gone) after its commit still has its write synced and published.
 //!
+//! A second task ([`spawn`] too) checkpoints the WAL when the group commit finds it past
+//! [`wal::CHECKPOINT_AT`] and at least every [`wal::CHECKPOINT_EVERY`], on a pooled
+//! connection, beside the writes instead of inside one of them (see [`crate::db::wal`]).
+//!
 //! If an fsync fails, what the kernel dropped cannot be known (a later fsync may succeed
 //! without it), so from then on every write waiting for durability fails (500) until restart,
 //! as PostgreSQL stops on such an error.
@@ -21,7 +25,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{Notify, watch};
 
 use super::{Changes, ControlPlane};
-use crate::db::wal::Wal;
+use crate::db::wal::{self, Wal};
 use crate::error::{Error, Result};
 
 /// Commits waiting for their fsync, and the outcome of those done.
@@ -30,6 +34,8 @@ pub(super) struct GroupCommit {
     wal: Arc<Wal>,
     queue: Mutex<Queue>,
     wake: Notify,
+    /// The WAL passed [`wal::CHECKPOINT_AT`].
+    checkpoint_due: Notify,
     done: watch::Sender<Synced>,
     /// How many fsyncs were made (tests check that writes share them).
     syncs: std::sync::atomic::AtomicU64,
@@ -87,6 +93,7 @@ impl GroupCommit {
             wal,
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
+            checkpoint_due: Notify::new(),
             done: watch::Sender::new(Synced::default()),
             syncs: Default::default(),
         }
@@ -132,6 +139,7 @@ impl GroupCommit {
     pub(super) fn close(&self) {
         self.queue().closed = true;
         self.wake.notify_one();
+        self.checkpoint_due.notify_one();
     }
 
     /// What to sync next: the last commit's number and the merged changes since the previous
@@ -146,16 +154,24 @@ impl GroupCommit {
     }
 }
 
-/// The group commit task of `cp` (which holds `gc`); it ends when the control plane is dropped.
+/// The group commit task of `cp` (which holds `gc`) and its checkpointer; they end when the
+/// control plane is closed or dropped.
 pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
+    tokio::spawn(checkpoints(cp.clone(), gc.clone()));
     tokio::spawn(async move {
         let mut state = Synced::default();
         loop {
             while let Some((target, changes)) = gc.take(state.through) {
                 let wal = gc.wal.clone();
                 gc.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let asked = std::time::Instant::now();
                 let ok = match tokio::task::spawn_blocking(move || wal.sync()).await {
-                    Ok(Ok(())) => true,
+                    Ok(Ok(size)) => {
+                        if size > wal::CHECKPOINT_AT {
+                            gc.checkpoint_due.notify_one();
+                        }
+                        true
+                    }
                     Ok(Err(e)) => {
                         tracing::error!(error = %e, "fsync of the SQLite WAL failed; writes fail until restart");
                         false
@@ -165,11 +181,16 @@ pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
                         false
                     }
                 };
+                super::write::slow("the group's fsync of the WAL", asked);
                 // Published even when the fsync failed: the snapshot follows what the database
                 // holds; only the acknowledgement is withheld.
                 if let Some(cp) = cp.upgrade() {
+                    let asked = std::time::Instant::now();
                     let _lock = cp.write.lock().await;
+                    super::write::slow("the group's wait for the writer lock", asked);
+                    let asked = std::time::Instant::now();
                     cp.publish(changes).await;
+                    super::write::slow("publishing the group", asked);
                 }
                 state = state.after(target, ok);
                 gc.done.send_replace(state);
@@ -180,6 +201,28 @@ pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
             gc.wake.notified().await;
         }
     });
+}
+
+/// Checkpoints the WAL when the group commit asks, and every [`wal::CHECKPOINT_EVERY`].
+async fn checkpoints(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
+    loop {
+        tokio::select! {
+            _ = gc.checkpoint_due.notified() => {}
+            _ = tokio::time::sleep(wal::CHECKPOINT_EVERY) => {}
+        }
+        if gc.is_closed() {
+            return;
+        }
+        let Some(cp) = cp.upgrade() else { return };
+        let asked = std::time::Instant::now();
+        match wal::checkpoint(&cp.db.pool).await {
+            Ok((log, done)) => {
+                let took_ms = asked.elapsed().as_millis() as u64;
+                tracing::debug!(frames = log, checkpointed = done, took_ms, "WAL checkpoint");
+            }
+            Err(e) => tracing::warn!(error = %e, "WAL checkpoint failed; retried later"),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +257,7 @@ mod tests {
             wal: Arc::new(Wal::for_tests()),
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
+            checkpoint_due: Notify::new(),
             done: watch::Sender::new(Synced::default()),
             syncs: Default::default(),
         };

@@ -311,3 +311,46 @@ fn repositories_write_only_inside_a_transaction() {
         }
     }
 }
+
+/// No commit checkpoints the WAL (the write crossing SQLite's 1,000 pages used to wait for the
+/// copy under the writer lock, seconds on a busy disk): every connection has automatic
+/// checkpoints off, and the checkpointer copies the WAL into the database file beside the
+/// writes once it has grown past its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_beside_the_writes_never_inside_a_commit() {
+    let (cp, dir) = control_plane().await;
+    let wal = cp.db.wal.clone().expect("an SQLite file has a WAL");
+    for pool in [&cp.db.pool, &wal.writer] {
+        let auto: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(auto, 0, "a connection checkpoints inside its commits");
+    }
+    let file = dir.path().join("t.db");
+    let before = std::fs::metadata(&file).unwrap().len();
+    // About 6 MiB through the write path, past the checkpoint bound of 4 MiB.
+    let big = "x".repeat(128 * 1024);
+    for i in 0..48 {
+        let mut w = cp.write(None).await;
+        sqlx::query("INSERT INTO jtis_used (jti, expires_at, created_at) VALUES (?, 1, 1)")
+            .bind(format!("{i}-{big}"))
+            .execute(w.tx().await.unwrap())
+            .await
+            .unwrap();
+        w.commit().await.unwrap();
+    }
+    // The checkpointer copies the pages into the database file (only a checkpoint writes it).
+    let mut after = before;
+    for _ in 0..200 {
+        after = std::fs::metadata(&file).unwrap().len();
+        if after >= before + 4 * 1024 * 1024 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        after >= before + 4 * 1024 * 1024,
+        "the database file grew from {before} to {after} bytes: no checkpoint"
+    );
+}

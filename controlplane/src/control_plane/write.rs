@@ -61,12 +61,14 @@ impl<'a> Write<'a> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
             None => {
+                let asked = std::time::Instant::now();
                 let mut tx = self
                     .cp
                     .db
                     .begin_write()
                     .await
                     .inspect_err(|e| self.cp.db.note(e))?;
+                slow("beginning the write transaction", asked);
                 crate::admin::precondition::on_begin(&self.cp.db, &mut tx)
                     .await
                     .inspect_err(|e| self.cp.db.note_error(e))?;
@@ -176,17 +178,38 @@ impl<'a> Write<'a> {
         if self.cp.announces() && !changes.is_empty() {
             self.cp.announce(&mut tx, &changes).await?;
         }
+        let asked = std::time::Instant::now();
         tx.commit().await.inspect_err(|e| self.cp.db.note(e))?;
+        slow("committing", asked);
         match &self.cp.group {
             Some(group) => {
                 let seq = group.committed(changes);
                 drop(self.lock.take());
-                group.wait(seq).await
+                let asked = std::time::Instant::now();
+                let synced = group.wait(seq).await;
+                slow("waiting for the group commit (fsync and publish)", asked);
+                synced
             }
             None => {
                 self.cp.publish(changes).await;
                 Ok(())
             }
         }
+    }
+}
+
+/// A phase of a write slower than this is logged: a write that waits seconds is one an
+/// operator must be able to explain (the request timeout answers 408 at 20 s by default).
+const SLOW_PHASE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Logs `phase` when it took longer than [`SLOW_PHASE`] since `since`.
+pub(super) fn slow(phase: &'static str, since: std::time::Instant) {
+    let took = since.elapsed();
+    if took > SLOW_PHASE {
+        tracing::warn!(
+            phase,
+            took_ms = took.as_millis() as u64,
+            "slow federation write"
+        );
     }
 }

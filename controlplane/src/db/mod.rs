@@ -300,6 +300,7 @@ impl Db {
                     sqlx::query("PRAGMA synchronous = FULL")
                         .execute(&mut *c)
                         .await?;
+                    sqlx::query(wal::NO_AUTOCHECKPOINT).execute(&mut *c).await?;
                     Ok(())
                 })
             });

@@ -15,6 +15,16 @@
 //! `NORMAL` still syncs the WAL before each checkpoint and the database file after it, so a
 //! checkpoint never drops what was acknowledged.
 //!
+//! **Checkpoints never run on a write's path**: SQLite copies the WAL back into the database
+//! file (a checkpoint) by default inside the commit that makes the WAL pass 1,000 pages, so the
+//! write that happens to cross that line waits for the copy and its fsyncs, under the writer
+//! lock, with every other write queued behind it: a soak of 600 s saw commits of 1 to 18 s and
+//! writes answered 408 (BENCHMARKS.md, soak of 2026-11-26 23:40). Every connection runs with
+//! `wal_autocheckpoint = 0`, and one task ([`crate::control_plane`]'s group commit) asks for a
+//! `PASSIVE` checkpoint on a pooled connection once the WAL passes [`CHECKPOINT_AT`], and every
+//! [`CHECKPOINT_EVERY`] for the writes that do not pass through the group commit (statistics,
+//! replay records). A passive checkpoint never blocks a writer: writers append while it copies.
+//!
 //! **Why WAL**: readers never block the writer nor wait for it (with the rollback journal a
 //! commit locks readers out, and readers starve the writer's commit), and a commit costs one
 //! fsync instead of the rollback journal's four.
@@ -25,9 +35,29 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
+
+/// WAL size past which a checkpoint is asked for: SQLite's own default of 1,000 pages of 4 KiB.
+pub const CHECKPOINT_AT: u64 = 1_000 * 4_096;
+
+/// Longest time between two checkpoints while anything was written.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(30);
+
+/// The pragma every connection to an SQLite file runs: no checkpoint inside a commit.
+pub const NO_AUTOCHECKPOINT: &str = "PRAGMA wal_autocheckpoint = 0";
+
+/// Copies what the WAL holds back into the database file without blocking a writer, on a
+/// pooled connection (never the federation writer's). Returns the WAL's frames and those
+/// checkpointed (SQLite's `wal_checkpoint` answer).
+pub async fn checkpoint(pool: &AnyPool) -> Result<(i64, i64), sqlx::Error> {
+    let (_busy, log, done): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
+        .fetch_one(pool)
+        .await?;
+    Ok((log, done))
+}
 
 /// The federation writer's connection and the WAL file it appends to.
 #[derive(Debug)]
@@ -71,6 +101,7 @@ impl Wal {
                     sqlx::query("PRAGMA synchronous = NORMAL")
                         .execute(&mut *c)
                         .await?;
+                    sqlx::query(NO_AUTOCHECKPOINT).execute(&mut *c).await?;
                     Ok(())
                 })
             })
@@ -86,12 +117,12 @@ impl Wal {
     /// on the blocking pool), and its directory once per WAL file, so that a WAL created since
     /// start is found after a power cut. SQLite syncs with `fdatasync` as well. A missing WAL
     /// means the last connection closed, which checkpoints (with syncs) and deletes it: nothing
-    /// is left to sync.
-    pub fn sync(&self) -> std::io::Result<()> {
+    /// is left to sync. Returns the WAL's size.
+    pub fn sync(&self) -> std::io::Result<u64> {
         use std::os::unix::fs::MetadataExt as _;
         let f = match std::fs::OpenOptions::new().write(true).open(&self.path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(e) => return Err(e),
         };
         f.sync_data()?;
@@ -104,7 +135,7 @@ impl Wal {
             }
             *known = Some(id);
         }
-        Ok(())
+        Ok(m.len())
     }
 }
 
