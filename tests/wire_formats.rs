@@ -1,9 +1,9 @@
 //! Snapshots of every wire format a client parses (issue 37): the Entity Configuration, the
 //! subordinate statement, the resolve response, the trust mark and its status response, the
-//! list, trust mark list and entity collection pages, historical keys, the answers to an
-//! authenticated client, the error bodies of each endpoint (and of client authentication, the
-//! body limits and the rate limits), the headers clients read, and the Admin API's OpenAPI
-//! document byte for byte.
+//! list, trust mark list and entity collection pages, historical keys, enrollment and trust
+//! mark request answers, the answers to an authenticated client, the error bodies of each
+//! endpoint (and of client authentication, the body limits, the rate limits and the Admin API),
+//! the headers clients read, and the Admin API's OpenAPI document byte for byte.
 //!
 //! They were taken before the restructuring of issue 37 and are its proof of wire stability:
 //! a refactoring leaves every snapshot under `tests/snapshots/` unchanged. A difference fails
@@ -850,6 +850,7 @@ async fn federation() {
         ("list", "/list"),
         ("trust_mark", "/trust-mark"),
         ("trust_mark_status", "/trust-mark-status"),
+        ("trust_mark_request", "/trust-mark-request"),
     ] {
         enable(&ta, kind, path, json!({})).await;
     }
@@ -1019,6 +1020,45 @@ async fn federation() {
         ));
     }
     w.snapshot("entity_collection_errors", &w.each(errors));
+
+    // Trust mark requests: a new subject (pending), asking again, a subject already entitled,
+    // and the endpoint's errors.
+    let i_id = ia.entity_id().to_owned();
+    let request = |sub: &str, tm: &str| {
+        let q: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("sub", sub)
+            .append_pair("trust_mark_type", tm)
+            .finish();
+        format!("/trust-mark-request?{q}")
+    };
+    let mut answers = Vec::new();
+    for (request, path) in [
+        (
+            format!("GET /trust-mark-request?sub={i_id}&trust_mark_type={TM} (new)"),
+            request(&i_id, TM),
+        ),
+        (
+            format!("GET /trust-mark-request?sub={i_id}&trust_mark_type={TM} (pending)"),
+            request(&i_id, TM),
+        ),
+        (
+            format!("GET /trust-mark-request?sub={l_id}&trust_mark_type={TM} (entitled)"),
+            request(&l_id, TM),
+        ),
+        (
+            format!("GET /trust-mark-request?trust_mark_type={TM}"),
+            format!("/trust-mark-request?trust_mark_type={}", enc(TM)),
+        ),
+        (
+            format!(
+                "GET /trust-mark-request?sub={i_id}&trust_mark_type=https://unknown.example.org/tm"
+            ),
+            request(&i_id, "https://unknown.example.org/tm"),
+        ),
+    ] {
+        answers.push((request, w.get(&ta, &path).await));
+    }
+    w.snapshot("trust_mark_request", &w.each(answers));
     for p in [leaf, ia, ta] {
         p.stop().await;
     }
@@ -1228,4 +1268,288 @@ async fn limits() {
     answers.push(("GET /trust-mark (over the client's rate)".into(), refused));
     w.snapshot("limits", &w.each(answers));
     p.stop().await;
+}
+
+/// One Admin API request as seen: `headers` are sent as given (`If-Match`, `Content-Type`).
+async fn admin_call(
+    w: &Wire,
+    p: &Pharos,
+    method: Method,
+    path: &str,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+    auth: Option<(&str, &str)>,
+) -> Value {
+    let mut r = p
+        .client
+        .request(method, p.url(&format!("/api/v1/admin{path}")));
+    for (name, value) in headers {
+        r = r.header(*name, *value);
+    }
+    if let Some((user, password)) = auth {
+        r = r.basic_auth(user, Some(password));
+    }
+    if let Some(b) = body {
+        r = r.body(b.to_owned());
+    }
+    w.seen(r.send().await.unwrap()).await
+}
+
+/// The Admin API's error bodies (the same `{"error","error_description"}` shape) for a few
+/// representative failures: not found, malformed and invalid bodies, conflicts, optimistic
+/// concurrency (`412`, `428`), an unrouted path and method, and authentication.
+#[tokio::test]
+async fn admin_api_errors() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let clock = stopped_clock();
+    let p = Pharos::start_with(
+        &db,
+        |s| {
+            s.entity_id = TA.to_owned();
+            s.api.admin.require_if_match = true;
+        },
+        clock.clone(),
+    )
+    .await;
+    let w = Wire::new(clock.now());
+    let json_type = [("content-type", "application/json")];
+    let leaf = json!({"entity_id": LEAF, "jwks": {"keys": [jwk("k1", None)]}}).to_string();
+    let created = admin_call(
+        &w,
+        &p,
+        Method::POST,
+        "/subordinates",
+        Some(&leaf),
+        &json_type,
+        None,
+    )
+    .await;
+    assert_eq!(created["status"], 201, "{created}");
+    let metadata = format!("/subordinates/{}/metadata", enc(LEAF));
+    let mut bad_key = jwk("k1", None);
+    bad_key["x"] = json!("AAAA");
+    let bad_key = json!({"entity_id": "https://other.example.org", "jwks": {"keys": [bad_key]}});
+    let doc = json!({"openid_relying_party": {"client_name": "Shop"}}).to_string();
+    let stale = [
+        ("content-type", "application/json"),
+        ("if-match", "\"stale\""),
+    ];
+    let mut answers = Vec::new();
+    for (request, method, path, body, headers) in [
+        (
+            "GET /subordinates/https://nobody.example.org",
+            Method::GET,
+            "/subordinates/https%3A%2F%2Fnobody.example.org".to_owned(),
+            None,
+            &json_type[..],
+        ),
+        (
+            "POST /subordinates (malformed JSON)",
+            Method::POST,
+            "/subordinates".into(),
+            Some("{".to_owned()),
+            &json_type[..],
+        ),
+        (
+            "POST /subordinates (a key off the curve)",
+            Method::POST,
+            "/subordinates".into(),
+            Some(bad_key.to_string()),
+            &json_type[..],
+        ),
+        (
+            "POST /subordinates (an existing one)",
+            Method::POST,
+            "/subordinates".into(),
+            Some(leaf.clone()),
+            &json_type[..],
+        ),
+        (
+            "POST /subordinates (text/plain)",
+            Method::POST,
+            "/subordinates".into(),
+            Some(leaf.clone()),
+            &[("content-type", "text/plain")][..],
+        ),
+        (
+            "PUT /subordinates/https://leaf.example.org/metadata (stale If-Match)",
+            Method::PUT,
+            metadata.clone(),
+            Some(doc.clone()),
+            &stale[..],
+        ),
+        (
+            "PUT /subordinates/https://leaf.example.org/metadata (no If-Match)",
+            Method::PUT,
+            metadata.clone(),
+            Some(doc.clone()),
+            &json_type[..],
+        ),
+        (
+            "GET /no-such-route",
+            Method::GET,
+            "/no-such-route".into(),
+            None,
+            &[][..],
+        ),
+        (
+            "DELETE /openapi.json",
+            Method::DELETE,
+            "/openapi.json".into(),
+            None,
+            &[][..],
+        ),
+    ] {
+        let seen = admin_call(&w, &p, method, &path, body.as_deref(), headers, None).await;
+        answers.push((request.to_owned(), seen));
+    }
+
+    // The first user locks the API: unauthenticated and wrong credentials are refused.
+    let user = json!({"username": "alice", "password": "correct horse"}).to_string();
+    let made = admin_call(
+        &w,
+        &p,
+        Method::POST,
+        "/users",
+        Some(&user),
+        &json_type,
+        None,
+    )
+    .await;
+    assert_eq!(made["status"], 201, "{made}");
+    answers.push((
+        "GET /subordinates (no credentials)".into(),
+        admin_call(&w, &p, Method::GET, "/subordinates", None, &[], None).await,
+    ));
+    answers.push((
+        "GET /subordinates (wrong password)".into(),
+        admin_call(
+            &w,
+            &p,
+            Method::GET,
+            "/subordinates",
+            None,
+            &[],
+            Some(("alice", "wrong")),
+        )
+        .await,
+    ));
+    w.snapshot("admin_api_errors", &w.each(answers));
+    p.stop().await;
+}
+
+/// The enroll and enroll_request endpoints: the statement an enrollment answers with, and what
+/// each stored status and a refused entity get; a superior and two entities on three loopback
+/// addresses.
+#[tokio::test]
+async fn enrollment() {
+    let b = Backend::Sqlite;
+    let (db_s, db_l, db_x) = (
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+    );
+    let clock = stopped_clock();
+    let dyn_clock = || clock.clone() as Arc<dyn Clock>;
+    let sup = Pharos::start_at(&db_s, "127.0.0.1", |_| {}, dyn_clock()).await;
+    let leaf = Pharos::start_at(&db_l, "127.0.0.2", |_| {}, dyn_clock()).await;
+    let stranger = Pharos::start_at(&db_x, "127.0.0.3", |_| {}, dyn_clock()).await;
+    let mut w = Wire::new(clock.now());
+    w.learn(&sup, "superior").await;
+    w.learn(&leaf, "leaf").await;
+    w.learn(&stranger, "stranger").await;
+    enable(&sup, "fetch", "/fetch", json!({})).await;
+    enable(&sup, "enroll", "/enroll", json!({})).await;
+    enable(&sup, "enroll_request", "/enroll-request", json!({})).await;
+    for p in [&leaf, &stranger] {
+        let rp = json!({"client_name": "leaf", "client_registration_types": ["automatic"]});
+        ok(
+            p,
+            Method::PUT,
+            "/entity-configuration/metadata/openid_relying_party",
+            rp,
+        )
+        .await;
+    }
+    let hint = json!({"entity_id": sup.entity_id()});
+    ok(
+        &leaf,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        hint,
+    )
+    .await;
+    let (l_id, x_id) = (leaf.entity_id().to_owned(), stranger.entity_id().to_owned());
+    let ask = |path: &str, sub: &str, types: &[&str]| {
+        let mut q = url::form_urlencoded::Serializer::new(String::new());
+        q.append_pair("sub", sub);
+        for t in types {
+            q.append_pair("entity_type", t);
+        }
+        format!("{path}?{}", q.finish())
+    };
+    let set_status = async |status: &str| {
+        let path = format!("/subordinates/{}/status", enc(&l_id));
+        let (s, v) = sup.admin_raw(Method::PUT, &path, Some(status)).await;
+        assert_eq!(s, 200, "{v}");
+    };
+
+    // Asked before the leaf is enrolled (later its stored status answers first).
+    let undeclared = w
+        .get(&sup, &ask("/enroll", &l_id, &["openid_provider"]))
+        .await;
+    let mut answers = vec![(
+        format!("GET /enroll?sub={l_id}&entity_type=openid_relying_party (new)"),
+        w.get(&sup, &ask("/enroll", &l_id, &["openid_relying_party"]))
+            .await,
+    )];
+    answers.push((
+        format!("GET /enroll-request?sub={l_id} (active)"),
+        w.get(&sup, &ask("/enroll-request", &l_id, &[])).await,
+    ));
+    set_status("pending").await;
+    for path in ["/enroll", "/enroll-request"] {
+        answers.push((
+            format!("GET {path}?sub={l_id} (pending)"),
+            w.get(&sup, &ask(path, &l_id, &[])).await,
+        ));
+    }
+    set_status("blocked").await;
+    for path in ["/enroll", "/enroll-request"] {
+        answers.push((
+            format!("GET {path}?sub={l_id} (blocked)"),
+            w.get(&sup, &ask(path, &l_id, &[])).await,
+        ));
+    }
+    set_status("inactive").await;
+    answers.push((
+        format!("GET /enroll?sub={l_id} (inactive)"),
+        w.get(&sup, &ask("/enroll", &l_id, &[])).await,
+    ));
+    w.snapshot("enrollment", &w.each(answers));
+
+    let errors = w.each(vec![
+        ("GET /enroll".into(), w.get(&sup, "/enroll").await),
+        (
+            format!("GET /enroll?sub={x_id} (not naming the superior)"),
+            w.get(&sup, &ask("/enroll", &x_id, &[])).await,
+        ),
+        (
+            format!("GET /enroll-request?sub={x_id} (not naming the superior)"),
+            w.get(&sup, &ask("/enroll-request", &x_id, &[])).await,
+        ),
+        (
+            format!("GET /enroll?sub={l_id}&entity_type=openid_provider (undeclared type)"),
+            undeclared,
+        ),
+        (
+            "GET /enroll?sub=http://127.0.0.1:9 (unreachable)".into(),
+            w.get(&sup, &ask("/enroll", "http://127.0.0.1:9", &[]))
+                .await,
+        ),
+    ]);
+    w.snapshot("enrollment_errors", &errors);
+    for p in [stranger, leaf, sup] {
+        p.stop().await;
+    }
 }
