@@ -3,7 +3,7 @@
 //! list, trust mark list and entity collection pages, historical keys, enrollment and trust
 //! mark request answers, the answers to an authenticated client, the error bodies of each
 //! endpoint (and of client authentication, the body limits, the rate limits and the Admin API),
-//! the headers clients read, and the Admin API's OpenAPI document byte for byte.
+//! the headers clients read (CORS too), and the Admin API's OpenAPI document byte for byte.
 //!
 //! They were taken before the restructuring of issue 37 and are its proof of wire stability:
 //! a refactoring leaves every snapshot under `tests/snapshots/` unchanged. A difference fails
@@ -93,24 +93,7 @@ impl Wire {
     /// What a client sees of `r` (see the module documentation).
     async fn seen(&self, r: Response) -> Value {
         let status = r.status().as_u16();
-        // By name (their order carries no meaning); a repeated header as a list.
-        let mut names: Vec<&str> = r.headers().keys().map(|n| n.as_str()).collect();
-        names.sort_unstable();
-        names.retain(|n| !UNSHOWN_HEADERS.contains(n));
-        let mut headers = Map::new();
-        for name in names {
-            let values: Vec<Value> = r
-                .headers()
-                .get_all(name)
-                .iter()
-                .map(|v| Value::from(v.to_str().unwrap()))
-                .collect();
-            let shown = match <[Value; 1]>::try_from(values) {
-                Ok([one]) => one,
-                Err(many) => Value::Array(many),
-            };
-            headers.insert(name.to_owned(), shown);
-        }
+        let headers = headers(&r);
         let content_type = headers
             .get("content-type")
             .and_then(Value::as_str)
@@ -129,6 +112,13 @@ impl Wire {
             Value::String(text)
         };
         let mut v = json!({"status": status, "headers": headers, "body": body});
+        self.rename(&mut v);
+        v
+    }
+
+    /// The status and headers of `r`, without its body.
+    fn seen_headers(&self, r: &Response) -> Value {
+        let mut v = json!({"status": r.status().as_u16(), "headers": headers(r)});
         self.rename(&mut v);
         v
     }
@@ -251,6 +241,29 @@ impl Wire {
         });
         s.bind(|| insta::assert_json_snapshot!(name, v));
     }
+}
+
+/// The headers of `r` but [`UNSHOWN_HEADERS`], by name (their order carries no meaning); a
+/// repeated header as a list.
+fn headers(r: &Response) -> Map<String, Value> {
+    let mut names: Vec<&str> = r.headers().keys().map(|n| n.as_str()).collect();
+    names.sort_unstable();
+    names.retain(|n| !UNSHOWN_HEADERS.contains(n));
+    let mut headers = Map::new();
+    for name in names {
+        let values: Vec<Value> = r
+            .headers()
+            .get_all(name)
+            .iter()
+            .map(|v| Value::from(v.to_str().unwrap()))
+            .collect();
+        let shown = match <[Value; 1]>::try_from(values) {
+            Ok([one]) => one,
+            Err(many) => Value::Array(many),
+        };
+        headers.insert(name.to_owned(), shown);
+    }
+    headers
 }
 
 /// Where the snapshots are and how they are named (no module prefix: the names say it).
@@ -1552,4 +1565,114 @@ async fn enrollment() {
     for p in [stranger, leaf, sup] {
         p.stop().await;
     }
+}
+
+/// CORS as browsers see it, on the main port (`server.cors`) and the admin port
+/// (`api.admin.cors`): preflights from an allowed and another origin, and the headers of
+/// actual answers, successful and refused.
+#[tokio::test]
+async fn cors() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let clock = stopped_clock();
+    let plain = reqwest::Client::builder().no_proxy().build().unwrap();
+    let p = Pharos::start_separate_admin(
+        &db,
+        |s| {
+            s.entity_id = TA.to_owned();
+            s.server.cors.enabled = true;
+            s.server.cors.allow_origins = "https://rp.example".into();
+            s.server.cors.allow_methods = "GET,POST".into();
+            s.server.cors.expose_headers = "ETag".into();
+            s.server.cors.max_age = 600;
+            s.api.admin.cors.enabled = true;
+            s.api.admin.cors.allow_origins = "https://ui.example".into();
+            s.api.admin.cors.expose_headers = "X-Request-ID,ETag".into();
+        },
+        plain.clone(),
+    )
+    .await;
+    let w = Wire::new(clock.now());
+    let preflight = async |url: String, origin: &str, method: &str, headers: &str| {
+        let mut r = plain
+            .request(Method::OPTIONS, url)
+            .header("origin", origin)
+            .header("access-control-request-method", method);
+        if !headers.is_empty() {
+            r = r.header("access-control-request-headers", headers);
+        }
+        w.seen(r.send().await.unwrap()).await
+    };
+    // Status and headers only: the bodies are the other snapshots' (and this instance's
+    // clock is the system's, its signed answers' times not fixed).
+    let from = async |method: Method, url: String, origin: &str| {
+        let r = plain.request(method, url).header("origin", origin).send();
+        w.seen_headers(&r.await.unwrap())
+    };
+    let ec = p.main_url("/.well-known/openid-federation");
+    let mut answers = vec![
+        (
+            "OPTIONS /.well-known/openid-federation (preflight from https://rp.example)".to_owned(),
+            preflight(ec.clone(), "https://rp.example", "GET", "if-none-match").await,
+        ),
+        (
+            "OPTIONS /.well-known/openid-federation (preflight from https://evil.example)".into(),
+            preflight(ec.clone(), "https://evil.example", "GET", "").await,
+        ),
+        (
+            "GET /.well-known/openid-federation (from https://rp.example)".into(),
+            from(Method::GET, ec.clone(), "https://rp.example").await,
+        ),
+        (
+            "GET /no-such-endpoint (from https://rp.example)".into(),
+            from(
+                Method::GET,
+                p.main_url("/no-such-endpoint"),
+                "https://rp.example",
+            )
+            .await,
+        ),
+    ];
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/users",
+            Some(json!({"username": "u", "password": "u passphrase"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let anchors = p.url("/api/v1/admin/trust-anchors");
+    answers.extend([
+        (
+            "admin OPTIONS /api/v1/admin/trust-anchors (preflight from https://ui.example)".into(),
+            preflight(
+                anchors.clone(),
+                "https://ui.example",
+                "PUT",
+                "authorization,content-type",
+            )
+            .await,
+        ),
+        (
+            "admin OPTIONS /api/v1/admin/trust-anchors (preflight from https://evil.example)"
+                .into(),
+            preflight(anchors.clone(), "https://evil.example", "PUT", "").await,
+        ),
+        (
+            "admin GET /api/v1/admin/trust-anchors (from https://ui.example, no credentials)"
+                .into(),
+            from(Method::GET, anchors.clone(), "https://ui.example").await,
+        ),
+    ]);
+    let openapi = from(
+        Method::GET,
+        p.url("/api/v1/admin/openapi.json"),
+        "https://ui.example",
+    )
+    .await;
+    answers.push((
+        "admin GET /api/v1/admin/openapi.json (from https://ui.example)".into(),
+        openapi,
+    ));
+    w.snapshot("cors", &w.each(answers));
+    p.stop().await;
 }
