@@ -1,7 +1,7 @@
 //! Snapshots of every wire format a client parses (issue 37): the Entity Configuration, the
 //! subordinate statement, the resolve response, the trust mark and its status response, the
-//! list, trust mark list and entity collection pages, historical keys, enrollment and trust
-//! mark request answers, the answers to an authenticated client, the error bodies of each
+//! list, trust mark list and entity collection pages, historical keys, enrollment, trust
+//! mark request and key update answers, the answers to an authenticated client, the error bodies of each
 //! endpoint (and of client authentication, the body limits, the rate limits and the Admin API),
 //! the headers clients read (CORS too), and the Admin API's OpenAPI document byte for byte.
 //!
@@ -45,7 +45,8 @@ const TM: &str = "https://marks.example.org/member";
 struct Wire {
     /// The instant of the test's clock, which never moves by itself.
     now: i64,
-    /// Strings replaced wherever they occur (Entity IDs with ports, key ids).
+    /// Strings replaced wherever they occur (Entity IDs with ports, key ids, the clock's
+    /// instant).
     names: Vec<(String, String)>,
     /// Every key learnt: signed answers must verify with one of them.
     keys: Vec<Jwk>,
@@ -55,7 +56,8 @@ impl Wire {
     fn new(now: i64) -> Self {
         Self {
             now,
-            names: Vec::new(),
+            // The clock's instant in a description (numbers elsewhere are redacted as times).
+            names: vec![(now.to_string(), "[now]".to_owned())],
             keys: Vec::new(),
         }
     }
@@ -1675,4 +1677,117 @@ async fn cors() {
     ));
     w.snapshot("cors", &w.each(answers));
     p.stop().await;
+}
+
+/// The jwks_update_trigger and jwks_update endpoints (Pharos extensions): the trigger's answer
+/// before and after the subordinate rotated its keys, a signed push, and their refusals; a
+/// superior and its subordinate on two loopback addresses.
+#[tokio::test]
+async fn key_updates() {
+    let b = Backend::Sqlite;
+    let (db_s, db_l) = (TestDb::new(b).await, TestDb::new(b).await);
+    let clock = stopped_clock();
+    let dyn_clock = || clock.clone() as Arc<dyn Clock>;
+    let sup = Pharos::start_at(&db_s, "127.0.0.1", |_| {}, dyn_clock()).await;
+    let leaf = Pharos::start_at(&db_l, "127.0.0.2", |_| {}, dyn_clock()).await;
+    let mut w = Wire::new(clock.now());
+    w.learn(&sup, "superior").await;
+    w.learn(&leaf, "leaf").await;
+    enable(&sup, "fetch", "/fetch", json!({})).await;
+    enable(&sup, "jwks_update_trigger", "/jwks-trigger", json!({})).await;
+    enable(&sup, "jwks_update", "/jwks-update", json!({})).await;
+    let l_id = leaf.entity_id().to_owned();
+    let jwks = leaf.entity_configuration().await.claims["jwks"].clone();
+    let body = json!({"entity_id": l_id, "jwks": jwks});
+    ok(&sup, Method::POST, "/subordinates", body).await;
+
+    let trigger = async |w: &Wire, body: Value| {
+        let r = sup.client.post(sup.main_url("/jwks-trigger")).json(&body);
+        w.seen(r.send().await.unwrap()).await
+    };
+    let push = async |w: &Wire, content_type: &str, body: String| {
+        let r = sup
+            .client
+            .post(sup.main_url("/jwks-update"))
+            .header("content-type", content_type)
+            .body(body);
+        w.seen(r.send().await.unwrap()).await
+    };
+    let ct = "application/jwk-set+jwt";
+    let mut answers = vec![(
+        format!("POST /jwks-trigger {{\"sub\": \"{l_id}\"}} (keys unchanged)"),
+        trigger(&w, json!({"sub": l_id})).await,
+    )];
+    // The leaf announces its next key (published, not yet signing): the trigger picks it up.
+    let policy = json!({"enabled": true, "interval": 7200, "overlap": 3600});
+    ok(&leaf, Method::PUT, "/kms/rotation", policy).await;
+    let cp = &leaf.app.as_ref().unwrap().control;
+    cp.rotate_keys(cp.now()).await.unwrap();
+    w.learn(&leaf, "leaf").await;
+    answers.push((
+        format!("POST /jwks-trigger {{\"sub\": \"{l_id}\"}} (next key announced)"),
+        trigger(&w, json!({"sub": l_id})).await,
+    ));
+    // Then rotates at once: its new keys are pushed, signed by a key the superior stores.
+    let old = crate::client_auth::signer(&leaf);
+    let (s, v) = leaf.admin(Method::POST, "/kms/rotate", None).await;
+    assert_eq!(s, 202, "{v}");
+    w.learn(&leaf, "leaf").await;
+    let keys = leaf.entity_configuration().await.claims["jwks"]["keys"].clone();
+    let now = clock.now();
+    let claims = json!({"iss": l_id, "sub": l_id, "iat": now, "exp": now + 60, "keys": keys});
+    let signed = |claims: &Value| {
+        jose::sign(
+            old.as_ref(),
+            "jwk-set+jwt",
+            claims.as_object().unwrap(),
+            None,
+        )
+        .unwrap()
+    };
+    let accepted = signed(&claims);
+    answers.push((
+        "POST /jwks-update (signed by a stored key)".into(),
+        push(&w, ct, accepted.clone()).await,
+    ));
+    w.snapshot("key_updates", &w.each(answers));
+
+    let stranger = json!({"iss": "https://x.example.org", "sub": "https://x.example.org",
+        "iat": now, "keys": keys});
+    // Rotated at once again: its configuration is signed by a key the superior does not know.
+    let (s, v) = leaf.admin(Method::POST, "/kms/rotate", None).await;
+    assert_eq!(s, 202, "{v}");
+    w.learn(&leaf, "leaf").await;
+    let errors = w.each(vec![
+        (
+            format!("POST /jwks-trigger {{\"sub\": \"{l_id}\"}} (signed by an unknown key)"),
+            trigger(&w, json!({"sub": l_id})).await,
+        ),
+        ("POST /jwks-trigger {}".into(), trigger(&w, json!({})).await),
+        (
+            "POST /jwks-trigger {\"sub\": \"https://x.example.org\"}".into(),
+            trigger(&w, json!({"sub": "https://x.example.org"})).await,
+        ),
+        (
+            "POST /jwks-update (Content-Type application/jwt)".into(),
+            push(&w, "application/jwt", accepted.clone()).await,
+        ),
+        (
+            "POST /jwks-update (empty body)".into(),
+            push(&w, ct, String::new()).await,
+        ),
+        (
+            "POST /jwks-update (a replay)".into(),
+            push(&w, ct, accepted).await,
+        ),
+        (
+            "POST /jwks-update (an unknown subordinate)".into(),
+            push(&w, ct, signed(&stranger)).await,
+        ),
+        ("GET /jwks-update".into(), w.get(&sup, "/jwks-update").await),
+    ]);
+    w.snapshot("key_updates_errors", &errors);
+    for p in [leaf, sup] {
+        p.stop().await;
+    }
 }
