@@ -1,9 +1,10 @@
 //! Snapshots of every wire format a client parses (issue 37): the Entity Configuration, the
 //! subordinate statement, the resolve response, the trust mark and its status response, the
-//! list, trust mark list and entity collection pages, historical keys, enrollment, trust
-//! mark request and key update answers, the answers to an authenticated client, the error bodies of each
-//! endpoint (and of client authentication, the body limits, the rate limits and the Admin API),
-//! the headers clients read (CORS too), and the Admin API's OpenAPI document byte for byte.
+//! list, trust mark list and entity collection pages, historical keys, enrollment, trust mark
+//! request and key update answers, the answers to an authenticated client, the error bodies of
+//! each endpoint (and of client authentication, the body limits, the rate limits and the Admin
+//! API), the headers clients read (CORS too), the Admin API's answers to reads of each kind of
+//! resource, and its OpenAPI document byte for byte.
 //!
 //! They were taken before the restructuring of issue 37 and are its proof of wire stability:
 //! a refactoring leaves every snapshot under `tests/snapshots/` unchanged. A difference fails
@@ -16,9 +17,10 @@
 //! header and claims; JWTs inside claims too, as `{"jws": …}`); every JSON text is checked to be
 //! exactly the compact serialisation of what is shown, so the parsed form stands for the bytes.
 //! What differs from run to run is replaced, each replacement checking the type of what it
-//! hides: times by their offset from the tests' stopped clock (`[now+86400]`), the port of an
-//! Entity ID by `[port]`, a key id by the name of its owner, key coordinates, `jti`s, `ETag`s
-//! and request ids by placeholders.
+//! hides: times by their offset from the tests' stopped clock (`[now+86400]`; the Admin API's
+//! record times, which come from the system clock, as `[unix time]`), the port of an Entity ID
+//! by `[port]`, a key id by the name of its owner, key coordinates, `jti`s, `ETag`s and request
+//! ids by placeholders.
 
 use std::sync::Arc;
 
@@ -218,6 +220,10 @@ impl Wire {
         for field in ["iat", "exp", "nbf", "revoked_at", "last_updated"] {
             s.add_dynamic_redaction(&format!(".**.{field}"), move |c, _| time(&c, now));
         }
+        // Record times of the Admin API, read from the system clock (not the test's).
+        for field in ["created_at", "updated_at", "timestamp"] {
+            s.add_dynamic_redaction(&format!(".**.{field}"), |c, _| record_time(&c));
+        }
         s.add_dynamic_redaction(".**.jti", |c, _| {
             let jti = c.as_str().expect("jti is a string");
             assert!(!jti.is_empty());
@@ -286,6 +292,21 @@ fn time(c: &Content, now: i64) -> String {
         0 => "[now]".to_owned(),
         d => format!("[now{d:+}]"),
     }
+}
+
+/// A record's time, which is the system clock's: Unix seconds, or an RFC 3339 UTC string.
+fn record_time(c: &Content) -> String {
+    if c.as_i64().is_some() {
+        return "[unix time]".to_owned();
+    }
+    let s = c
+        .as_str()
+        .unwrap_or_else(|| panic!("a time is an integer or a string: {c:?}"));
+    assert!(
+        s.len() == 20 && s.ends_with('Z') && s.as_bytes()[10] == b'T',
+        "{s}"
+    );
+    "[RFC 3339 time]".to_owned()
 }
 
 /// Key material: a non-empty base64url string.
@@ -1790,4 +1811,144 @@ async fn key_updates() {
     for p in [leaf, sup] {
         p.stop().await;
     }
+}
+
+/// The Admin API's answers to reads of each kind of resource (what the console and `pharos
+/// admin` parse), on an instance with one of each, and the body of a creation.
+#[tokio::test]
+async fn admin_api_reads() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let clock = stopped_clock();
+    let p = start_fixed(&db, TA, &clock).await;
+    let mut w = Wire::new(clock.now());
+    w.learn(&p, "ta").await;
+    let json_type = [("content-type", "application/json")];
+    let leaf = json!({"entity_id": LEAF, "jwks": {"keys": [jwk("k1", None)]},
+        "registered_entity_types": ["openid_relying_party"]})
+    .to_string();
+    let created = admin_call(
+        &w,
+        &p,
+        Method::POST,
+        "/subordinates",
+        Some(&leaf),
+        &json_type,
+        None,
+    )
+    .await;
+    let sub = format!("/subordinates/{}", enc(LEAF));
+    ok(
+        &p,
+        Method::PUT,
+        &format!("{sub}/metadata/openid_relying_party"),
+        json!({"client_name": "Shop"}),
+    )
+    .await;
+    ok(
+        &p,
+        Method::PUT,
+        &format!("{sub}/constraints"),
+        json!({"max_path_length": 1}),
+    )
+    .await;
+    ok(
+        &p,
+        Method::POST,
+        "/entity-configuration/authority-hints",
+        json!({"entity_id": "https://superior.example.org"}),
+    )
+    .await;
+    ok(
+        &p,
+        Method::POST,
+        "/entity-configuration/additional-claims",
+        json!({"claim": "x_note", "value": {"a": 1}, "crit": true}),
+    )
+    .await;
+    enable(&p, "fetch", "/fetch", json!({"statement_lifetime": 3600})).await;
+    ok(
+        &p,
+        Method::POST,
+        "/trust-anchors",
+        json!({"entity_id": "https://anchor.example.org", "jwks": {"keys": [jwk("a1", None)]}}),
+    )
+    .await;
+    ok(
+        &p,
+        Method::POST,
+        "/trust-marks/types",
+        json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": TA}]}),
+    )
+    .await;
+    ok(
+        &p,
+        Method::POST,
+        "/trust-marks/issuance-spec",
+        json!({"trust_mark_type": TM, "lifetime": 3600, "additional_claims": {"level": 2}}),
+    )
+    .await;
+    let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
+    ok(
+        &p,
+        Method::POST,
+        &subjects,
+        json!({"entity_id": LEAF, "status": "active"}),
+    )
+    .await;
+    let mut answers = vec![("POST /subordinates".to_owned(), created)];
+    for path in [
+        "/subordinates".to_owned(),
+        sub.clone(),
+        format!("{sub}/statement"),
+        format!("{sub}/jwks"),
+        format!("{sub}/history"),
+        "/entity-configuration".into(),
+        "/entity-configuration/keys".into(),
+        "/entity-configuration/lifetime".into(),
+        "/entity-configuration/authority-hints".into(),
+        "/entity-configuration/additional-claims".into(),
+        "/federation-endpoints".into(),
+        "/trust-anchors".into(),
+        "/trust-marks/types".into(),
+        "/trust-marks/issuance-spec".into(),
+        subjects.clone(),
+        "/kms".into(),
+    ] {
+        let shown = percent_encoding::percent_decode_str(&path).decode_utf8_lossy();
+        answers.push((
+            format!("GET {shown}"),
+            admin_call(&w, &p, Method::GET, &path, None, &[], None).await,
+        ));
+    }
+    let user = json!({"username": "alice", "password": "correct horse",
+        "display_name": "Alice"})
+    .to_string();
+    answers.push((
+        "POST /users".into(),
+        admin_call(
+            &w,
+            &p,
+            Method::POST,
+            "/users",
+            Some(&user),
+            &json_type,
+            None,
+        )
+        .await,
+    ));
+    answers.push((
+        "GET /users".into(),
+        admin_call(
+            &w,
+            &p,
+            Method::GET,
+            "/users",
+            None,
+            &[],
+            Some(("alice", "correct horse")),
+        )
+        .await,
+    ));
+    w.snapshot("admin_api_reads", &w.each(answers));
+    p.stop().await;
 }
