@@ -82,3 +82,4 @@ mod trust_marks_federation;
 mod trust_marks_held;
 mod trust_marks_held_refused;
 mod upgrade;
+mod wire_formats;

@@ -168,6 +168,29 @@ impl Pharos {
         Self::launch(settings, clock, listener, None).await
     }
 
+    /// As [`Pharos::start_with`], on loopback address `ip` (e.g. `127.0.0.2`) instead of
+    /// `127.0.0.1`: instances of one federation on distinct addresses have Entity IDs whose
+    /// order does not depend on the ports the system hands out (the wire format snapshots list
+    /// entities in Entity ID order).
+    pub async fn start_at(
+        db: &TestDb,
+        ip: &str,
+        f: impl FnOnce(&mut Settings),
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut settings = Settings::default();
+        settings.entity_id = format!("http://{ip}:{port}");
+        settings.server.ip_listen = ip.into();
+        settings.server.port = port;
+        settings.federation.block_private_addresses = false;
+        db.configure(&mut settings);
+        unlimited(&mut settings);
+        f(&mut settings);
+        Self::launch(settings, clock, listener, None).await
+    }
+
     /// Starts Pharos listening on every interface (`0.0.0.0:0`), as a fresh `pharos serve` on
     /// a server does, so that clients can reach it through a non-loopback address.
     pub async fn start_on_all_interfaces(db: &TestDb, f: impl FnOnce(&mut Settings)) -> Self {
