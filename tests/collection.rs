@@ -179,7 +179,10 @@ pub async fn build(
             for _ in 0..200 {
                 refreshers.tick(SystemClock.now()).await;
                 let ec = leaf.entity_configuration().await.claims;
-                held = ec["trust_marks"].as_array().map_or(0, Vec::len);
+                held = ec
+                    .get("trust_marks")
+                    .and_then(|m| m.as_array())
+                    .map_or(0, Vec::len);
                 if held == marks[n].len() {
                     break;
                 }
