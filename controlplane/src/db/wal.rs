@@ -19,8 +19,8 @@
 //! file (a checkpoint) by default inside the commit that makes the WAL pass 1,000 pages, so the
 //! write that happens to cross that line waits for the copy and its fsyncs, under the writer
 //! lock, with every other write queued behind it: a soak of 600 s saw commits of 1 to 18 s and
-//! writes answered 408 (BENCHMARKS.md, soak of 2026-11-26 23:40). Every connection runs with
-//! `wal_autocheckpoint = 0`, and one task ([`crate::control_plane`]'s group commit) asks for a
+//! writes answered 408 (BENCHMARKS.md, "Soak", the run of 2026-11-27 00:18 and the two before
+//! it). Every connection runs with `wal_autocheckpoint = 0`, and one task ([`crate::control_plane`]'s group commit) asks for a
 //! `PASSIVE` checkpoint on a pooled connection once the WAL passes [`CHECKPOINT_AT`], and every
 //! [`CHECKPOINT_EVERY`] for the writes that do not pass through the group commit (statistics,
 //! replay records). A passive checkpoint never blocks a writer: writers append while it copies.
