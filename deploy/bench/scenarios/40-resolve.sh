@@ -23,6 +23,9 @@ admin $LEAF POST /entity-configuration/authority-hints "{\"entity_id\":\"http://
 admin $TA PUT "/subordinates/http%3A%2F%2F127.0.0.1%3A$IM/metadata-policies" \
     '{"openid_relying_party":{"contacts":{"add":["fed@ta.example"]}}}'
 QUERY="/resolve?sub=http%3A%2F%2F127.0.0.1%3A$LEAF&trust_anchor=http%3A%2F%2F127.0.0.1%3A$TA"
+# The resolver admits the one anchor it is configured for (an unknown anchor is refused
+# without a fetch since issue 31); its keys are not pinned, so a cold resolve fetches them.
+RESOLVE_ENDPOINT="{\"type\":\"resolve\",\"path\":\"/resolve\",\"config\":{\"allowed_trust_anchors\":[\"http://127.0.0.1:$TA\"]}}"
 
 RSAMPLES=${BENCH_RESOLVE_SAMPLES:-50}
 # The resolver fetches from loopback: it says so (the default refuses private addresses).
@@ -36,8 +39,9 @@ for _ in $(seq 1 "$RSAMPLES"); do
     rm -rf "$WORK/r"
     resolver_config
     pharos_start r $R
-    admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
-    curl -fsS -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$R$QUERY" >>"$WORK/cold.txt"
+    admin $R POST /federation-endpoints "$RESOLVE_ENDPOINT"
+    curl -fsS -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$R$QUERY" >>"$WORK/cold.txt" ||
+        die "cold resolve failed: $(curl -sS "http://127.0.0.1:$R$QUERY")"
     pharos_stop r
 done
 row "| cold 3-level resolve on loopback (n=$RSAMPLES fresh resolvers) | median $(pct 50 "$WORK/cold.txt" 1000) ms, p99 $(pct 99 "$WORK/cold.txt" 1000) ms | | | | |"
@@ -45,7 +49,7 @@ row "| cold 3-level resolve on loopback (n=$RSAMPLES fresh resolvers) | median $
 rm -rf "$WORK/r"
 resolver_config
 pharos_start r $R
-admin $R POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
+admin $R POST /federation-endpoints "$RESOLVE_ENDPOINT"
 curl -fsS -D "$WORK/resolve.headers" "http://127.0.0.1:$R$QUERY" >"$WORK/resolve.jwt"
 grep -qi '^content-type: application/resolve-response+jwt' "$WORK/resolve.headers" || die "resolve type"
 ref_add resolve "$WORK/resolve.jwt" application/resolve-response+jwt
