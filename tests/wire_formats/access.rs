@@ -1,7 +1,5 @@
 //! Who may ask and how: answers to an authenticated client, the body and rate limits, CORS.
 
-use std::sync::Arc;
-
 use pharos_shared::time::Clock;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -14,17 +12,8 @@ use crate::support::{Backend, Pharos, TestDb, enable, jwk};
 /// under it and a server whose endpoints require authentication, on three loopback addresses.
 #[tokio::test]
 async fn authenticated_answers() {
-    let b = Backend::Sqlite;
-    let (db_ta, db_c, db_s) = (
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-    );
     let clock = stopped_clock();
-    let dyn_clock = || clock.clone() as Arc<dyn Clock>;
-    let ta = Pharos::start_at(&db_ta, "127.0.0.1", |_| {}, dyn_clock()).await;
-    let client = Pharos::start_at(&db_c, "127.0.0.2", |_| {}, dyn_clock()).await;
-    let server = Pharos::start_at(&db_s, "127.0.0.3", |_| {}, dyn_clock()).await;
+    let (_dbs, [ta, client, server]) = on_three_loopbacks(&clock).await;
     let mut w = Wire::new(clock.now());
     w.learn(&ta, "ta").await;
     w.learn(&client, "client").await;

@@ -16,17 +16,8 @@ use crate::support::{Backend, Pharos, TestDb, enable, enc};
 /// addresses.
 #[tokio::test]
 async fn enrollment() {
-    let b = Backend::Sqlite;
-    let (db_s, db_l, db_x) = (
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-    );
     let clock = stopped_clock();
-    let dyn_clock = || clock.clone() as Arc<dyn Clock>;
-    let sup = Pharos::start_at(&db_s, "127.0.0.1", |_| {}, dyn_clock()).await;
-    let leaf = Pharos::start_at(&db_l, "127.0.0.2", |_| {}, dyn_clock()).await;
-    let stranger = Pharos::start_at(&db_x, "127.0.0.3", |_| {}, dyn_clock()).await;
+    let (_dbs, [sup, leaf, stranger]) = on_three_loopbacks(&clock).await;
     let mut w = Wire::new(clock.now());
     w.learn(&sup, "superior").await;
     w.learn(&leaf, "leaf").await;

@@ -1,31 +1,20 @@
 //! A federation on three loopback addresses: a leaf's Entity Configuration holding a trust
 //! mark, the resolve response, the entity collection pages and trust mark requests.
 
-use std::sync::Arc;
-
 use pharos_shared::time::Clock;
 use reqwest::Method;
 use serde_json::json;
 
 use super::harness::*;
-use crate::support::{Backend, Pharos, TestDb, enable, enc};
+use crate::support::{enable, enc};
 
 /// A federation on three loopback addresses (anchor, intermediate, leaf holding the anchor's
 /// trust mark): the leaf's Entity Configuration, the resolve response, the entity collection
 /// pages, and their errors.
 #[tokio::test]
 async fn federation() {
-    let b = Backend::Sqlite;
-    let (db_ta, db_i, db_l) = (
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-        TestDb::new(b).await,
-    );
     let clock = stopped_clock();
-    let dyn_clock = || clock.clone() as Arc<dyn Clock>;
-    let ta = Pharos::start_at(&db_ta, "127.0.0.1", |_| {}, dyn_clock()).await;
-    let ia = Pharos::start_at(&db_i, "127.0.0.2", |_| {}, dyn_clock()).await;
-    let leaf = Pharos::start_at(&db_l, "127.0.0.3", |_| {}, dyn_clock()).await;
+    let (_dbs, [ta, ia, leaf]) = on_three_loopbacks(&clock).await;
     let ta_id = ta.entity_id().to_owned();
     let mut w = Wire::new(clock.now());
     w.learn(&ta, "ta").await;

@@ -345,6 +345,23 @@ pub(super) fn stopped_clock() -> Arc<ManualClock> {
     ManualClock::new(SystemClock.now())
 }
 
+/// Three instances on SQLite at 127.0.0.1, .2 and .3 (their entity ids then sort in this
+/// order whatever their ports), on one stopped clock. The databases live as long as the
+/// instances that use them.
+pub(super) async fn on_three_loopbacks(clock: &Arc<ManualClock>) -> ([TestDb; 3], [Pharos; 3]) {
+    let b = crate::support::Backend::Sqlite;
+    let dbs = [
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+        TestDb::new(b).await,
+    ];
+    let at = |db, ip| Pharos::start_at(db, ip, |_| {}, clock.clone() as Arc<dyn Clock>);
+    let first = at(&dbs[0], "127.0.0.1").await;
+    let second = at(&dbs[1], "127.0.0.2").await;
+    let third = at(&dbs[2], "127.0.0.3").await;
+    (dbs, [first, second, third])
+}
+
 /// One instance with a fixed Entity ID (nothing in its answers depends on the port).
 pub(super) async fn start_fixed(db: &TestDb, entity_id: &str, clock: &Arc<ManualClock>) -> Pharos {
     let id = entity_id.to_owned();
