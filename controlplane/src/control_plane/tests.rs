@@ -29,8 +29,9 @@ async fn control_plane() -> (Arc<ControlPlane>, tempfile::TempDir) {
     (cp, dir)
 }
 
-async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
-    let mut w = cp.write(Some("tester")).await;
+/// Inserts anchor `entity_id` in `w`'s transaction and marks its section for publishing
+/// (committed or dropped by the caller).
+async fn insert_anchor(cp: &ControlPlane, w: &mut super::Write<'_>, entity_id: &str) {
     let row = TrustAnchorWrite {
         entity_id: entity_id.into(),
         jwks: None,
@@ -43,6 +44,11 @@ async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
         .await
         .unwrap();
     w.touch(Section::TrustAnchors);
+}
+
+async fn add_anchor(cp: &ControlPlane, entity_id: &str) {
+    let mut w = cp.write(Some("tester")).await;
+    insert_anchor(cp, &mut w, entity_id).await;
     w.commit().await.unwrap();
 }
 
@@ -130,18 +136,7 @@ async fn concurrent_writes_share_fsyncs_and_each_is_published_when_acknowledged(
                 if i == n / 2 {
                     // Written, then dropped without commit in the middle of the others.
                     let mut w = cp.write(None).await;
-                    let row = TrustAnchorWrite {
-                        entity_id: "https://dropped.example".into(),
-                        jwks: None,
-                        enable_jwks_update: false,
-                        key_poll_interval: 0,
-                        anchor_ec_constraints: None,
-                        trust_mark_issuer_self_signed: false,
-                    };
-                    trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
-                        .await
-                        .unwrap();
-                    w.touch(Section::TrustAnchors);
+                    insert_anchor(&cp, &mut w, "https://dropped.example").await;
                     drop(w);
                 }
                 add_anchor(&cp, &id).await;
@@ -185,18 +180,7 @@ async fn a_dropped_write_rolls_back_and_publishes_nothing() {
     let generation = cp.snapshot().generation;
     {
         let mut w = cp.write(None).await;
-        let row = TrustAnchorWrite {
-            entity_id: "https://ta.example".into(),
-            jwks: None,
-            enable_jwks_update: false,
-            key_poll_interval: 0,
-            anchor_ec_constraints: None,
-            trust_mark_issuer_self_signed: false,
-        };
-        trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
-            .await
-            .unwrap();
-        w.touch(Section::TrustAnchors);
+        insert_anchor(&cp, &mut w, "https://ta.example").await;
         // Dropped: e.g. a later validation step returned an error.
     }
     assert!(
