@@ -169,8 +169,10 @@ async fn key_updates() {
     ));
     // Then rotates at once: its new keys are pushed, signed by a key the superior stores.
     let old = crate::client_auth::signer(&leaf);
+    let before = leaf.entity_configuration().await.claims["jwks"].clone();
     let (s, v) = leaf.admin(Method::POST, "/kms/rotate", None).await;
     assert_eq!(s, 202, "{v}");
+    published_anew(&leaf, &before).await;
     w.learn(&leaf, "leaf").await;
     let keys = leaf.entity_configuration().await.claims["jwks"]["keys"].clone();
     let now = clock.now();
@@ -194,8 +196,10 @@ async fn key_updates() {
     let stranger = json!({"iss": "https://x.example.org", "sub": "https://x.example.org",
         "iat": now, "keys": keys});
     // Rotated at once again: its configuration is signed by a key the superior does not know.
+    let before = leaf.entity_configuration().await.claims["jwks"].clone();
     let (s, v) = leaf.admin(Method::POST, "/kms/rotate", None).await;
     assert_eq!(s, 202, "{v}");
+    published_anew(&leaf, &before).await;
     w.learn(&leaf, "leaf").await;
     let errors = w.each(vec![
         (
@@ -229,4 +233,13 @@ async fn key_updates() {
     for p in [leaf, sup] {
         p.stop().await;
     }
+}
+
+/// Waits until `leaf` publishes keys other than `before`: a rotation is answered 202 and
+/// published a moment later, and the snapshot names keys in the order they are learnt.
+async fn published_anew(leaf: &Pharos, before: &Value) {
+    crate::support::eventually("the rotated keys are published", || async {
+        leaf.entity_configuration().await.claims["jwks"] != *before
+    })
+    .await;
 }
