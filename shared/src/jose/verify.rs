@@ -1,8 +1,10 @@
 //! Verifying compact JWS against a JWK Set.
 
 use josekit::jws::{self, JwsVerifier};
-use openssl::bn::BigNum;
-use openssl::ec::{EcGroup, EcKey};
+use std::sync::OnceLock;
+
+use openssl::bn::{BigNum, BigNumContext};
+use openssl::ec::{EcGroup, EcKey, EcPoint};
 use openssl::ecdsa::EcdsaSig;
 use openssl::nid::Nid;
 use serde_json::Value;
@@ -17,7 +19,7 @@ use crate::{Error, Result};
 fn check_signature(alg: Algorithm, key: &Jwk, input: &[u8], signature: &[u8]) -> Result<()> {
     let kid = usable(alg, key)?;
     if let Some(curve) = ecdsa_curve(alg) {
-        return verify_ecdsa(curve, key, input, signature)
+        return verify_ecdsa(&curve?, key, input, signature)
             .map_err(|e| Error::Jws(format!("key {kid:?}: signature check failed: {e}")));
     }
     verifier_for(alg, key, kid)?
@@ -74,55 +76,104 @@ fn verifier_for(alg: Algorithm, key: &Jwk, kid: &str) -> Result<Box<dyn JwsVerif
     verifier.map_err(|e| Error::Jws(format!("key {kid:?} unusable for {alg}: {e}")))
 }
 
-/// An ECDSA curve as JWS uses it: its OpenSSL name, the byte length of a coordinate and of
-/// each half of a signature, and the digest of the signing input.
-#[derive(Clone, Copy, Debug)]
+/// An ECDSA curve as JWS uses it: the byte length of a coordinate and of each half of a
+/// signature, the digest of the signing input, and OpenSSL's group with its field prime, made
+/// once per process (making a group costs ~120,000 instructions).
 struct EcdsaCurve {
-    nid: Nid,
     len: usize,
-    digest: fn(&[u8]) -> Vec<u8>,
+    digest: DigestFn,
+    group: &'static (EcGroup, BigNum),
 }
 
-/// The curve of an ECDSA `alg` (RFC 7518 §3.4, RFC 8812 for ES256K); `None` for the others.
-fn ecdsa_curve(alg: Algorithm) -> Option<EcdsaCurve> {
+/// A curve's group and field prime, made on first use (`None`: this OpenSSL lacks the curve).
+type GroupCell = OnceLock<Option<(EcGroup, BigNum)>>;
+
+/// A JWS digest of the signing input.
+type DigestFn = fn(&[u8]) -> Vec<u8>;
+
+/// The group of `nid` and its prime `p`, made on first use.
+fn group(cell: &'static GroupCell, nid: Nid) -> Option<&'static (EcGroup, BigNum)> {
+    cell.get_or_init(|| {
+        let group = EcGroup::from_curve_name(nid).ok()?;
+        let (mut p, mut a, mut b) = (
+            BigNum::new().ok()?,
+            BigNum::new().ok()?,
+            BigNum::new().ok()?,
+        );
+        let mut ctx = BigNumContext::new().ok()?;
+        group
+            .components_gfp(&mut p, &mut a, &mut b, &mut ctx)
+            .ok()?;
+        Some((group, p))
+    })
+    .as_ref()
+}
+
+/// The curve of an ECDSA `alg` (RFC 7518 §3.4, RFC 8812 for ES256K); `None` for the others,
+/// and for a curve this OpenSSL lacks (then the key is reported unusable).
+fn ecdsa_curve(alg: Algorithm) -> Option<Result<EcdsaCurve>> {
+    static P256: GroupCell = OnceLock::new();
+    static K256: GroupCell = OnceLock::new();
+    static P384: GroupCell = OnceLock::new();
+    static P521: GroupCell = OnceLock::new();
     let sha256 = |b: &[u8]| sha2::Sha256::digest(b).to_vec();
-    let (nid, len, digest): (Nid, usize, fn(&[u8]) -> Vec<u8>) = match alg {
-        Algorithm::ES256 => (Nid::X9_62_PRIME256V1, 32, sha256),
-        Algorithm::ES256K => (Nid::SECP256K1, 32, sha256),
-        Algorithm::ES384 => (Nid::SECP384R1, 48, |b| sha2::Sha384::digest(b).to_vec()),
-        Algorithm::ES512 => (Nid::SECP521R1, 66, |b| sha2::Sha512::digest(b).to_vec()),
+    let (cell, nid, len, digest): (_, _, _, DigestFn) = match alg {
+        Algorithm::ES256 => (&P256, Nid::X9_62_PRIME256V1, 32, sha256),
+        Algorithm::ES256K => (&K256, Nid::SECP256K1, 32, sha256),
+        Algorithm::ES384 => (&P384, Nid::SECP384R1, 48, |b| {
+            sha2::Sha384::digest(b).to_vec()
+        }),
+        Algorithm::ES512 => (&P521, Nid::SECP521R1, 66, |b| {
+            sha2::Sha512::digest(b).to_vec()
+        }),
         _ => return None,
     };
-    Some(EcdsaCurve { nid, len, digest })
+    Some(
+        group(cell, nid)
+            .map(|group| EcdsaCurve { len, digest, group })
+            .ok_or_else(|| Error::Jws(format!("{alg} is not available in this OpenSSL"))),
+    )
 }
 
 /// An ECDSA signature check with OpenSSL's ECDSA on a key made from the JWK's coordinates.
 ///
 /// Not through josekit: its verifier encodes the JWK as DER and decodes it again, and
-/// OpenSSL 3's decoder spends ~1.2 million instructions per key on it, four times the
-/// signature arithmetic itself and half of a cold 3-level resolve (callgrind, issue 34).
-/// `from_public_key_affine_coordinates` refuses coordinates outside the field and points off
-/// the curve, as the decoder would. The JWS signature is `r || s`, each half `len` bytes
-/// (RFC 7518 §3.4); any other length is refused.
+/// OpenSSL 3's decoder spends ~1.2 million instructions per key on it, more than the signature
+/// arithmetic itself (callgrind of a cold 3-level resolve, issue 34). Nor through
+/// `EcKey::from_public_key_affine_coordinates`, whose full key check multiplies the point by
+/// the group order (~600,000 instructions): every curve here has cofactor 1, so a point on
+/// the curve is in the prime-order group, and the coordinates are checked to lie in the field
+/// and on the curve (`set_affine_coordinates_gfp` refuses a point off it). The JWS signature is
+/// `r || s`, each half `len` bytes (RFC 7518 §3.4); any other length is refused.
 fn verify_ecdsa(
-    curve: EcdsaCurve,
+    curve: &EcdsaCurve,
     key: &Jwk,
     input: &[u8],
     signature: &[u8],
 ) -> std::result::Result<(), String> {
+    let (group, p) = curve.group;
     let coordinate = |name: &str| {
-        let b = b64_decode(name, str_member(key, name).unwrap_or(""))
-            .map_err(|e| e.to_string())?;
-        if b.len() == curve.len {
-            BigNum::from_slice(&b).map_err(|e| e.to_string())
-        } else {
-            Err(format!("{name} is not {} bytes", curve.len))
+        let b = b64_decode(name, str_member(key, name).unwrap_or("")).map_err(|e| e.to_string())?;
+        if b.len() != curve.len {
+            return Err(format!("{name} is not {} bytes", curve.len));
         }
+        let n = BigNum::from_slice(&b).map_err(|e| e.to_string())?;
+        if n >= *p {
+            return Err(format!("{name} lies outside the curve's field"));
+        }
+        Ok(n)
     };
     let (x, y) = (coordinate("x")?, coordinate("y")?);
-    let group = EcGroup::from_curve_name(curve.nid).map_err(|e| e.to_string())?;
-    let public = EcKey::from_public_key_affine_coordinates(&group, &x, &y)
-        .map_err(|_| "the key's point is not on its curve".to_owned())?;
+    let off_curve = "the key's point is not on its curve";
+    let mut ctx = BigNumContext::new().map_err(|e| e.to_string())?;
+    let mut point = EcPoint::new(group).map_err(|e| e.to_string())?;
+    point
+        .set_affine_coordinates_gfp(group, &x, &y, &mut ctx)
+        .map_err(|_| off_curve.to_owned())?;
+    if !point.is_on_curve(group, &mut ctx).unwrap_or(false) {
+        return Err(off_curve.into());
+    }
+    let public = EcKey::from_public_key(group, &point).map_err(|e| e.to_string())?;
     if signature.len() != 2 * curve.len {
         return Err(format!(
             "an ECDSA signature here is {} bytes, not {}",

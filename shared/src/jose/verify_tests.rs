@@ -54,11 +54,16 @@ fn every_algorithm_round_trips_with_jws_signature_sizes() {
 }
 
 /// The ECDSA path (OpenSSL's ECDSA on the JWK's coordinates, not josekit's verifier) refuses
-/// what josekit refused: a signature of the wrong length, a DER signature, a point off the
-/// curve, coordinates of the wrong size, and a zero `r`.
+/// what josekit refused: a signature of the wrong length, a point off the curve, coordinates
+/// of the wrong size or beyond the field's prime, and a zero `r`.
 #[test]
 fn ecdsa_refuses_odd_signatures_and_keys() {
-    for alg in [Algorithm::ES256, Algorithm::ES384, Algorithm::ES512, Algorithm::ES256K] {
+    for alg in [
+        Algorithm::ES256,
+        Algorithm::ES384,
+        Algorithm::ES512,
+        Algorithm::ES256K,
+    ] {
         let k = key(alg);
         let jwks = set(&[k.public_jwk()]);
         let token = sign(&k, "jwt", &claims(), None).unwrap();
@@ -67,7 +72,10 @@ fn ecdsa_refuses_odd_signatures_and_keys() {
         let with = |s: &[u8]| format!("{head}.{}", b64_encode(s));
         assert!(verify(&with(&sig), &jwks).is_ok(), "{alg}");
         assert!(verify(&with(&sig[1..]), &jwks).is_err(), "{alg}: short");
-        assert!(verify(&with(&[sig.as_slice(), &[0]].concat()), &jwks).is_err(), "{alg}: long");
+        assert!(
+            verify(&with(&[sig.as_slice(), &[0]].concat()), &jwks).is_err(),
+            "{alg}: long"
+        );
         let mut zero_r = sig.clone();
         zero_r[..sig.len() / 2].fill(0);
         assert!(verify(&with(&zero_r), &jwks).is_err(), "{alg}: r = 0");
@@ -81,6 +89,10 @@ fn ecdsa_refuses_odd_signatures_and_keys() {
         let x = b64_decode("x", short_x["x"].as_str().unwrap()).unwrap();
         short_x.insert("x".into(), b64_encode(&x[1..]).into());
         assert!(verify(&token, &set(&[&short_x])).is_err(), "{alg}: short x");
+        let mut beyond_p = k.public_jwk().clone();
+        beyond_p.insert("x".into(), b64_encode(&vec![0xff; x.len()]).into());
+        let err = verify(&token, &set(&[&beyond_p])).unwrap_err().to_string();
+        assert!(err.contains("outside the curve's field"), "{alg}: {err}");
     }
 }
 
