@@ -325,7 +325,7 @@ pub async fn self_issue(
         legacy_id,
     );
     let signer = cp.snapshot().keys.signer.clone();
-    Ok(pharos_dataplane::signing::sign(&signer, TRUST_MARK_TYP, claims).await?)
+    Ok(pharos_runtime::signing::sign(&signer, TRUST_MARK_TYP, claims).await?)
 }
 
 /// A `jti` unique within this process and across restarts (time in nanoseconds and a

@@ -31,10 +31,10 @@ use pharos_shared::trust_mark_issuer::{
 use super::Call;
 use super::trust_mark_eligibility::{Refusal, decide};
 use crate::DataPlane;
-use crate::command::Command;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
-use crate::signing;
+use pharos_runtime::command::Command;
+use pharos_runtime::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/trust-mark+jwt";

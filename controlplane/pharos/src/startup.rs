@@ -18,8 +18,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::Listeners;
-use crate::db::Db;
-use crate::error::{Error, Result};
+use pharos_controlplane::db::Db;
+use pharos_controlplane::error::{Error, Result};
 
 /// Longest delay between two attempts.
 const MAX_DELAY: Duration = Duration::from_secs(30);
