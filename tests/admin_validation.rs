@@ -242,6 +242,35 @@ async fn policies_are_checked_as_the_resolver_would_before_they_are_stored() {
 }
 
 #[tokio::test]
+async fn the_except_operator_is_stored_checked_and_may_be_critical() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let general = "/subordinates/metadata-policies";
+    let policy = json!({"openid_provider": {"id_token_signing_alg_values_supported": {
+        "subset_of": ["RS256", "ES256"], "except": ["RS256"]}}});
+    let (s, v) = p.admin(Method::PUT, general, Some(policy.clone())).await;
+    assert_eq!(s, 200, "{v}");
+    // A value the same policy excepts could never be met.
+    refused(
+        p.admin(
+            Method::PUT,
+            general,
+            Some(json!({"oauth_client": {"token_endpoint_auth_method": {
+                "value": "client_secret_basic", "except": ["client_secret_basic"]}}})),
+        )
+        .await,
+        400,
+        "metadata_policy: oauth_client.token_endpoint_auth_method: the value",
+    );
+    assert_eq!(p.admin(Method::GET, general, None).await.1, policy);
+    let crit = "/subordinates/metadata-policy-crit";
+    let (s, v) = p.admin(Method::PUT, crit, Some(json!(["except"]))).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(p.admin(Method::GET, crit, None).await.1, json!(["except"]));
+    p.stop().await;
+}
+
+#[tokio::test]
 async fn an_operator_accepts_a_non_standard_policy_operator_explicitly() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;
     let p = Pharos::start_with(

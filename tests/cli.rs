@@ -205,6 +205,27 @@ fn policy_resolve_previews_merged_policy_and_metadata() {
     );
     assert_eq!(code, Some(1));
     assert_eq!(v["error"], "invalid_policy", "{v}");
+    // `except` (an extension Pharos implements): merged as a union, excepted values leave the
+    // array; a single excepted value is non-compliant metadata.
+    let (code, v) = policy_resolve(
+        r#"{"policies": [{"grant_types": {"except": ["implicit"]}}, {"grant_types": {"except": ["password"]}}],
+            "metadata": {"grant_types": ["authorization_code", "implicit", "password"]}}"#,
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(
+        v["metadata"]["grant_types"],
+        serde_json::json!(["authorization_code"])
+    );
+    assert_eq!(
+        v["merged_policy"]["grant_types"]["except"],
+        serde_json::json!(["implicit", "password"])
+    );
+    let (code, v) = policy_resolve(
+        r#"{"policies": [{"token_endpoint_auth_method": {"except": ["none"]}}],
+            "metadata": {"token_endpoint_auth_method": "none"}}"#,
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(v["error"], "invalid_metadata", "{v}");
     // Input that is not JSON is not a policy problem, and the message says what it is.
     let (code, v) = policy_resolve("not json");
     assert_eq!(

@@ -267,7 +267,7 @@ async fn additional_claims_lifetime_and_crit_routes() {
         );
         let crit = "/subordinates/metadata-policy-crit";
         assert_eq!(call(&p, Method::GET, crit, None).await, (200, json!([])));
-        // Only non-standard operators Pharos implements may be critical (none yet): one it
+        // Only non-standard operators Pharos implements may be critical (`except`): one it
         // does not implement would make every chain through our statements invalid.
         let (s, v) = call(&p, Method::PUT, crit, Some(json!(["x_regex"]))).await;
         assert_eq!(s, 400, "{v}");

@@ -29,10 +29,12 @@ pub struct Backoff {
 impl Backoff {
     /// Records a failure and returns how long to wait before the next attempt.
     pub fn fail(&mut self) -> i64 {
-        let delay = BACKOFF_START
-            .checked_shl(self.failures)
-            .unwrap_or(BACKOFF_CAP)
-            .min(BACKOFF_CAP);
+        // Doubling by `checked_pow`, not a shift: a shift by 63 is "checked" yet lands on the
+        // sign bit, and 64 failures in a row gave a negative delay (found by the property test).
+        let delay = 2i64
+            .checked_pow(self.failures)
+            .and_then(|f| BACKOFF_START.checked_mul(f))
+            .map_or(BACKOFF_CAP, |d| d.min(BACKOFF_CAP));
         self.failures = self.failures.saturating_add(1);
         delay
     }
@@ -107,6 +109,15 @@ mod tests {
     fn jwks(kids: &[&str]) -> Jwks {
         let keys: Vec<_> = kids.iter().map(|k| json!({"kid": k})).collect();
         serde_json::from_value(json!({ "keys": keys })).unwrap()
+    }
+
+    #[test]
+    fn a_long_run_of_failures_waits_the_cap_never_less() {
+        let mut b = Backoff::default();
+        let delays: Vec<i64> = (0..200).map(|_| b.fail()).collect();
+        assert_eq!(delays[0], BACKOFF_START);
+        assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
+        assert_eq!(delays[199], BACKOFF_CAP);
     }
 
     #[test]

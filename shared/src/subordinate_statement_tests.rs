@@ -223,6 +223,19 @@ fn metadata_policy_crit_lists_only_used_operators() {
 }
 
 #[test]
+fn except_is_published_as_critical_when_used() {
+    let g = GeneralSettings {
+        metadata_policy: Some(
+            json!({"openid_provider": {"grant_types_supported": {"except": ["implicit"]}}}),
+        ),
+        metadata_policy_crit: vec!["except".into()],
+        ..Default::default()
+    };
+    let p = payload(&snap(g, None), &sub(vec![]), NOW, None);
+    assert_eq!(p["metadata_policy_crit"], json!(["except"]));
+}
+
+#[test]
 fn next_key_change_is_one_second_after_the_earliest_live_exp() {
     let leaf = sub(vec![
         key("a", Some(NOW + 5)),

@@ -53,6 +53,49 @@ fn every_algorithm_round_trips_with_jws_signature_sizes() {
     }
 }
 
+/// The ECDSA path (OpenSSL's ECDSA on the JWK's coordinates, not josekit's verifier) refuses
+/// what josekit refused: a signature of the wrong length, a point off the curve, coordinates
+/// of the wrong size or beyond the field's prime, and a zero `r`.
+#[test]
+fn ecdsa_refuses_odd_signatures_and_keys() {
+    for alg in [
+        Algorithm::ES256,
+        Algorithm::ES384,
+        Algorithm::ES512,
+        Algorithm::ES256K,
+    ] {
+        let k = key(alg);
+        let jwks = set(&[k.public_jwk()]);
+        let token = sign(&k, "jwt", &claims(), None).unwrap();
+        let (head, sig) = token.rsplit_once('.').unwrap();
+        let sig = b64_decode("sig", sig).unwrap();
+        let with = |s: &[u8]| format!("{head}.{}", b64_encode(s));
+        assert!(verify(&with(&sig), &jwks).is_ok(), "{alg}");
+        assert!(verify(&with(&sig[1..]), &jwks).is_err(), "{alg}: short");
+        assert!(
+            verify(&with(&[sig.as_slice(), &[0]].concat()), &jwks).is_err(),
+            "{alg}: long"
+        );
+        let mut zero_r = sig.clone();
+        zero_r[..sig.len() / 2].fill(0);
+        assert!(verify(&with(&zero_r), &jwks).is_err(), "{alg}: r = 0");
+        let mut off_curve = k.public_jwk().clone();
+        let mut y = b64_decode("y", off_curve["y"].as_str().unwrap()).unwrap();
+        *y.last_mut().unwrap() ^= 1;
+        off_curve.insert("y".into(), b64_encode(&y).into());
+        let err = verify(&token, &set(&[&off_curve])).unwrap_err().to_string();
+        assert!(err.contains("not on its curve"), "{alg}: {err}");
+        let mut short_x = k.public_jwk().clone();
+        let x = b64_decode("x", short_x["x"].as_str().unwrap()).unwrap();
+        short_x.insert("x".into(), b64_encode(&x[1..]).into());
+        assert!(verify(&token, &set(&[&short_x])).is_err(), "{alg}: short x");
+        let mut beyond_p = k.public_jwk().clone();
+        beyond_p.insert("x".into(), b64_encode(&vec![0xff; x.len()]).into());
+        let err = verify(&token, &set(&[&beyond_p])).unwrap_err().to_string();
+        assert!(err.contains("outside the curve's field"), "{alg}: {err}");
+    }
+}
+
 #[test]
 fn a_different_key_with_the_same_kid_fails() {
     for alg in [Algorithm::ES256, Algorithm::RS256, Algorithm::Ed25519] {

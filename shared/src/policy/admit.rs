@@ -20,8 +20,9 @@ use super::operators::STANDARD_OPERATORS;
 use crate::metadata_types::{check_entity_type, param_type};
 
 /// Non-standard operators Pharos's policy engine implements (merge, apply and combinations):
-/// the only names `metadata_policy_crit` may list. None yet.
-pub const NON_STANDARD_OPERATORS: [&str; 0] = [];
+/// the only names `metadata_policy_crit` may list: `except` (an extension; its rules are in
+/// `policy/except.rs`).
+pub const NON_STANDARD_OPERATORS: [&str; 1] = [super::except::EXCEPT];
 
 /// Whether Pharos's policy engine implements `op`.
 pub fn implements(op: &str) -> bool {
@@ -93,14 +94,10 @@ pub fn check_crit_operator(op: &str) -> Result<(), String> {
         ));
     }
     if !NON_STANDARD_OPERATORS.contains(&op) {
-        let known = if NON_STANDARD_OPERATORS.is_empty() {
-            "none yet".to_owned()
-        } else {
-            NON_STANDARD_OPERATORS.join(", ")
-        };
         return Err(format!(
-            "{op:?} is not a non-standard operator Pharos implements ({known}): listed as \
-             critical it would make every chain through the statement invalid"
+            "{op:?} is not a non-standard operator Pharos implements ({}): listed as critical it \
+             would make every chain through the statement invalid",
+            NON_STANDARD_OPERATORS.join(", ")
         ));
     }
     Ok(())

@@ -1,8 +1,11 @@
 //! Applying a (resolved) metadata policy to metadata (§6.1.4.2): operators run in the fixed
-//! order value → add → default → one_of → subset_of → superset_of → essential.
+//! order value → add → default → one_of → subset_of → superset_of → except → essential
+//! (`except`, an extension, where go-oidfed/lib runs it: after every operator that can change or
+//! check the value, before `essential` checks that one is left).
 
 use serde_json::{Map, Value};
 
+use super::except::{self, EXCEPT};
 use super::merge::as_policy_object;
 use super::operators::{check_param_policy, contains, invalid_metadata, is_subset};
 use crate::Result;
@@ -61,6 +64,9 @@ pub fn apply_param_policy(
         return Err(invalid_metadata(
             "value does not contain all superset_of values",
         ));
+    }
+    if let Some(ex) = op_array(EXCEPT) {
+        except::apply(ex, &mut cur)?;
     }
     if policy.get("essential").and_then(Value::as_bool) == Some(true) && cur.is_none() {
         return Err(invalid_metadata("essential parameter is absent"));

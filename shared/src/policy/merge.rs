@@ -3,10 +3,12 @@
 
 use serde_json::{Map, Value};
 
+use super::except::EXCEPT;
 use super::operators::{check_param_policy, intersection, invalid_policy, union, values_equal};
 use crate::Result;
 
-/// Merge two values of the same operator by that operator's merge rule (§6.1.3.1).
+/// Merge two values of the same operator by that operator's merge rule (§6.1.3.1; `except`
+/// merges as the union, like `add`: a subordinate can only exclude more).
 fn merge_operator(op: &str, sup: &Value, sub: &Value) -> Result<Value> {
     let arrays = || match (sup.as_array(), sub.as_array()) {
         (Some(a), Some(b)) => Ok((a, b)),
@@ -22,7 +24,7 @@ fn merge_operator(op: &str, sup: &Value, sub: &Value) -> Result<Value> {
                 )))
             }
         }
-        "add" | "superset_of" => {
+        "add" | "superset_of" | EXCEPT => {
             let (a, b) = arrays()?;
             Ok(Value::Array(union(a, b)))
         }

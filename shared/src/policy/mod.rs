@@ -7,6 +7,9 @@
 mod admit;
 mod apply;
 mod constraints;
+mod except;
+#[cfg(test)]
+mod except_tests;
 mod merge;
 mod operators;
 #[cfg(test)]

@@ -1,12 +1,14 @@
 //! The seven standard metadata policy operators (OpenID Federation §6.1.3.1): their operator
 //! value types, the allowed combinations, and the set helpers that the merge and apply steps
-//! share.
+//! share. The one non-standard operator Pharos implements, `except`, has its rules in
+//! [`super::except`]; they are called from here.
 //!
 //! Validation lives here, in one place, because the spec applies the same combination rules to
 //! a single statement's policy and to the merged policy (§6.1.3, §6.1.4.1).
 
 use serde_json::{Map, Value};
 
+use super::except::{self, EXCEPT};
 use crate::{Error, Result};
 
 /// The seven standard operators, in the fixed application order of §6.1.3.1.
@@ -90,14 +92,15 @@ fn arr<'a>(policy: &'a Map<String, Value>, op: &str) -> Option<&'a Vec<Value>> {
 }
 
 /// Validate one parameter-level policy (`{operator: value}`): operator value types and the
-/// allowed combinations of §6.1.3.1. Unknown (non-standard) operators are ignored unless their
-/// name is in `crit` (collected from `metadata_policy_crit`), in which case the policy cannot be
-/// enforced and is rejected, as §6.1.3.2 requires.
+/// allowed combinations of §6.1.3.1 (and of `except`). Unknown (non-standard) operators are
+/// ignored unless their name is in `crit` (collected from `metadata_policy_crit`), in which case
+/// the policy cannot be enforced and is rejected, as §6.1.3.2 requires. `except` is not unknown:
+/// it is checked, merged and applied, critical or not.
 pub fn check_param_policy(policy: &Map<String, Value>, crit: &[String]) -> Result<()> {
     for (op, v) in policy {
         match op.as_str() {
             "value" => {}
-            "add" | "one_of" | "subset_of" | "superset_of" => {
+            "add" | "one_of" | "subset_of" | "superset_of" | EXCEPT => {
                 array_operand(op, v)?;
             }
             "default" => {
@@ -122,7 +125,7 @@ pub fn check_param_policy(policy: &Map<String, Value>, crit: &[String]) -> Resul
     check_combinations(policy)
 }
 
-/// The pairwise combination rules of §6.1.3.1 (table "Allowed with").
+/// The pairwise combination rules of §6.1.3.1 (table "Allowed with"), then those of `except`.
 fn check_combinations(policy: &Map<String, Value>) -> Result<()> {
     let add = arr(policy, "add");
     let one_of = arr(policy, "one_of");
@@ -156,6 +159,9 @@ fn check_combinations(policy: &Map<String, Value>) -> Result<()> {
         return Err(invalid_policy(
             "the values of subset_of must be a superset of the values of superset_of",
         ));
+    }
+    if let Some(ex) = arr(policy, EXCEPT) {
+        except::check_combinations(policy, ex)?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Laws of the policy engine, checked over generated parameter policies and values: merging
-//! with nothing or with itself changes nothing, merging is associative where it succeeds,
-//! applying is idempotent, and what an applied policy returns satisfies its own checks.
+//! with nothing or with itself changes nothing, merging is associative where it succeeds (and
+//! commutative for `except`, a union), applying is idempotent, and what an applied policy
+//! returns satisfies its own checks (no `except` value among them).
 
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -29,26 +30,32 @@ fn policy() -> impl Strategy<Value = Map<String, Value>> {
         prop::option::of(set()),
         prop::option::of(set()),
         prop::option::of(any::<bool>()),
+        prop::option::of(set()),
     )
-        .prop_map(|(add, subset_of, superset_of, default, essential)| {
-            let mut p = Map::new();
-            if let Some(v) = add {
-                p.insert("add".into(), json!(v));
-            }
-            if let Some(v) = subset_of {
-                p.insert("subset_of".into(), json!(v));
-            }
-            if let Some(v) = superset_of {
-                p.insert("superset_of".into(), json!(v));
-            }
-            if let Some(v) = default.filter(|d| !d.is_empty()) {
-                p.insert("default".into(), json!(v));
-            }
-            if let Some(e) = essential {
-                p.insert("essential".into(), json!(e));
-            }
-            p
-        })
+        .prop_map(
+            |(add, subset_of, superset_of, default, essential, except)| {
+                let mut p = Map::new();
+                if let Some(v) = except {
+                    p.insert("except".into(), json!(v));
+                }
+                if let Some(v) = add {
+                    p.insert("add".into(), json!(v));
+                }
+                if let Some(v) = subset_of {
+                    p.insert("subset_of".into(), json!(v));
+                }
+                if let Some(v) = superset_of {
+                    p.insert("superset_of".into(), json!(v));
+                }
+                if let Some(v) = default.filter(|d| !d.is_empty()) {
+                    p.insert("default".into(), json!(v));
+                }
+                if let Some(e) = essential {
+                    p.insert("essential".into(), json!(e));
+                }
+                p
+            },
+        )
 }
 
 /// Operator values compared as sets, so element order (which the specification leaves open)
@@ -101,6 +108,19 @@ proptest! {
     }
 
     #[test]
+    fn merging_except_is_a_commutative_union(a in set(), b in set()) {
+        let pa = Map::from_iter([("except".to_owned(), json!(a))]);
+        let pb = Map::from_iter([("except".to_owned(), json!(b))]);
+        let ab = merge_param_policy(&pa, &pb).unwrap();
+        let ba = merge_param_policy(&pb, &pa).unwrap();
+        prop_assert_eq!(normal(&ab), normal(&ba));
+        let mut union: Vec<String> = a.iter().chain(&b).map(Value::to_string).collect();
+        union.sort();
+        union.dedup();
+        prop_assert_eq!(as_set(&ab["except"]), union);
+    }
+
+    #[test]
     fn applying_is_idempotent_and_its_result_satisfies_the_policy(
         p in policy(),
         value in prop::option::of(set()),
@@ -122,6 +142,10 @@ proptest! {
                 }
                 if let Some(s) = p.get("superset_of") {
                     prop_assert!(as_set(s).iter().all(|x| r.contains(x)), "{r:?} misses {s:?}");
+                }
+                if let Some(e) = p.get("except") {
+                    let e = as_set(e);
+                    prop_assert!(r.iter().all(|x| !e.contains(x)), "{r:?} keeps some of {e:?}");
                 }
                 if let Some(add) = p.get("add") {
                     // `add` runs before `subset_of` may narrow the value again.

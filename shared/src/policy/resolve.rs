@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
+use super::admit::implements;
 use super::apply::{apply_metadata_policy, apply_named_param};
 use super::constraints::{Constraints, filter_entity_types};
 use super::merge::{check_metadata_policy, merge_metadata_policy, merge_param_policy};
-use super::operators::{STANDARD_OPERATORS, invalid_metadata, invalid_policy};
+use super::operators::{invalid_metadata, invalid_policy};
 use crate::Result;
 
 /// What one Subordinate Statement of a chain contributes to metadata resolution. Borrowed so
@@ -105,14 +106,14 @@ pub fn used_operators(policy: &Value) -> BTreeSet<String> {
 }
 
 /// Whether a preview policy is written at parameter level (`{param: {op: value}}`) rather than
-/// as a full `metadata_policy`: some second-level key is a standard operator, or some
+/// as a full `metadata_policy`: some second-level key is an operator Pharos implements, or some
 /// second-level value is not an object (operator values often are not).
 fn is_claim_level(policy: &Map<String, Value>) -> bool {
     policy
         .values()
         .filter_map(Value::as_object)
         .flatten()
-        .any(|(k, v)| STANDARD_OPERATORS.contains(&k.as_str()) || !v.is_object())
+        .any(|(k, v)| implements(k) || !v.is_object())
         || policy.values().any(|v| !v.is_object())
 }
 

@@ -1,4 +1,6 @@
-//! Test-vector runs: all 2019 Connect2id metadata policy cases and the spec's worked examples.
+//! Test-vector runs: all 2019 Connect2id metadata policy cases, the spec's worked examples, and
+//! the `except` operator's cases (its definition's examples as go-oidfed/lib reproduces them,
+//! its merge and apply rules, each refused and each allowed combination).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -40,10 +42,15 @@ fn code(e: &Error) -> &'static str {
 
 const RP: &str = "openid_relying_party";
 
-/// Run one Connect2id case; `Err` describes the mismatch.
+/// Run one case in the Connect2id format (`entity_type`, absent there, defaults to
+/// `openid_relying_party`); `Err` describes the mismatch.
 fn run_case(case: &Value) -> Result<(), String> {
     let obj = |k: &str| case[k].as_object().cloned().unwrap_or_default();
     let (ta, int) = (obj("TA"), obj("INT"));
+    let et = case
+        .get("entity_type")
+        .and_then(Value::as_str)
+        .unwrap_or(RP);
     let expected_error = case.get("error").and_then(Value::as_str);
     let outcome = (|| -> crate::Result<(Value, Value)> {
         for side in [&ta, &int] {
@@ -51,9 +58,9 @@ fn run_case(case: &Value) -> Result<(), String> {
                 check_param_policy(ops.as_object().unwrap_or(&Map::new()), &[])?;
             }
         }
-        let merged = merge_metadata_policy(&json!({ RP: ta }), &json!({ RP: int }))?;
-        let resolved = apply_metadata_policy(&merged, &json!({ RP: case["metadata"] }))?;
-        Ok((merged[RP].clone(), resolved[RP].clone()))
+        let merged = merge_metadata_policy(&json!({ et: ta }), &json!({ et: int }))?;
+        let resolved = apply_metadata_policy(&merged, &json!({ et: case["metadata"] }))?;
+        Ok((merged[et].clone(), resolved[et].clone()))
     })();
     match (outcome, expected_error) {
         (Err(e), Some(want)) if code(&e) == want => Ok(()),
@@ -98,6 +105,35 @@ fn policy_connect2id_vectors_all_pass() {
     }
     println!("{passed} passed, {failed} failed");
     assert_eq!(failed, 0);
+}
+
+#[test]
+fn policy_except_vectors_all_pass() {
+    let cases = load("except-operator/except-operator-vectors.json");
+    let cases = cases.as_array().unwrap();
+    assert_eq!(cases.len(), 26);
+    let failed: Vec<String> = cases
+        .iter()
+        .filter_map(|case| {
+            run_case(case)
+                .err()
+                .map(|why| format!("case {} ({}): {why}", case["n"], case["name"]))
+        })
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    // Every refused combination of the definition is among the cases.
+    for combination in [
+        ["value", "except"],
+        ["add", "except"],
+        ["superset_of", "except"],
+    ] {
+        assert!(
+            cases
+                .iter()
+                .any(|c| c["combination"] == json!(combination) && c["error"] == "invalid_policy"),
+            "{combination:?}"
+        );
+    }
 }
 
 #[test]
