@@ -1,6 +1,6 @@
 //! What the two planes share that needs the async runtime or HTTP, below both of them: the
 //! command protocol (the only way the data plane asks for a change of state), the outbound
-//! federation fetcher, signing off the async workers, single-flight, the error body both
+//! federation fetcher, signing off the async workers, single-flight, trust mark `jti`s, the error body both
 //! surfaces answer with, the statistics ring and the resolver's caches as the Admin API sees
 //! them.
 //!
@@ -9,6 +9,7 @@
 
 pub mod command;
 pub mod error_body;
+pub mod jti;
 pub mod outbound;
 pub mod resolver_caches;
 pub mod signing;
