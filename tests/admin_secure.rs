@@ -493,10 +493,10 @@ async fn admin_cors_with_credentials_and_any_origin_refuses_to_start() {
     s.server.ip_listen = "127.0.0.1".into();
     s.api.admin.cors.enabled = true; // defaults: allow_origins "*", allow_credentials true
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let e = pharos_controlplane::app::App::start(
+    let e = pharos::app::App::start(
         s,
         std::sync::Arc::new(pharos_shared::time::SystemClock),
-        pharos_controlplane::app::Listeners {
+        pharos::app::Listeners {
             main: Some(l),
             ..Default::default()
         },
@@ -582,10 +582,10 @@ async fn private_keys_in_the_database_are_encrypted_at_rest() {
     }
     async fn start_fails(settings: &pharos_shared::config::Settings) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let r = pharos_controlplane::app::App::start(
+        let r = pharos::app::App::start(
             settings.clone(),
             std::sync::Arc::new(pharos_shared::time::SystemClock),
-            pharos_controlplane::app::Listeners {
+            pharos::app::Listeners {
                 main: Some(listener),
                 admin: None,
                 redirect: None,

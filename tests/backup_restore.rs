@@ -342,10 +342,10 @@ async fn a_backup_under_writes_restores_the_same_keys_and_subordinates_elsewhere
         fresh.configure(&mut settings);
         settings.entity_id = "http://127.0.0.1:1".into();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let started = pharos_controlplane::app::App::start(
+        let started = pharos::app::App::start(
             settings,
             Arc::new(SystemClock),
-            pharos_controlplane::app::Listeners {
+            pharos::app::Listeners {
                 main: Some(listener),
                 admin: None,
                 redirect: None,

@@ -23,7 +23,7 @@ use crate::stats::{flush, known_traffic, stats_on};
 use crate::support::{Pharos, TestDb, backends, enable, enc};
 
 fn console_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/console")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/console")
 }
 
 fn chromium() -> PathBuf {
@@ -119,7 +119,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         let new_anchor = "https://ta.console.example";
         let new_jwks = json!({"keys": [crate::support::jwk("console-key", None)]});
         let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/console-screenshots")
+            .join("../../target/console-screenshots")
             .join(format!("{b:?}").to_lowercase());
         let expect = json!({"total": total, "endpoint": ".well-known/openid-federation",
             "endpoint_count": 3, "user_agent": "alpha/1", "country": "GB"});

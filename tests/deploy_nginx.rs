@@ -52,7 +52,7 @@ fn adapted(main: u16, admin: u16, ports: [u16; 3], dir: &Path) -> String {
     let [http, https, internal] = ports;
     let d = dir.display();
     let conf = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/nginx/pharos.conf"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/nginx/pharos.conf"),
     )
     .unwrap();
     let mut conf = swap(

@@ -108,7 +108,7 @@ const README: &[Step] = &[step("default", "README.md", &[0])];
 const BACKUPS: &[Step] = &[step("default", "docs/deployment.md", &[0])];
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The shell blocks of a document (of the section starting at `section` when given, up to the

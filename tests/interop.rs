@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{Pharos, TestDb, backends};
 
 fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/interop")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop")
 }
 
 /// Whether Node.js is available; prints the skip notice when it is not, and fails the test

@@ -73,7 +73,7 @@ async fn generate(
     docs: &mut Documents,
     leaf_hint: Option<&str>,
 ) -> Federation {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/interop_py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop_py");
     let mut args = vec![
         "spid_federation.py".to_owned(),
         base.to_owned(),

@@ -305,7 +305,7 @@ async fn a_signed_push_replaces_the_keys_and_every_rejection_changes_nothing() {
 /// The real HTTP fetcher, except that its first Entity Configuration fetch hands over its
 /// answer only when released: a poll held in flight while another one completes.
 struct HeldFirstFetch {
-    inner: pharos_dataplane::outbound::HttpFetcher,
+    inner: pharos_runtime::outbound::HttpFetcher,
     first: std::sync::atomic::AtomicBool,
     fetched: tokio::sync::Notify,
     release: tokio::sync::Notify,
@@ -315,7 +315,7 @@ impl HeldFirstFetch {
     fn new() -> Arc<Self> {
         Arc::new(Self {
             // The test federation is on loopback.
-            inner: pharos_dataplane::outbound::HttpFetcher::new(
+            inner: pharos_runtime::outbound::HttpFetcher::new(
                 &pharos_shared::config::FederationSettings {
                     block_private_addresses: false,
                     ..Default::default()

@@ -125,7 +125,7 @@ async fn tls_admin_port_serves_admin_only_and_reloads_its_certificate_on_sighup(
 
 #[tokio::test]
 async fn main_port_serves_https_and_plain_http_is_redirected() {
-    use pharos_controlplane::app::{App, Listeners};
+    use pharos::app::{App, Listeners};
     use pharos_shared::config::Settings;
     use pharos_shared::time::SystemClock;
     use std::sync::Arc;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use pharos_controlplane::refresh::Refreshers;
-use pharos_dataplane::outbound::HttpFetcher;
+use pharos_runtime::outbound::HttpFetcher;
 
 use pharos_shared::jose::{self, Jwks};
 use pharos_shared::time::{Clock, ManualClock, SystemClock};

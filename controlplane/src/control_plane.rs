@@ -42,6 +42,9 @@ pub struct ControlPlane {
     pub kms: keys::kms::Kms,
     /// The entity checks' HTTP client and list cache (outlives every check run).
     pub checks: Arc<crate::checks::Outbound>,
+    /// The federation fetcher (`federation.*` limits) of this process: the resolver, the
+    /// refreshers and the collectors fetch through clones of it, so `/metrics` counts them all.
+    pub outbound: pharos_runtime::outbound::HttpFetcher,
     /// Wakes the key task when an admin change may have moved the next key transition.
     pub key_events: tokio::sync::Notify,
     /// Wakes the key refreshers after a change of trust anchors or subordinates.
@@ -97,6 +100,7 @@ impl ControlPlane {
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
         let max_bytes = settings.federation.max_response_bytes;
         let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
+        let outbound = pharos_runtime::outbound::HttpFetcher::new(&settings.federation);
         let leadership =
             crate::leadership::Leadership::new(&settings, db.dialect, subscription.origin);
         let group = db
@@ -109,6 +113,7 @@ impl ControlPlane {
             clock,
             kms,
             checks,
+            outbound,
             key_events: tokio::sync::Notify::new(),
             refresh_events: tokio::sync::Notify::new(),
             registry_events: tokio::sync::watch::Sender::new(0),

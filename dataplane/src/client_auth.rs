@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::DataPlane;
 use crate::error::FedError;
-use crate::resolver::{Local, Query, anchor_spec, grace_rule, resolve_config};
+use crate::resolver::{Local, Query, grace_rule, resolve_config};
 
 /// The only `client_assertion_type` accepted.
 pub const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -202,7 +202,7 @@ async fn client_keys(
     let anchors: Vec<_> = entry
         .auth_trust_anchors
         .iter()
-        .map(|a| anchor_spec(snap, a))
+        .map(|a| snap.trust_anchors.spec(a))
         .filter(|a| a.jwks.as_ref().is_some_and(|j| !j.keys.is_empty()))
         .collect();
     if anchors.is_empty() {

@@ -17,10 +17,10 @@ use pharos_shared::subordinate::{Subordinate, SubordinateStatus};
 use pharos_shared::time::ManualClock;
 
 use crate::DataPlane;
-use crate::command::{
+use crate::test_support::{Answer, NOW, RP, SnapshotBuilder, federation, get};
+use pharos_runtime::command::{
     Command, Commands, EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused,
 };
-use crate::test_support::{Answer, NOW, RP, SnapshotBuilder, federation, get};
 
 const NEW: &str = "https://new.example.org";
 
@@ -57,7 +57,9 @@ impl Fake {
         let dp = DataPlane::connected(
             publisher.reader(),
             ManualClock::new(NOW),
-            &FederationSettings::default(),
+            Arc::new(pharos_runtime::outbound::HttpFetcher::new(
+                &FederationSettings::default(),
+            )),
             commands,
             &Default::default(),
             &Default::default(),

@@ -20,10 +20,10 @@ use pharos_shared::snapshot::Snapshot;
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::cacheable;
-use crate::signing;
+use pharos_runtime::signing;
 
 /// Media type of entity statements.
-pub const CONTENT_TYPE: &str = "application/entity-statement+jwt";
+pub const CONTENT_TYPE: &str = pharos_shared::entity_configuration::ENTITY_STATEMENT_MEDIA_TYPE;
 
 /// A cached token is re-signed this long before it expires, and at the latest after this long,
 /// so that `iat` stays recent.
@@ -87,11 +87,6 @@ pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
         now,
         req.headers().get(header::IF_NONE_MATCH),
     ))
-}
-
-/// The current signed Entity Configuration (cached).
-pub async fn signed(dp: &DataPlane) -> Result<Bytes, FedError> {
-    signed_at(dp, dp.now()).await.map(|t| t.body)
 }
 
 /// The Entity Configuration signed for `now`, with its entity tag and freshness.

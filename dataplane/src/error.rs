@@ -1,8 +1,9 @@
 //! Federation error responses: `{"error","error_description"}` with the status the
 //! specification names for each code.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use pharos_runtime::error_body::json_error;
 
 /// An error answer of a federation endpoint.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -53,32 +54,10 @@ impl IntoResponse for FedError {
     }
 }
 
-/// Renders an error body; shared with the Admin API so both surfaces speak one shape. No cache
-/// may keep an error (`no-store`): a CDN must not go on answering 404 for an entity that was
-/// just enrolled, nor an error meant for one client to another.
-pub fn json_error(status: StatusCode, code: &str, description: &str) -> Response {
-    let body = serde_json::json!({ "error": code, "error_description": description });
-    let mut resp = (status, body.to_string()).into_response();
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    if status == StatusCode::SERVICE_UNAVAILABLE
-        && !resp.headers().contains_key(header::RETRY_AFTER)
-    {
-        // Busy or a database outage: both pass within seconds. Without a hint, clients (an
-        // enrolling entity among a hundred at once) retry at once and are refused again.
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    resp
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::http::header;
 
     #[test]
     fn unavailable_answers_say_when_to_retry_and_others_do_not() {

@@ -5,28 +5,28 @@
 //! changes reach it only as new snapshots published by the control plane.
 
 pub mod cache_counters;
-pub mod client_auth;
-pub mod command;
-pub mod dispatch;
-pub mod endpoints;
+mod client_auth;
+mod dispatch;
+mod endpoints;
 #[cfg(test)]
 #[path = "enroll_router_tests.rs"]
 mod enroll_router_tests;
-pub mod entity_configuration;
-pub mod error;
+mod entity_configuration;
+mod error;
 pub mod front;
 #[cfg(test)]
 mod instructions_probe;
-pub mod jwt_response;
-pub mod outbound;
+mod jwt_response;
 pub mod rate_limit;
-pub mod replay;
-pub mod resolver;
+mod refusals;
+mod replay;
+mod resolver;
 #[cfg(test)]
 #[path = "router_tests.rs"]
 mod router_tests;
-pub mod signing;
-pub mod single_flight;
+#[cfg(test)]
+#[path = "signing_tests.rs"]
+mod signing_tests;
 pub mod stats;
 #[cfg(test)]
 mod test_support;
@@ -45,7 +45,8 @@ use pharos_shared::snapshot::{Snapshot, SnapshotReader};
 use pharos_shared::subordinate::StatementBudget;
 use pharos_shared::time::Clock;
 
-use crate::command::Commands;
+use pharos_runtime::command::Commands;
+use pharos_runtime::outbound::HttpFetcher;
 
 /// Shared state of the data plane's handlers.
 #[derive(Debug)]
@@ -94,7 +95,7 @@ impl DataPlane {
         Self::connected(
             snapshot,
             clock,
-            federation,
+            Arc::new(HttpFetcher::new(federation)),
             commands,
             &EndpointAuth::default(),
             &CacheSettings::default(),
@@ -109,7 +110,7 @@ impl DataPlane {
     pub fn connected(
         snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
-        federation: &FederationSettings,
+        fetcher: Arc<HttpFetcher>,
         commands: Commands,
         auth: &EndpointAuth,
         cache: &CacheSettings,
@@ -125,7 +126,7 @@ impl DataPlane {
             resolve: resolver::service::ResolveService::start(
                 snapshot.clone(),
                 clock.clone(),
-                federation,
+                fetcher,
             ),
             snapshot,
             clock,

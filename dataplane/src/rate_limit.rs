@@ -260,8 +260,8 @@ mod tests {
         use tower::ServiceExt;
 
         use crate::DataPlane;
-        use crate::command::Commands;
         use crate::test_support::SnapshotBuilder;
+        use pharos_runtime::command::Commands;
 
         let limited = [
             EndpointType::TrustMark,
@@ -288,7 +288,9 @@ mod tests {
         let dp = DataPlane::connected(
             SnapshotPublisher::new(snap.build()).reader(),
             ManualClock::new(0),
-            &Default::default(),
+            std::sync::Arc::new(pharos_runtime::outbound::HttpFetcher::new(
+                &Default::default(),
+            )),
             commands,
             &Default::default(),
             &Default::default(),

@@ -20,8 +20,8 @@ use moka::future::Cache;
 use pharos_shared::config::JtiBackend;
 use sha2::{Digest, Sha256};
 
-use crate::command::{Command, Commands};
 use crate::error::FedError;
+use pharos_runtime::command::{Command, Commands};
 
 /// Most identifiers the in-process store holds (an attacker cannot grow it past this; when it
 /// is full, new assertions are refused, never old identifiers evicted).

@@ -18,8 +18,8 @@ use serde_json::json;
 use tower::ServiceExt as _;
 
 use crate::DataPlane;
-use crate::command::{Command, Commands, MarkRequestOutcome, RecordMarkError};
 use crate::test_support::{Answer, NOW, RP, SnapshotBuilder, get};
+use pharos_runtime::command::{Command, Commands, MarkRequestOutcome, RecordMarkError};
 
 /// The type issued in these tests.
 pub const TM: &str = "https://marks.example.org/member";
@@ -93,7 +93,7 @@ impl Issuer {
         let dp = DataPlane::connected(
             publisher.reader(),
             clock.clone(),
-            federation,
+            Arc::new(pharos_runtime::outbound::HttpFetcher::new(federation)),
             commands,
             &Default::default(),
             &Default::default(),

@@ -11,7 +11,7 @@ PHAROS=${BENCH_BIN:-$TARGET/release/pharos}
 RESPONDER=$TARGET/bench-responder/release/bench-responder
 OUT=${OUT:-$(mktemp -d)}
 P=17795 R=17796
-(cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+(cd "$ROOT" && cargo build --release -q -p pharos)
 (cd "$ROOT/deploy/bench/responder" && CARGO_TARGET_DIR=$TARGET/bench-responder cargo build --release -q)
 mkdir -p "$OUT/pharos"
 cat >"$OUT/pharos/config.yaml" <<EOC

@@ -26,7 +26,7 @@ for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
     command -v "$tool" >/dev/null || { echo "callgrind_paths: $tool not found" >&2; exit 1; }
 done
 if [ "$#" -eq 0 ]; then
-    (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+    (cd "$ROOT" && cargo build --release -q -p pharos)
     set -- "$TARGET/release/pharos"
 fi
 

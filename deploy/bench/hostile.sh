@@ -38,7 +38,7 @@ CMD="$({ env | grep -E '^HOSTILE_' || true; } | sort | tr '\n' ' ')deploy/bench/
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "building the release binary"
-[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
 [ -x "$BIN" ] || die "no binary at $BIN"
 
 TA=17801 LEAF=17802 S_ANCHOR=17803 S_SUBJECT=17804

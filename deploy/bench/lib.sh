@@ -63,7 +63,7 @@ build_all() {
         log "using the prebuilt $BIN; building the reference responder"
     else
         log "building the release binary and the reference responder"
-        (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+        (cd "$ROOT" && cargo build --release -q -p pharos)
     fi
     (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
     [ -x "$BIN" ] || die "no binary at $BIN"

@@ -25,7 +25,7 @@ BACKENDS=("$@")
 
 if [ -z "${BENCH_BIN:-}" ]; then
     log "building the release binary"
-    (cd "$ROOT" && cargo build --release -p pharos-controlplane >&2)
+    (cd "$ROOT" && cargo build --release -p pharos >&2)
 fi
 [ -x "$BIN" ] || die "no binary at $BIN"
 

@@ -35,7 +35,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "building the release binary"
 # BENCH_BIN: a prebuilt binary (as for run.sh); otherwise this checkout's release build.
-[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
 [ -x "$BIN" ] || die "no binary at $BIN"
 
 TA=17761 IM=17762 LEAF=17763 R=17764

@@ -27,7 +27,7 @@ source "$(dirname "$0")/lib.sh"
 CMD="$({ env | grep -E '^(WRITERS|WRITES_SECONDS)=' || true; } | sort | tr '\n' ' ')deploy/bench/writes.sh${*:+ $*}"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
-[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos-controlplane)
+[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
 [ -x "$BIN" ] || die "no binary at $BIN"
 
 P=17790

@@ -11,6 +11,9 @@ use crate::snapshot::Snapshot;
 /// Media type and JWT `typ` of entity statements.
 pub const ENTITY_STATEMENT_TYP: &str = "entity-statement+jwt";
 
+/// The HTTP media type of entity statements (`application/` + [`ENTITY_STATEMENT_TYP`]).
+pub const ENTITY_STATEMENT_MEDIA_TYPE: &str = "application/entity-statement+jwt";
+
 /// Claims copied into `federation_entity` from the other entity types when it lacks them and
 /// every other type that has the claim agrees on its value.
 const INFORMATIONAL_CLAIMS: [&str; 9] = [

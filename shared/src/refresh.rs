@@ -4,6 +4,7 @@
 //! Kept free of I/O and clocks so that the schedule is tested exactly, without sleeping.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use crate::jose::Jwks;
 
@@ -20,26 +21,55 @@ pub const EXP_BUFFER: i64 = 60;
 /// lived configurations must not make us poll it in a loop.
 pub const SUBORDINATE_FLOOR: i64 = 60;
 
-/// Exponential backoff: 1, 2, 4, … seconds capped at 5 minutes, back to 1 after a success.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Exponential backoff: `start`, twice that, four times, … capped at `cap`, back to `start`
+/// after a success. The one backoff of the code base: the key refreshers use the default (1 s
+/// to 5 minutes), the cluster listener, the snapshot reconciler and the wait for a database at
+/// start their own bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
+    start: Duration,
+    cap: Duration,
     failures: u32,
 }
 
+impl Default for Backoff {
+    /// [`BACKOFF_START`] to [`BACKOFF_CAP`] seconds.
+    fn default() -> Self {
+        Self::between(
+            Duration::from_secs(BACKOFF_START.unsigned_abs()),
+            Duration::from_secs(BACKOFF_CAP.unsigned_abs()),
+        )
+    }
+}
+
 impl Backoff {
+    /// Delays from `start`, doubling, to at most `cap`.
+    pub const fn between(start: Duration, cap: Duration) -> Self {
+        Self {
+            start,
+            cap,
+            failures: 0,
+        }
+    }
+
     /// Records a failure and returns how long to wait before the next attempt.
-    pub fn fail(&mut self) -> i64 {
+    pub fn fail(&mut self) -> Duration {
         // Doubling by `checked_pow`, not a shift: a shift by 63 is "checked" yet lands on the
         // sign bit, and 64 failures in a row gave a negative delay (found by the property test).
-        let delay = 2i64
+        let delay = 2u32
             .checked_pow(self.failures)
-            .and_then(|f| BACKOFF_START.checked_mul(f))
-            .map_or(BACKOFF_CAP, |d| d.min(BACKOFF_CAP));
+            .and_then(|f| self.start.checked_mul(f))
+            .map_or(self.cap, |d| d.min(self.cap));
         self.failures = self.failures.saturating_add(1);
         delay
     }
 
-    /// Records a success: the next failure waits [`BACKOFF_START`] again.
+    /// [`Self::fail`] in whole seconds, for schedules kept in Unix seconds.
+    pub fn fail_secs(&mut self) -> i64 {
+        i64::try_from(self.fail().as_secs()).unwrap_or(i64::MAX)
+    }
+
+    /// Records a success: the next failure waits `start` again.
     pub fn reset(&mut self) {
         self.failures = 0;
     }
@@ -112,9 +142,18 @@ mod tests {
     }
 
     #[test]
+    fn other_bounds_double_from_their_start_to_their_cap() {
+        let mut b = Backoff::between(Duration::from_millis(100), Duration::from_secs(1));
+        let ms: Vec<u128> = (0..6).map(|_| b.fail().as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000]);
+        b.reset();
+        assert_eq!(b.fail(), Duration::from_millis(100));
+    }
+
+    #[test]
     fn a_long_run_of_failures_waits_the_cap_never_less() {
         let mut b = Backoff::default();
-        let delays: Vec<i64> = (0..200).map(|_| b.fail()).collect();
+        let delays: Vec<i64> = (0..200).map(|_| b.fail_secs()).collect();
         assert_eq!(delays[0], BACKOFF_START);
         assert!(delays.windows(2).all(|w| w[0] <= w[1]), "{delays:?}");
         assert_eq!(delays[199], BACKOFF_CAP);
@@ -123,15 +162,15 @@ mod tests {
     #[test]
     fn backoff_doubles_from_one_second_to_five_minutes_and_resets() {
         let mut b = Backoff::default();
-        let seq: Vec<i64> = (0..12).map(|_| b.fail()).collect();
+        let seq: Vec<i64> = (0..12).map(|_| b.fail_secs()).collect();
         assert_eq!(seq, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
         for _ in 0..100 {
-            b.fail();
+            b.fail_secs();
         }
-        assert_eq!(b.fail(), 300);
+        assert_eq!(b.fail_secs(), 300);
         b.reset();
         assert_eq!(b.failures(), 0);
-        assert_eq!(b.fail(), 1);
+        assert_eq!(b.fail_secs(), 1);
     }
 
     proptest::proptest! {
@@ -143,7 +182,7 @@ mod tests {
             let mut last: Option<i64> = None;
             for failed in events {
                 if failed {
-                    let d = b.fail();
+                    let d = b.fail_secs();
                     proptest::prop_assert!((BACKOFF_START..=BACKOFF_CAP).contains(&d));
                     match last {
                         None => proptest::prop_assert_eq!(d, BACKOFF_START),

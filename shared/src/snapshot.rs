@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::chain::AnchorSpec;
 use crate::claims::AdditionalClaim;
 use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::interop::{AnchorEcConstraints, Interop, Profile};
@@ -216,6 +217,23 @@ impl TrustAnchors {
             .get(entity_id)
             .and_then(|a| a.anchor_ec_constraints);
         Interop::for_anchor(self.profile, self.anchor_ec_constraints, own)
+    }
+
+    /// An anchor with its keys pinned when the repository holds them (otherwise its keys will
+    /// come from its own Entity Configuration) and the draft-era leniencies in force for it
+    /// (`federation.profile`, `federation.anchor_ec_constraints` and the record's override).
+    ///
+    /// The one place an [`AnchorSpec`] is built: every chain validator (resolve, the proactive
+    /// resolver, client authentication, enrollment's `trust_path` checker, entity collection)
+    /// takes its anchors from here, so the rules apply wherever a chain is validated.
+    pub fn spec(&self, entity_id: &str) -> AnchorSpec {
+        let stored = self.by_id.get(entity_id);
+        AnchorSpec {
+            entity_id: entity_id.to_owned(),
+            jwks: stored.and_then(|a| a.jwks.clone()),
+            interop: self.interop(entity_id),
+            trust_mark_issuer_self_signed: stored.is_some_and(|a| a.trust_mark_issuer_self_signed),
+        }
     }
 }
 

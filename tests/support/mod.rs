@@ -9,7 +9,7 @@ pub mod trust_mark_issuer;
 
 use std::sync::Arc;
 
-use pharos_controlplane::app::{App, Listeners};
+use pharos::app::{App, Listeners};
 use pharos_shared::config::{Settings, StorageDriver};
 use pharos_shared::time::{Clock, SystemClock};
 use reqwest::{Method, Response};

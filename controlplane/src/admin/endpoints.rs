@@ -125,7 +125,9 @@ pub fn parse_type(s: &str) -> ApiResult<EndpointType> {
     })
 }
 
-pub(crate) fn validate_path(path: Option<String>) -> ApiResult<Option<String>> {
+/// An endpoint path as the Admin API stores it (absolute, no query or fragment), or the
+/// error naming what is wrong; `config2db` checks a legacy file's paths with the same rule.
+pub fn validate_path(path: Option<String>) -> ApiResult<Option<String>> {
     let Some(p) = path.filter(|p| !p.is_empty()) else {
         return Ok(None);
     };

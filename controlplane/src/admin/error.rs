@@ -163,7 +163,7 @@ impl IntoResponse for ApiError {
             self.to_string()
         };
         let down = matches!(self, Self::DatabaseUnavailable(_));
-        let mut r = pharos_dataplane::error::json_error(status, code, &description);
+        let mut r = pharos_runtime::error_body::json_error(status, code, &description);
         if down {
             r.extensions_mut().insert(DatabaseDown);
         }

@@ -23,6 +23,7 @@ pub mod password_policy;
 pub mod precondition;
 pub mod resolver;
 pub mod stats;
+pub mod streaming;
 pub mod subordinates;
 pub mod trust_anchors;
 pub mod trust_marks;
@@ -173,11 +174,13 @@ fn tidy_document(doc: &mut utoipa::openapi::OpenApi) {
 
 /// The Admin API mounted under [`PREFIX`] behind Basic authentication, plus its public
 /// documentation routes (see [`docs`]) and the admin console (see [`crate::console`]), which
-/// therefore live on whichever listener the API is on.
+/// therefore live on whichever listener the API is on. `metrics` is the `/metrics` route, built
+/// by the application (it reads both planes' counters) and served behind the same
+/// authentication.
 pub fn router(
     cp: Arc<ControlPlane>,
     bootstrap: Arc<bootstrap::Bootstrap>,
-    metrics: Arc<crate::metrics::Metrics>,
+    metrics: Router,
 ) -> Router {
     let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
     let (api, doc) = routes(&cp.settings.api.admin);
@@ -209,10 +212,7 @@ pub fn router(
         .layer(Extension(passwords))
         .layer(axum::middleware::map_response(no_store));
     // Prometheus scrapes with the same credentials as every other admin call.
-    let metrics = Router::new()
-        .route("/metrics", axum::routing::get(crate::metrics::handler))
-        .with_state(metrics)
-        .layer(axum::middleware::from_fn_with_state(auth, auth::middleware));
+    let metrics = metrics.layer(axum::middleware::from_fn_with_state(auth, auth::middleware));
     Router::new()
         .nest(PREFIX, api)
         .with_state(cp)

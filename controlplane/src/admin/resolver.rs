@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use axum::Extension;
-use pharos_dataplane::resolver::service::ResolveService;
+use pharos_runtime::resolver_caches::ResolverCaches;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -43,7 +43,7 @@ impl FlushInput {
 }
 
 /// The resolver of this process, handed to the Admin API by the application.
-pub type Handle = Option<Extension<Arc<ResolveService>>>;
+pub type Handle = Option<Extension<Arc<dyn ResolverCaches>>>;
 
 /// Clears the resolver's caches, or those about `sub`; the next resolve fetches anew.
 #[utoipa::path(post, path = "/resolver/flush", tag = "resolver",

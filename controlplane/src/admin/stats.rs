@@ -132,7 +132,7 @@ pub async fn export(State(cp): Cp, RawQuery(raw): RawQuery) -> ApiResult<Respons
         Format::Json => ("application/x-ndjson", "stats.json"),
     };
     let rx = export::start(cp.db.clone(), q, format);
-    let body = crate::http::channel_body(rx);
+    let body = crate::admin::streaming::channel_body(rx);
     let disposition = format!("attachment; filename=\"{file}\"");
     let headers = [
         (header::CONTENT_TYPE, media.to_string()),

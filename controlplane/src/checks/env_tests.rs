@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
-use pharos_dataplane::outbound::HttpFetcher;
+use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::checks::{Candidate, Checker, Verdict, check};
 use pharos_shared::config::Settings;
 use pharos_shared::jose::{Algorithm, Jwks, Signer, SigningKey, sign};

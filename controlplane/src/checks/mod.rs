@@ -9,7 +9,6 @@ pub mod process;
 
 use std::sync::Arc;
 
-use pharos_dataplane::resolver::anchor_spec;
 use pharos_shared::chain::{AnchorSpec, Fetcher};
 use pharos_shared::checks::{CheckEnv, HttpAnswer, HttpCall, ProcessCall, ProcessOutcome};
 use pharos_shared::snapshot::Snapshot;
@@ -57,7 +56,7 @@ impl<F: Fetcher> CheckEnv for Env<F> {
             .trust_anchors
             .by_id
             .contains_key(entity_id)
-            .then(|| anchor_spec(&self.snap, entity_id))
+            .then(|| self.snap.trust_anchors.spec(entity_id))
     }
 
     fn draft_shapes(&self) -> bool {

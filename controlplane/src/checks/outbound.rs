@@ -143,7 +143,7 @@ impl Outbound {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(body.clone());
         }
-        let fail = |e: reqwest::Error| pharos_dataplane::outbound::transport_failure(url, &e);
+        let fail = |e: reqwest::Error| pharos_runtime::outbound::transport_failure(url, &e);
         let mut resp = req.send().await.map_err(fail)?;
         let status = resp.status().as_u16();
         let content_type = resp

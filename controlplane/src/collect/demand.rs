@@ -1,5 +1,5 @@
 //! Collection on request (the endpoint has no `interval_seconds`): the data plane asks
-//! through [`pharos_dataplane::command::Command::CollectEntities`], for an anchor the data
+//! through [`pharos_runtime::command::Command::CollectEntities`], for an anchor the data
 //! plane admitted (the endpoint's `AnchorRule`). Walks are expensive, so
 //! they are bounded ([`COLLECTIONS_AT_ONCE`]; more is refused at once, 503), shared by every
 //! request for the same anchor while one runs (single flight), and their result is cached for
@@ -11,9 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use moka::sync::Cache;
-use pharos_dataplane::command::{CollectError, CollectReply, Refused};
-use pharos_dataplane::outbound::HttpFetcher;
-use pharos_dataplane::resolver::anchor_spec;
+use pharos_runtime::command::{CollectError, CollectReply, Refused};
+use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::collection::Collection;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType, EntityCollectionConfig};
 use pharos_shared::snapshot::Snapshot;
@@ -60,7 +59,7 @@ pub struct OnDemand {
 impl OnDemand {
     /// Collections for `cp`'s requests, fetched under its `federation.*` rules.
     pub fn new(cp: Arc<ControlPlane>) -> Arc<Self> {
-        let fetcher = Arc::new(HttpFetcher::new(&cp.settings.federation));
+        let fetcher = Arc::new(cp.outbound.clone());
         Arc::new(Self {
             cp,
             fetcher,
@@ -95,7 +94,7 @@ impl OnDemand {
         let me = self.clone();
         tokio::spawn(async move {
             let snap = me.cp.snapshot();
-            let spec = anchor_spec(&snap, &trust_anchor);
+            let spec = snap.trust_anchors.spec(&trust_anchor);
             let limits = Limits::new(&me.cp.settings.federation, &collection_config(&snap));
             let now = me.cp.now();
             let outcome = match walk(me.fetcher.as_ref(), &spec, &limits, now).await {

@@ -12,8 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
-use pharos_dataplane::outbound::HttpFetcher;
-use pharos_dataplane::resolver::anchor_spec;
+use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::collection::EntityInfo;
 use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
@@ -146,7 +145,7 @@ async fn collect_and_store(
 ) -> Result<()> {
     // Taken before the walk: a leader deposed during it stores nothing.
     let fence = cp.fence();
-    let spec = anchor_spec(&cp.snapshot(), ta);
+    let spec = cp.snapshot().trust_anchors.spec(ta);
     let walked = walk(fetcher, &spec, limits, cp.now())
         .await
         .map_err(crate::error::Error::Internal)?;

@@ -15,7 +15,7 @@ pub mod demand;
 pub mod job;
 pub mod walk;
 
-use pharos_dataplane::outbound::HttpFetcher;
+use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::Result;
 use pharos_shared::chain::Fetcher;
 

@@ -405,7 +405,7 @@ async fn member<S: Source>(
             by.entity_id
         )
     })?;
-    let url = pharos_dataplane::outbound::fetch_url(endpoint, id).map_err(|e| e.to_string())?;
+    let url = pharos_runtime::outbound::fetch_url(endpoint, id).map_err(|e| e.to_string())?;
     let statement = spend.fetch(src.statement(&url)).await?;
     let vouched_keys = vouched(&statement, by, id, now)?;
     let jws = spend.fetch(src.entity_configuration(id)).await?;

@@ -67,7 +67,7 @@ impl Fake {
         for sub in vouched {
             let ss = self.sign(json!({"iss": id, "sub": sub, "iat": NOW, "exp": NOW + 60,
                 "jwks": {"keys": [self.key.public_jwk()]}}));
-            let url = pharos_dataplane::outbound::fetch_url(&format!("{id}/fetch"), sub).unwrap();
+            let url = pharos_runtime::outbound::fetch_url(&format!("{id}/fetch"), sub).unwrap();
             self.statements.insert(url, ss);
         }
         let ec = self.sign(json!({"iss": id, "sub": id, "iat": NOW, "exp": NOW + 60,
@@ -207,7 +207,7 @@ async fn listed_strangers_nobody_vouched_for_are_not_collected_nor_fetched() {
         None,
     )
     .unwrap();
-    let url = pharos_dataplane::outbound::fetch_url("https://ta/fetch", "https://i").unwrap();
+    let url = pharos_runtime::outbound::fetch_url("https://ta/fetch", "https://i").unwrap();
     f.statements.insert(url, forged);
     f.entity("https://i", None);
     let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)

@@ -10,11 +10,11 @@
 //! not be carried out (5xx) is not kept. Answering from the cache happens before admission,
 //! so a cached verdict costs no slot.
 //!
-//! [`Command::CheckEligibility`]: pharos_dataplane::command::Command::CheckEligibility
+//! [`Command::CheckEligibility`]: pharos_runtime::command::Command::CheckEligibility
 
 use std::sync::Arc;
 
-use pharos_dataplane::command::{CheckError, Refused, Reply};
+use pharos_runtime::command::{CheckError, Refused, Reply};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Checker, Denial, Verdict, check};
 use pharos_shared::snapshot::Snapshot;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pharos_dataplane::command::{CheckError, Command, Refused};
+use pharos_runtime::command::{CheckError, Command, Refused};
 use pharos_shared::checks::Verdict;
 use pharos_shared::config::Settings;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;

@@ -21,13 +21,11 @@
 //! subordinate also starts its key polling when `enable_jwks_update` is set, as for the Admin
 //! API.
 //!
-//! [`Command::Enroll`]: pharos_dataplane::command::Command::Enroll
+//! [`Command::Enroll`]: pharos_runtime::command::Command::Enroll
 
 use std::sync::Arc;
 
-use pharos_dataplane::command::{
-    EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused, Reply,
-};
+use pharos_runtime::command::{EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused, Reply};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Verdict, check};
 use pharos_shared::jose::Jwks;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use pharos_dataplane::command::{
+use pharos_runtime::command::{
     Command, EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused,
 };
 use pharos_shared::checks::Checker;

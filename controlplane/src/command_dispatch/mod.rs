@@ -1,4 +1,4 @@
-//! The control plane's end of the command channel (`pharos_dataplane::command`).
+//! The control plane's end of the command channel (`pharos_runtime::command`).
 //!
 //! One dispatcher task takes commands off the channel and admits or refuses each at once; it
 //! never awaits anything but the next command, so the channel drains as fast as it fills and
@@ -48,7 +48,7 @@ mod trust_marks_tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pharos_dataplane::command::{Command, JtiError, Refused, Reply, TriggerError};
+use pharos_runtime::command::{Command, JtiError, Refused, Reply, TriggerError};
 use pharos_shared::chain::Fetcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;

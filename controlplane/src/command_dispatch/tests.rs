@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use pharos_dataplane::command::{Command, Refused, TriggerError};
+use pharos_runtime::command::{Command, Refused, TriggerError};
 use pharos_shared::config::Settings;
 use pharos_shared::time::ManualClock;
 use tokio::sync::{Semaphore, oneshot};

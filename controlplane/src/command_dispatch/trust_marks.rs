@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pharos_dataplane::command::{MarkRequestError, MarkRequestOutcome, RecordMarkError, Refused};
+use pharos_runtime::command::{MarkRequestError, MarkRequestOutcome, RecordMarkError, Refused};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::trust_mark_issuer::{
     IssuedMark, Renewal, Standing, SubjectStatus, TrustMarks, standing_of,

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pharos_dataplane::command::{
+use pharos_runtime::command::{
     Command, MarkRequestError, MarkRequestOutcome, RecordMarkError, Refused,
 };
 use pharos_shared::chain::Fetcher;

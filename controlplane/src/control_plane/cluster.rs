@@ -18,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pharos_shared::config::Settings;
+use pharos_shared::refresh::Backoff;
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio_util::sync::CancellationToken;
@@ -376,7 +377,7 @@ impl ControlPlane {
         stop: &CancellationToken,
     ) -> Option<PgListener> {
         self.behind.store(true, Ordering::SeqCst);
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::between(Duration::from_millis(100), MAX_BACKOFF);
         loop {
             let listener = tokio::select! {
                 l = listen(opts) => l,
@@ -395,10 +396,9 @@ impl ControlPlane {
                 Err(e) => tracing::warn!(error = %e, "cluster listener cannot connect; retrying"),
             }
             tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.fail()) => {}
                 _ = stop.cancelled() => return None,
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pharos_shared::refresh::Backoff;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark_issuer::TrustMarks;
 use tokio_util::sync::CancellationToken;
@@ -296,14 +297,13 @@ impl ControlPlane {
                     _ = cp.dirty_events.notified() => {}
                     _ = stop.cancelled() => break,
                 }
-                let mut backoff = Duration::from_secs(1);
+                let mut backoff = Backoff::between(Duration::from_secs(1), MAX_BACKOFF);
                 while !cp.is_published() {
                     tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep(backoff.fail()) => {}
                         _ = stop.cancelled() => return,
                     }
                     cp.reconcile().await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
         })

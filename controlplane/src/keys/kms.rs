@@ -168,7 +168,9 @@ fn write_pem(dir: &Path, kid: &str, pem: &str) -> Result<()> {
         .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
 }
 
-pub(crate) fn read_pem_key(path: &Path, alg: Algorithm) -> Result<SigningKey> {
+/// The signing key in the PEM file at `path` for `alg`; `pharos check-config` reads the
+/// configured key files with it before anything touches the database.
+pub fn read_pem_key(path: &Path, alg: Algorithm) -> Result<SigningKey> {
     let pem = std::fs::read_to_string(path)
         .map_err(|e| Error::Internal(format!("cannot read {}: {e}", path.display())))?;
     Ok(SigningKey::from_pem(alg, &pem)?)

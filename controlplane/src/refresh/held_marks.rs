@@ -11,8 +11,6 @@
 //! one of the refreshers' fetch slots; self-issued marks are signed with our current key.
 //! Nothing is stored that fails [`holder::check`] (with the issuer's keys for fetched marks).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use pharos_shared::chain::Fetcher;
 use pharos_shared::jose;
 use pharos_shared::trust_mark::{TRUST_MARK_TYP, self_signed_keys};
@@ -315,27 +313,9 @@ pub async fn self_issue(
 ) -> crate::error::Result<String> {
     let us = cp.settings.entity_id.as_str();
     let legacy_id = cp.settings.federation.trust_mark_legacy_id;
-    let claims = mark_claims(
-        us,
-        &spec.spec(tm_type),
-        None,
-        us,
-        &new_jti(now),
-        now,
-        legacy_id,
-    );
+    let jti = pharos_runtime::jti::new_jti()
+        .map_err(|e| crate::error::Error::Internal(format!("no randomness for a jti: {e}")))?;
+    let claims = mark_claims(us, &spec.spec(tm_type), None, us, &jti, now, legacy_id);
     let signer = cp.snapshot().keys.signer.clone();
-    Ok(pharos_dataplane::signing::sign(&signer, TRUST_MARK_TYP, claims).await?)
-}
-
-/// A `jti` unique within this process and across restarts (time in nanoseconds and a
-/// counter); it identifies, it does not protect, so it need not be unpredictable.
-fn new_jti(now: i64) -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    format!("{now:x}-{nanos:08x}-{n:x}")
+    Ok(pharos_runtime::signing::sign(&signer, TRUST_MARK_TYP, claims).await?)
 }

@@ -2,7 +2,7 @@
 //! plane has checked the request and forwards it as a command; the answer is the result or a
 //! typed reason ([`TriggerError`], [`PushError`]) that the data plane renders.
 
-use pharos_dataplane::command::{PushError, Refused, TriggerError};
+use pharos_runtime::command::{PushError, Refused, TriggerError};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::jose;
 use pharos_shared::key_update::{SignedJwks, check_new_keys};

@@ -101,7 +101,7 @@ impl<S: PartialEq + Clone> Schedule<S> {
             .entries
             .get_mut(id)
             .filter(|e| e.settings == *settings)?;
-        let delay = e.backoff.fail();
+        let delay = e.backoff.fail_secs();
         e.next_at = now + delay;
         Some(delay)
     }

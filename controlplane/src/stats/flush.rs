@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pharos_dataplane::stats::{Ring, StatsRecord};
+use pharos_runtime::stats_ring::{Ring, StatsRecord};
 use tokio_util::sync::CancellationToken;
 
 use super::batch::{self, Encoded, Encoder, Positions, Text};

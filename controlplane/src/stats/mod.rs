@@ -3,7 +3,7 @@
 //! the streamed export.
 //!
 //! Statistics are not snapshot state and never go through `Write` or the command channel: the
-//! data plane pushes records into a lock-free ring ([`pharos_dataplane::stats::Ring`]), and the
+//! data plane pushes records into a lock-free ring ([`pharos_runtime::stats_ring::Ring`]), and the
 //! flusher writes them as batches ([`batch`]: one row per drained batch) on the pool's own
 //! connections.
 
@@ -20,8 +20,7 @@ pub mod tally;
 
 use std::sync::Arc;
 
-use pharos_dataplane::stats::Ring;
-use pharos_dataplane::stats::metrics::RequestMetrics;
+use pharos_runtime::stats_ring::Ring;
 use pharos_shared::config::Settings;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -35,8 +34,6 @@ use crate::error::Result;
 pub struct Statistics {
     /// The buffer the data plane fills (`None` while `stats.enabled` is off).
     pub ring: Option<Arc<Ring>>,
-    /// Request counters and latency for `/metrics` (kept also with statistics off).
-    pub requests: RequestMetrics,
     /// The daily job (tests call its `tick` with their own clock).
     pub aggregator: Option<Arc<aggregate::Aggregator>>,
     flusher: Option<Arc<flush::Flusher>>,
@@ -49,7 +46,6 @@ impl Statistics {
         if !s.enabled {
             return Ok(Self {
                 ring: None,
-                requests: RequestMetrics::default(),
                 aggregator: None,
                 flusher: None,
             });
@@ -62,7 +58,6 @@ impl Statistics {
         let ring = Ring::new(s.buffer.size as usize, s.buffer.flush_threshold);
         Ok(Self {
             ring: Some(ring.clone()),
-            requests: RequestMetrics::default(),
             aggregator: Some(aggregate::Aggregator::new(db.clone(), s.retention.clone())),
             flusher: Some(flush::Flusher::new(db, ring, geo)),
         })

@@ -145,7 +145,7 @@ pub fn parse(pairs: &[(String, String)], now: i64, extra: &[&str]) -> Result<Que
                     })?;
             }
             "endpoint" => {
-                let e = pharos_dataplane::stats::capture::normalise(v);
+                let e = pharos_runtime::stats_ring::normalise(v);
                 if e.is_empty() {
                     return Err(BadParam("endpoint: must not be empty".into()));
                 }

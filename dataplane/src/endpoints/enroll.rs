@@ -31,10 +31,10 @@ use super::trust_mark::param;
 use super::trust_mark_eligibility::Refusal;
 use super::{Call, Caller, fetch};
 use crate::DataPlane;
-use crate::command::{Command, EnrollError, EnrollMode, EnrollOutcome, Enrollment};
 use crate::entity_configuration::CONTENT_TYPE;
 use crate::error::FedError;
 use crate::jwt_response::jwt_with_status;
+use pharos_runtime::command::{Command, EnrollError, EnrollMode, EnrollOutcome, Enrollment};
 
 /// Longest `entity_type` value accepted (the database column's size).
 const MAX_TYPE_LEN: usize = 255;

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::Call;
 use super::enroll::standing;
-use crate::command::{EnrollMode, EnrollOutcome};
+use pharos_runtime::command::{EnrollMode, EnrollOutcome};
 
 /// Answers an enrollment request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {

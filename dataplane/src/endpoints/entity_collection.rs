@@ -29,9 +29,9 @@ use serde_json::{Map, Value};
 use super::Call;
 use super::list::INLINE_LIMIT;
 use crate::DataPlane;
-use crate::command::Command;
 use crate::error::FedError;
 use crate::resolver::admits;
+use pharos_runtime::command::Command;
 
 impl From<QueryError> for FedError {
     fn from(e: QueryError) -> Self {

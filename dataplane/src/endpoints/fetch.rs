@@ -9,7 +9,7 @@
 //! record (and so the statement); a change of the general settings, keys or registry changes
 //! the tag, so a stale statement is never served. Since such a change invalidates every
 //! statement at once, concurrent first requests for one statement sign it once (see
-//! [`crate::single_flight`]).
+//! [`pharos_runtime::single_flight`]).
 
 use crate::cache_counters::Cache;
 use std::borrow::Cow;
@@ -30,8 +30,8 @@ use crate::DataPlane;
 use crate::entity_configuration::CONTENT_TYPE;
 use crate::error::FedError;
 use crate::jwt_response::{cacheable, jwt};
-use crate::signing;
-use crate::single_flight::SingleFlight;
+use pharos_runtime::signing;
+use pharos_runtime::single_flight::SingleFlight;
 
 /// Re-sign this long before the statement expires, and at the latest after `MAX_CACHE_AGE`.
 const REFRESH_BEFORE_EXP: i64 = 60;

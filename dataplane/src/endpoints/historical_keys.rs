@@ -21,7 +21,7 @@ use super::Call;
 use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::{cacheable, jwt};
-use crate::signing;
+use pharos_runtime::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/jwk-set+jwt";

@@ -13,8 +13,8 @@ use pharos_shared::subordinate::SubordinateStatus;
 use serde_json::Value;
 
 use crate::DataPlane;
-use crate::command::{Command, PushError, TriggerError};
 use crate::error::FedError;
+use pharos_runtime::command::{Command, PushError, TriggerError};
 
 /// Largest accepted body (a signed JWK Set, or a small form or JSON document).
 pub const MAX_BODY: usize = 256 * 1024;

@@ -23,8 +23,8 @@ use crate::DataPlane;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
 use crate::resolver::store::{Hit, Job};
-use crate::resolver::{Local, Query, Resolution, admits, anchor_rule, anchor_spec, grace_rule};
-use crate::signing;
+use crate::resolver::{Local, Query, Resolution, admits, anchor_rule, grace_rule};
+use pharos_runtime::signing;
 
 /// The parsed request.
 struct Params {
@@ -186,7 +186,7 @@ async fn answer(
     }
     let mut q = Query {
         subject: p.sub.clone(),
-        anchors: anchors.iter().map(|a| anchor_spec(snap, a)).collect(),
+        anchors: anchors.iter().map(|a| snap.trust_anchors.spec(a)).collect(),
         entity_types: Vec::new(),
         local: Local::of(snap, cfg),
     };

@@ -31,10 +31,10 @@ use pharos_shared::trust_mark_issuer::{
 use super::Call;
 use super::trust_mark_eligibility::{Refusal, decide};
 use crate::DataPlane;
-use crate::command::Command;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
-use crate::signing;
+use pharos_runtime::command::Command;
+use pharos_runtime::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/trust-mark+jwt";
@@ -117,7 +117,7 @@ async fn issue(
     // A subject entitled by a checker alone has no stored row: no extra claims.
     let subject = snap.trust_marks.subjects.get(&key).map(|s| &**s);
     let checked = decide(dp, spec.eligibility, standing(subject), tm_type, sub).await?;
-    let jti = new_jti()?;
+    let jti = pharos_runtime::jti::new_jti().map_err(FedError::server_error)?;
     let extras = subject.map(|s| &s.additional_claims);
     let claims = mark_claims(
         &snap.entity_id,
@@ -178,11 +178,4 @@ fn held(
             .reusable(&spec.trust_mark_type, sub, claims, kid, spec.cache_ttl, now)?;
     let signed = held.signed.as_ref()?;
     Some(Bytes::copy_from_slice(signed.token.as_bytes()))
-}
-
-/// A fresh `jti`: 128 random bits from the operating system, as 32 hex digits.
-fn new_jti() -> Result<String, FedError> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(FedError::server_error)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

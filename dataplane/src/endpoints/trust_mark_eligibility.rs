@@ -20,8 +20,9 @@ use pharos_shared::checks::{Denial, Verdict};
 use pharos_shared::trust_mark_issuer::{EligibilityMode, Standing};
 
 use crate::DataPlane;
-use crate::command::Command;
-use crate::error::{FedError, json_error};
+use crate::error::FedError;
+use pharos_runtime::command::Command;
+use pharos_runtime::error_body::json_error;
 
 /// What the stored standing decides before any checker runs.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,8 +18,8 @@ use pharos_shared::trust_mark_issuer::{Standing, standing};
 use super::trust_mark::{entity_id_param, param, spec};
 use super::{Call, Caller};
 use crate::DataPlane;
-use crate::command::{Command, MarkRequestError, MarkRequestOutcome};
 use crate::error::FedError;
+use pharos_runtime::command::{Command, MarkRequestError, MarkRequestOutcome};
 
 /// Answers a trust mark request.
 pub(crate) async fn serve(call: Call<'_>) -> Response {

@@ -33,7 +33,7 @@ use super::Call;
 use super::trust_mark::param;
 use crate::error::FedError;
 use crate::jwt_response::jwt;
-use crate::signing;
+use pharos_runtime::signing;
 
 /// Media type of the response.
 pub const CONTENT_TYPE: &str = "application/trust-mark-status-response+jwt";

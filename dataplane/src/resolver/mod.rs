@@ -474,30 +474,6 @@ pub fn admits(snap: &Snapshot, rule: &AnchorRule, anchor: &str) -> bool {
     })
 }
 
-/// An anchor with its keys pinned when our trust anchor repository holds them (otherwise its
-/// keys will come from its own Entity Configuration) and the draft-era leniencies in force for
-/// it (`federation.profile`, `federation.anchor_ec_constraints` and the record's override).
-///
-/// The one place the data plane builds an [`AnchorSpec`]: every chain validator (resolve, the
-/// proactive resolver, client authentication, enrollment's `trust_path` checker, entity
-/// collection) takes its anchors from here, so the rules apply wherever a chain is validated.
-pub fn anchor_spec(snap: &Snapshot, entity_id: &str) -> AnchorSpec {
-    AnchorSpec {
-        entity_id: entity_id.to_owned(),
-        jwks: snap
-            .trust_anchors
-            .by_id
-            .get(entity_id)
-            .and_then(|a| a.jwks.clone()),
-        interop: snap.trust_anchors.interop(entity_id),
-        trust_mark_issuer_self_signed: snap
-            .trust_anchors
-            .by_id
-            .get(entity_id)
-            .is_some_and(|a| a.trust_mark_issuer_self_signed),
-    }
-}
-
 /// moka shares an initialiser's error between waiters as `Arc<Error>`; the shared error type
 /// is not `Clone`, so rebuild it variant by variant.
 pub(crate) fn clone_error(e: &Error) -> Error {

@@ -23,8 +23,8 @@ use pharos_shared::time::Clock;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::store::{Job, Limits, Store};
-use super::{Local, Query, Resolver, admits, anchor_rule, anchor_spec, grace_rule, resolve_config};
-use crate::signing;
+use super::{Local, Query, Resolver, admits, anchor_rule, grace_rule, resolve_config};
+use pharos_runtime::signing;
 
 /// How often stored entries are checked for due refreshes (real time).
 const TICK: Duration = Duration::from_secs(30);
@@ -180,7 +180,7 @@ async fn run<F: Fetcher + 'static>(ctx: &Context<F>, store: &Store, job: &Job) -
     };
     let q = Query {
         subject: job.sub.clone(),
-        anchors: vec![anchor_spec(&snap, &job.trust_anchor)],
+        anchors: vec![snap.trust_anchors.spec(&job.trust_anchor)],
         entity_types: job.entity_types.clone(),
         local: Local::of(&snap, cfg),
     };

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use pharos_shared::config::FederationSettings;
 use pharos_shared::endpoint::ResolveConfig;
 use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 
 use super::proactive::{self, Proactive};
 use super::{Resolver, resolve_config};
-use crate::outbound::HttpFetcher;
+use pharos_runtime::outbound::HttpFetcher;
+use pharos_runtime::resolver_caches::ResolverCaches;
 
 /// Resolver, caches and proactive resolver of one data plane.
 #[derive(Debug)]
@@ -29,17 +29,17 @@ pub struct ResolveService {
 }
 
 impl ResolveService {
-    /// A service fetching with the `federation.*` limits. When called inside a runtime and
+    /// A service fetching through `fetcher`. When called inside a runtime and
     /// the current snapshot enables a proactive resolver, that resolver is started at once
     /// (reading its stored responses back), so a restarted resolver answers from disk from
     /// the first request on.
     pub fn start(
         snapshot: SnapshotReader,
         clock: Arc<dyn Clock>,
-        federation: &FederationSettings,
+        fetcher: Arc<HttpFetcher>,
     ) -> Arc<Self> {
         let me = Arc::new(Self {
-            resolver: Resolver::new(Arc::new(HttpFetcher::new(federation))),
+            resolver: Resolver::new(fetcher),
             front: super::front::FrontCache::new(),
             snapshot,
             clock,
@@ -96,5 +96,14 @@ impl ResolveService {
         let p = Proactive::start(wanted, ctx).await;
         self.proactive.store(Some(p.clone()));
         Some(p)
+    }
+}
+
+impl ResolverCaches for ResolveService {
+    fn flush<'a>(
+        &'a self,
+        sub: Option<&'a str>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        Box::pin(ResolveService::flush(self, sub))
     }
 }

@@ -16,7 +16,7 @@ use pharos_shared::chain::{RESOLVE_RESPONSE_TYP, response_claims};
 use pharos_shared::snapshot::Snapshot;
 
 use super::Resolution;
-use crate::signing;
+use pharos_runtime::signing;
 
 /// Re-sign this long before the response's `exp`.
 const REFRESH_BEFORE_EXP: i64 = 60;

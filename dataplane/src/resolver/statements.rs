@@ -286,6 +286,6 @@ impl<F: Fetcher + 'static> Fetcher for CachedFetcher<'_, F> {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> impl std::future::Future<Output = Option<T>> + Send {
-        crate::outbound::off_the_workers(work)
+        pharos_runtime::outbound::off_the_workers(work)
     }
 }

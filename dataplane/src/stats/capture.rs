@@ -34,10 +34,11 @@ use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 use super::metrics::RequestMetrics;
+use pharos_runtime::stats_ring::{MAX_ENDPOINT, cut, normalise, normalised};
+
 use super::{ClientEntitySlot, Ring, StatsRecord, UNMATCHED, Unobserved, Unregistered};
 
-/// Longest endpoint and User-Agent kept (longer values are cut at a character boundary).
-const MAX_ENDPOINT: usize = 255;
+/// Longest User-Agent kept (longer values are cut at a character boundary).
 const MAX_USER_AGENT: usize = 512;
 
 /// What measuring needs: the metrics always, the ring and capture switches when enabled.
@@ -258,32 +259,6 @@ impl Observation {
             ring.push(r);
         }
     }
-}
-
-/// `/Fetch` → `fetch`: the path without leading `/`, lower-cased, cut to the column size.
-pub fn normalise(path: &str) -> String {
-    normalised(path).into_owned()
-}
-
-/// As [`normalise`], borrowing `path` when nothing but the leading `/` changes.
-fn normalised(path: &str) -> Cow<'_, str> {
-    let p = cut(path.trim_start_matches('/'), MAX_ENDPOINT);
-    if p.bytes().any(|b| b.is_ascii_uppercase()) {
-        Cow::Owned(p.to_ascii_lowercase())
-    } else {
-        Cow::Borrowed(p)
-    }
-}
-
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// The body's exact length when known (every federation answer is a complete buffer), else

@@ -71,7 +71,7 @@ pub const MAX_FETCHES: usize = 256;
 ///
 /// Every chain validator (resolve, client authentication, enrollment's `trust_path` checker,
 /// entity collection) receives its anchors in this form, built by the data plane in one place
-/// (`resolver::anchor_spec`), so the interoperation rules apply wherever a chain is validated.
+/// (`snapshot::TrustAnchors::spec`), so the interoperation rules apply wherever a chain is validated.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AnchorSpec {
     /// The Trust Anchor's Entity Identifier, compared code point by code point (§16).

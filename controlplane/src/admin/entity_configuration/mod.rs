@@ -3,7 +3,7 @@
 //! additional claims and the trust marks we hold have a file each.
 
 mod claims;
-pub(crate) mod hints;
+pub mod hints;
 mod metadata;
 pub(crate) mod trust_marks;
 

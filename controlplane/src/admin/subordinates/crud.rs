@@ -98,7 +98,7 @@ pub async fn list(State(cp): Cp, Query(q): Query<ListQuery>) -> ApiResult<Respon
         chunk.push(b']');
         let _ = tx.send(Ok(chunk.into())).await;
     });
-    let body = crate::http::channel_body(rx);
+    let body = crate::admin::streaming::channel_body(rx);
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

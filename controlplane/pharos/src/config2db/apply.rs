@@ -9,10 +9,10 @@
 use serde_json::Value;
 
 use super::plan::{Anchor, Endpoint, Plan};
-use crate::db::Db;
-use crate::db::endpoints::{self as ep_repo, EndpointRow, EndpointWrite};
-use crate::db::trust_anchors::{self as ta_repo, TrustAnchorRow, TrustAnchorWrite};
-use crate::error::Result;
+use pharos_controlplane::db::Db;
+use pharos_controlplane::db::endpoints::{self as ep_repo, EndpointRow, EndpointWrite};
+use pharos_controlplane::db::trust_anchors::{self as ta_repo, TrustAnchorRow, TrustAnchorWrite};
+use pharos_controlplane::error::Result;
 
 /// What happens to one planned row.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,12 +30,12 @@ pub fn problems(settings: &Settings) -> Vec<String> {
         let path = Path::new(&signing.filesystem.key_file);
         // A bad `signing.alg` itself is a configuration problem, reported by the loader.
         if let Ok(alg) = signing.alg.parse::<Algorithm>()
-            && let Err(e) = crate::keys::kms::read_pem_key(path, alg)
+            && let Err(e) = pharos_controlplane::keys::kms::read_pem_key(path, alg)
         {
             found.push(format!("signing.filesystem.key_file: {e}"));
         }
     }
-    if let Err(e) = crate::keys::sealing::from_settings(signing) {
+    if let Err(e) = pharos_controlplane::keys::sealing::from_settings(signing) {
         found.push(e.to_string());
     }
     found

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 
 use pharos_shared::config::StorageDriver;
 
-use crate::db::{Db, endpoints as ep_repo, trust_anchors as ta_repo};
 use apply::{Change, Decision};
+use pharos_controlplane::db::{Db, endpoints as ep_repo, trust_anchors as ta_repo};
 use plan::{Plan, Sections};
 
 /// Exit status for bad arguments (EX_USAGE), as the rest of the binary uses.
@@ -245,7 +245,7 @@ fn now() -> i64 {
 /// Connects (migrating first, as `pharos serve` does), decides, and writes unless dry-run. A dry
 /// run neither creates nor migrates the database: a missing one reads as empty.
 async fn migrate(target: &Target, plan: &Plan, args: &Args) -> Result<Vec<Decision>, Vec<String>> {
-    let one = |e: crate::Error| vec![e.to_string()];
+    let one = |e: pharos_controlplane::Error| vec![e.to_string()];
     let (anchors, endpoints, db) = if args.dry_run {
         let missing = matches!(target, Target::Sqlite(f) if !f.exists());
         let db = if missing {

@@ -27,7 +27,3 @@ pub async fn sign(
         .await
         .map_err(|e| Error::Jws(format!("the signing task did not finish: {e}")))?
 }
-
-#[cfg(test)]
-#[path = "signing_tests.rs"]
-mod tests;

@@ -12,8 +12,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pharos_dataplane::cache_counters::{Cache, CacheCounters};
 use pharos_dataplane::rate_limit::{Limited, RateLimiter};
-use pharos_dataplane::stats::Ring;
 use pharos_dataplane::stats::metrics::RequestMetrics;
+use pharos_runtime::stats_ring::Ring;
 use pharos_shared::subordinate::StatementBudget;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -23,8 +23,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
-use crate::control_plane::ControlPlane;
-use crate::refresh::Failures;
+use pharos_controlplane::control_plane::ControlPlane;
+use pharos_controlplane::refresh::Failures;
 
 /// OpenMetrics media type, which Prometheus negotiates first.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -153,7 +153,7 @@ impl Collector for Sources {
             &mut enc,
             "pharos_outbound_fetches",
             "Outbound federation fetches",
-            pharos_dataplane::outbound::fetches(),
+            self.cp.outbound.fetches(),
         )?;
         // Counters with labels, read at scrape time: one descriptor, one sample per label set.
         let f = &self.failures;
@@ -278,6 +278,13 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
     }
+}
+
+/// The `/metrics` route over `metrics`, for the Admin API to mount behind its authentication.
+pub fn router(metrics: Arc<Metrics>) -> axum::Router {
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(handler))
+        .with_state(metrics)
 }
 
 /// `GET /metrics`.

@@ -316,7 +316,7 @@ pub fn rewrite_file(
 mod tests {
     use super::*;
 
-    const EXAMPLE: &str = include_str!("../../../tests/vectors/config2db/config-0.21.yaml");
+    const EXAMPLE: &str = include_str!("../../../../tests/vectors/config2db/config-0.21.yaml");
 
     fn run(text: &str, s: Sections) -> String {
         let doc = yaml::parse(text).unwrap();

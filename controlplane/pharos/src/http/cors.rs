@@ -14,7 +14,7 @@ use axum::http::{HeaderName, HeaderValue, Method};
 use pharos_shared::config::{AdminCors, CorsSettings};
 use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer, ExposeHeaders};
 
-use crate::error::{Error, Result};
+use pharos_controlplane::error::{Error, Result};
 
 /// The CORS options common to both listeners.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use pharos_controlplane::app::App;
+use pharos::app::App;
 use pharos_shared::config::{self, Settings};
 use pharos_shared::time::SystemClock;
 
@@ -34,12 +34,12 @@ enum Command {
     /// Request statistics from the configured database.
     Stats(pharos_controlplane::stats::cli::StatsArgs),
     /// Move the trust anchors and endpoints of a lighthouse 0.20/0.21 file into the database.
-    Config2db(pharos_controlplane::config2db::Args),
+    Config2db(pharos::config2db::Args),
     /// Admin API client: subordinates, trust marks, endpoints, keys, users, … of a running
     /// Pharos (exit status 0 ok, 1 refused by the API, 64 usage, 69 unreachable).
-    Admin(pharos_controlplane::cli_admin::AdminArgs),
+    Admin(pharos::cli_admin::AdminArgs),
     /// First-run wizard: role, endpoints and first admin user of a running Pharos.
-    Setup(pharos_controlplane::setup::SetupArgs),
+    Setup(pharos::setup::SetupArgs),
     /// Metadata policy tools for operators.
     Policy {
         #[command(subcommand)]
@@ -87,11 +87,11 @@ fn main() -> ExitCode {
                 PolicyCommand::Resolve => policy_resolve(),
             };
         }
-        Some(Command::Admin(args)) => return pharos_controlplane::cli_admin::run(args),
-        Some(Command::Setup(args)) => return pharos_controlplane::setup::run(args),
+        Some(Command::Admin(args)) => return pharos::cli_admin::run(args),
+        Some(Command::Setup(args)) => return pharos::setup::run(args),
         Some(Command::Config2db(args)) => {
             let env: Vec<(String, String)> = std::env::vars().collect();
-            return pharos_controlplane::config2db::run(cli.config.as_deref(), &args, &env);
+            return pharos::config2db::run(cli.config.as_deref(), &args, &env);
         }
         command => Cli { command, ..cli },
     };
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
             for w in &warnings {
                 eprintln!("warning: {w}");
             }
-            let missing = pharos_controlplane::preflight::problems(&settings);
+            let missing = pharos::preflight::problems(&settings);
             if !missing.is_empty() {
                 eprintln!("{}", pharos_shared::Error::Config(missing));
                 return ExitCode::from(EXIT_CONFIG);
@@ -218,13 +218,13 @@ fn policy_resolve() -> ExitCode {
 fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
     // Before logging (which may create a log file) and before the database: a file named in
     // the configuration that cannot be read is a configuration error, reported like one.
-    let missing = pharos_controlplane::preflight::problems(&settings);
+    let missing = pharos::preflight::problems(&settings);
     if !missing.is_empty() {
         eprintln!("{}", pharos_shared::Error::Config(missing));
         return ExitCode::from(EXIT_CONFIG);
     }
     // Held until the end of `serve` so that buffered file output is flushed on exit.
-    let _log_guards = match pharos_controlplane::logging::init(&settings) {
+    let _log_guards = match pharos::logging::init(&settings) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("{e}");
@@ -252,15 +252,14 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
             tracing::info!("shutting down");
             on_signal.cancel();
         });
-        let listeners =
-            match pharos_controlplane::startup::wait_for_database(&settings, &signalled).await {
-                Ok(l) => l,
-                Err(_) if signalled.is_cancelled() => return ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!(error = %e, "pharos could not start");
-                    return ExitCode::FAILURE;
-                }
-            };
+        let listeners = match pharos::startup::wait_for_database(&settings, &signalled).await {
+            Ok(l) => l,
+            Err(_) if signalled.is_cancelled() => return ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!(error = %e, "pharos could not start");
+                return ExitCode::FAILURE;
+            }
+        };
         let app = match App::start(settings, Arc::new(SystemClock), listeners).await {
             Ok(app) => app,
             Err(e) => {

@@ -12,11 +12,12 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use pharos_dataplane::DataPlane;
-use pharos_dataplane::command::Commands;
 use pharos_dataplane::front::Front;
-use pharos_dataplane::outbound::HttpFetcher;
 use pharos_dataplane::stats::capture::Capture;
+use pharos_dataplane::stats::metrics::RequestMetrics;
 use pharos_dataplane::stats::unobserved;
+use pharos_runtime::command::Commands;
+use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
 use pharos_shared::time::Clock;
@@ -24,17 +25,17 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin;
-use crate::command_dispatch;
-use crate::control_plane::ControlPlane;
-use crate::control_plane::cluster::Subscription;
-use crate::db::Db;
-use crate::error::{Error, Result};
 use crate::http::{self, cors, layers, tls};
-use crate::leadership::Leadership;
 use crate::metrics::Metrics;
-use crate::refresh::Refreshers;
-use crate::stats::Statistics;
+use pharos_controlplane::admin;
+use pharos_controlplane::command_dispatch;
+use pharos_controlplane::control_plane::ControlPlane;
+use pharos_controlplane::control_plane::cluster::Subscription;
+use pharos_controlplane::db::Db;
+use pharos_controlplane::error::{Error, Result};
+use pharos_controlplane::leadership::Leadership;
+use pharos_controlplane::refresh::Refreshers;
+use pharos_controlplane::stats::Statistics;
 
 /// How long shutdown waits for borrowed database connections to be returned.
 const POOL_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -93,8 +94,10 @@ impl App {
         let settings = Arc::new(settings);
         if settings.storage.driver == pharos_shared::config::StorageDriver::Sqlite {
             let dir = std::path::Path::new(&settings.storage.data_dir);
-            crate::private_files::create_dir(dir)
-                .and_then(|()| crate::private_files::create_file(&dir.join("pharos.db")))
+            pharos_controlplane::private_files::create_dir(dir)
+                .and_then(|()| {
+                    pharos_controlplane::private_files::create_file(&dir.join("pharos.db"))
+                })
                 .map_err(|e| {
                     Error::Internal(format!(
                         "cannot create the database in data_dir {}: {e}",
@@ -109,9 +112,11 @@ impl App {
         let subscription = Subscription::open(&db, &settings).await?;
         let control =
             ControlPlane::start(db, settings.clone(), clock.clone(), &subscription).await?;
+        // Request counters and latency for `/metrics`, kept also with statistics off.
+        let requests = RequestMetrics::default();
         let capture = Capture::new(
             &settings,
-            stats.requests.clone(),
+            requests.clone(),
             stats.ring.clone(),
             clock.clone(),
         );
@@ -120,19 +125,16 @@ impl App {
         let data = DataPlane::connected(
             control.snapshot_handle(),
             clock,
-            &settings.federation,
+            Arc::new(control.outbound.clone()),
             commands,
             auth,
             &settings.cache,
             &settings.server,
         );
-        let refreshers = Refreshers::new(
-            control.clone(),
-            Arc::new(HttpFetcher::new(&settings.federation)),
-        );
+        let refreshers = Refreshers::new(control.clone(), Arc::new(control.outbound.clone()));
         let metrics = Metrics::new(
             control.clone(),
-            &stats.requests,
+            &requests,
             stats.ring.clone(),
             refreshers.failures.clone(),
             data.caches.clone(),
@@ -145,10 +147,15 @@ impl App {
         let main_cors = cors::layer(&(&settings.server.cors).into())?;
         let admin_cors = cors::layer(&(&admin.cors).into())?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate(&settings.entity_id));
-        let resolver = data.resolve.clone();
+        let resolver: Arc<dyn pharos_runtime::resolver_caches::ResolverCaches> =
+            data.resolve.clone();
         let admin_router = || {
-            let api = admin::router(control.clone(), bootstrap.clone(), metrics.clone())
-                .layer(axum::Extension(resolver.clone()));
+            let api = admin::router(
+                control.clone(),
+                bootstrap.clone(),
+                crate::metrics::router(metrics.clone()),
+            )
+            .layer(axum::Extension(resolver.clone()));
             let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),
@@ -195,12 +202,9 @@ impl App {
             control.clone(),
             shutdown.clone(),
         ));
-        let (cp, fetcher) = (
-            control.clone(),
-            Arc::new(HttpFetcher::new(&settings.federation)),
-        );
+        let (cp, fetcher) = (control.clone(), Arc::new(control.outbound.clone()));
         tasks.push(leadership.supervise(shutdown.clone(), move |t| {
-            crate::collect::job::spawn(cp.clone(), fetcher.clone(), t)
+            pharos_controlplane::collect::job::spawn(cp.clone(), fetcher.clone(), t)
         }));
         let cp = control.clone();
         tasks.push(leadership.supervise(shutdown.clone(), move |t| {
@@ -250,7 +254,7 @@ impl App {
             };
             admin_addr = Some(l.local_addr().map_err(io)?);
             let router = admin_router().fallback(|| async {
-                crate::admin::error::ApiError::NotFound("no such admin route".into())
+                pharos_controlplane::admin::error::ApiError::NotFound("no such admin route".into())
                     .into_response()
             });
             let router = layers::common(router, &settings.server);
@@ -263,13 +267,16 @@ impl App {
                 tasks.push(http::serve(l, router, shutdown.clone()));
             }
         }
-        if admin.enabled && !admin.users_enabled && crate::db::users::any(&control.db).await? {
+        if admin.enabled
+            && !admin.users_enabled
+            && pharos_controlplane::db::users::any(&control.db).await?
+        {
             tracing::warn!(
                 "api.admin.users_enabled is false but admin users exist: Basic authentication \
                  stays required, and users cannot be managed through the API"
             );
         }
-        if admin.enabled && !crate::db::users::any(&control.db).await? {
+        if admin.enabled && !pharos_controlplane::db::users::any(&control.db).await? {
             let token = bootstrap.token().unwrap_or("(none: no randomness)");
             tracing::warn!(
                 "no admin user exists: the Admin API answers only clients on this machine \
@@ -364,9 +371,9 @@ fn other_routes(admin: bool) -> Vec<&'static str> {
     let mut p = vec!["/healthz", "/readyz"];
     if admin {
         p.extend([
-            crate::admin::PREFIX,
-            crate::admin::docs::DOCS_PATH,
-            crate::console::PREFIX,
+            pharos_controlplane::admin::PREFIX,
+            pharos_controlplane::admin::docs::DOCS_PATH,
+            pharos_controlplane::console::PREFIX,
             "/metrics",
         ]);
     }

@@ -9,7 +9,7 @@ use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::control_plane::ControlPlane;
+use pharos_controlplane::control_plane::ControlPlane;
 
 /// The enabled endpoints of `registry` open to any Trust Anchor.
 pub fn open_endpoints(registry: &Registry) -> Vec<EndpointType> {

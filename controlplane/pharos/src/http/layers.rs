@@ -454,7 +454,7 @@ fn json_limit_errors(response: Response) -> Response {
     if is_json {
         return response;
     }
-    let mut r = pharos_dataplane::error::json_error(status, "invalid_request", description);
+    let mut r = pharos_runtime::error_body::json_error(status, "invalid_request", description);
     if let Some(id) = response.headers().get(&REQUEST_ID) {
         r.headers_mut().insert(REQUEST_ID, id.clone());
     }

@@ -14,12 +14,13 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use pharos_shared::config::{Settings, StorageDriver};
+use pharos_shared::refresh::Backoff;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::Listeners;
-use crate::db::Db;
-use crate::error::{Error, Result};
+use pharos_controlplane::db::Db;
+use pharos_controlplane::error::{Error, Result};
 
 /// Longest delay between two attempts.
 const MAX_DELAY: Duration = Duration::from_secs(30);
@@ -78,8 +79,9 @@ async fn wait(
     interim: Option<tokio::task::JoinHandle<()>>,
     main: TcpListener,
 ) -> Result<Listeners> {
-    let mut delay = Duration::from_secs(1);
+    let mut backoff = Backoff::between(Duration::from_secs(1), MAX_DELAY);
     let outcome = loop {
+        let delay = backoff.fail();
         tracing::warn!(
             error = %last,
             retry_in_s = delay.as_secs(),
@@ -95,7 +97,6 @@ async fn wait(
             Ok(()) => break Ok(()),
             Err(e) => last = e,
         }
-        delay = (delay * 2).min(MAX_DELAY);
     };
     interim_stop.cancel();
     if let Some(task) = interim {

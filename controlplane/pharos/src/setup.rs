@@ -16,10 +16,10 @@ use pharos_shared::policy::WriteRules;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::admin::password_policy;
 use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
 use crate::cli_admin::commands::{default_path, enable_endpoint};
 use crate::cli_admin::{Connection, Failure};
+use pharos_controlplane::admin::password_policy;
 
 /// The roles the wizard knows, each with its default endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -255,10 +255,10 @@ impl Writes {
     /// Every body of the plan, or the first one the Admin API would refuse (exit 64: the
     /// answers are wrong, nothing was written).
     fn build(plan: &Plan, us: &str) -> Result<Self, Failure> {
-        use crate::admin::documents::{self, Doc};
-        use crate::admin::endpoints::{EndpointInput, parse_type};
-        use crate::admin::entity_configuration::hints::HintInput;
-        use crate::admin::users::NewUser;
+        use pharos_controlplane::admin::documents::{self, Doc};
+        use pharos_controlplane::admin::endpoints::{EndpointInput, parse_type};
+        use pharos_controlplane::admin::entity_configuration::hints::HintInput;
+        use pharos_controlplane::admin::users::NewUser;
 
         if let Some((user, password)) = &plan.admin {
             let body = json!({ "username": user, "password": password });
@@ -283,7 +283,7 @@ impl Writes {
             hints.push((hint.clone(), body));
         }
         for ta in &plan.trust_anchors {
-            crate::admin::body::entity_id("--trust-anchor", ta)
+            pharos_controlplane::admin::body::entity_id("--trust-anchor", ta)
                 .map_err(|e| refused("--trust-anchor", e))?;
         }
         let mut endpoints = Vec::new();
@@ -315,7 +315,7 @@ impl Writes {
 
 /// A trust anchor's body (with the keys just fetched) as `POST /trust-anchors` checks it.
 fn check_trust_anchor(body: &Value) -> Result<(), Failure> {
-    use crate::admin::trust_anchors::TrustAnchorInput;
+    use pharos_controlplane::admin::trust_anchors::TrustAnchorInput;
     checked::<TrustAnchorInput, _>("--trust-anchor", body.clone(), |b| {
         b.check_new(&[]).map(drop)
     })
@@ -328,14 +328,14 @@ fn checked<T: serde::de::DeserializeOwned, F>(
     check: F,
 ) -> Result<(), Failure>
 where
-    F: FnOnce(T) -> crate::admin::error::ApiResult<()>,
+    F: FnOnce(T) -> pharos_controlplane::admin::error::ApiResult<()>,
 {
     let input: T =
         serde_json::from_value(body).map_err(|e| Failure::Usage(format!("{what}: {e}")))?;
     check(input).map_err(|e| refused(what, e))
 }
 
-fn refused(what: &str, e: crate::admin::error::ApiError) -> Failure {
+fn refused(what: &str, e: pharos_controlplane::admin::error::ApiError) -> Failure {
     Failure::Usage(one_line(&format!("{what}: {e} (nothing was changed)")))
 }
 

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
+use pharos_controlplane::error::{Error, Result};
 
 /// Makes aws-lc-rs the process's rustls provider. Idempotent; call before building any TLS
 /// configuration, because with two providers in the dependency tree rustls cannot choose one.
@@ -141,7 +141,7 @@ fn redirect(req: &axum::extract::Request, https_port: u16) -> axum::response::Re
         .and_then(|h| h.to_str().ok())
         .and_then(|h| h.parse::<axum::http::uri::Authority>().ok());
     let Some(host) = host else {
-        return pharos_dataplane::error::json_error(
+        return pharos_runtime::error_body::json_error(
             StatusCode::BAD_REQUEST,
             "invalid_request",
             "a Host header is required",
@@ -156,7 +156,7 @@ fn redirect(req: &axum::extract::Request, https_port: u16) -> axum::response::Re
     let location = format!("https://{}{port}{path}", host.host());
     match HeaderValue::from_str(&location) {
         Ok(v) => (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, v)]).into_response(),
-        Err(_) => pharos_dataplane::error::json_error(
+        Err(_) => pharos_runtime::error_body::json_error(
             StatusCode::BAD_REQUEST,
             "invalid_request",
             "the request cannot be redirected",

@@ -14,6 +14,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use pharos_shared::chain::Fetcher;
 use pharos_shared::config::FederationSettings;
@@ -21,19 +22,10 @@ use pharos_shared::{Error, Result};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect;
 
-use crate::entity_configuration::CONTENT_TYPE;
+use pharos_shared::entity_configuration::ENTITY_STATEMENT_MEDIA_TYPE as CONTENT_TYPE;
 
 /// Redirects followed per fetch; more is a misconfigured (or hostile) server.
 pub const MAX_REDIRECTS: usize = 5;
-
-/// Outbound fetches started by this process (every [`HttpFetcher`]: the resolver's and the
-/// refreshers'), for `/metrics`. Process-wide, as the connections they use are.
-pub static FETCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Outbound fetches started so far.
-pub fn fetches() -> u64 {
-    FETCHES.load(std::sync::atomic::Ordering::Relaxed)
-}
 
 /// Fetches statements over HTTP(S) with the limits of `federation.*`.
 #[derive(Debug, Clone)]
@@ -43,6 +35,9 @@ pub struct HttpFetcher {
     client: std::result::Result<reqwest::Client, String>,
     max_bytes: u64,
     block_private: bool,
+    /// Fetches started through this fetcher and its clones, for `/metrics`: one instance's
+    /// count (a process may hold several Pharos instances, as the tests do).
+    started: Arc<AtomicU64>,
 }
 
 impl HttpFetcher {
@@ -74,7 +69,13 @@ impl HttpFetcher {
             client,
             max_bytes: settings.max_response_bytes,
             block_private: block,
+            started: Arc::default(),
         }
+    }
+
+    /// Fetches started so far through this fetcher and its clones.
+    pub fn fetches(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
     }
 
     /// GET `url` and return the body as text, enforcing status, content type (entity
@@ -109,7 +110,7 @@ impl HttpFetcher {
         check_url(&parsed, self.block_private)?;
         let fail = |e: reqwest::Error| Error::Fetch(transport_failure(url, &e));
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
-        FETCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.started.fetch_add(1, Ordering::Relaxed);
         let request = match form {
             Some(f) => client.post(parsed).form(f),
             None => client.get(parsed),
@@ -190,7 +191,7 @@ impl Fetcher for HttpFetcher {
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> impl std::future::Future<Output = Option<T>> + Send {
-        crate::outbound::off_the_workers(work)
+        off_the_workers(work)
     }
 }
 

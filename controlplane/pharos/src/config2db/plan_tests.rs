@@ -6,8 +6,8 @@ use serde_json::json;
 use super::*;
 use crate::config2db::{legacy, yaml};
 
-const EXAMPLE: &str = include_str!("../../../tests/vectors/config2db/config-0.21.yaml");
-const EDUGAIN: &str = include_str!("../../../tests/vectors/config2db/edugain-jwks.json");
+const EXAMPLE: &str = include_str!("../../../../tests/vectors/config2db/config-0.21.yaml");
+const EDUGAIN: &str = include_str!("../../../../tests/vectors/config2db/edugain-jwks.json");
 
 fn read(path: &str) -> Result<String, String> {
     if path == "/etc/lighthouse/edugain-jwks.json" {

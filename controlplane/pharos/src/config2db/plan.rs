@@ -180,7 +180,7 @@ fn endpoints(l: &Legacy, problems: &mut Vec<String>) -> Vec<Endpoint> {
         {
             problems.push(format!("{here}: {err}"));
         }
-        if let Err(err) = crate::admin::endpoints::validate_path(e.path.clone()) {
+        if let Err(err) = pharos_controlplane::admin::endpoints::validate_path(e.path.clone()) {
             problems.push(format!("{here}.path: {err}"));
         }
         if let Some(p) = &e.path
