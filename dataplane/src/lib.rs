@@ -5,7 +5,8 @@
 //! changes reach it only as new snapshots published by the control plane.
 
 pub mod cache_counters;
-mod client_auth;
+/// Public for the `client_assertion` fuzz target (`shared/fuzz/`), which checks its parser.
+pub mod client_auth;
 mod dispatch;
 mod endpoints;
 #[cfg(test)]
