@@ -3,6 +3,8 @@
     clippy::expect_used,
     clippy::panic,
     clippy::field_reassign_with_default,
+    // Tests measure real time and sleep on purpose.
+    clippy::disallowed_methods,
     missing_docs
 )]
 

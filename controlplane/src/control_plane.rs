@@ -174,7 +174,7 @@ impl ControlPlane {
     /// Starts a change made by `actor` (an admin user, an authenticated entity, or `None` for
     /// the service itself): waits for the writer lock. See [`Write`].
     pub async fn write(&self, actor: Option<&str>) -> Write<'_> {
-        let asked = std::time::Instant::now();
+        let asked = pharos_shared::time::Stopwatch::start();
         let lock = self.write.lock().await;
         write::slow("waiting for the writer lock", asked);
         Write::new(self, lock, actor.map(str::to_owned))

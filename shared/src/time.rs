@@ -17,12 +17,48 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // the clock module: the one reader of the wall clock
     fn now(&self) -> i64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
             .unwrap_or(0)
     }
+}
+
+/// How long something took (latency, slow-phase warnings): the one reader of the monotonic
+/// clock. Measuring is not logic a test steers; a deadline that tests must move uses
+/// `tokio::time::Instant`, which a paused test runtime controls (clippy.toml bans
+/// `std::time::Instant::now` elsewhere).
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(std::time::Instant);
+
+impl Stopwatch {
+    /// Starts measuring now.
+    #[allow(clippy::disallowed_methods)] // the clock module
+    pub fn start() -> Self {
+        Self(std::time::Instant::now())
+    }
+
+    /// Time since [`Self::start`].
+    pub fn elapsed(&self) -> std::time::Duration {
+        self.0.elapsed()
+    }
+
+    /// The instant it started (for APIs that take one, such as a cache's expiry).
+    pub fn started(&self) -> std::time::Instant {
+        self.0
+    }
+}
+
+/// Nanoseconds of the wall clock as seed material (mixed into the request id generator's
+/// start), never as a time.
+#[allow(clippy::disallowed_methods)] // the clock module
+pub fn seed_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default()
 }
 
 /// A clock that only moves when told to; for tests of time-dependent behaviour.

@@ -7,6 +7,9 @@
 //! only: the Admin API client ([`cli_admin`]), the interactive [`setup`] and the legacy
 //! configuration migration ([`config2db`]).
 
+// Unit tests measure real time and sleep on purpose (clippy.toml bans both elsewhere).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 pub mod app;
 pub mod cli_admin;
 pub mod config2db;

@@ -1,5 +1,8 @@
 //! The `pharos` binary: the composition root's command line.
 
+// Unit tests measure real time and sleep on purpose (clippy.toml bans both elsewhere).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

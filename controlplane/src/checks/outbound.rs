@@ -15,6 +15,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pharos_shared::time::Stopwatch;
+
 use moka::Expiry;
 use moka::future::Cache;
 use pharos_shared::checks::{HttpAnswer, HttpCall};
@@ -30,7 +32,7 @@ type Key = (String, String, Vec<(String, String)>, Option<Vec<u8>>);
 /// A cached `200` answer and when it was obtained.
 #[derive(Debug)]
 struct Cached {
-    at: Instant,
+    at: Stopwatch,
     ttl: Duration,
     answer: HttpAnswer,
 }
@@ -102,7 +104,7 @@ impl Outbound {
             .try_get_with(key, async {
                 match self.exchange(&call).await {
                     Ok(answer) if answer.status == 200 => Ok(Arc::new(Cached {
-                        at: Instant::now(),
+                        at: Stopwatch::start(),
                         ttl,
                         answer,
                     })),

@@ -164,7 +164,7 @@ pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
             while let Some((target, changes)) = gc.take(state.through) {
                 let wal = gc.wal.clone();
                 gc.syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let asked = std::time::Instant::now();
+                let asked = pharos_shared::time::Stopwatch::start();
                 let ok = match tokio::task::spawn_blocking(move || wal.sync()).await {
                     Ok(Ok(size)) => {
                         if size > wal::CHECKPOINT_AT {
@@ -185,10 +185,10 @@ pub(super) fn spawn(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
                 // Published even when the fsync failed: the snapshot follows what the database
                 // holds; only the acknowledgement is withheld.
                 if let Some(cp) = cp.upgrade() {
-                    let asked = std::time::Instant::now();
+                    let asked = pharos_shared::time::Stopwatch::start();
                     let _lock = cp.write.lock().await;
                     super::write::slow("the group's wait for the writer lock", asked);
-                    let asked = std::time::Instant::now();
+                    let asked = pharos_shared::time::Stopwatch::start();
                     cp.publish(changes).await;
                     super::write::slow("publishing the group", asked);
                 }
@@ -214,7 +214,7 @@ async fn checkpoints(cp: Weak<ControlPlane>, gc: Arc<GroupCommit>) {
             return;
         }
         let Some(cp) = cp.upgrade() else { return };
-        let asked = std::time::Instant::now();
+        let asked = pharos_shared::time::Stopwatch::start();
         match wal::checkpoint(&cp.db.pool).await {
             Ok((log, done)) => {
                 let took_ms = asked.elapsed().as_millis() as u64;

@@ -32,7 +32,7 @@ pub async fn snapshot(
     versions: &AtomicU64,
     now: i64,
 ) -> Result<Snapshot> {
-    let started = std::time::Instant::now();
+    let started = pharos_shared::time::Stopwatch::start();
     let snapshot = Snapshot {
         generation: 1,
         entity_id: settings.entity_id.as_str().into(),

@@ -61,7 +61,7 @@ impl<'a> Write<'a> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
             None => {
-                let asked = std::time::Instant::now();
+                let asked = pharos_shared::time::Stopwatch::start();
                 let mut tx = self
                     .cp
                     .db
@@ -178,14 +178,14 @@ impl<'a> Write<'a> {
         if self.cp.announces() && !changes.is_empty() {
             self.cp.announce(&mut tx, &changes).await?;
         }
-        let asked = std::time::Instant::now();
+        let asked = pharos_shared::time::Stopwatch::start();
         tx.commit().await.inspect_err(|e| self.cp.db.note(e))?;
         slow("committing", asked);
         match &self.cp.group {
             Some(group) => {
                 let seq = group.committed(changes);
                 drop(self.lock.take());
-                let asked = std::time::Instant::now();
+                let asked = pharos_shared::time::Stopwatch::start();
                 let synced = group.wait(seq).await;
                 slow("waiting for the group commit (fsync and publish)", asked);
                 synced
@@ -203,7 +203,7 @@ impl<'a> Write<'a> {
 const SLOW_PHASE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Logs `phase` when it took longer than [`SLOW_PHASE`] since `since`.
-pub(super) fn slow(phase: &'static str, since: std::time::Instant) {
+pub(super) fn slow(phase: &'static str, since: pharos_shared::time::Stopwatch) {
     let took = since.elapsed();
     if took > SLOW_PHASE {
         tracing::warn!(

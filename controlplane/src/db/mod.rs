@@ -473,10 +473,7 @@ impl Db {
     /// for rows of `additional_claims` (migration 5). Each move is a no-op once done, so a
     /// crash between the schema migration and the move is repaired by the next start.
     pub async fn move_data(&self) -> Result<()> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
+        let now = pharos_shared::time::Clock::now(&pharos_shared::time::SystemClock);
         let mut tx = self.begin().await?;
         let moved = claims::move_general_claims(self, &mut tx, now).await?;
         tx.commit().await?;

@@ -21,7 +21,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
@@ -29,7 +28,7 @@ use http::uri::PathAndQuery;
 use http::{HeaderName, Method, header};
 use pharos_shared::client_ip::TrustedProxies;
 use pharos_shared::config::Settings;
-use pharos_shared::time::Clock;
+use pharos_shared::time::{Clock, Stopwatch};
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
@@ -113,7 +112,7 @@ impl Capture {
         if self.preflights_answered && req.method() == Method::OPTIONS {
             return None;
         }
-        let start = Instant::now();
+        let start = Stopwatch::start();
         let endpoint = match normalised(req.uri().path()) {
             Cow::Borrowed(_) => match req.uri().path_and_query() {
                 // The label is read back from the path when the answer is ready: a reference
@@ -220,7 +219,7 @@ impl Endpoint {
 /// [`Observation::finish`] sees its answer.
 #[derive(Debug)]
 pub struct Observation {
-    start: Instant,
+    start: Stopwatch,
     endpoint: Endpoint,
     record: Option<StatsRecord>,
     slot: Option<ClientEntitySlot>,

@@ -7,6 +7,9 @@
 //! Arrows run one way: the binary → the control plane and the data plane → this crate →
 //! `pharos-shared` (pure domain logic, no I/O). Neither plane imports the other.
 
+// Unit tests measure real time and sleep on purpose (clippy.toml bans both elsewhere).
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 pub mod command;
 pub mod error_body;
 pub mod jti;

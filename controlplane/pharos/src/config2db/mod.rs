@@ -236,10 +236,8 @@ pub fn run(config: Option<&Path>, args: &Args, env: &[(String, String)]) -> Exit
 }
 
 fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+    use pharos_shared::time::Clock as _;
+    pharos_shared::time::SystemClock.now()
 }
 
 /// Connects (migrating first, as `pharos serve` does), decides, and writes unless dry-run. A dry

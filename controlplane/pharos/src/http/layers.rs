@@ -16,7 +16,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use pharos_shared::time::{Stopwatch, seed_nanos};
 
 use axum::Router;
 use axum::body::Body;
@@ -148,7 +150,7 @@ where
 /// What the access log needs, captured only when it is on.
 #[derive(Debug)]
 struct AccessLine {
-    start: Instant,
+    start: Stopwatch,
     method: Method,
     path: String,
     peer: String,
@@ -181,7 +183,7 @@ where
         };
         let access = tracing::enabled!(target: ACCESS_TARGET, tracing::Level::INFO).then(|| {
             Box::new(AccessLine {
-                start: Instant::now(),
+                start: Stopwatch::start(),
                 method: req.method().clone(),
                 path: req.uri().path().to_string(),
                 peer: self
@@ -382,12 +384,7 @@ impl CounterRequestId {
             let random = |salt: u64| {
                 let mut h = RandomState::new().build_hasher();
                 h.write_u64(salt);
-                h.write_u128(
-                    SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_nanos())
-                        .unwrap_or_default(),
-                );
+                h.write_u128(seed_nanos());
                 h.write_u32(std::process::id());
                 h.finish()
             };
