@@ -197,9 +197,12 @@ async fn an_external_mark_is_fetched_renewed_and_dropped_once_expired() {
             "refresh_grace_period": 300, "refresh_rate_limit": 60});
         let (s, row) = p.admin(Method::POST, PATH, Some(body)).await;
         assert_eq!(s, 201, "{row}");
-        assert_eq!(
-            (row["trust_mark"].clone(), row["refresh"].clone()),
-            (Value::Null, json!(true))
+        assert_eq!(row["refresh"], json!(true), "{row}");
+        // The admin change wakes the refresher, which may fetch the mark before this answer
+        // reads the row back: none yet, or the issuer's mark already.
+        assert!(
+            row["trust_mark"].is_null() || row["trust_mark"].is_string(),
+            "{row}"
         );
 
         let marks = until_published(&p, &clock).await;
