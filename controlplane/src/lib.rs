@@ -12,7 +12,7 @@
 pub mod admin;
 pub mod backup;
 pub mod checks;
-pub mod collect;
+pub mod collector;
 pub mod command_dispatch;
 pub mod console;
 pub mod control_plane;

@@ -204,7 +204,7 @@ impl App {
         ));
         let (cp, fetcher) = (control.clone(), Arc::new(control.outbound.clone()));
         tasks.push(leadership.supervise(shutdown.clone(), move |t| {
-            pharos_controlplane::collect::job::spawn(cp.clone(), fetcher.clone(), t)
+            pharos_controlplane::collector::job::spawn(cp.clone(), fetcher.clone(), t)
         }));
         let cp = control.clone();
         tasks.push(leadership.supervise(shutdown.clone(), move |t| {

@@ -283,7 +283,7 @@ impl Writes {
             hints.push((hint.clone(), body));
         }
         for ta in &plan.trust_anchors {
-            pharos_controlplane::admin::body::entity_id("--trust-anchor", ta)
+            pharos_controlplane::admin::extract::entity_id("--trust-anchor", ta)
                 .map_err(|e| refused("--trust-anchor", e))?;
         }
         let mut endpoints = Vec::new();

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::body::Json;
+use super::extract::Json;
 use super::kms::revoke_params;
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};

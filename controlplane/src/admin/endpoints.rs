@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::body::{Json, http_url};
+use super::extract::{Json, http_url};
 use super::trust_anchors::TrustAnchorRecord;
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};

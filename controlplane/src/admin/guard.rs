@@ -3,7 +3,7 @@
 //! A browser attaches an operator's credentials (Basic auth it remembers, a loopback address)
 //! to requests that any web page makes, and `text/plain` or form POSTs need no CORS preflight.
 //! Two checks stop such writes: JSON bodies must be declared `application/json`
-//! ([`crate::admin::body`]), and a write whose `Origin` is neither this API's own origin nor an
+//! ([`crate::admin::extract`]), and a write whose `Origin` is neither this API's own origin nor an
 //! origin the operator allowed (`api.admin.cors.allow_origins`, when CORS is on) is refused
 //! here with 403. Scripts and CLIs send no `Origin` and are not affected; reads are protected by
 //! the browser's same-origin policy (no CORS headers, no readable response).

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::body::{Json, Text, integer};
+use super::extract::{Json, Text, integer};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::{ControlPlane, Write};

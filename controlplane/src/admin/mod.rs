@@ -6,8 +6,7 @@
 pub mod actor;
 pub mod api_keys;
 pub mod auth;
-pub mod bodies;
-pub mod body;
+pub mod body_checks;
 pub mod bootstrap;
 pub mod claims;
 pub mod docs;
@@ -15,6 +14,7 @@ pub mod documents;
 pub mod endpoints;
 pub mod entity_configuration;
 pub mod error;
+pub mod extract;
 pub mod guard;
 pub mod kms;
 pub mod login_limit;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::body::{Json, entity_id};
+use super::extract::{Json, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
 
 /// This module's routes, merged by [`crate::admin::routes`].

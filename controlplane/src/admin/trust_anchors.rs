@@ -10,7 +10,7 @@ use pharos_shared::jose::Jwks;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::body::{Json, entity_id};
+use super::extract::{Json, entity_id};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::{ControlPlane, Section};

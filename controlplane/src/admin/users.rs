@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::actor::Actor;
-use super::body::Json;
+use super::extract::Json;
 use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;

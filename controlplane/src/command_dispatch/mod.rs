@@ -20,8 +20,8 @@
 //!   and single flight per entity ([`enroll`]).
 //! - trust mark eligibility checks: [`eligibility::CHECKS_AT_ONCE`], single flight per
 //!   (type, subject), cached verdicts answered without a slot ([`eligibility`]).
-//! - on-demand entity collections: `collect::demand::COLLECTIONS_AT_ONCE` walks, single
-//!   flight per Trust Anchor, results cached briefly (`collect::demand`).
+//! - on-demand entity collections: `collector::demand::COLLECTIONS_AT_ONCE` walks, single
+//!   flight per Trust Anchor, results cached briefly (`collector::demand`).
 //!
 //! A command over its kind's bound is answered [`Refused::Busy`] at once (the data plane
 //! renders 503 `temporarily_unavailable`). So the number of tasks and outbound connections
@@ -84,14 +84,14 @@ pub struct Dispatcher<F> {
     mark_requests: Arc<Semaphore>,
     enrollments: enroll::Enrollments,
     eligibility: Eligibility,
-    collections: Arc<crate::collect::demand::OnDemand>,
+    collections: Arc<crate::collector::demand::OnDemand>,
 }
 
 impl<F: Fetcher + 'static> Dispatcher<F> {
     /// A dispatcher running triggers and pushes on `refreshers` (and its control plane).
     pub fn new(refreshers: Arc<Refreshers<F>>) -> Self {
         Self {
-            collections: crate::collect::demand::OnDemand::new(refreshers.control().clone()),
+            collections: crate::collector::demand::OnDemand::new(refreshers.control().clone()),
             refreshers,
             triggers: Flights::new(TRIGGER_WAITERS),
             pushes: Arc::new(Semaphore::new(PUSHES_AT_ONCE)),

@@ -6,5 +6,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pharos_controlplane::admin::bodies::check_all(data);
+    let _ = pharos_controlplane::admin::body_checks::check_all(data);
 });

@@ -19,8 +19,8 @@
 //! [`crate::Error::InvalidTrustChain`]; metadata policy failures stay
 //! [`crate::Error::InvalidPolicy`] / [`crate::Error::InvalidMetadata`].
 
+mod candidates;
 mod claims;
-mod collect;
 mod freshness;
 mod resolve;
 mod response;
@@ -36,8 +36,8 @@ use crate::Error;
 use crate::interop::Interop;
 use crate::jose::Jwks;
 
+pub use candidates::Fetcher;
 pub use claims::STANDARD_CLAIMS;
-pub use collect::Fetcher;
 pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;
 pub use response::{

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 
 use serde_json::Value;
 
-use super::collect::{Collected, collect};
+use super::candidates::{Collected, collect};
 use super::validate::{ValidatedChain, validate_chain};
 use super::{AnchorSpec, Fetcher, ResolveRequest, ResolvedChain, invalid};
 use crate::{Error, Result};

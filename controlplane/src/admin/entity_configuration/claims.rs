@@ -8,9 +8,9 @@ use axum::response::IntoResponse;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::claims::{self, ClaimInput};
 use crate::admin::error::ApiResult;
+use crate::admin::extract::Json;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::claims::{ClaimRow, Scope};
 

@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::{Json, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::{Json, entity_id};
 use crate::control_plane::{ControlPlane, Section};
 use crate::db::entity_config::{self as repo, AuthorityHint};
 

@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::documents::{Doc, Owner, ops};
 use crate::admin::error::ApiResult;
+use crate::admin::extract::Json;
 
 const EC: Owner<'static> = Owner::EntityConfiguration;
 

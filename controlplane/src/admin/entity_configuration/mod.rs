@@ -14,7 +14,7 @@ use pharos_shared::entity_configuration::payload;
 use serde_json::{Value, json};
 use utoipa_axum::routes;
 
-use super::body::{Text, integer};
+use super::extract::{Text, integer};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::{ControlPlane, Section};

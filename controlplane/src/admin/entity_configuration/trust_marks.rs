@@ -23,8 +23,8 @@ use utoipa::ToSchema;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::{Json, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::{Json, entity_id};
 use crate::control_plane::{ControlPlane, Section};
 use crate::db::published_marks::{self as repo, PublishedRow, PublishedWrite};
 use crate::refresh::held_marks::self_issue;

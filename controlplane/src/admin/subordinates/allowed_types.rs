@@ -8,9 +8,9 @@ use serde_json::Value;
 
 use super::{Cp, created_or_ok};
 use crate::admin::actor::Actor;
-use crate::admin::body::Text;
 use crate::admin::documents::{self as docs, Doc, target};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::Text;
 use crate::control_plane::ControlPlane;
 
 const KEY: &str = "allowed_entity_types";

@@ -11,9 +11,9 @@ use utoipa::ToSchema;
 
 use super::{Cp, find};
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::claims::{self, ClaimInput};
 use crate::admin::error::ApiResult;
+use crate::admin::extract::Json;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::claims::Scope;
 use crate::db::subordinates::SubordinateRow;

@@ -13,8 +13,8 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{BasicRecord, Cp, FullRecord, find, full};
 use crate::admin::actor::Actor;
-use crate::admin::body::{Json, Text, entity_id};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::{Json, Text, entity_id};
 use crate::admin::trust_anchors::validate_jwks;
 use crate::db::subordinates::{self as repo, BasicWrite, PageFilter, SubKey};
 

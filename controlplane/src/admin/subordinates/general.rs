@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::{Json, Text, integer};
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::{Json, Text, integer};
 use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::settings;
 

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::{Cp, find};
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::Json;
 use crate::admin::trust_anchors::validate_jwks;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::subordinates::{self as repo, SubordinateRow};

@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use super::Cp;
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::documents::Doc;
 use crate::admin::documents::ops;
 use crate::admin::error::ApiResult;
+use crate::admin::extract::Json;
 
 /// This module's routes, merged by [`crate::admin::routes`].
 pub fn routes() -> crate::admin::Routes {

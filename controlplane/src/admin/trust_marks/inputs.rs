@@ -11,8 +11,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::type_key;
-use crate::admin::body::entity_id;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::entity_id;
 use crate::admin::trust_anchors::validate_jwks;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::trust_mark_parties::{self as parties, Key};

@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::types::check_type_name;
-use crate::admin::body::http_url;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::admin::extract::http_url;
 use crate::db::trust_mark_specs::{SpecRow, SpecWrite};
 
 /// Body of `POST` / `PUT` (and, merged over the stored spec, `PATCH`)

@@ -8,8 +8,8 @@ use super::spec_input::claims_object;
 use super::subjects::store;
 use super::{Cp, find_spec, find_subject};
 use crate::admin::actor::Actor;
-use crate::admin::body::Json;
 use crate::admin::error::ApiResult;
+use crate::admin::extract::Json;
 use crate::control_plane::ControlPlane;
 use crate::db::trust_mark_subjects::SubjectWrite;
 

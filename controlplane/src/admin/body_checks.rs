@@ -14,13 +14,13 @@ use pharos_shared::policy::WriteRules;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::admin::body::{entity_id, integer};
 use crate::admin::claims::{ClaimInput, check_list};
 use crate::admin::documents::{self, Doc};
 use crate::admin::endpoints::{EndpointInput, parse_type};
 use crate::admin::entity_configuration::hints::HintInput;
 use crate::admin::entity_configuration::trust_marks::HeldInput;
 use crate::admin::error::ApiResult;
+use crate::admin::extract::{entity_id, integer};
 use crate::admin::trust_anchors::{TrustAnchorInput, validate, validate_jwks};
 use crate::admin::trust_marks::inputs::{IssuerInput, OwnerInput};
 use crate::admin::trust_marks::issuers::IssuerBody;
@@ -38,7 +38,7 @@ const US: &str = "https://pharos.example";
 /// A fixed clock for the checks that need one.
 const NOW: i64 = 1_700_000_000;
 
-/// The JSON body extractor's parse ([`crate::admin::body::Json`] uses `serde_json` alike).
+/// The JSON body extractor's parse ([`crate::admin::extract::Json`] uses `serde_json` alike).
 fn parse<T: DeserializeOwned>(data: &[u8]) -> Option<T> {
     serde_json::from_slice(data).ok()
 }
@@ -172,7 +172,7 @@ pub fn check_all(data: &[u8]) -> usize {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-#[path = "bodies_prop_tests.rs"]
+#[path = "body_checks_prop_tests.rs"]
 mod prop_tests;
 
 #[cfg(test)]
