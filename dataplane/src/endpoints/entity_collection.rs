@@ -99,9 +99,7 @@ fn key(
     cfg: &EntityCollectionConfig,
     generation: u64,
 ) -> Result<(u64, Arc<CollectionQuery>), FedError> {
-    let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
+    let params = super::query::pairs(query.as_bytes());
     let q = CollectionQuery::parse(&params, pagination_limit(cfg).is_some())?;
     Ok((generation, Arc::new(q)))
 }

@@ -74,11 +74,7 @@ pub async fn trigger_unauthenticated(dp: &DataPlane, req: Request) -> Response {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
-    let from_pairs = |b: &[u8]| {
-        form_urlencoded::parse(b)
-            .find(|(k, _)| k == "sub")
-            .map(|(_, v)| v.into_owned())
-    };
+    let from_pairs = |b: &[u8]| super::query::first(b, "sub");
     let sub = if json {
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(v) => v.get("sub").and_then(Value::as_str).map(str::to_owned),

@@ -19,6 +19,7 @@ pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
 pub mod list;
+mod query;
 pub mod resolve;
 pub mod trust_mark;
 pub(crate) mod trust_mark_eligibility;
@@ -223,12 +224,11 @@ async fn jwks_update_trigger(call: Call<'_>) -> Response {
 
 /// Query string for GET, form body for POST.
 async fn params(req: Request) -> Result<Vec<(String, String)>, FedError> {
-    let parse = |b: &[u8]| form_urlencoded::parse(b).into_owned().collect::<Vec<_>>();
     if req.method() == Method::POST {
         let body = axum::body::to_bytes(req.into_body(), MAX_FORM_BYTES)
             .await
             .map_err(|e| FedError::invalid_request(format!("cannot read the form body: {e}")))?;
-        return Ok(parse(&body));
+        return Ok(query::pairs(&body));
     }
-    Ok(parse(req.uri().query().unwrap_or("").as_bytes()))
+    Ok(query::pairs(req.uri().query().unwrap_or("").as_bytes()))
 }

@@ -123,9 +123,7 @@ async fn anonymous_get(
 ) -> Response {
     let front = front_cached(entry);
     dp.caches.miss(Cache::Resolve);
-    let form: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .collect();
+    let form = super::query::pairs(query.as_bytes());
     match answer(dp, snap, entry, &form, &Caller::Anonymous).await {
         Ok(a) => {
             if front && a.valid_until > now {
