@@ -1,8 +1,8 @@
 //! Verifying compact JWS against a JWK Set.
 
-use josekit::jws::{self, JwsVerifier};
 use std::sync::OnceLock;
 
+use josekit::jws::{self, JwsVerifier};
 use openssl::bn::{BigNum, BigNumContext};
 use openssl::ec::{EcGroup, EcKey, EcPoint};
 use openssl::ecdsa::EcdsaSig;
