@@ -25,8 +25,6 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{self, cors, layers, tls};
-use crate::metrics::Metrics;
 use pharos_controlplane::admin;
 use pharos_controlplane::command_dispatch;
 use pharos_controlplane::control_plane::ControlPlane;
@@ -36,6 +34,9 @@ use pharos_controlplane::error::{Error, Result};
 use pharos_controlplane::leadership::Leadership;
 use pharos_controlplane::refresh::Refreshers;
 use pharos_controlplane::stats::Statistics;
+
+use crate::http::{self, cors, layers, tls};
+use crate::metrics::Metrics;
 
 /// How long shutdown waits for borrowed database connections to be returned.
 const POOL_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

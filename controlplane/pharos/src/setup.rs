@@ -16,10 +16,11 @@ use pharos_shared::policy::WriteRules;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use pharos_controlplane::admin::password_policy;
+
 use crate::cli_admin::client::{Body, Client, entity_jwks, one_line};
 use crate::cli_admin::commands::{default_path, enable_endpoint};
 use crate::cli_admin::{Connection, Failure};
-use pharos_controlplane::admin::password_policy;
 
 /// The roles the wizard knows, each with its default endpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -18,9 +18,10 @@ use pharos_shared::refresh::Backoff;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::Listeners;
 use pharos_controlplane::db::Db;
 use pharos_controlplane::error::{Error, Result};
+
+use crate::app::Listeners;
 
 /// Longest delay between two attempts.
 const MAX_DELAY: Duration = Duration::from_secs(30);
