@@ -1,6 +1,6 @@
-//! The single place where the control plane's reasons for a failed command ([`pharos_runtime::command`]'s
-//! error types) become federation error responses (`{"error","error_description"}` and a
-//! status).
+//! The single place where the control plane's reasons for a failed command (the error types
+//! of [`pharos_runtime::command`]) become federation error responses
+//! (`{"error","error_description"}` and a status).
 //!
 //! The statuses below are the ones clients have always seen, so changing one is a visible
 //! change of the endpoint and belongs in its documentation.
