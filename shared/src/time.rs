@@ -44,11 +44,6 @@ impl Stopwatch {
     pub fn elapsed(&self) -> std::time::Duration {
         self.0.elapsed()
     }
-
-    /// The instant it started (for APIs that take one, such as a cache's expiry).
-    pub fn started(&self) -> std::time::Instant {
-        self.0
-    }
 }
 
 /// Nanoseconds of the wall clock as seed material (mixed into the request id generator's

@@ -112,13 +112,13 @@ fn flag(name: &str, v: &str) -> Result<bool, FedError> {
 fn filters(query: &str) -> Result<Filters, FedError> {
     let mut f = Filters::default();
     let mut entity_types = 0;
-    for (k, v) in super::query::pairs(query.as_bytes()) {
+    for (k, v) in super::query::borrowed(query.as_bytes()) {
         match &*k {
             "entity_type" => {
                 entity_types += 1;
                 bound_values(&k, entity_types).map_err(FedError::invalid_request)?;
                 if !v.is_empty() {
-                    f.entity_types.push(v);
+                    f.entity_types.push(v.into_owned());
                 }
             }
             "trust_marked" => f.trust_marked = flag(&k, &v)?,
@@ -127,7 +127,7 @@ fn filters(query: &str) -> Result<Filters, FedError> {
                     "parameter 'trust_mark_type' given more than once",
                 ));
             }
-            "trust_mark_type" if !v.is_empty() => f.trust_mark_type = Some(v),
+            "trust_mark_type" if !v.is_empty() => f.trust_mark_type = Some(v.into_owned()),
             "intermediate" => f.intermediate = flag(&k, &v)?,
             _ => {}
         }
