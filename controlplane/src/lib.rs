@@ -20,6 +20,7 @@ pub mod db;
 pub mod error;
 pub mod keys;
 pub mod leadership;
+pub mod new_subordinate;
 pub mod private_files;
 pub mod refresh;
 pub mod stats;

@@ -138,7 +138,8 @@ impl DataPlane {
             historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
             list_cache: endpoints::list::ListCache::new(),
             collection_cache: Default::default(),
-            fetch_flights: endpoints::fetch::Flights::default(),
+            // Unbounded per key: the burst is bounded by the requests in progress.
+            fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),
             trust_mark_status_cache: Default::default(),
             trust_mark_listing_cache: Default::default(),
             caches: Arc::default(),

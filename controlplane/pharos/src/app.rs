@@ -145,8 +145,8 @@ impl App {
 
         let admin = &settings.api.admin;
         let separate_admin = admin.enabled && admin.port != 0;
-        let main_cors = cors::layer(&(&settings.server.cors).into())?;
-        let admin_cors = cors::layer(&(&admin.cors).into())?;
+        let main_cors = cors::layer("server.cors", &settings.server.cors)?;
+        let admin_cors = cors::layer("api.admin.cors", &admin.cors)?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate(&settings.entity_id));
         let resolver: Arc<dyn pharos_runtime::resolver_caches::ResolverCaches> =
             data.resolve.clone();

@@ -10,7 +10,7 @@
 
 use axum::http::header::{HOST, ORIGIN};
 use axum::http::{HeaderMap, Method};
-use pharos_shared::config::AdminCors;
+use pharos_shared::config::CorsSettings;
 
 use crate::admin::error::ApiError;
 
@@ -20,7 +20,7 @@ pub fn is_write(method: &Method) -> bool {
 }
 
 /// Refuses a write sent by a page of another origin.
-pub fn check_origin(headers: &HeaderMap, cors: &AdminCors) -> Result<(), ApiError> {
+pub fn check_origin(headers: &HeaderMap, cors: &CorsSettings) -> Result<(), ApiError> {
     let Some(origin) = headers.get(ORIGIN) else {
         return Ok(());
     };
@@ -53,12 +53,12 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
 
 /// The origin is listed in the admin CORS configuration (a wildcard allows no writes: it is
 /// meant for reads from dashboards, not for handing the API to every site).
-fn allowed(origin: &str, cors: &AdminCors) -> bool {
+fn allowed(origin: &str, cors: &CorsSettings) -> bool {
     cors.enabled
         && cors
             .allow_origins
-            .split(',')
-            .map(str::trim)
+            .items()
+            .iter()
             .any(|o| o != "*" && o.eq_ignore_ascii_case(origin))
 }
 
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn scripts_and_same_origin_pages_may_write() {
-        let cors = AdminCors::default();
+        let cors = CorsSettings::admin();
         assert!(check_origin(&headers(None, "127.0.0.1:7672"), &cors).is_ok());
         let same = headers(Some("http://127.0.0.1:7672"), "127.0.0.1:7672");
         assert!(check_origin(&same, &cors).is_ok());
@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn other_origins_are_refused_unless_listed() {
-        let mut cors = AdminCors::default();
+        let mut cors = CorsSettings::admin();
         let evil = headers(Some("https://evil.example"), "127.0.0.1:7672");
         assert!(matches!(
             check_origin(&evil, &cors),

@@ -13,13 +13,13 @@ use std::time::Duration;
 use moka::sync::Cache;
 use pharos_runtime::command::{CollectError, CollectReply, Refused};
 use pharos_runtime::outbound::HttpFetcher;
+use pharos_runtime::single_flight::{Flights, Joined};
 use pharos_shared::collection::Collection;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType, EntityCollectionConfig};
 use pharos_shared::snapshot::Snapshot;
 use tokio::sync::Semaphore;
 
 use super::walk::{Limits, walk};
-use crate::command_dispatch::flights::{Flights, Joined};
 use crate::control_plane::ControlPlane;
 
 /// Walks running at once for requests.
@@ -52,7 +52,7 @@ pub struct OnDemand {
     cp: Arc<ControlPlane>,
     fetcher: Arc<HttpFetcher>,
     running: Arc<Semaphore>,
-    flights: Arc<Flights<Outcome>>,
+    flights: Arc<Flights<String, Outcome>>,
     cache: Cache<String, Arc<Collection>>,
 }
 

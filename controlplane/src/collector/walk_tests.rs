@@ -319,9 +319,14 @@ async fn skipped_members_and_listings_are_logged() {
         .with_ansi(false)
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    // Another test's thread may have cached "nobody listens" for these callsites while no
-    // subscriber was set; make them ask again now that this thread has one.
+    // Another test's thread may be registering these callsites as "nobody listens" while this
+    // one sets its subscriber. A first walk makes sure every callsite is registered; then they
+    // are asked again, and the walk that counts runs.
+    walk(&f, &anchor("https://ta"), &limits(100), NOW)
+        .await
+        .unwrap();
     tracing::callsite::rebuild_interest_cache();
+    out.0.lock().unwrap().clear();
     let w = walk(&f, &anchor("https://ta"), &limits(100), NOW)
         .await
         .unwrap();

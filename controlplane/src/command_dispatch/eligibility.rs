@@ -15,13 +15,13 @@
 use std::sync::Arc;
 
 use pharos_runtime::command::{CheckError, Refused, Reply};
+use pharos_runtime::single_flight::{Flights, Joined};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Checker, Denial, Verdict, check};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark_issuer::IssuanceSpec;
 use tokio::sync::Semaphore;
 
-use super::flights::{Flights, Joined};
 use crate::checks::Env;
 use crate::checks::entity::fetch_configuration;
 use crate::control_plane::ControlPlane;
@@ -48,7 +48,7 @@ struct Cached {
 #[derive(Debug)]
 pub struct Eligibility {
     slots: Arc<Semaphore>,
-    flights: Arc<Flights<Outcome>>,
+    flights: Arc<Flights<String, Outcome>>,
     verdicts: moka::sync::Cache<(String, String), Arc<Cached>>,
 }
 

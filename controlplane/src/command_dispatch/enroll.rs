@@ -6,7 +6,8 @@
 //! [`ENROLLMENTS_AT_ONCE`] flights at once (a fetch plus a check each, and checks may resolve
 //! trust chains); a flight over that bound is refused at once (`503`).
 //!
-//! A flight: the stored status decides first (active, pending, blocked, inactive: nothing to
+//! A flight: the stored status (of the entity, or of another spelling of it with the same
+//! Entity Configuration URL) decides first (active, pending, blocked, inactive: nothing to
 //! fetch). An existing row is never changed by an enrollment: its status, keys and types are
 //! an administrator's (enrollment creates only active or pending rows, so an inactive one was
 //! set by an administrator, and only an administrator reactivates it). Otherwise the entity's
@@ -16,8 +17,8 @@
 //! which its metadata must declare, or else the metadata's keys; and the endpoint's check
 //! runs — all before the writer lock, so a slow check never holds up other writes. Then,
 //! under the lock, the row is read again (an administrator or another endpoint may have
-//! decided meanwhile) and the entity is inserted with the repository function of the Admin
-//! API's subordinate create, and a history event by the requester. Publishing the
+//! decided meanwhile) and the entity is created by the sequence the Admin API's create uses
+//! ([`new_subordinate`]), with a history event by the requester. Publishing the
 //! subordinate also starts its key polling when `enable_jwks_update` is set, as for the Admin
 //! API.
 //!
@@ -26,6 +27,7 @@
 use std::sync::Arc;
 
 use pharos_runtime::command::{EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused, Reply};
+use pharos_runtime::single_flight::{Flights, Joined};
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Verdict, check};
 use pharos_shared::jose::Jwks;
@@ -33,11 +35,11 @@ use pharos_shared::key_update::check_new_keys;
 use pharos_shared::subordinate::SubordinateStatus;
 use tokio::sync::Semaphore;
 
-use super::flights::{Flights, Joined};
 use crate::checks::Env;
 use crate::checks::entity::{Fetched, fetch_configuration};
 use crate::control_plane::ControlPlane;
-use crate::db::subordinates::{self as repo, BasicWrite, SubKey, SubordinateRow};
+use crate::db::subordinates::BasicWrite;
+use crate::new_subordinate::{self, NewSubordinate};
 
 /// Enrollments (fetch + check + write) in progress at once.
 pub const ENROLLMENTS_AT_ONCE: usize = 8;
@@ -54,7 +56,7 @@ type Outcome = Result<EnrollOutcome, EnrollError>;
 /// The enrollments in flight and their bound.
 #[derive(Debug)]
 pub struct Enrollments {
-    flights: Arc<Flights<Outcome>>,
+    flights: Arc<Flights<String, Outcome>>,
     slots: Arc<Semaphore>,
 }
 
@@ -148,7 +150,7 @@ async fn run<F: Fetcher>(
     e: &Enrollment,
 ) -> crate::Result<Outcome> {
     // Read outside the lock only to spare a fetch; the write reads again under it.
-    if let Some(r) = stored(cp, &e.sub).await? {
+    if let Some(r) = new_subordinate::taken(cp, &e.sub).await? {
         return Ok(decided(&r.status));
     }
     let now = cp.now();
@@ -180,10 +182,6 @@ async fn run<F: Fetcher>(
         return Ok(Err(EnrollError::Denied(d)));
     }
     store(cp, e, &jwks, &types).await
-}
-
-async fn stored(cp: &ControlPlane, sub: &str) -> crate::Result<Option<SubordinateRow>> {
-    repo::get(&cp.db, SubKey::EntityId(sub)).await
 }
 
 /// The configuration's `jwks`, as the subordinate's keys: a valid public key set, the rule
@@ -254,24 +252,23 @@ async fn store(
         ),
     };
     let mut w = cp.write(Some(&e.actor)).await;
-    if let Some(r) = stored(cp, &e.sub).await? {
+    if let Some(r) = new_subordinate::taken(cp, &e.sub).await? {
         // Decided meanwhile (an administrator or another endpoint): left as it is.
         return Ok(decided(&r.status));
     }
-    let now = cp.now();
-    let tx = w.tx().await?;
-    let basic = BasicWrite {
-        description: what.into(),
-        status: status.as_str().into(),
-        enable_jwks_update: e.poll.is_some(),
-        jwks_poll_interval: e.poll.unwrap_or(0),
-    };
     let keys = Some(jwks.clone());
-    let id = repo::insert(&cp.db, tx, &e.sub, &basic, &keys, now).await?;
-    repo::set_types(&cp.db, tx, id, types).await?;
-    w.subordinate_event(id, status.as_str(), "created", Some(what.to_owned()))
-        .await?;
-    w.touch_subordinate(&e.sub);
+    let new = NewSubordinate {
+        entity_id: &e.sub,
+        basic: BasicWrite {
+            description: what.into(),
+            status: status.as_str().into(),
+            enable_jwks_update: e.poll.is_some(),
+            jwks_poll_interval: e.poll.unwrap_or(0),
+        },
+        jwks: &keys,
+        entity_types: types,
+    };
+    new_subordinate::insert(cp, &mut w, &new, what).await?;
     w.commit().await?;
     Ok(Ok(outcome))
 }

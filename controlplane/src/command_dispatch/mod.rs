@@ -8,7 +8,7 @@
 //!
 //! - jwks_update_trigger: one fetch slot of the refreshers ([`Refreshers::try_fetch_permit`],
 //!   shared with the polls, `federation.refresh_concurrency`), and single flight per
-//!   subordinate ([`flights`]): a trigger naming a subordinate already being fetched waits for
+//!   subordinate ([`Flights`]): a trigger naming a subordinate already being fetched waits for
 //!   that fetch's outcome instead of starting another, without a task of its own.
 //! - jwks_update: [`PUSHES_AT_ONCE`] (each takes the writer lock; more would only queue).
 //! - client assertion `jti` records: [`JTI_RECORDS_AT_ONCE`] (one insert each).
@@ -29,7 +29,6 @@
 
 pub mod eligibility;
 pub mod enroll;
-pub mod flights;
 pub mod trust_marks;
 
 #[cfg(test)]
@@ -49,6 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pharos_runtime::command::{Command, JtiError, Refused, Reply, TriggerError};
+use pharos_runtime::single_flight::{Flights, Joined};
 use pharos_shared::chain::Fetcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -57,7 +57,6 @@ use crate::control_plane::ControlPlane;
 use crate::db;
 use crate::refresh::Refreshers;
 use eligibility::Eligibility;
-use flights::{Flights, Joined};
 
 /// Pushed key sets verified and stored at once (each holds the writer lock while it works).
 pub const PUSHES_AT_ONCE: usize = 8;
@@ -77,7 +76,7 @@ type TriggerOutcome = Result<bool, TriggerError>;
 #[derive(Debug)]
 pub struct Dispatcher<F> {
     refreshers: Arc<Refreshers<F>>,
-    triggers: Arc<Flights<TriggerOutcome>>,
+    triggers: Arc<Flights<String, TriggerOutcome>>,
     pushes: Arc<Semaphore>,
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,

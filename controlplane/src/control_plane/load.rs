@@ -13,7 +13,7 @@ use pharos_shared::snapshot::{
     EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
 };
 use pharos_shared::subordinate::{
-    GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates, entity_type,
+    GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
 };
 use pharos_shared::trust_mark_issuer::{Renewal, TrustMarks};
 use serde_json::Value;
@@ -72,7 +72,7 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
         let mut types: Vec<_> = r
             .registered_entity_types
             .iter()
-            .map(|t| entity_type(t))
+            .map(|t| subs.type_name(t))
             .collect();
         types.sort_unstable();
         let claims = claims.remove(&r.id).unwrap_or_default();
@@ -103,8 +103,9 @@ fn status(entity_id: &str, word: &str) -> SubordinateStatus {
     })
 }
 
-/// The snapshot form of a subordinate row.
-pub fn subordinate(r: SubordinateRow, version: u64) -> Subordinate {
+/// The snapshot form of a subordinate row, to go into `registry` (whose entity type names it
+/// shares).
+pub fn subordinate(r: SubordinateRow, version: u64, registry: &Subordinates) -> Subordinate {
     Subordinate {
         id: r.id,
         status: status(&r.entity_id, &r.status),
@@ -112,7 +113,7 @@ pub fn subordinate(r: SubordinateRow, version: u64) -> Subordinate {
         registered_entity_types: r
             .registered_entity_types
             .iter()
-            .map(|t| entity_type(t))
+            .map(|t| registry.type_name(t))
             .collect(),
         jwks: StoredJwks::new(&r.jwks.unwrap_or_default()),
         metadata: r.metadata.map(Box::new),

@@ -199,7 +199,13 @@ impl ControlPlane {
         for id in &c.subordinates {
             changed = true;
             let row = crate::db::subordinates::get(&self.db, SubKey::EntityId(id)).await?;
-            let sub = row.map(|r| Arc::new(load::subordinate(r, self.next_version())));
+            let sub = row.map(|r| {
+                Arc::new(load::subordinate(
+                    r,
+                    self.next_version(),
+                    &next.subordinates,
+                ))
+            });
             next.subordinates = Arc::new(next.subordinates.with(id, sub));
         }
         let one_by_one = !c.issued_marks.is_empty() || !c.mark_subjects.is_empty();

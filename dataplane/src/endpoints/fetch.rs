@@ -31,7 +31,7 @@ use crate::entity_configuration::CONTENT_TYPE;
 use crate::error::FedError;
 use crate::jwt_response::{cacheable, jwt};
 use pharos_runtime::signing;
-use pharos_runtime::single_flight::SingleFlight;
+use pharos_runtime::single_flight;
 
 /// Re-sign this long before the statement expires, and at the latest after `MAX_CACHE_AGE`.
 const REFRESH_BEFORE_EXP: i64 = 60;
@@ -84,7 +84,8 @@ fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
 
 /// Signings in flight, by subject and everything its statement is made from (the record's
 /// version, the general settings' version, the generation of our keys and registry).
-pub(crate) type Flights = SingleFlight<(Arc<str>, u64, u64, u64), Result<Tagged, FedError>>;
+pub(crate) type Flights =
+    Arc<single_flight::Flights<(Arc<str>, u64, u64, u64), Result<Tagged, FedError>>>;
 
 /// The subordinate an answer is about, or the error to answer with.
 fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinate>, FedError> {

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::CorsSettings;
+
 /// `api.*`; only the Admin API lives here today.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -30,7 +32,8 @@ pub struct AdminSettings {
     /// Argon2id parameters for admin user passwords.
     pub password_hashing: PasswordHashing,
     /// CORS of the Admin API (separate from `server.cors`).
-    pub cors: AdminCors,
+    #[serde(default = "CorsSettings::admin")]
+    pub cors: CorsSettings,
     /// Refuse (428) a `PUT`, `PATCH`, `DELETE` or `POST` into a document that carries no
     /// `If-Match`, so that every client shows which version it changes and no edit is made on
     /// a stale read. Off, such a write without `If-Match` is lighthouse-compatible (a
@@ -48,7 +51,7 @@ impl Default for AdminSettings {
             actor_source: ActorSource::BasicAuth,
             actor_header: "X-Actor".into(),
             password_hashing: PasswordHashing::default(),
-            cors: AdminCors::default(),
+            cors: CorsSettings::admin(),
             require_if_match: false,
         }
     }
@@ -100,41 +103,6 @@ impl Default for PasswordHashing {
             parallelism: 4,
             key_len: 64,
             salt_len: 32,
-        }
-    }
-}
-
-/// Admin API CORS; its own type because its defaults differ from `server.cors`
-/// (credentials on, OPTIONS allowed, one-hour preflight cache).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct AdminCors {
-    /// Add CORS headers at all.
-    pub enabled: bool,
-    /// Comma-separated origins or `*`.
-    pub allow_origins: String,
-    /// Comma-separated methods.
-    pub allow_methods: String,
-    /// Comma-separated request headers.
-    pub allow_headers: String,
-    /// Send `Access-Control-Allow-Credentials: true`.
-    pub allow_credentials: bool,
-    /// Comma-separated response headers exposed to scripts.
-    pub expose_headers: String,
-    /// Preflight cache time in seconds.
-    pub max_age: u64,
-}
-
-impl Default for AdminCors {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            allow_origins: "*".into(),
-            allow_methods: "GET,POST,HEAD,PUT,DELETE,PATCH,OPTIONS".into(),
-            allow_headers: "Origin,Content-Type,Accept,Authorization".into(),
-            allow_credentials: true,
-            expose_headers: String::new(),
-            max_age: 3_600,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod admin;
 mod cluster;
+mod comma_list;
 mod duration;
 mod legacy;
 mod load;
@@ -25,8 +26,9 @@ mod reference;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use admin::{ActorSource, AdminCors, AdminSettings, AdminTls, ApiSettings, PasswordHashing};
+pub use admin::{ActorSource, AdminSettings, AdminTls, ApiSettings, PasswordHashing};
 pub use cluster::{ClusterSettings, MAX_INSTANCE_ID};
+pub use comma_list::CommaList;
 pub use duration::Duration;
 pub use load::{Loaded, env_names, load, load_legacy};
 pub use server::{

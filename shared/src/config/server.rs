@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::Duration;
+use super::{CommaList, Duration};
 
 /// The main (federation) HTTP listener; the Admin API shares it unless `api.admin.port` is set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,22 +64,24 @@ pub struct ServerTls {
     pub key: String,
 }
 
-/// CORS of the main listener (lighthouse-compatible defaults; the Admin API has its own).
+/// CORS of a listener: `server.cors` (the main port, lighthouse-compatible defaults) and
+/// `api.admin.cors` (the Admin API: credentials on, `OPTIONS` allowed, a one-hour preflight
+/// cache; see [`CorsSettings::admin`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CorsSettings {
     /// Add CORS headers at all.
     pub enabled: bool,
     /// Comma-separated origins or `*`.
-    pub allow_origins: String,
-    /// Comma-separated methods.
-    pub allow_methods: String,
-    /// Comma-separated request headers.
-    pub allow_headers: String,
+    pub allow_origins: CommaList,
+    /// Comma-separated methods or `*`.
+    pub allow_methods: CommaList,
+    /// Comma-separated request headers or `*`.
+    pub allow_headers: CommaList,
     /// Send `Access-Control-Allow-Credentials: true`.
     pub allow_credentials: bool,
     /// Comma-separated response headers exposed to scripts.
-    pub expose_headers: String,
+    pub expose_headers: CommaList,
     /// Preflight cache time in seconds (0 = header omitted).
     pub max_age: u64,
 }
@@ -90,10 +92,24 @@ impl Default for CorsSettings {
             enabled: false,
             allow_origins: "*".into(),
             allow_methods: "GET,POST,HEAD,PUT,DELETE,PATCH".into(),
-            allow_headers: String::new(),
+            allow_headers: CommaList::default(),
             allow_credentials: false,
-            expose_headers: String::new(),
+            expose_headers: CommaList::default(),
             max_age: 0,
+        }
+    }
+}
+
+impl CorsSettings {
+    /// The Admin API's defaults: a console calls it with credentials, so enabling admin CORS
+    /// means listing the consoles' origins (`*` with credentials is refused at start-up).
+    pub fn admin() -> Self {
+        Self {
+            allow_methods: "GET,POST,HEAD,PUT,DELETE,PATCH,OPTIONS".into(),
+            allow_headers: "Origin,Content-Type,Accept,Authorization".into(),
+            allow_credentials: true,
+            max_age: 3_600,
+            ..Self::default()
         }
     }
 }

@@ -16,7 +16,8 @@ use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::admin::extract::{Json, Text, entity_id};
 use crate::admin::trust_anchors::validate_jwks;
-use crate::db::subordinates::{self as repo, BasicWrite, PageFilter, SubKey};
+use crate::db::subordinates::{self as repo, BasicWrite, PageFilter};
+use crate::new_subordinate::{self, NewSubordinate};
 
 /// This module's routes, merged by [`crate::admin::routes`].
 pub fn routes() -> crate::admin::Routes {
@@ -172,18 +173,6 @@ impl CreateInput {
     }
 }
 
-/// The other spellings of `entity` with the same Entity Configuration URL: the specification
-/// removes a terminating `/` before appending `/.well-known/openid-federation`, so
-/// `https://x.example` and `https://x.example/` name one configuration, whose `sub` only one
-/// of them can match.
-pub fn same_configuration(entity: &str) -> Vec<String> {
-    let base = entity.trim_end_matches('/');
-    [base.to_owned(), format!("{base}/")]
-        .into_iter()
-        .filter(|e| e != entity)
-        .collect()
-}
-
 fn require_keys(status: SubordinateStatus, jwks: &Option<Jwks>) -> ApiResult<()> {
     if status == SubordinateStatus::Active && jwks.as_ref().is_none_or(|j| j.keys.is_empty()) {
         return Err(ApiError::BadRequest(
@@ -218,40 +207,29 @@ pub async fn create(
 ) -> ApiResult<impl IntoResponse> {
     let (entity, status) = input.check(&cp.settings.entity_id, &cp.settings.federation.accept)?;
     let mut w = cp.write(actor.name()).await;
-    if repo::get(&cp.db, SubKey::EntityId(&entity))
-        .await?
-        .is_some()
-    {
-        return Err(ApiError::Conflict(format!(
-            "subordinate {entity:?} already exists"
-        )));
+    if let Some(row) = new_subordinate::taken(&cp, &entity).await? {
+        return Err(ApiError::Conflict(if row.entity_id == entity {
+            format!("subordinate {entity:?} already exists")
+        } else {
+            format!(
+                "subordinate {:?} already exists with the same Entity Configuration URL as \
+                 {entity:?} (a terminating \"/\" is removed before the well-known path)",
+                row.entity_id
+            )
+        }));
     }
-    for twin in same_configuration(&entity) {
-        if repo::get(&cp.db, SubKey::EntityId(&twin)).await?.is_some() {
-            return Err(ApiError::Conflict(format!(
-                "subordinate {twin:?} already exists with the same Entity Configuration URL as \
-                 {entity:?} (a terminating \"/\" is removed before the well-known path)"
-            )));
-        }
-    }
-    let now = cp.now();
-    let basic = BasicWrite {
-        description: input.description,
-        status: status.as_str().into(),
-        enable_jwks_update: input.enable_jwks_update,
-        jwks_poll_interval: input.jwks_poll_interval,
+    let new = NewSubordinate {
+        entity_id: &entity,
+        basic: BasicWrite {
+            description: input.description,
+            status: status.as_str().into(),
+            enable_jwks_update: input.enable_jwks_update,
+            jwks_poll_interval: input.jwks_poll_interval,
+        },
+        jwks: &input.jwks,
+        entity_types: &input.registered_entity_types,
     };
-    let tx = w.tx().await?;
-    let id = repo::insert(&cp.db, tx, &entity, &basic, &input.jwks, now).await?;
-    repo::set_types(&cp.db, tx, id, &input.registered_entity_types).await?;
-    w.subordinate_event(
-        id,
-        &basic.status,
-        "created",
-        Some("subordinate created".into()),
-    )
-    .await?;
-    w.touch_subordinate(&entity);
+    new_subordinate::insert(&cp, &mut w, &new, "subordinate created").await?;
     w.commit().await?;
     let row = find(&cp, &entity).await?;
     Ok((StatusCode::CREATED, axum::Json(full(&cp, &row))))

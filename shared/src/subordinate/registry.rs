@@ -1,0 +1,257 @@
+//! The registry of subordinates in a snapshot: two persistent maps of the records (identifier
+//! order for the list endpoint, a hash index for fetch), the active ones by entity type, the
+//! general settings, and the entity type names the records share.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{GeneralSettings, Subordinate, SubordinateStatus};
+
+/// The entity type names of one registry and the copies made from it: every record registered
+/// with a type holds the same allocation. Names come from administrators and enrollment
+/// (validated, at most 255 bytes), so the set stays as small as the set of types in use; a
+/// full rebuild of the registry starts a new one.
+#[derive(Debug, Default)]
+struct TypeNames(Mutex<HashSet<Arc<str>>>);
+
+/// Every subordinate by entity identifier, plus the general settings.
+///
+/// Cloning is O(1) and an update O(log n): both maps are persistent (`imbl`) maps of `Arc`s.
+/// The ordered map serves the list endpoint (identifier order); the hash index serves point
+/// lookups (fetch), which in a B-tree of 100,000 string keys cost some twenty key comparisons,
+/// each a cache miss on another key's bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Subordinates {
+    sorted: imbl::OrdMap<Arc<str>, Arc<Subordinate>>,
+    index: imbl::HashMap<Arc<str>, Arc<Subordinate>>,
+    /// Active subordinates by registered entity type, in identifier order: the list
+    /// endpoint's `entity_type` filter reads these instead of walking every record.
+    by_type: imbl::HashMap<Arc<str>, imbl::OrdSet<Arc<str>>>,
+    /// General settings.
+    pub general: Arc<GeneralSettings>,
+    /// Changes with every change to the general settings; part of the statement cache key.
+    pub general_version: u64,
+    names: Arc<TypeNames>,
+}
+
+impl Subordinates {
+    /// The registry of `records` under the general settings `general` (version
+    /// `general_version`); a later record with the same entity identifier replaces an earlier.
+    pub fn new(
+        records: impl IntoIterator<Item = Arc<Subordinate>>,
+        general: Arc<GeneralSettings>,
+        general_version: u64,
+    ) -> Self {
+        let mut next = Self {
+            general,
+            general_version,
+            ..Self::default()
+        };
+        for s in records {
+            next.put(s);
+        }
+        next
+    }
+
+    /// Adds `s` (replacing the record with its entity identifier); O(log n). For building a
+    /// registry record by record; [`Self::with`] makes a changed copy.
+    pub fn insert(&mut self, s: Arc<Subordinate>) {
+        self.put(s);
+    }
+
+    fn put(&mut self, s: Arc<Subordinate>) {
+        if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
+            self.index_types(&old, false);
+        }
+        self.index_types(&s, true);
+        self.sorted.insert(s.entity_id.clone(), s);
+    }
+
+    fn remove(&mut self, entity_id: &str) {
+        if let Some(old) = self.index.remove(entity_id) {
+            self.index_types(&old, false);
+        }
+        self.sorted.remove(entity_id);
+    }
+
+    /// Adds `s` to (or takes it out of) the per-type sets; only active records are in them.
+    fn index_types(&mut self, s: &Subordinate, add: bool) {
+        if s.status != SubordinateStatus::Active {
+            return;
+        }
+        for t in &s.registered_entity_types {
+            match self.by_type.get_mut(&**t) {
+                Some(ids) if add => {
+                    ids.insert(s.entity_id.clone());
+                }
+                Some(ids) => {
+                    ids.remove(&s.entity_id);
+                    if ids.is_empty() {
+                        self.by_type.remove(&**t);
+                    }
+                }
+                None if add => {
+                    self.by_type
+                        .insert(t.clone(), imbl::OrdSet::unit(s.entity_id.clone()));
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Whether any active subordinate is registered with entity type `t`. Filters naming only
+    /// types nobody active has match nothing, whatever else they ask.
+    pub fn has_entity_type(&self, t: &str) -> bool {
+        self.by_type.contains_key(t)
+    }
+
+    /// Identifiers of the active subordinates registered with any of `types`, in identifier
+    /// order, without walking the records: a merge of the per-type sets.
+    pub fn active_ids_with_any_type(&self, types: &[String]) -> Vec<&Arc<str>> {
+        let mut sets: Vec<_> = types
+            .iter()
+            .filter_map(|t| self.by_type.get(t.as_str()))
+            .map(|ids| ids.iter().peekable())
+            .collect();
+        let mut out = Vec::new();
+        loop {
+            let next = sets.iter_mut().filter_map(|it| it.peek().copied()).min();
+            let Some(id) = next else {
+                return out;
+            };
+            for it in &mut sets {
+                if it.peek().copied() == Some(id) {
+                    it.next();
+                }
+            }
+            out.push(id);
+        }
+    }
+
+    /// The shared name of entity type `name` (see [`TypeNames`]).
+    pub fn type_name(&self, name: &str) -> Arc<str> {
+        let mut names = self.names.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = name.into();
+        names.insert(n.clone());
+        n
+    }
+
+    /// The subordinate with this entity identifier, if any.
+    pub fn get(&self, entity_id: &str) -> Option<&Arc<Subordinate>> {
+        self.index.get(entity_id)
+    }
+
+    /// How many subordinates there are, whatever their status.
+    pub fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    /// Every subordinate in entity-identifier order, whatever its status.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Subordinate>> {
+        self.sorted.values()
+    }
+
+    /// Active subordinates in entity-identifier order.
+    pub fn active(&self) -> impl Iterator<Item = &Arc<Subordinate>> {
+        self.all().filter(|s| s.status == SubordinateStatus::Active)
+    }
+
+    /// A copy with `entity_id` set to `sub` (or removed when `None`); O(log n).
+    pub fn with(&self, entity_id: &str, sub: Option<Arc<Subordinate>>) -> Self {
+        let mut next = self.clone();
+        match sub {
+            Some(s) => next.put(s),
+            None => next.remove(entity_id),
+        }
+        next
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subordinate::tests::sub;
+    #[test]
+    fn updates_share_structure_and_leave_the_old_map_alone() {
+        let a = Subordinates::default().with("https://a", Some(sub("https://a", &[], None)));
+        let b = a.with("https://b", Some(sub("https://b", &[], None)));
+        let c = b.with("https://a", None);
+        assert_eq!(a.len(), 1);
+        assert_eq!(b.len(), 2);
+        assert_eq!(
+            c.all().map(|s| &*s.entity_id).collect::<Vec<_>>(),
+            ["https://b"]
+        );
+        assert!(c.get("https://a").is_none() && b.get("https://a").is_some());
+        assert!(Arc::ptr_eq(
+            b.get("https://b").unwrap(),
+            c.get("https://b").unwrap()
+        ));
+    }
+
+    #[test]
+    fn entity_types_are_counted_through_updates() {
+        let op = Subordinates::new(
+            [sub("https://a", &["openid_provider"], None)],
+            Arc::default(),
+            1,
+        );
+        let both = op.with(
+            "https://b",
+            Some(sub("https://b", &["openid_provider"], None)),
+        );
+        assert!(both.has_entity_type("openid_provider"));
+        // Replacing one record keeps the other's type; removing the last one forgets it.
+        let one = both.with(
+            "https://a",
+            Some(sub("https://a", &["openid_relying_party"], None)),
+        );
+        assert!(
+            one.has_entity_type("openid_provider") && one.has_entity_type("openid_relying_party")
+        );
+        let none = one.with("https://b", None);
+        assert!(!none.has_entity_type("openid_provider"));
+        assert!(
+            op.has_entity_type("openid_provider"),
+            "the old map is unchanged"
+        );
+        let ids = |s: &Subordinates, t: &[&str]| {
+            let t: Vec<String> = t.iter().map(|t| t.to_string()).collect();
+            s.active_ids_with_any_type(&t)
+                .into_iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&both, &["openid_provider"]), ["https://a", "https://b"]);
+        assert_eq!(
+            ids(&one, &["openid_relying_party", "openid_provider", "nope"]),
+            ["https://a", "https://b"],
+            "any of the types, in identifier order, once each"
+        );
+        assert_eq!(ids(&one, &["openid_relying_party"]), ["https://a"]);
+        // Only active subordinates are indexed.
+        let mut inactive = (*sub("https://c", &["openid_provider"], None)).clone();
+        inactive.status = SubordinateStatus::Inactive;
+        let with_inactive = both.with("https://c", Some(Arc::new(inactive)));
+        assert_eq!(
+            ids(&with_inactive, &["openid_provider"]),
+            ["https://a", "https://b"]
+        );
+        let reactivated = with_inactive.with(
+            "https://c",
+            Some(sub("https://c", &["openid_provider"], None)),
+        );
+        assert_eq!(
+            ids(&reactivated, &["openid_provider"]),
+            ["https://a", "https://b", "https://c"]
+        );
+    }
+}
