@@ -650,7 +650,7 @@ async fn private_keys_in_the_database_are_encrypted_at_rest() {
         assert!(e.contains("encrypted at rest"), "{e}");
         let mut other = settings.clone();
         other.signing.db_encryption_key_file = String::new();
-        other.signing.db_encryption_key = "cd".repeat(32);
+        other.signing.db_encryption_key = "cd".repeat(32).into();
         let e = start_fails(&other).await;
         assert!(e.contains("does not open with the configured"), "{e}");
     }

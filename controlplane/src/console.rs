@@ -110,7 +110,8 @@ fn answer(name: &str, headers: &HeaderMap) -> Response {
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok());
     serve(name, inm).unwrap_or_else(|| {
-        crate::admin::error::ApiError::NotFound(format!("no console file {name:?}")).into_response()
+        let missing = format!("no console file {name:?}");
+        pharos_runtime::error_body::json_error(StatusCode::NOT_FOUND, "not_found", &missing)
     })
 }
 

@@ -10,6 +10,7 @@
 
 pub mod cluster;
 mod durable;
+pub mod key_lifecycle;
 mod load;
 mod publish;
 mod write;
@@ -27,7 +28,7 @@ use crate::error::Result;
 use crate::keys;
 
 pub use publish::{Changes, Section};
-pub use write::Write;
+pub use write::{BeginHook, Write, with_begin_hook};
 
 /// Shared state of the control plane.
 #[derive(Debug)]

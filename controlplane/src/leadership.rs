@@ -475,6 +475,12 @@ impl Fence {
     }
 }
 
+impl crate::db::FenceCheck for Fence {
+    async fn check(&self, tx: &mut AnyConnection) -> Result<()> {
+        Fence::check(self, tx).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,7 +79,7 @@ pub fn check_configuration(
         .claims
         .get("iat")
         .and_then(Value::as_i64)
-        .is_some_and(|iat| iat > now + crate::chain::CLOCK_SKEW)
+        .is_some_and(|iat| iat > now + crate::time::CLOCK_SKEW)
     {
         return Err(invalid("the Entity Configuration's iat is in the future"));
     }
@@ -179,7 +179,7 @@ pub fn parse_signed_jwks(token: &str, now: i64) -> Result<SignedJwks, KeyCheckEr
         .get("iat")
         .and_then(Value::as_i64)
         .ok_or_else(|| bad("iat is required (pushes are ordered by it)"))?;
-    if iat > now + crate::chain::CLOCK_SKEW {
+    if iat > now + crate::time::CLOCK_SKEW {
         return Err(bad("iat is in the future"));
     }
     Ok(SignedJwks {

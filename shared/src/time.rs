@@ -6,6 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+/// Leeway in seconds for `iat` lying in the future (the issuer's clock running ahead of ours,
+/// §3.2 step 7). There is deliberately no leeway on `exp`: a chain's expiry becomes the `exp`
+/// of resolve responses, which must not already have passed.
+pub const CLOCK_SKEW: i64 = 60;
+
 /// Source of the current time in Unix seconds.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// Seconds since the Unix epoch.

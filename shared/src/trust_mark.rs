@@ -7,9 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::chain::CLOCK_SKEW;
 use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose::{self, Jwks};
+use crate::time::CLOCK_SKEW;
 use crate::{Error, Result};
 
 /// JWT `typ` of a Trust Mark.

@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::chain::CLOCK_SKEW;
 use crate::jose::{self, Jwks};
+use crate::time::CLOCK_SKEW;
 use crate::trust_mark::TRUST_MARK_TYP;
 use crate::trust_mark_issuer::{EligibilityMode, IssuanceSpec, PROTECTED_CLAIMS};
 

@@ -16,9 +16,9 @@ use utoipa::ToSchema;
 use super::extract::{Json, Text, integer};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
+use crate::control_plane::key_lifecycle::check_reason;
 use crate::control_plane::{ControlPlane, Write};
 use crate::db::settings;
-use crate::keys::lifecycle::check_reason;
 use crate::keys::rotation::{self, RotationSettings};
 use crate::keys::{current_alg, pending_alg, rsa_key_len};
 

@@ -22,6 +22,7 @@ pub mod password;
 pub mod password_policy;
 pub mod precondition;
 pub mod resolver;
+pub mod resource;
 pub mod stats;
 pub mod streaming;
 pub mod subordinates;

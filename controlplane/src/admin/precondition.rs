@@ -35,6 +35,7 @@
 //! so the document's `If-Match`/412/428 entries ([`document`]) and what is enforced agree.
 
 use std::collections::BTreeMap;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -49,6 +50,7 @@ use sqlx::AnyConnection;
 use tower::ServiceExt;
 
 use crate::admin::error::ApiError;
+use crate::control_plane::{BeginHook, with_begin_hook};
 use crate::db::{Db, Dialect};
 use crate::error::{Error, Result};
 
@@ -173,10 +175,6 @@ struct Pending {
     checked: AtomicBool,
 }
 
-tokio::task_local! {
-    static PENDING: Arc<Pending>;
-}
-
 impl Pending {
     /// The current tag of the resource, read by its `GET` route (`None`: it does not exist).
     async fn current_tag(&self) -> Result<Option<Bytes>> {
@@ -213,19 +211,24 @@ const LOCK_SCOPE: &str = "cluster";
 /// Its name.
 const LOCK_NAME: &str = "admin_write_lock";
 
-/// Called by `Write::tx` right after it began a transaction: inside an Admin API write
-/// request, takes the cluster-wide write lock and evaluates `If-Match` (once per request).
-/// Outside one (background jobs, federation commands) it does nothing.
-pub async fn on_begin(db: &Db, c: &mut AnyConnection) -> Result<()> {
-    let Ok(p) = PENDING.try_with(Arc::clone) else {
-        return Ok(());
-    };
-    lock(db, c).await?;
-    if p.if_match.is_some() && !p.checked.swap(true, Ordering::SeqCst) {
-        let current = p.current_tag().await?;
-        evaluate(p.if_match.as_ref(), current.as_deref())?;
+/// Called by `Write::tx` right after it began a transaction inside an Admin API write
+/// request: takes the cluster-wide write lock and evaluates `If-Match` (once per request).
+/// Background jobs and federation commands run outside any request and skip it.
+impl BeginHook for Pending {
+    fn on_begin<'a>(
+        &'a self,
+        db: &'a Db,
+        c: &'a mut AnyConnection,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>> {
+        Box::pin(async move {
+            lock(db, c).await?;
+            if self.if_match.is_some() && !self.checked.swap(true, Ordering::SeqCst) {
+                let current = self.current_tag().await?;
+                evaluate(self.if_match.as_ref(), current.as_deref())?;
+            }
+            Ok(())
+        })
     }
-    Ok(())
 }
 
 /// Takes the Admin API write lock in the caller's transaction (PostgreSQL and MariaDB; held
@@ -329,7 +332,7 @@ pub async fn middleware(State(s): State<Preconditions>, req: Request, next: Next
         api: s.api.clone(),
         checked: AtomicBool::new(false),
     });
-    let resp = PENDING.scope(p.clone(), next.run(req)).await;
+    let resp = with_begin_hook(p.clone(), next.run(req)).await;
     if kind != Kind::Checked || !resp.status().is_success() {
         return resp;
     }

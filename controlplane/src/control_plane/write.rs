@@ -17,13 +17,39 @@
 //! Reads that decide the write (does it exist? what is stored?) happen after `cp.write()`, so
 //! no other writer can change them before the commit.
 
+use std::pin::Pin;
+use std::sync::Arc;
+
 use sqlx::{Any, AnyConnection, Transaction};
 use tokio::sync::MutexGuard;
 
 use super::{Changes, ControlPlane, Section};
+use crate::db::Db;
 use crate::db::subordinate_events::{self, NewEvent};
 use crate::db::trust_mark_events::{self, NewTrustMarkEvent};
 use crate::error::Result;
+
+/// Work that must come first in every write transaction begun while it is in scope (see
+/// [`with_begin_hook`]). The Admin API's preconditions are one: the control plane calls them
+/// without knowing the Admin API.
+pub trait BeginHook: Send + Sync {
+    /// Runs on `tx` right after `BEGIN`; an error ends the write before it read anything.
+    fn on_begin<'a>(
+        &'a self,
+        db: &'a Db,
+        tx: &'a mut AnyConnection,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+}
+
+tokio::task_local! {
+    static BEGIN_HOOK: Arc<dyn BeginHook>;
+}
+
+/// Runs `work` with `hook` called by every write transaction `work` begins (a request's
+/// writes run in the request's task, so the scope is the request).
+pub async fn with_begin_hook<F: Future>(hook: Arc<dyn BeginHook>, work: F) -> F::Output {
+    BEGIN_HOOK.scope(hook, work).await
+}
 
 /// A change in progress; see the module documentation.
 #[derive(Debug)]
@@ -54,9 +80,9 @@ impl<'a> Write<'a> {
     /// The change's transaction, begun on first use (on SQLite with the write lock taken at
     /// once: see [`crate::db::Db::begin`]).
     ///
-    /// Inside an Admin API write the new transaction first takes the cluster-wide write lock
-    /// and checks the request's `If-Match` ([`crate::admin::precondition::on_begin`]), so that
-    /// what the handler reads next is current on every replica.
+    /// Inside a [`with_begin_hook`] scope (an Admin API write: the cluster-wide write lock and
+    /// the request's `If-Match`) the hook runs first on the new transaction, so that what the
+    /// handler reads next is current on every replica.
     pub async fn tx(&mut self) -> Result<&mut AnyConnection> {
         let tx = match self.tx.take() {
             Some(tx) => tx,
@@ -69,9 +95,11 @@ impl<'a> Write<'a> {
                     .await
                     .inspect_err(|e| self.cp.db.note(e))?;
                 slow("beginning the write transaction", asked);
-                crate::admin::precondition::on_begin(&self.cp.db, &mut tx)
-                    .await
-                    .inspect_err(|e| self.cp.db.note_error(e))?;
+                if let Ok(hook) = BEGIN_HOOK.try_with(Arc::clone) {
+                    hook.on_begin(&self.cp.db, &mut tx)
+                        .await
+                        .inspect_err(|e| self.cp.db.note_error(e))?;
+                }
                 tx
             }
         };

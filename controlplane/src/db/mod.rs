@@ -28,6 +28,17 @@ pub mod trust_marks;
 pub mod users;
 pub mod wal;
 
+/// The last check of a leader-only write, in its transaction just before the commit: that the
+/// job's replica still leads ([`crate::leadership::Fence`]). Repositories whose writes only the
+/// leader makes take one; the trait keeps them below the leadership module that implements it.
+pub trait FenceCheck: Sync {
+    /// Refuses ([`crate::Error::Fenced`]) when the write must not land.
+    fn check(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+    ) -> impl Future<Output = crate::error::Result<()>> + Send;
+}
+
 use std::borrow::Cow;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};

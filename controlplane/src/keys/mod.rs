@@ -8,7 +8,6 @@
 //! restarts whatever the private-key backend.
 
 pub mod kms;
-pub mod lifecycle;
 pub mod pkcs11;
 pub mod planner;
 pub mod rotation;

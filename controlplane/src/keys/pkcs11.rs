@@ -71,7 +71,7 @@ impl Token {
             .open_rw_session(slot)
             .map_err(|e| err("open session", e))?;
         if !cfg.no_login {
-            let pin = AuthPin::from(cfg.pin.clone());
+            let pin = AuthPin::from(cfg.pin.expose());
             match session.login(UserType::User, Some(&pin)) {
                 Ok(()) => {}
                 Err(cryptoki::error::Error::Pkcs11(

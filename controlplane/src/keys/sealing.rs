@@ -19,7 +19,7 @@ pub fn from_settings(s: &SigningSettings) -> Result<Option<Sealer>> {
             .map_err(|e| bad("signing.db_encryption_key_file", format!("{path}: {e}")));
     }
     if !s.db_encryption_key.is_empty() {
-        return Sealer::parse(s.db_encryption_key.as_bytes())
+        return Sealer::parse(s.db_encryption_key.expose().as_bytes())
             .map(Some)
             .map_err(|e| bad("signing.db_encryption_key", e));
     }

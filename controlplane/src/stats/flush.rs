@@ -14,10 +14,10 @@ use std::time::Duration;
 use pharos_runtime::stats_ring::{Ring, StatsRecord};
 use tokio_util::sync::CancellationToken;
 
-use super::batch::{self, Encoded, Encoder, Positions, Text};
 use super::geo::Geo;
 use crate::db::Db;
 use crate::db::stats;
+use crate::db::stats::batch::{self, Encoded, Encoder, Positions, Text};
 
 /// Records taken from the ring at a time, and so the records of one stored batch.
 const DRAIN: usize = 8192;
@@ -247,7 +247,7 @@ mod tests {
         ];
         let [batch] = encode(&records, None).try_into().unwrap();
         let body = &batch.body;
-        let back: Vec<_> = super::batch::Batch::decode(body)
+        let back: Vec<_> = batch::Batch::decode(body)
             .unwrap()
             .iter()
             .map(|r| r.to_row())

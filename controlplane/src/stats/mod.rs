@@ -8,7 +8,6 @@
 //! connections.
 
 pub mod aggregate;
-pub mod batch;
 pub mod cli;
 pub mod export;
 pub mod flush;

@@ -1,5 +1,5 @@
 //! The reports of the Admin API and the CLI, computed from the request records of the stored
-//! batches that meet the range, read one batch at a time (see [`crate::stats::batch`]).
+//! batches that meet the range, read one batch at a time (see [`crate::db::stats::batch`]).
 //!
 //! Percentiles are nearest-rank over a [`Durations`] distribution: exact up to 65 ms, within
 //! 1 % above, so memory does not grow with the range.
@@ -9,20 +9,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::batch::Record;
 use super::params::{Interval, Query};
+pub use super::tally::Count;
 use super::tally::{Counter, Durations};
+use crate::db::stats::batch::Record;
 use crate::db::{Db, stats};
 use crate::error::Result;
-
-/// A value and how often it occurred.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
-pub struct Count {
-    /// The value (endpoint, User-Agent, address, country, or query parameters as JSON).
-    pub value: String,
-    /// Requests.
-    pub count: i64,
-}
 
 /// `summary` of the range.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -4,7 +4,17 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::query::Count;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A value and how often it occurred.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
+pub struct Count {
+    /// The value (endpoint, User-Agent, address, country, or query parameters as JSON).
+    pub value: String,
+    /// Requests.
+    pub count: i64,
+}
 
 /// Durations up to here (µs, 65 ms) are counted exactly; above, to three significant digits
 /// (within 1 %), so a distribution's memory stays bounded (at most ~70,000 distinct keys)

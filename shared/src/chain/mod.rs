@@ -46,10 +46,7 @@ pub use response::{
 pub use statement::{Statement, is_entity_identifier};
 pub use validate::{ValidatedChain, validate_chain};
 
-/// Leeway in seconds for `iat` lying in the future (the issuer's clock running ahead of ours,
-/// §3.2 step 7). There is deliberately no leeway on `exp`: a chain's expiry becomes the `exp`
-/// of resolve responses, which must not already have passed.
-pub const CLOCK_SKEW: i64 = 60;
+pub use crate::time::CLOCK_SKEW;
 
 /// Default for [`ResolveRequest::max_depth`]: the most Subordinate Statements a chain may have.
 /// Real federations are two or three levels deep; eight leaves room without inviting abuse.

@@ -255,7 +255,8 @@ fn check_config_output_round_trips_and_hides_secrets() {
     let f = yaml("storage:\n  password: hunter2\nsigning:\n  pkcs11:\n    pin: 9999\n");
     let s = ok(Some(&f), &[]).settings;
     assert_eq!(
-        s.signing.pkcs11.pin, "9999",
+        s.signing.pkcs11.pin.expose(),
+        "9999",
         "numeric YAML scalar read as text"
     );
     let shown = s.redacted().to_string();

@@ -10,6 +10,7 @@ mod comma_list;
 mod duration;
 mod legacy;
 mod load;
+mod secret;
 mod server;
 mod signing;
 mod stats;
@@ -31,6 +32,7 @@ pub use cluster::{ClusterSettings, MAX_INSTANCE_ID};
 pub use comma_list::CommaList;
 pub use duration::Duration;
 pub use load::{Loaded, env_names, load, load_legacy};
+pub use secret::Secret;
 pub use server::{
     AccessLog, Banner, CorsSettings, InternalLog, LogFormat, LoggingSettings, RateLimit,
     RateLimits, ServerSettings, ServerTls,

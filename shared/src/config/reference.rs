@@ -209,6 +209,7 @@ fn type_name(ty: &str, types: &Types) -> String {
         "Duration" => "duration".into(),
         "Vec<String>" => "list of strings".into(),
         "CommaList" => "comma-separated list".into(),
+        "Secret" => "string (secret)".into(),
         "Option<u64>" => "integer ≥ 0, optional".into(),
         other => match types.enums.get(other) {
             Some(variants) => variants

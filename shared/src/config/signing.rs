@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Secret;
+
 /// JWS algorithms Pharos can sign with (design decision 7).
 pub const SUPPORTED_ALGS: [&str; 13] = [
     "ES256", "ES384", "ES512", "ES256K", "EdDSA", "Ed25519", "Ed448", "PS256", "PS384", "PS512",
@@ -32,7 +34,7 @@ pub struct SigningSettings {
     pub db_encryption_key_file: String,
     /// The same key given directly (hex or base64), e.g. from a secret store through
     /// `SVC_SIGNING_DB_ENCRYPTION_KEY`; not together with `db_encryption_key_file`.
-    pub db_encryption_key: String,
+    pub db_encryption_key: Secret,
 }
 
 impl Default for SigningSettings {
@@ -46,7 +48,7 @@ impl Default for SigningSettings {
             filesystem: FilesystemKeys::default(),
             pkcs11: Pkcs11Settings::default(),
             db_encryption_key_file: String::new(),
-            db_encryption_key: String::new(),
+            db_encryption_key: Secret::default(),
         }
     }
 }
@@ -96,7 +98,7 @@ pub struct Pkcs11Settings {
     /// Token chosen by slot number.
     pub token_slot: Option<u64>,
     /// User PIN (secret; redacted by `check-config`).
-    pub pin: String,
+    pub pin: Secret,
     /// Directory for the token's key metadata.
     pub storage_dir: String,
     /// Session pool size; 0 = library default, otherwise at least 2.

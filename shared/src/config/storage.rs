@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Duration;
+use super::{Duration, Secret};
 use crate::interop::{AnchorEcConstraints, Interop, Profile};
 
 /// The database all DB-managed state lives in.
@@ -18,7 +18,7 @@ pub struct StorageSettings {
     /// Database user (mysql/postgres parts).
     pub user: String,
     /// Database password (secret; redacted by `check-config`).
-    pub password: String,
+    pub password: Secret,
     /// Database host.
     pub host: String,
     /// Database port; 0 = the driver's default (3306 / 5432).
@@ -40,7 +40,7 @@ impl Default for StorageSettings {
             data_dir: "./data".into(),
             dsn: String::new(),
             user: "pharos".into(),
-            password: String::new(),
+            password: Secret::default(),
             host: "localhost".into(),
             port: 0,
             db: "pharos".into(),
@@ -115,7 +115,7 @@ pub struct CacheSettings {
     /// Accepted for compatibility; ignored.
     pub username: String,
     /// Accepted for compatibility; ignored (secret; redacted).
-    pub password: String,
+    pub password: Secret,
     /// Accepted for compatibility; ignored.
     pub redis_db: u32,
 }
@@ -128,7 +128,7 @@ impl Default for CacheSettings {
             statements_max_bytes: 128 * 1024 * 1024,
             redis_addr: String::new(),
             username: String::new(),
-            password: String::new(),
+            password: Secret::default(),
             redis_db: 0,
         }
     }
@@ -240,7 +240,7 @@ impl StorageSettings {
         };
         let mut auth = encode(&self.user);
         if !self.password.is_empty() {
-            auth = format!("{auth}:{}", encode(&self.password));
+            auth = format!("{auth}:{}", encode(self.password.expose()));
         }
         format!("{scheme}://{auth}@{host}:{port}/{}", encode(&self.db))
     }
@@ -354,7 +354,7 @@ mod tests {
         let s = StorageSettings {
             port: 0,
             host: "::1".into(),
-            password: String::new(),
+            password: Secret::default(),
             ..s
         };
         assert_eq!(s.url(), "mysql://app%20user@[::1]:3306/fed");

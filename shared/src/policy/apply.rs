@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use super::except::{self, EXCEPT};
 use super::merge::as_policy_object;
-use super::operators::{check_param_policy, contains, invalid_metadata, is_subset};
+use super::operators::check_param_policy;
+use super::sets::{contains, invalid_metadata, is_subset};
 use crate::Result;
 
 /// The parameter value as an array, or a metadata error: array operators cannot act on

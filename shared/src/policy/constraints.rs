@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::operators::invalid_policy;
+use super::sets::invalid_policy;
 use crate::Result;
 
 /// The `constraints` claim of a Subordinate Statement. Unknown members are ignored on input, as

@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value};
 
-use super::operators::{contains, invalid_metadata, invalid_policy};
+use super::sets::{contains, invalid_metadata, invalid_policy};
 use crate::Result;
 
 /// The operator's name.

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::except::EXCEPT;
-use super::operators::{check_param_policy, intersection, invalid_policy, union, values_equal};
+use super::operators::check_param_policy;
+use super::sets::{intersection, invalid_policy, union, values_equal};
 use crate::Result;
 
 /// Merge two values of the same operator by that operator's merge rule (§6.1.3.1; `except`

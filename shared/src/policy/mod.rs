@@ -15,6 +15,7 @@ mod operators;
 #[cfg(test)]
 mod prop_tests;
 mod resolve;
+mod sets;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

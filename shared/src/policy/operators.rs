@@ -1,6 +1,6 @@
 //! The seven standard metadata policy operators (OpenID Federation §6.1.3.1): their operator
-//! value types, the allowed combinations, and the set helpers that the merge and apply steps
-//! share. The one non-standard operator Pharos implements, `except`, has its rules in
+//! value types and the allowed combinations (the set helpers they share with merge, apply and
+//! `except` are in [`super::sets`]). The one non-standard operator Pharos implements, `except`, has its rules in
 //! [`super::except`]; they are called from here.
 //!
 //! Validation lives here, in one place, because the spec applies the same combination rules to
@@ -9,7 +9,8 @@
 use serde_json::{Map, Value};
 
 use super::except::{self, EXCEPT};
-use crate::{Error, Result};
+use super::sets::{contains, invalid_policy, is_subset};
+use crate::Result;
 
 /// The seven standard operators, in the fixed application order of §6.1.3.1.
 ///
@@ -24,51 +25,6 @@ pub const STANDARD_OPERATORS: [&str; 7] = [
     "superset_of",
     "essential",
 ];
-
-/// Shorthand for an `invalid_policy` error.
-pub(crate) fn invalid_policy(msg: impl Into<String>) -> Error {
-    Error::InvalidPolicy(msg.into())
-}
-
-/// Shorthand for an `invalid_metadata` error.
-pub(crate) fn invalid_metadata(msg: impl Into<String>) -> Error {
-    Error::InvalidMetadata(msg.into())
-}
-
-/// Set membership by JSON equality (order of merged values is undefined, §6.1.3).
-pub(crate) fn contains(set: &[Value], v: &Value) -> bool {
-    set.iter().any(|x| x == v)
-}
-
-/// `a ⊆ b`, comparing elements by JSON equality.
-pub(crate) fn is_subset(a: &[Value], b: &[Value]) -> bool {
-    a.iter().all(|x| contains(b, x))
-}
-
-/// `a ∪ b`, keeping `a`'s order and appending the new elements of `b` in their order.
-pub(crate) fn union(a: &[Value], b: &[Value]) -> Vec<Value> {
-    let mut out = a.to_vec();
-    for x in b {
-        if !contains(&out, x) {
-            out.push(x.clone());
-        }
-    }
-    out
-}
-
-/// `a ∩ b`, keeping `a`'s order.
-pub(crate) fn intersection(a: &[Value], b: &[Value]) -> Vec<Value> {
-    a.iter().filter(|x| contains(b, x)).cloned().collect()
-}
-
-/// Whether two operator values are equal for the `value`/`default` merge rule: JSON equality,
-/// except that arrays are compared as sets (the order of array values is not significant).
-pub(crate) fn values_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Array(x), Value::Array(y)) => is_subset(x, y) && is_subset(y, x),
-        _ => a == b,
-    }
-}
 
 /// Elements the array operators accept: strings (mandatory), numbers and objects (optional,
 /// supported here because JSON equality makes them cheap).

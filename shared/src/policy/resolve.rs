@@ -9,7 +9,7 @@ use super::admit::implements;
 use super::apply::{apply_metadata_policy, apply_named_param};
 use super::constraints::{Constraints, filter_entity_types};
 use super::merge::{check_metadata_policy, merge_metadata_policy, merge_param_policy};
-use super::operators::{invalid_metadata, invalid_policy};
+use super::sets::{invalid_metadata, invalid_policy};
 use crate::Result;
 
 /// What one Subordinate Statement of a chain contributes to metadata resolution. Borrowed so

@@ -4,9 +4,9 @@ use clap::{Args, Subcommand};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use super::Failure;
 use super::client::{Body, Client, seg};
 use super::table::{self, Column};
+use super::{Failure, seconds};
 
 /// What `pharos admin` can do.
 #[derive(Debug, Subcommand)]
@@ -794,20 +794,6 @@ pub fn json_arg(name: &str, s: &str) -> Result<Value, Failure> {
         .map_err(|e| Failure::Usage(format!("{name} is not valid JSON: {e}")))
 }
 
-/// Seconds given bare or as a duration (`30d`, `12h`).
-pub fn seconds(name: &str, s: &str) -> Result<u64, Failure> {
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(n);
-    }
-    humantime::parse_duration(s)
-        .map(|d| d.as_secs())
-        .map_err(|_| {
-            Failure::Usage(format!(
-                "{name} {s:?}: expected seconds or a duration such as 12h or 30d"
-            ))
-        })
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -828,13 +814,6 @@ mod tests {
     fn default_paths_use_dashes() {
         assert_eq!(default_path("trust_mark_status"), "/trust-mark-status");
         assert_eq!(default_path("fetch"), "/fetch");
-    }
-
-    #[test]
-    fn durations_are_seconds() {
-        assert_eq!(seconds("x", "3600").unwrap(), 3600);
-        assert_eq!(seconds("x", "1d").unwrap(), 86_400);
-        assert!(matches!(seconds("x", "soon"), Err(Failure::Usage(_))));
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn claims(a: &CreateArgs, now: i64) -> Result<Map<String, Value>, Failure> {
             return Err(Failure::Usage(format!("{name} must not be empty")));
         }
     }
-    let lifetime = super::commands::seconds("--lifetime", &a.lifetime)?;
+    let lifetime = super::seconds("--lifetime", &a.lifetime)?;
     let mut c = Map::new();
     c.insert("iss".into(), json!(a.owner));
     c.insert("sub".into(), json!(a.issuer));

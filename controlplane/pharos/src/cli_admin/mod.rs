@@ -173,3 +173,30 @@ pub fn run(args: AdminArgs) -> ExitCode {
         Err(f) => f.report(),
     }
 }
+
+/// Seconds given bare or as a duration (`30d`, `12h`).
+pub fn seconds(name: &str, s: &str) -> Result<u64, Failure> {
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(n);
+    }
+    humantime::parse_duration(s)
+        .map(|d| d.as_secs())
+        .map_err(|_| {
+            Failure::Usage(format!(
+                "{name} {s:?}: expected seconds or a duration such as 12h or 30d"
+            ))
+        })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_seconds() {
+        assert_eq!(seconds("x", "3600").unwrap(), 3600);
+        assert_eq!(seconds("x", "1d").unwrap(), 86_400);
+        assert!(matches!(seconds("x", "soon"), Err(Failure::Usage(_))));
+    }
+}

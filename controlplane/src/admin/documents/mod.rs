@@ -20,7 +20,7 @@ mod path;
 pub use path::{remove_path, set_path};
 
 use crate::admin::error::{ApiError, ApiResult};
-use crate::admin::subordinates::find;
+use crate::admin::resource::find;
 use crate::control_plane::{ControlPlane, Section, Write};
 use crate::db::settings;
 use crate::db::subordinates::{self as repo, DocColumn, SubordinateRow};

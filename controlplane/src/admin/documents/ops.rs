@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{self as docs, Doc, Owner, target};
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
-use crate::admin::subordinates::created_or_ok;
+use crate::admin::resource::created_or_ok;
 use crate::control_plane::ControlPlane;
 
 /// GET: the member at `path` in effect; the whole document when `path` is empty, or

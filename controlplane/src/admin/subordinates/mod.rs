@@ -19,19 +19,18 @@ pub mod jwks;
 pub mod metadata;
 pub mod policies;
 
+pub use crate::admin::resource::{created_or_ok, find};
+
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use pharos_shared::jose::Jwks;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
-use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
+use crate::db::subordinates::SubordinateRow;
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -48,16 +47,6 @@ pub fn routes() -> crate::admin::Routes {
         .merge(metadata::routes())
         .merge(policies::routes())
         .merge(general_policies::routes())
-}
-
-/// The subordinate addressed by a path segment: a numeric database id or an entity identifier
-/// (URL-encoded in the path; axum has already decoded it).
-pub async fn find(cp: &ControlPlane, key: &str) -> ApiResult<SubordinateRow> {
-    let row = match key.parse::<i64>() {
-        Ok(id) => repo::get(&cp.db, SubKey::Id(id)).await?,
-        Err(_) => repo::get(&cp.db, SubKey::EntityId(key)).await?,
-    };
-    row.ok_or_else(|| ApiError::NotFound(format!("unknown subordinate {key:?}")))
 }
 
 /// A subordinate as listed (no documents).
@@ -147,14 +136,4 @@ pub fn full(cp: &ControlPlane, r: &SubordinateRow) -> FullRecord {
         constraints: or(&r.constraints, &g.constraints),
         additional_claims: claims,
     }
-}
-
-/// `201 Created` when something new was created, else `200 OK`, with a JSON body.
-pub fn created_or_ok(created: bool, body: impl Serialize) -> Response {
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    (status, axum::Json(body)).into_response()
 }

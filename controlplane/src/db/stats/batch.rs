@@ -31,7 +31,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::db::stats::RequestRow;
+use super::RequestRow;
 
 /// The document version this build writes and reads.
 const VERSION: u32 = 1;

@@ -1,5 +1,5 @@
 //! `stats_batches` and `stats_daily`: request statistics (stored in batches, see
-//! [`crate::stats::batch`]) and their daily aggregates.
+//! [`batch`]) and their daily aggregates.
 //!
 //! Not snapshot state, so these writes do not go through `Write`: they are append-only records
 //! and recomputable aggregates that nothing in the snapshot depends on, batched on the pool's
@@ -10,13 +10,14 @@
 //! transaction, with the rows read locked (`FOR UPDATE`; SQLite's writer is alone anyway), and
 //! check the leader's fence before committing, so two replicas never both rewrite a batch.
 
+pub mod batch;
+
 use futures_util::TryStreamExt as _;
 use sqlx::Row as _;
 
-use super::{Db, Dialect};
+use super::{Db, Dialect, FenceCheck};
 use crate::error::Result;
-use crate::leadership::Fence;
-use crate::stats::batch::{self, Batch};
+use batch::Batch;
 
 /// One request record as stored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -153,7 +154,7 @@ pub async fn count_requests(db: &Db) -> Result<i64> {
 /// exactly those rows deleted together, so a crash or a second instance doing the same never
 /// duplicates or loses a record; `fence` refuses a deposed leader's move. Returns how many
 /// records were moved.
-pub async fn convert_legacy_rows(db: &Db, fence: &Fence) -> Result<u64> {
+pub async fn convert_legacy_rows(db: &Db, fence: &impl FenceCheck) -> Result<u64> {
     const CHUNK: i64 = 8192;
     let mut moved = 0;
     loop {
@@ -251,7 +252,12 @@ pub struct DailyRow {
 }
 
 /// Replaces the aggregates of `day` with `rows`, in one transaction that `fence` must pass.
-pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow], fence: &Fence) -> Result<()> {
+pub async fn replace_day(
+    db: &Db,
+    day: i64,
+    rows: &[DailyRow],
+    fence: &impl FenceCheck,
+) -> Result<()> {
     let mut tx = db.begin().await?;
     sqlx::query(db.sql("DELETE FROM stats_daily WHERE day = ?"))
         .bind(day)
@@ -298,7 +304,7 @@ pub async fn replace_day(db: &Db, day: i64, rows: &[DailyRow], fence: &Fence) ->
 /// wholly before it are deleted; the few that straddle it are rewritten without their older
 /// records. One transaction whose reads lock the rows they read, checked by `fence`: two
 /// purges (a deposed leader's and the new one's) cannot both rewrite a straddling batch.
-pub async fn purge_requests(db: &Db, before: i64, fence: &Fence) -> Result<u64> {
+pub async fn purge_requests(db: &Db, before: i64, fence: &impl FenceCheck) -> Result<u64> {
     let mut tx = db.begin().await?;
     let sql = format!(
         "SELECT records FROM stats_batches WHERE ts_last < ?{}",
@@ -393,7 +399,7 @@ async fn straddling(db: &Db, before: i64) -> Result<Vec<(i64, Batch)>> {
 
 /// Deletes aggregates of days before `before`; returns how many rows. One statement in a
 /// transaction that `fence` must pass.
-pub async fn purge_daily(db: &Db, before: i64, fence: &Fence) -> Result<u64> {
+pub async fn purge_daily(db: &Db, before: i64, fence: &impl FenceCheck) -> Result<u64> {
     let mut tx = db.begin().await?;
     let r = sqlx::query(db.sql("DELETE FROM stats_daily WHERE day < ?"))
         .bind(before)

@@ -1,4 +1,5 @@
-//! Key lifecycle operations of the control plane: the rotation tick (run by the background task
+//! Key lifecycle operations of the control plane (methods of [`ControlPlane`], since each is a
+//! write through it; the key material and the plans they act on are in [`crate::keys`]): the rotation tick (run by the background task
 //! at every key transition, and by tests after moving a manual clock), immediate rotation,
 //! and the scheduled algorithm change.
 
@@ -9,12 +10,12 @@ use pharos_shared::jose::Algorithm;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::planner::{self, Action};
-use super::{PendingAlg, current_alg, new_row, pending_alg, plan_keys, rotation};
-use crate::control_plane::{ControlPlane, Section};
+use super::{ControlPlane, Section};
 use crate::db::keys::{API, FEDERATION, KeyRow};
 use crate::db::{self, settings};
 use crate::error::{Error, Result};
+use crate::keys::planner::{self, Action};
+use crate::keys::{PendingAlg, current_alg, new_row, pending_alg, plan_keys, rotation};
 use crate::leadership::Fence;
 
 /// Longest sleep of the background task: it re-plans at least this often, in case the clock
@@ -185,7 +186,7 @@ impl ControlPlane {
         nbf: i64,
         exp: Option<i64>,
     ) -> Result<KeyRow> {
-        let bits = super::rsa_key_len(&self.db, &self.settings).await?;
+        let bits = crate::keys::rsa_key_len(&self.db, &self.settings).await?;
         let g = self.kms.generate(alg, bits)?;
         Ok(new_row(g, alg, now, nbf, exp))
     }
