@@ -96,7 +96,7 @@ async fn each_configured_algorithm_signs_a_verifiable_entity_configuration() {
         let db = TestDb::new(crate::support::Backend::Sqlite).await;
         let p = Pharos::start_with(
             &db,
-            |s| s.signing.alg = alg.to_string(),
+            |s| s.signing.alg = alg.parse().unwrap(),
             std::sync::Arc::new(pharos_shared::time::SystemClock),
         )
         .await;

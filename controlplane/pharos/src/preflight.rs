@@ -10,7 +10,6 @@
 use std::path::Path;
 
 use pharos_shared::config::{Kms, Settings};
-use pharos_shared::jose::Algorithm;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -28,10 +27,7 @@ pub fn problems(settings: &Settings) -> Vec<String> {
     let signing = &settings.signing;
     if signing.kms == Kms::Filesystem && !signing.filesystem.key_file.is_empty() {
         let path = Path::new(&signing.filesystem.key_file);
-        // A bad `signing.alg` itself is a configuration problem, reported by the loader.
-        if let Ok(alg) = signing.alg.parse::<Algorithm>()
-            && let Err(e) = pharos_controlplane::keys::kms::read_pem_key(path, alg)
-        {
+        if let Err(e) = pharos_controlplane::keys::kms::read_pem_key(path, signing.alg) {
             found.push(format!("signing.filesystem.key_file: {e}"));
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use pharos_shared::config::{Duration, SUPPORTED_ALGS};
+use pharos_shared::config::Duration;
 use pharos_shared::jose::Algorithm;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -71,13 +71,12 @@ pub async fn put_alg(
     Text(body): Text,
 ) -> ApiResult<axum::Json<Value>> {
     let name = body.trim_matches('"');
-    if !SUPPORTED_ALGS.contains(&name) {
-        return Err(ApiError::BadRequest(format!(
+    let alg: Algorithm = name.parse().map_err(|_| {
+        ApiError::BadRequest(format!(
             "unsupported algorithm {name:?}; use one of {}",
-            SUPPORTED_ALGS.join(" ")
-        )));
-    }
-    let alg: Algorithm = name.parse()?;
+            Algorithm::names(" ")
+        ))
+    })?;
     cp.change_alg(alg, actor.name()).await?;
     Ok(axum::Json(info(&cp).await?))
 }

@@ -29,12 +29,10 @@ use planner::PlanKey;
 /// [`ensure_signing_key`].
 pub async fn current_alg(db: &Db, cfg: &Settings) -> Result<Algorithm> {
     let stored = settings::get(db, settings::SIGNING, "alg").await?;
-    let name = stored
-        .as_ref()
-        .and_then(Value::as_str)
-        .unwrap_or(&cfg.signing.alg)
-        .to_string();
-    Ok(name.parse()?)
+    match stored.as_ref().and_then(Value::as_str) {
+        Some(name) => Ok(name.parse()?),
+        None => Ok(cfg.signing.alg),
+    }
 }
 
 /// A scheduled algorithm change: keys of `alg` sign from `at` on.

@@ -37,9 +37,7 @@ pub use server::{
     AccessLog, Banner, CorsSettings, InternalLog, LogFormat, LoggingSettings, RateLimit,
     RateLimits, ServerSettings, ServerTls,
 };
-pub use signing::{
-    FilesystemKeys, Kms, PkBackend, Pkcs11Settings, SUPPORTED_ALGS, SigningSettings,
-};
+pub use signing::{FilesystemKeys, Kms, PkBackend, Pkcs11Settings, SigningSettings};
 pub use stats::{GeoIp, StatsBuffer, StatsCapture, StatsRetention, StatsSettings};
 pub use storage::{
     AcceptSettings, CacheSettings, EndpointAuth, FederationSettings, JtiBackend, StorageDriver,

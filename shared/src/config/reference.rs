@@ -15,7 +15,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{SUPPORTED_ALGS, Settings};
+use super::Settings;
+use crate::jose::Algorithm;
 
 /// The sources whose structs and enums make up `Settings`.
 const SOURCES: [&str; 9] = [
@@ -191,8 +192,8 @@ fn rows(types: &Types, defaults: &Value) -> Vec<Row> {
 /// Doc comment text for a table cell: intra-doc links become code, pipes are escaped.
 fn clean(doc: &str) -> String {
     doc.replace(
-        "[`SUPPORTED_ALGS`]",
-        &format!("`{}`", SUPPORTED_ALGS.join("`, `")),
+        "[`Algorithm::ALL`]",
+        &format!("`{}`", Algorithm::names("`, `")),
     )
     .replace("[`", "`")
     .replace("`]", "`")
@@ -201,7 +202,7 @@ fn clean(doc: &str) -> String {
 
 fn type_name(ty: &str, types: &Types) -> String {
     match ty {
-        "String" => "string".into(),
+        "String" | "Algorithm" => "string".into(),
         "bool" => "boolean".into(),
         "u16" => "integer (0–65535)".into(),
         "u32" | "u64" => "integer ≥ 0".into(),

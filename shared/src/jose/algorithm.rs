@@ -98,6 +98,17 @@ impl Algorithm {
         }
     }
 
+    /// Every supported name, joined by `sep` (for messages that list the choices).
+    pub fn names(sep: &str) -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|a| a.as_str()).collect();
+        names.join(sep)
+    }
+
+    /// Whether keys of this algorithm are RSA keys (their modulus size is configured).
+    pub fn is_rsa(self) -> bool {
+        matches!(self.key_kind(), KeyKind::Rsa)
+    }
+
     /// Which keys can verify this algorithm.
     pub(crate) fn key_kind(self) -> KeyKind {
         match self {
