@@ -133,7 +133,7 @@ async fn stored_hash_is_argon2id_and_is_rehashed_when_parameters_change() {
         let hash = || async {
             let row = sqlx::query(pool.sql("SELECT password_hash FROM users WHERE username = ?"))
                 .bind("ops")
-                .fetch_one(&pool.pool)
+                .fetch_one(pool.pool())
                 .await
                 .unwrap();
             sqlx::Row::get::<String, _>(&row, "password_hash")

@@ -24,7 +24,7 @@ async fn add_alice(p: &Pharos) {
 async fn users(p: &Pharos) -> usize {
     let db = p.app.as_ref().unwrap().control.db.clone();
     let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
-        .fetch_one(&db.pool)
+        .fetch_one(db.pool())
         .await
         .unwrap();
     n as usize
@@ -286,7 +286,7 @@ async fn cross_site_writes_are_refused_and_json_must_say_so() {
     let db_users = {
         let db = p.app.as_ref().unwrap().control.db.clone();
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM users")
-            .fetch_one(&db.pool)
+            .fetch_one(db.pool())
             .await
             .unwrap()
     };
@@ -576,7 +576,7 @@ async fn private_keys_in_the_database_are_encrypted_at_rest() {
         sqlx::query_as::<_, (String, String)>(
             "SELECT kid, private_pem FROM signing_keys WHERE private_pem IS NOT NULL",
         )
-        .fetch_all(&pool.pool)
+        .fetch_all(pool.pool())
         .await
         .unwrap()
     }

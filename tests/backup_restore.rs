@@ -110,13 +110,13 @@ async fn ec_keys(p: &Pharos) -> (Vec<Value>, String) {
 async fn stored(db: &TestDb) -> BTreeSet<String> {
     let pool = db.pool().await;
     let ids = sqlx::query("SELECT entity_id FROM subordinates")
-        .fetch_all(&pool.pool)
+        .fetch_all(pool.pool())
         .await
         .unwrap()
         .iter()
         .map(|r| r.get::<String, _>("entity_id"))
         .collect();
-    pool.pool.close().await;
+    pool.pool().close().await;
     ids
 }
 

@@ -17,7 +17,7 @@ async fn exec(db: &pharos_controlplane::db::Db, sql: &'static str, binds: &[Valu
             other => q.bind(other.as_str().unwrap().to_string()),
         };
     }
-    q.execute(&db.pool).await.unwrap();
+    q.execute(db.pool()).await.unwrap();
 }
 
 /// A database as release 4 left it: the Entity Configuration claims and a subordinate's claims
@@ -41,7 +41,7 @@ async fn old_database(db: &TestDb) -> i64 {
     )
     .await;
     let sub: i64 = sqlx::query(pool.sql("SELECT id FROM subordinates"))
-        .fetch_one(&pool.pool)
+        .fetch_one(pool.pool())
         .await
         .unwrap()
         .try_get("id")
@@ -66,7 +66,7 @@ async fn old_database(db: &TestDb) -> i64 {
         &[json!(general.to_string())],
     )
     .await;
-    pool.pool.close().await;
+    pool.pool().close().await;
     sub
 }
 
@@ -152,7 +152,7 @@ async fn an_upgraded_database_serves_the_same_claims() {
         let left = sqlx::query(pool.sql(
             "SELECT COUNT(*) AS n FROM settings WHERE scope = 'subordinate_statement' AND name = 'additional_claims'",
         ))
-        .fetch_one(&pool.pool)
+        .fetch_one(pool.pool())
         .await
         .unwrap()
         .try_get::<i64, _>("n")

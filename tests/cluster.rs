@@ -99,7 +99,7 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
          WHERE application_name = $1) AS t",
     )
     .bind(&name)
-    .fetch_one(&pool.pool)
+    .fetch_one(pool.pool())
     .await
     .unwrap();
     assert_eq!(killed, 1, "A's listener connection");
@@ -331,7 +331,7 @@ async fn failover(backend: Backend) {
     let keys = || async {
         let (n,): (i64,) =
             sqlx::query_as("SELECT COUNT(*) FROM signing_keys WHERE key_set = 'federation'")
-                .fetch_one(&pool.pool)
+                .fetch_one(pool.pool())
                 .await
                 .unwrap();
         n
@@ -525,10 +525,10 @@ async fn paused_leader(backend: Backend) {
             pool.sql("INSERT INTO jtis_used (jti, expires_at, created_at) VALUES (?, 1, 1)"),
         )
         .bind(&jti)
-        .execute(&pool.pool)
+        .execute(pool.pool())
         .await
         .unwrap();
-        let mut tx = pool.pool.begin().await.unwrap();
+        let mut tx = pool.pool().begin().await.unwrap();
         let held = sqlx::query(pool.sql("SELECT jti FROM jtis_used WHERE jti = ? FOR UPDATE"))
             .bind(&jti)
             .fetch_optional(&mut *tx)
@@ -561,7 +561,7 @@ async fn paused_leader(backend: Backend) {
     };
     let cleanups_waiting = || async {
         let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(waiting.as_str()))
-            .fetch_one(&pool.pool)
+            .fetch_one(pool.pool())
             .await
             .unwrap();
         n
@@ -619,7 +619,7 @@ async fn paused_leader(backend: Backend) {
     let present = || async {
         let (n,): (i64,) = sqlx::query_as(pool.sql("SELECT COUNT(*) FROM jtis_used WHERE jti = ?"))
             .bind(&jti)
-            .fetch_one(&pool.pool)
+            .fetch_one(pool.pool())
             .await
             .unwrap();
         n

@@ -115,7 +115,7 @@ async fn dump(db: &Db) -> Value {
         "SELECT endpoint_id, trust_anchor_id FROM federation_endpoint_auth_trust_anchors \
          ORDER BY endpoint_id, trust_anchor_id",
     ))
-    .fetch_all(&db.pool)
+    .fetch_all(db.pool())
     .await
     .unwrap();
     use sqlx::Row;
@@ -138,7 +138,7 @@ async fn schema_exists(db: &TestDb) -> bool {
     }
     let pool = db.pool().await;
     sqlx::query(pool.sql("SELECT 1 FROM trust_anchors"))
-        .fetch_all(&pool.pool)
+        .fetch_all(pool.pool())
         .await
         .is_ok()
 }
@@ -523,7 +523,7 @@ async fn a_failure_halfway_leaves_the_database_unchanged() {
         };
         for sql in trigger {
             sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                .execute(&pool.pool)
+                .execute(pool.pool())
                 .await
                 .unwrap();
         }
@@ -600,7 +600,7 @@ async fn conflicts_force_and_malformed_files() {
     assert!(config2db(&file, &[], &flags).status.success());
     let pool = db.pool().await;
     sqlx::query(pool.sql("UPDATE federation_endpoints SET path = '/moved' WHERE type = 'fetch'"))
-        .execute(&pool.pool)
+        .execute(pool.pool())
         .await
         .unwrap();
     let out = config2db(&file, &["--update-config"], &flags);

@@ -46,7 +46,7 @@ async fn a_write_waits_for_the_sqlite_lock_and_a_lock_held_too_long_is_503_not_5
     let db = TestDb::new(Backend::Sqlite).await;
     let p = Pharos::start(&db).await;
     let other = db.pool().await;
-    let mut holder = other.pool.acquire().await.unwrap();
+    let mut holder = other.pool().acquire().await.unwrap();
 
     // Held past the busy timeout: 503 with Retry-After, nothing stored, no outage.
     sqlx::query("BEGIN IMMEDIATE")
@@ -91,7 +91,7 @@ async fn a_flood_of_readiness_checks_on_a_saturated_pool_is_not_an_outage() {
     )
     .await;
     // Every pooled connection taken, as by slow work.
-    let pool = p.app.as_ref().unwrap().control.db.pool.clone();
+    let pool = p.app.as_ref().unwrap().control.db.pool().clone();
     let mut held = Vec::new();
     while let Ok(Ok(c)) = tokio::time::timeout(Duration::from_millis(300), pool.acquire()).await {
         held.push(c);

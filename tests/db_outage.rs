@@ -242,7 +242,7 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
         .await
         .unwrap();
     let rows: Vec<String> = sqlx::query("SELECT entity_id FROM subordinates ORDER BY entity_id")
-        .fetch_all(&d.pool)
+        .fetch_all(d.pool())
         .await
         .unwrap()
         .iter()
@@ -258,7 +258,7 @@ async fn a_lost_database_is_survived_and_recovered_from_without_restart() {
     // Each stored subordinate with the history event written in the same transaction.
     let with_events: i64 =
         sqlx::query("SELECT COUNT(DISTINCT subordinate_id) FROM subordinate_events")
-            .fetch_one(&d.pool)
+            .fetch_one(d.pool())
             .await
             .unwrap()
             .get(0);
@@ -349,7 +349,7 @@ async fn a_known_outage_refuses_writes_and_key_updates_at_once() {
         .unwrap();
     let parallel: i64 =
         sqlx::query("SELECT COUNT(*) FROM subordinates WHERE entity_id LIKE 'https://parallel-%'")
-            .fetch_one(&d.pool)
+            .fetch_one(d.pool())
             .await
             .unwrap()
             .get(0);

@@ -499,9 +499,9 @@ async fn the_backup_example_copies_the_running_database() {
     let url = format!("sqlite://{}", files[0].display());
     let copy = pharos_controlplane::db::Db::connect(&url, 1).await.unwrap();
     let types: Vec<String> = sqlx::query_scalar("SELECT type FROM federation_endpoints")
-        .fetch_all(&copy.pool)
+        .fetch_all(copy.pool())
         .await
         .unwrap();
     assert_eq!(types, ["fetch"]);
-    copy.pool.close().await;
+    copy.pool().close().await;
 }

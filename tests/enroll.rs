@@ -70,7 +70,7 @@ pub async fn statement(sup: &Pharos, a: &Answer, sub: &str) -> serde_json::Map<S
 pub async fn rows(db: &TestDb) -> Vec<(String, String)> {
     let d = db.pool().await;
     let r = sqlx::query("SELECT entity_id, status FROM subordinates ORDER BY entity_id")
-        .fetch_all(&d.pool)
+        .fetch_all(d.pool())
         .await
         .unwrap();
     r.iter()
@@ -82,7 +82,7 @@ pub async fn rows(db: &TestDb) -> Vec<(String, String)> {
 pub async fn event_count(db: &TestDb) -> i64 {
     let d = db.pool().await;
     sqlx::query("SELECT COUNT(*) FROM subordinate_events")
-        .fetch_one(&d.pool)
+        .fetch_one(d.pool())
         .await
         .unwrap()
         .get::<i64, _>(0)

@@ -85,11 +85,11 @@ async fn concurrent_admin_writes_are_all_acknowledged_published_and_stored_after
         if b == Backend::Sqlite {
             let pool = db.pool().await;
             let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
-                .fetch_one(&pool.pool)
+                .fetch_one(pool.pool())
                 .await
                 .unwrap();
             assert_eq!(mode, "wal");
-            pool.pool.close().await;
+            pool.pool().close().await;
         }
         p.stop().await;
     }

@@ -387,13 +387,13 @@ async fn state(db: &TestDb) -> Vec<(&'static str, i64)> {
     for t in TABLES {
         let sql = format!("SELECT COUNT(*) FROM {t}");
         let n: i64 = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&d.pool)
+            .fetch_one(d.pool())
             .await
             .unwrap()
             .get(0);
         out.push((*t, n));
     }
-    d.pool.close().await;
+    d.pool().close().await;
     out
 }
 

@@ -218,10 +218,10 @@ async fn writer(base: String, w: usize, round: usize, acked: Arc<Mutex<Acked>>) 
 async fn check(db: &TestDb, acked: &Acked, round: usize) {
     let pool = db.pool().await;
     let rows = sqlx::query("SELECT entity_id, metadata FROM subordinates")
-        .fetch_all(&pool.pool)
+        .fetch_all(pool.pool())
         .await
         .unwrap();
-    pool.pool.close().await;
+    pool.pool().close().await;
     let stored: BTreeMap<String, Option<String>> = rows
         .iter()
         .map(|r| (r.get("entity_id"), r.get("metadata")))

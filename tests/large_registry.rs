@@ -67,18 +67,18 @@ async fn bulk_load(db: &TestDb) {
                 .bind(now)
                 .bind(now);
         }
-        q.execute(&pool.pool).await.unwrap();
+        q.execute(pool.pool()).await.unwrap();
         let mut q = sqlx::query(pool.sql_built(kinds));
         for i in start..=end {
             for t in types(i) {
                 q = q.bind(i as i64).bind(*t);
             }
         }
-        q.execute(&pool.pool).await.unwrap();
+        q.execute(pool.pool()).await.unwrap();
     }
     if matches!(db.backend, crate::support::Backend::Postgres) {
         sqlx::query("SELECT setval(pg_get_serial_sequence('subordinates', 'id'), 20000)")
-            .execute(&pool.pool)
+            .execute(pool.pool())
             .await
             .unwrap();
     }

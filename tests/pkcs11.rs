@@ -140,7 +140,7 @@ async fn inner_pkcs11_round_trip() {
     let pem: Option<String> =
         sqlx::query_scalar(pool.sql("SELECT private_pem FROM signing_keys WHERE kid = ?"))
             .bind(&kid)
-            .fetch_one(&pool.pool)
+            .fetch_one(pool.pool())
             .await
             .unwrap();
     assert!(pem.is_none());

@@ -139,13 +139,13 @@ async fn every_acknowledged_write_survives_a_sigterm() {
         .await
         .unwrap();
     let stored: BTreeSet<String> = sqlx::query("SELECT entity_id FROM subordinates")
-        .fetch_all(&db.pool)
+        .fetch_all(db.pool())
         .await
         .unwrap()
         .iter()
         .map(|r| r.get::<String, _>(0))
         .collect();
-    db.pool.close().await;
+    db.pool().close().await;
     let lost: Vec<_> = acked.difference(&stored).collect();
     assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
     assert!(acked.len() >= 30);

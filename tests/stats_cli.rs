@@ -53,7 +53,7 @@ async fn seed(db: &TestDb) {
         row(2, "list", 404, "192.0.2.2"),
     ];
     repo::insert_requests(&pool, rows.to_vec()).await.unwrap();
-    pool.pool.close().await;
+    pool.pool().close().await;
 }
 
 fn pharos(cfg: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {

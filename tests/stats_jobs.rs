@@ -29,7 +29,7 @@ fn record(ts: i64, endpoint: &str, status: i64, duration_us: i64) -> RequestRow 
 
 async fn count(db: &Db, sql: &'static str) -> i64 {
     sqlx::query(db.sql(sql))
-        .fetch_one(&db.pool)
+        .fetch_one(db.pool())
         .await
         .unwrap()
         .get(0)
@@ -70,7 +70,7 @@ async fn backfill_at_start_then_aggregation_and_purge_at_two() {
             repo::replace_day(&pool, old.day, &[old], &Fence::any_replica())
                 .await
                 .unwrap();
-            pool.pool.close().await;
+            pool.pool().close().await;
         }
         let clock = ManualClock::new(NOW);
         let p = Pharos::start_with(&db, stats_on(&db), clock.clone()).await;
@@ -379,7 +379,7 @@ async fn records_stored_one_per_row_are_moved_into_batches() {
             for i in chunk {
                 q = q.bind(NOW - 60 + i % 50).bind(*i);
             }
-            q.execute(&pool.pool).await.unwrap();
+            q.execute(pool.pool()).await.unwrap();
         }
         let agg = pharos_controlplane::stats::aggregate::Aggregator::new(
             pool.clone(),

@@ -353,7 +353,7 @@ async fn writes_never_copy_general_values_into_a_subordinate() {
         // The row holds no policy or constraints of its own.
         let pool = db.pool().await;
         let row = sqlx::query("SELECT metadata_policy, constraints_json FROM subordinates")
-            .fetch_one(&pool.pool)
+            .fetch_one(pool.pool())
             .await
             .unwrap();
         assert_eq!(

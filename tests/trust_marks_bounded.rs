@@ -16,7 +16,7 @@ use crate::trust_marks_endpoints::{LEAF, NOW, TM, control, loopback, query, seed
 async fn count(p: &Pharos, table: &str) -> i64 {
     let cp = control(p);
     let sql = sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}"));
-    let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&cp.db.pool).await.unwrap();
+    let (n,): (i64,) = sqlx::query_as(sql).fetch_one(cp.db.pool()).await.unwrap();
     n
 }
 

@@ -191,7 +191,7 @@ async fn issued(p: &Pharos) -> i64 {
     use sqlx::Row;
     let db = &p.app.as_ref().unwrap().control.db;
     sqlx::query("SELECT COUNT(*) AS n FROM issued_trust_marks")
-        .fetch_one(&db.pool)
+        .fetch_one(db.pool())
         .await
         .unwrap()
         .try_get::<i64, _>("n")

@@ -159,7 +159,7 @@ async fn a_mark_is_issued_verified_listed_expires_and_is_revoked() {
                 .sql("SELECT type, status, actor FROM trust_mark_events WHERE subject = ?"),
         )
         .bind(new)
-        .fetch_one(&cp.db.pool)
+        .fetch_one(cp.db.pool())
         .await
         .unwrap();
         assert_eq!(row.try_get::<String, _>("type").unwrap(), "requested");

@@ -55,7 +55,7 @@ pub async fn old_database(db: &TestDb) -> Db {
     let pool = db.pool().await;
     pool.migrate_schema(Some(FIXTURE_VERSION)).await.unwrap();
     sqlx::raw_sql(AssertSqlSafe(fixture(pool.dialect)))
-        .execute(&pool.pool)
+        .execute(pool.pool())
         .await
         .unwrap_or_else(|e| panic!("{:?} fixture does not apply: {e}", pool.dialect));
     pool
@@ -77,7 +77,7 @@ pub async fn tables(db: &Db) -> Vec<String> {
         }
     };
     let mut names: Vec<String> = sqlx::query(sql)
-        .fetch_all(&db.pool)
+        .fetch_all(db.pool())
         .await
         .unwrap()
         .iter()
@@ -103,7 +103,7 @@ async fn columns(db: &Db, table: &str) -> Vec<String> {
     };
     sqlx::query(db.sql(sql))
         .bind(table)
-        .fetch_all(&db.pool)
+        .fetch_all(db.pool())
         .await
         .unwrap()
         .iter()
@@ -130,7 +130,7 @@ async fn rows(db: &Db, table: &str, cols: &[String]) -> Rows {
     // Identifiers come from the catalog, never from input.
     let sql = format!("SELECT {} FROM {table}", cols.join(", "));
     let mut rows: Rows = sqlx::query(AssertSqlSafe(sql))
-        .fetch_all(&db.pool)
+        .fetch_all(db.pool())
         .await
         .unwrap()
         .iter()
@@ -223,7 +223,7 @@ async fn a_database_of_the_previous_release_upgrades_with_every_row_intact() {
         );
         let fed_kids: Vec<String> =
             sqlx::query("SELECT kid FROM signing_keys WHERE key_set = 'federation'")
-                .fetch_all(&pool.pool)
+                .fetch_all(pool.pool())
                 .await
                 .unwrap()
                 .iter()
@@ -236,7 +236,7 @@ async fn a_database_of_the_previous_release_upgrades_with_every_row_intact() {
         let after = snapshot(&pool).await;
         let problems = compare(&before, &after);
         assert!(problems.is_empty(), "{backend:?}: {problems:#?}");
-        pool.pool.close().await;
+        pool.pool().close().await;
 
         // The new release starts on it and serves what the old one stored, signed with the
         // old key.

@@ -9,6 +9,7 @@
 //! Loading the snapshot from the database lives in `control_plane/load.rs`.
 
 pub mod cluster;
+pub mod db;
 mod durable;
 pub mod key_lifecycle;
 mod load;

@@ -10,13 +10,11 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod admin;
-pub mod backup;
 pub mod checks;
 pub mod collector;
 pub mod command_dispatch;
 pub mod console;
 pub mod control_plane;
-pub mod db;
 pub mod error;
 pub mod keys;
 pub mod leadership;
@@ -25,4 +23,6 @@ pub mod private_files;
 pub mod refresh;
 pub mod stats;
 
+pub use control_plane::db;
+pub use db::backup;
 pub use error::{Error, Result};

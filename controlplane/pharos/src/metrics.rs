@@ -228,11 +228,8 @@ impl Collector for Sources {
                 }
             }
         }
-        let pool = &self.cp.db.pool;
-        let (size, idle) = (
-            i64::from(pool.size()),
-            i64::try_from(pool.num_idle()).unwrap_or(0),
-        );
+        let (size, idle) = self.cp.db.pool_connections();
+        let (size, idle) = (i64::from(size), i64::try_from(idle).unwrap_or(0));
         let conns: Family<PoolState, Gauge> = Family::default();
         conns.get_or_create(&PoolState { state: "idle" }).set(idle);
         conns

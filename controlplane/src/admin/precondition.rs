@@ -51,7 +51,7 @@ use tower::ServiceExt;
 
 use crate::admin::error::ApiError;
 use crate::control_plane::{BeginHook, with_begin_hook};
-use crate::db::{Db, Dialect};
+use crate::db::{Db, Dialect, settings};
 use crate::error::{Error, Result};
 
 /// Largest answer hashed for a tag. Bigger answers (the subordinate list, exports) are
@@ -232,7 +232,7 @@ impl BeginHook for Pending {
 }
 
 /// Takes the Admin API write lock in the caller's transaction (PostgreSQL and MariaDB; held
-/// until commit or rollback). Its row was created by [`create_lock_row`] before the request's
+/// until commit or rollback). Its row was created by [`settings::ensure_row`] before the request's
 /// transaction began: creating it inside would take a gap lock on MariaDB that a second
 /// creator's insert waits on.
 async fn lock(db: &Db, c: &mut AnyConnection) -> Result<()> {
@@ -251,23 +251,6 @@ async fn lock(db: &Db, c: &mut AnyConnection) -> Result<()> {
             "the Admin API write lock row is missing".into(),
         )),
     }
-}
-
-/// Creates the lock row of [`lock`] (a no-op when it exists), on a connection of its own.
-async fn create_lock_row(db: &Db) -> Result<()> {
-    let insert = match db.dialect {
-        Dialect::Sqlite => return Ok(()),
-        Dialect::Postgres => {
-            "INSERT INTO settings (scope, name, value) VALUES (?, ?, 'null') ON CONFLICT DO NOTHING"
-        }
-        Dialect::Mysql => "INSERT IGNORE INTO settings (scope, name, value) VALUES (?, ?, 'null')",
-    };
-    sqlx::query(db.sql(insert))
-        .bind(LOCK_SCOPE)
-        .bind(LOCK_NAME)
-        .execute(&db.pool)
-        .await?;
-    Ok(())
 }
 
 /// State of [`middleware`].
@@ -308,7 +291,7 @@ pub async fn middleware(State(s): State<Preconditions>, req: Request, next: Next
         .into_response();
     }
     if !s.lock_row.load(Ordering::Acquire) {
-        if let Err(e) = create_lock_row(&s.cp.db).await {
+        if let Err(e) = settings::ensure_row(&s.cp.db, LOCK_SCOPE, LOCK_NAME).await {
             return ApiError::from(e).into_response();
         }
         s.lock_row.store(true, Ordering::Release);

@@ -104,7 +104,7 @@ async fn rows(cp: &ControlPlane) -> Vec<String> {
         cp.db
             .sql("SELECT jti FROM issued_trust_marks ORDER BY issued_at, jti"),
     )
-    .fetch_all(&cp.db.pool)
+    .fetch_all(cp.db.pool())
     .await
     .unwrap()
     .iter()
@@ -368,7 +368,7 @@ async fn requests_store_pending_subjects_with_their_actor() {
         cp.db
             .sql("SELECT subject, type, status, actor FROM trust_mark_events ORDER BY id"),
     )
-    .fetch_all(&cp.db.pool)
+    .fetch_all(cp.db.pool())
     .await
     .unwrap();
     let rows: Vec<(String, String, String, String)> = rows
@@ -399,7 +399,7 @@ async fn requests_store_pending_subjects_with_their_actor() {
 
 async fn subject_count(cp: &ControlPlane) -> i64 {
     let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM trust_mark_subjects")
-        .fetch_one(&cp.db.pool)
+        .fetch_one(cp.db.pool())
         .await
         .unwrap();
     n

@@ -92,7 +92,7 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
     let rows = db::keys::list(db).await?;
     let bits = rsa_key_len(db, cfg).await?;
     // Reads first: an in-memory SQLite pool has one connection, which the transaction takes.
-    let mut tx = db.begin().await?;
+    let mut tx = db.begin_startup_seed().await?;
     seal_stored_keys(db, &mut tx, kms, &rows).await?;
     if !seeded {
         settings::set(db, &mut tx, settings::SIGNING, "alg", &json!(alg.as_str())).await?;

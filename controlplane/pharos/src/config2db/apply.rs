@@ -168,7 +168,7 @@ pub async fn execute(db: &Db, plan: &Plan, decisions: &[Decision], now: i64) -> 
     }
     let existing_anchors = ta_repo::list(db).await?;
     let existing_endpoints = ep_repo::list(db).await?;
-    let mut tx = db.begin().await?;
+    let mut tx = db.begin_offline_migration().await?;
     let (anchor_decisions, endpoint_decisions) = decisions.split_at(plan.anchors.len());
     for (a, d) in plan.anchors.iter().zip(anchor_decisions) {
         let mut w = TrustAnchorWrite {

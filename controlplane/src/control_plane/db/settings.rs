@@ -4,7 +4,7 @@
 use serde_json::Value;
 use sqlx::{AnyConnection, Row};
 
-use super::Db;
+use super::{Db, Dialect};
 use crate::error::Result;
 
 /// Scope of Entity Configuration settings.
@@ -13,6 +13,27 @@ pub const EC: &str = "entity_configuration";
 pub const SUBORDINATE: &str = "subordinate_statement";
 /// Scope of signing settings.
 pub const SIGNING: &str = "signing";
+
+/// Creates the setting `scope`/`name` with the value `null` unless it exists, on a connection
+/// of its own (one idempotent statement on the pool). The Admin API's cross-replica write lock
+/// is such a row, which every write locks in its own transaction: creating it inside that
+/// transaction would take a gap lock on MariaDB that a second creator's insert waits on.
+/// SQLite needs no such row (its writer is alone); nothing is done there.
+pub async fn ensure_row(db: &Db, scope: &str, name: &str) -> Result<()> {
+    let insert = match db.dialect {
+        Dialect::Sqlite => return Ok(()),
+        Dialect::Postgres => {
+            "INSERT INTO settings (scope, name, value) VALUES (?, ?, 'null') ON CONFLICT DO NOTHING"
+        }
+        Dialect::Mysql => "INSERT IGNORE INTO settings (scope, name, value) VALUES (?, ?, 'null')",
+    };
+    sqlx::query(db.sql(insert))
+        .bind(scope)
+        .bind(name)
+        .execute(&db.pool)
+        .await?;
+    Ok(())
+}
 
 /// Reads one setting; `None` when unset.
 pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {

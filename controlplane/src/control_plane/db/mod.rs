@@ -5,6 +5,7 @@
 //! BIGINT 0/1, JSON documents TEXT. SQL is written with `?` placeholders and rewritten to `$n`
 //! for PostgreSQL by [`Db::sql`].
 
+pub mod backup;
 pub mod claims;
 pub mod collections;
 pub mod endpoints;
@@ -88,17 +89,25 @@ pub const PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1
 pub const READY_CACHE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A connection pool plus its dialect.
+///
+/// The write path is enforced here, by visibility: the pool, the writer's connection and
+/// [`Db::begin`]/[`Db::begin_write`] are visible only inside `control_plane` (this module is
+/// one of its children). So outside it, SQL runs only in the repositories' named functions,
+/// and a repository's write takes the `&mut AnyConnection` of a transaction that only
+/// [`crate::control_plane::Write`] hands out (commit, then publish). The few writes that
+/// are not federation state are named repository functions on the pool (the replay store, a
+/// login's re-hash, statistics; see `control_plane/tests.rs`).
 #[derive(Debug, Clone)]
 pub struct Db {
     /// The pool.
-    pub pool: AnyPool,
+    pub(in crate::control_plane) pool: AnyPool,
     /// Its dialect.
     pub dialect: Dialect,
     /// Whether the database is known to be unreachable (see [`Breaker`]).
     pub breaker: std::sync::Arc<Breaker>,
     /// On an SQLite file: the WAL and the federation writer's connection (group commit, see
     /// [`wal`]); `None` on PostgreSQL, MariaDB and an in-memory SQLite.
-    pub wal: Option<std::sync::Arc<wal::Wal>>,
+    pub(in crate::control_plane) wal: Option<std::sync::Arc<wal::Wal>>,
 }
 
 /// What is known of the database's reachability: a circuit breaker for Admin API writes.
@@ -151,135 +160,135 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
         1,
         "foundation",
         [
-            include_str!("../../../migrations/sqlite/0001_foundation.sql"),
-            include_str!("../../../migrations/mysql/0001_foundation.sql"),
-            include_str!("../../../migrations/postgres/0001_foundation.sql"),
+            include_str!("../../../../migrations/sqlite/0001_foundation.sql"),
+            include_str!("../../../../migrations/mysql/0001_foundation.sql"),
+            include_str!("../../../../migrations/postgres/0001_foundation.sql"),
         ],
     ),
     (
         2,
         "subordinates",
         [
-            include_str!("../../../migrations/sqlite/0002_subordinates.sql"),
-            include_str!("../../../migrations/mysql/0002_subordinates.sql"),
-            include_str!("../../../migrations/postgres/0002_subordinates.sql"),
+            include_str!("../../../../migrations/sqlite/0002_subordinates.sql"),
+            include_str!("../../../../migrations/mysql/0002_subordinates.sql"),
+            include_str!("../../../../migrations/postgres/0002_subordinates.sql"),
         ],
     ),
     (
         3,
         "users",
         [
-            include_str!("../../../migrations/sqlite/0003_users.sql"),
-            include_str!("../../../migrations/mysql/0003_users.sql"),
-            include_str!("../../../migrations/postgres/0003_users.sql"),
+            include_str!("../../../../migrations/sqlite/0003_users.sql"),
+            include_str!("../../../../migrations/mysql/0003_users.sql"),
+            include_str!("../../../../migrations/postgres/0003_users.sql"),
         ],
     ),
     (
         4,
         "jti",
         [
-            include_str!("../../../migrations/sqlite/0004_jti.sql"),
-            include_str!("../../../migrations/mysql/0004_jti.sql"),
-            include_str!("../../../migrations/postgres/0004_jti.sql"),
+            include_str!("../../../../migrations/sqlite/0004_jti.sql"),
+            include_str!("../../../../migrations/mysql/0004_jti.sql"),
+            include_str!("../../../../migrations/postgres/0004_jti.sql"),
         ],
     ),
     (
         5,
         "additional_claims",
         [
-            include_str!("../../../migrations/sqlite/0005_additional_claims.sql"),
-            include_str!("../../../migrations/mysql/0005_additional_claims.sql"),
-            include_str!("../../../migrations/postgres/0005_additional_claims.sql"),
+            include_str!("../../../../migrations/sqlite/0005_additional_claims.sql"),
+            include_str!("../../../../migrations/mysql/0005_additional_claims.sql"),
+            include_str!("../../../../migrations/postgres/0005_additional_claims.sql"),
         ],
     ),
     (
         6,
         "trust_marks",
         [
-            include_str!("../../../migrations/sqlite/0006_trust_marks.sql"),
-            include_str!("../../../migrations/mysql/0006_trust_marks.sql"),
-            include_str!("../../../migrations/postgres/0006_trust_marks.sql"),
+            include_str!("../../../../migrations/sqlite/0006_trust_marks.sql"),
+            include_str!("../../../../migrations/mysql/0006_trust_marks.sql"),
+            include_str!("../../../../migrations/postgres/0006_trust_marks.sql"),
         ],
     ),
     (
         8,
         "statistics",
         [
-            include_str!("../../../migrations/sqlite/0008_statistics.sql"),
-            include_str!("../../../migrations/mysql/0008_statistics.sql"),
-            include_str!("../../../migrations/postgres/0008_statistics.sql"),
+            include_str!("../../../../migrations/sqlite/0008_statistics.sql"),
+            include_str!("../../../../migrations/mysql/0008_statistics.sql"),
+            include_str!("../../../../migrations/postgres/0008_statistics.sql"),
         ],
     ),
     (
         9,
         "anchor_constraints",
         [
-            include_str!("../../../migrations/sqlite/0009_anchor_constraints.sql"),
-            include_str!("../../../migrations/mysql/0009_anchor_constraints.sql"),
-            include_str!("../../../migrations/postgres/0009_anchor_constraints.sql"),
+            include_str!("../../../../migrations/sqlite/0009_anchor_constraints.sql"),
+            include_str!("../../../../migrations/mysql/0009_anchor_constraints.sql"),
+            include_str!("../../../../migrations/postgres/0009_anchor_constraints.sql"),
         ],
     ),
     (
         10,
         "entity_collection",
         [
-            include_str!("../../../migrations/sqlite/0010_entity_collection.sql"),
-            include_str!("../../../migrations/mysql/0010_entity_collection.sql"),
-            include_str!("../../../migrations/postgres/0010_entity_collection.sql"),
+            include_str!("../../../../migrations/sqlite/0010_entity_collection.sql"),
+            include_str!("../../../../migrations/mysql/0010_entity_collection.sql"),
+            include_str!("../../../../migrations/postgres/0010_entity_collection.sql"),
         ],
     ),
     (
         11,
         "push_freshness",
         [
-            include_str!("../../../migrations/sqlite/0011_push_freshness.sql"),
-            include_str!("../../../migrations/mysql/0011_push_freshness.sql"),
-            include_str!("../../../migrations/postgres/0011_push_freshness.sql"),
+            include_str!("../../../../migrations/sqlite/0011_push_freshness.sql"),
+            include_str!("../../../../migrations/mysql/0011_push_freshness.sql"),
+            include_str!("../../../../migrations/postgres/0011_push_freshness.sql"),
         ],
     ),
     (
         12,
         "cluster_changes",
         [
-            include_str!("../../../migrations/sqlite/0012_cluster_changes.sql"),
-            include_str!("../../../migrations/mysql/0012_cluster_changes.sql"),
-            include_str!("../../../migrations/postgres/0012_cluster_changes.sql"),
+            include_str!("../../../../migrations/sqlite/0012_cluster_changes.sql"),
+            include_str!("../../../../migrations/mysql/0012_cluster_changes.sql"),
+            include_str!("../../../../migrations/postgres/0012_cluster_changes.sql"),
         ],
     ),
     (
         13,
         "stats_batches",
         [
-            include_str!("../../../migrations/sqlite/0013_stats_batches.sql"),
-            include_str!("../../../migrations/mysql/0013_stats_batches.sql"),
-            include_str!("../../../migrations/postgres/0013_stats_batches.sql"),
+            include_str!("../../../../migrations/sqlite/0013_stats_batches.sql"),
+            include_str!("../../../../migrations/mysql/0013_stats_batches.sql"),
+            include_str!("../../../../migrations/postgres/0013_stats_batches.sql"),
         ],
     ),
     (
         14,
         "anchor_trust_mark_issuers",
         [
-            include_str!("../../../migrations/sqlite/0014_anchor_trust_mark_issuers.sql"),
-            include_str!("../../../migrations/mysql/0014_anchor_trust_mark_issuers.sql"),
-            include_str!("../../../migrations/postgres/0014_anchor_trust_mark_issuers.sql"),
+            include_str!("../../../../migrations/sqlite/0014_anchor_trust_mark_issuers.sql"),
+            include_str!("../../../../migrations/mysql/0014_anchor_trust_mark_issuers.sql"),
+            include_str!("../../../../migrations/postgres/0014_anchor_trust_mark_issuers.sql"),
         ],
     ),
     (
         15,
         "issued_mark_reuse",
         [
-            include_str!("../../../migrations/sqlite/0015_issued_mark_reuse.sql"),
-            include_str!("../../../migrations/mysql/0015_issued_mark_reuse.sql"),
-            include_str!("../../../migrations/postgres/0015_issued_mark_reuse.sql"),
+            include_str!("../../../../migrations/sqlite/0015_issued_mark_reuse.sql"),
+            include_str!("../../../../migrations/mysql/0015_issued_mark_reuse.sql"),
+            include_str!("../../../../migrations/postgres/0015_issued_mark_reuse.sql"),
         ],
     ),
     (
         16,
         "leadership",
         [
-            include_str!("../../../migrations/sqlite/0016_leadership.sql"),
-            include_str!("../../../migrations/mysql/0016_leadership.sql"),
-            include_str!("../../../migrations/postgres/0016_leadership.sql"),
+            include_str!("../../../../migrations/sqlite/0016_leadership.sql"),
+            include_str!("../../../../migrations/mysql/0016_leadership.sql"),
+            include_str!("../../../../migrations/postgres/0016_leadership.sql"),
         ],
     ),
 ];
@@ -337,10 +346,40 @@ impl Db {
         self.pool.close().await;
     }
 
+    /// The pool itself, for tests that check what is stored (this crate's unit tests, and the
+    /// integration tests through the `test-access` feature, which only dev-dependencies enable).
+    #[cfg(any(test, feature = "test-access"))]
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// The transaction of `pharos config2db`, the offline migration: its process runs no
+    /// control plane, so there is no snapshot to publish, and its one transaction is what makes
+    /// a failed migration leave the database as it was. Nothing else may call it.
+    pub async fn begin_offline_migration(
+        &self,
+    ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        self.begin().await
+    }
+
+    /// The transaction of the start-up key seed ([`crate::keys::ensure_signing_key`]): it runs
+    /// before there is a snapshot to publish, and the first snapshot is built from what it
+    /// stored. Nothing else may call it.
+    pub async fn begin_startup_seed(
+        &self,
+    ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        self.begin().await
+    }
+
+    /// Connections of the pool: (open, idle), for `/metrics`.
+    pub fn pool_connections(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
+
     /// A transaction for a federation write ([`crate::control_plane::Write`]): on an SQLite
     /// file on the writer's own connection, whose commit is made durable by the group commit
     /// ([`wal`]); elsewhere [`Db::begin`].
-    pub async fn begin_write(
+    pub(in crate::control_plane) async fn begin_write(
         &self,
     ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
         match &self.wal {
@@ -395,7 +434,7 @@ impl Db {
     /// lock another writer holds (SQLite answers busy at once to avoid a deadlock), while
     /// `BEGIN IMMEDIATE` waits its turn for the busy timeout (5 s, within the request's
     /// limit) and then fails as busy, which is answered 503 with `Retry-After`, not 500.
-    pub async fn begin(
+    pub(in crate::control_plane) async fn begin(
         &self,
     ) -> std::result::Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
         match self.dialect {
