@@ -47,7 +47,7 @@ pub async fn insert(
     let tx = w.tx().await?;
     let id = repo::insert(&cp.db, tx, new.entity_id, &new.basic, new.jwks, now).await?;
     repo::set_types(&cp.db, tx, id, new.entity_types).await?;
-    w.subordinate_event(id, &new.basic.status, "created", Some(message.to_owned()))
+    w.subordinate_event(id, new.basic.status, "created", Some(message.to_owned()))
         .await?;
     w.touch_subordinate(new.entity_id);
     Ok(id)

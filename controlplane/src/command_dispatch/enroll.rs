@@ -133,13 +133,14 @@ pub async fn enroll<F: Fetcher>(cp: &ControlPlane, fetcher: &Arc<F>, e: &Enrollm
 }
 
 /// The answer a stored row's status gives without fetching anything: every stored row
-/// decides (`inactive`, or a hand-edited unknown word, is an administrator's decision).
-fn decided(status: &str) -> Outcome {
-    match SubordinateStatus::parse(status) {
-        Some(SubordinateStatus::Active) => Ok(EnrollOutcome::Active),
-        Some(SubordinateStatus::Pending) => Ok(EnrollOutcome::Pending),
-        Some(SubordinateStatus::Blocked) => Err(EnrollError::Blocked),
-        Some(SubordinateStatus::Inactive) | None => Err(EnrollError::Inactive),
+/// decides (`inactive`, which a hand-edited unknown word reads as, is an administrator's
+/// decision).
+fn decided(status: SubordinateStatus) -> Outcome {
+    match status {
+        SubordinateStatus::Active => Ok(EnrollOutcome::Active),
+        SubordinateStatus::Pending => Ok(EnrollOutcome::Pending),
+        SubordinateStatus::Blocked => Err(EnrollError::Blocked),
+        SubordinateStatus::Inactive => Err(EnrollError::Inactive),
     }
 }
 
@@ -151,7 +152,7 @@ async fn run<F: Fetcher>(
 ) -> crate::Result<Outcome> {
     // Read outside the lock only to spare a fetch; the write reads again under it.
     if let Some(r) = new_subordinate::taken(cp, &e.sub).await? {
-        return Ok(decided(&r.status));
+        return Ok(decided(r.status));
     }
     let now = cp.now();
     let fetched = match fetch_configuration(&**fetcher, &e.sub, now).await {
@@ -254,14 +255,14 @@ async fn store(
     let mut w = cp.write(Some(&e.actor)).await;
     if let Some(r) = new_subordinate::taken(cp, &e.sub).await? {
         // Decided meanwhile (an administrator or another endpoint): left as it is.
-        return Ok(decided(&r.status));
+        return Ok(decided(r.status));
     }
     let keys = Some(jwks.clone());
     let new = NewSubordinate {
         entity_id: &e.sub,
         basic: BasicWrite {
             description: what.into(),
-            status: status.as_str().into(),
+            status,
             enable_jwks_update: e.poll.is_some(),
             jwks_poll_interval: e.poll.unwrap_or(0),
         },
@@ -279,11 +280,12 @@ mod tests {
 
     #[test]
     fn stored_statuses_decide_before_any_fetch() {
-        assert_eq!(decided("active"), Ok(EnrollOutcome::Active));
-        assert_eq!(decided("pending"), Ok(EnrollOutcome::Pending));
-        assert_eq!(decided("blocked"), Err(EnrollError::Blocked));
-        assert_eq!(decided("inactive"), Err(EnrollError::Inactive));
-        assert_eq!(decided("hand-edited"), Err(EnrollError::Inactive));
+        let stored = |word| crate::db::subordinates::stored_status("https://e.example", word);
+        assert_eq!(decided(stored("active")), Ok(EnrollOutcome::Active));
+        assert_eq!(decided(stored("pending")), Ok(EnrollOutcome::Pending));
+        assert_eq!(decided(stored("blocked")), Err(EnrollError::Blocked));
+        assert_eq!(decided(stored("inactive")), Err(EnrollError::Inactive));
+        assert_eq!(decided(stored("hand-edited")), Err(EnrollError::Inactive));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pharos_runtime::command::{Command, Refused, TriggerError};
 use pharos_shared::config::Settings;
+use pharos_shared::subordinate::SubordinateStatus;
 use pharos_shared::time::ManualClock;
 use tokio::sync::{Semaphore, oneshot};
 
@@ -73,7 +74,7 @@ pub(super) async fn setup_with<F: pharos_shared::chain::Fetcher + 'static>(
     for id in [A, B] {
         let w = BasicWrite {
             description: String::new(),
-            status: "active".into(),
+            status: SubordinateStatus::Active,
             enable_jwks_update: false,
             jwks_poll_interval: 0,
         };

@@ -12,9 +12,7 @@ use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::snapshot::{
     EcSettings, EndpointEntry, Registry, Snapshot, TrustAnchor, TrustAnchors,
 };
-use pharos_shared::subordinate::{
-    GeneralSettings, StoredJwks, Subordinate, SubordinateStatus, Subordinates,
-};
+use pharos_shared::subordinate::{GeneralSettings, StoredJwks, Subordinate, Subordinates};
 use pharos_shared::trust_mark_issuer::{Renewal, TrustMarks};
 use serde_json::Value;
 
@@ -78,7 +76,7 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
         let claims = claims.remove(&r.id).unwrap_or_default();
         subs.insert(Arc::new(Subordinate {
             id: r.id,
-            status: status(&r.entity_id, &r.status),
+            status: db::subordinates::stored_status(&r.entity_id, &r.status),
             entity_id: r.entity_id.into(),
             registered_entity_types: types.into(),
             jwks: StoredJwks::from_text(r.jwks.as_deref()),
@@ -94,21 +92,12 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
     Ok(subs)
 }
 
-/// A stored status word; only a hand-edited database has another, and not serving is the safe
-/// reading of it.
-fn status(entity_id: &str, word: &str) -> SubordinateStatus {
-    SubordinateStatus::parse(word).unwrap_or_else(|| {
-        tracing::warn!(%entity_id, status = %word, "unknown subordinate status; treated as inactive");
-        SubordinateStatus::Inactive
-    })
-}
-
 /// The snapshot form of a subordinate row, to go into `registry` (whose entity type names it
 /// shares).
 pub fn subordinate(r: SubordinateRow, version: u64, registry: &Subordinates) -> Subordinate {
     Subordinate {
         id: r.id,
-        status: status(&r.entity_id, &r.status),
+        status: r.status,
         entity_id: r.entity_id.into(),
         registered_entity_types: r
             .registered_entity_types

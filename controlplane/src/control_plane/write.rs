@@ -20,6 +20,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use pharos_shared::subordinate::SubordinateStatus;
 use sqlx::{Any, AnyConnection, Transaction};
 use tokio::sync::MutexGuard;
 
@@ -142,7 +143,7 @@ impl<'a> Write<'a> {
     pub async fn subordinate_event(
         &mut self,
         id: i64,
-        status: &str,
+        status: SubordinateStatus,
         kind: &str,
         message: Option<String>,
     ) -> Result<()> {
@@ -152,7 +153,7 @@ impl<'a> Write<'a> {
         let c = self.tx().await?;
         let e = NewEvent {
             kind,
-            status: Some(status),
+            status: Some(status.as_str()),
             message,
             actor: actor.as_deref(),
         };

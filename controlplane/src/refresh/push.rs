@@ -98,7 +98,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         let mut w = self.cp.write(actor).await;
         w.subordinate_event(
             row.id,
-            &row.status,
+            row.status,
             "jwks_update_triggered",
             Some(message.into()),
         )
@@ -179,7 +179,7 @@ impl ControlPlane {
         repo::set_pushed_jwks(&self.db, tx, row.id, &pushed.keys, pushed.iat, now)
             .await
             .map_err(|e| internal(e.to_string()))?;
-        w.subordinate_event(row.id, &row.status, "jwks_updated", Some(message))
+        w.subordinate_event(row.id, row.status, "jwks_updated", Some(message))
             .await
             .map_err(|e| internal(e.to_string()))?;
         w.touch_subordinate(&pushed.sub);

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use pharos_shared::chain::Fetcher;
 use pharos_shared::key_update::{check_configuration, check_new_keys};
 use pharos_shared::refresh::{describe_change, subordinate_interval};
+use pharos_shared::subordinate::SubordinateStatus;
 
 use super::{FetchPermit, PollError, Polled, Refreshers};
 use crate::db::subordinates::{self as repo, SubKey, SubordinateRow};
@@ -24,14 +25,22 @@ pub struct SubordinatePoll {
     /// `jwks_poll_interval` (0 = derive from `exp`).
     pub jwks_poll_interval: i64,
     /// Its status when the entry (re)started.
-    pub status: String,
+    pub status: SubordinateStatus,
 }
 
 /// Whether a subordinate is polled, and with what.
-pub(super) fn wanted(enabled: bool, status: &str, interval: i64) -> Option<SubordinatePoll> {
-    (enabled && matches!(status, "active" | "pending")).then(|| SubordinatePoll {
+pub(super) fn wanted(
+    enabled: bool,
+    status: SubordinateStatus,
+    interval: i64,
+) -> Option<SubordinatePoll> {
+    let polled = matches!(
+        status,
+        SubordinateStatus::Active | SubordinateStatus::Pending
+    );
+    (enabled && polled).then_some(SubordinatePoll {
         jwks_poll_interval: interval,
-        status: status.to_owned(),
+        status,
     })
 }
 
@@ -45,7 +54,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         for r in &rows {
             s.sync(
                 &r.entity_id,
-                wanted(true, &r.status, r.jwks_poll_interval),
+                wanted(true, r.status, r.jwks_poll_interval),
                 now,
             );
         }
@@ -56,7 +65,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
     pub async fn sync_changed_subordinates(&self, now: i64) -> Result<()> {
         for id in self.cp.take_changed_subordinates() {
             let row = repo::get(&self.cp.db, SubKey::EntityId(&id)).await?;
-            let w = row.and_then(|r| wanted(r.enable_jwks_update, &r.status, r.jwks_poll_interval));
+            let w = row.and_then(|r| wanted(r.enable_jwks_update, r.status, r.jwks_poll_interval));
             let outcome = self.subordinates.lock().await.sync(&id, w, now);
             tracing::debug!(subordinate = %id, ?outcome, "subordinate key polling synced");
         }
@@ -160,7 +169,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         };
         let tx = w.tx().await?;
         repo::set_jwks(&self.cp.db, tx, row.id, &fetched.jwks, now).await?;
-        w.subordinate_event(row.id, &row.status, "jwks_refreshed", Some(message))
+        w.subordinate_event(row.id, row.status, "jwks_refreshed", Some(message))
             .await?;
         w.touch_subordinate(id);
         fence.check(w.tx().await?).await?;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use pharos_shared::jose::{Jwks, Signer};
+use pharos_shared::subordinate::SubordinateStatus;
 
 use super::schedule::Synced;
 use super::tests::{Memory, SUB, T0, key, kid, kids, setup};
@@ -15,7 +16,7 @@ async fn write_sub(r: &Refreshers<Memory>, enabled: bool, interval: i64, jwks: O
     let cp = r.control();
     let w = BasicWrite {
         description: String::new(),
-        status: "active".into(),
+        status: SubordinateStatus::Active,
         enable_jwks_update: enabled,
         jwks_poll_interval: interval,
     };
@@ -100,10 +101,11 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
     r.fetcher.serve(SUB, &k2, &[&k2], Some(T0 + 9_000));
     write_sub(&r, true, 500, None).await;
     assert_eq!(
-        r.subordinates
-            .lock()
-            .await
-            .sync(SUB, subordinates::wanted(true, "active", 500), T0),
+        r.subordinates.lock().await.sync(
+            SUB,
+            subordinates::wanted(true, SubordinateStatus::Active, 500),
+            T0
+        ),
         Synced::Restarted
     );
     let before = r.fetcher.fetches();

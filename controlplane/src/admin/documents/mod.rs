@@ -221,7 +221,7 @@ pub async fn save(
         Target::Sub(r) => {
             repo::set_doc(&cp.db, tx, r.id, doc.column(), &value, cp.now()).await?;
             let kind = doc.event(deleted);
-            w.subordinate_event(r.id, &r.status, kind, Some(kind.replace('_', " ")))
+            w.subordinate_event(r.id, r.status, kind, Some(kind.replace('_', " ")))
                 .await?;
         }
         Target::General | Target::EntityConfiguration => {

@@ -113,7 +113,7 @@ pub async fn replace(
     claims::replace(&cp, &mut w, Scope::Subordinate(row.id), &list).await?;
     w.subordinate_event(
         row.id,
-        &row.status,
+        row.status,
         "claims_updated",
         Some("additional claims replaced".into()),
     )
@@ -139,7 +139,7 @@ pub async fn add(
     claims::add(&cp, &mut w, scope, &row.additional_claims, &c).await?;
     w.subordinate_event(
         row.id,
-        &row.status,
+        row.status,
         "claims_updated",
         Some(format!("claim {name} added")),
     )
@@ -176,7 +176,7 @@ pub async fn put(
     let (_, name) = claims::update(&cp, &mut w, scope, &row.additional_claims, &key, c).await?;
     w.subordinate_event(
         row.id,
-        &row.status,
+        row.status,
         "claims_updated",
         Some(format!("claim {name} updated")),
     )
@@ -199,7 +199,7 @@ pub async fn delete(
     let scope = Scope::Subordinate(row.id);
     let name = claims::remove(&cp, &mut w, scope, &row.additional_claims, &key).await?;
     let msg = format!("claim {name} deleted");
-    w.subordinate_event(row.id, &row.status, "claim_deleted", Some(msg))
+    w.subordinate_event(row.id, row.status, "claim_deleted", Some(msg))
         .await?;
     publish(&cp, w, &row, &id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -222,7 +222,7 @@ pub async fn create(
         entity_id: &entity,
         basic: BasicWrite {
             description: input.description,
-            status: status.as_str().into(),
+            status,
             enable_jwks_update: input.enable_jwks_update,
             jwks_poll_interval: input.jwks_poll_interval,
         },
@@ -286,7 +286,7 @@ async fn apply_update(
     let row = find(cp, id).await?;
     let basic = BasicWrite {
         description: u.description.unwrap_or_else(|| row.description.clone()),
-        status: row.status.clone(),
+        status: row.status,
         enable_jwks_update: u.enable_jwks_update.unwrap_or(row.enable_jwks_update),
         jwks_poll_interval: u.jwks_poll_interval.unwrap_or(row.jwks_poll_interval),
     };
@@ -297,7 +297,7 @@ async fn apply_update(
     }
     w.subordinate_event(
         row.id,
-        &row.status,
+        row.status,
         "updated",
         Some("subordinate updated".into()),
     )
@@ -361,17 +361,17 @@ pub async fn set_status(
     w.tx().await?;
     let mut row = find(&cp, &id).await?;
     require_keys(status, &row.jwks)?;
-    let old = std::mem::replace(&mut row.status, status.as_str().into());
+    let old = std::mem::replace(&mut row.status, status);
     let basic = BasicWrite {
         description: row.description.clone(),
-        status: row.status.clone(),
+        status: row.status,
         enable_jwks_update: row.enable_jwks_update,
         jwks_poll_interval: row.jwks_poll_interval,
     };
     let tx = w.tx().await?;
     repo::update_basic(&cp.db, tx, row.id, &basic, cp.now()).await?;
     let msg = format!("status changed from {old} to {status}");
-    w.subordinate_event(row.id, &row.status, "status_updated", Some(msg))
+    w.subordinate_event(row.id, row.status, "status_updated", Some(msg))
         .await?;
     w.touch_subordinate(&row.entity_id);
     w.commit().await?;

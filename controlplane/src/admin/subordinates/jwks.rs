@@ -35,7 +35,7 @@ async fn store(
 ) -> ApiResult<()> {
     let tx = w.tx().await?;
     repo::set_jwks(&cp.db, tx, row.id, jwks, cp.now()).await?;
-    w.subordinate_event(row.id, &row.status, kind, Some(msg))
+    w.subordinate_event(row.id, row.status, kind, Some(msg))
         .await?;
     w.touch_subordinate(&row.entity_id);
     Ok(w.commit().await?)

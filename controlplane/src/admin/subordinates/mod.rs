@@ -81,7 +81,7 @@ impl From<&SubordinateRow> for BasicRecord {
             entity_id: r.entity_id.clone(),
             description: r.description.clone(),
             registered_entity_types: r.registered_entity_types.clone(),
-            status: r.status.clone(),
+            status: r.status.as_str().into(),
             enable_jwks_update: r.enable_jwks_update,
             jwks_poll_interval: r.jwks_poll_interval,
         }

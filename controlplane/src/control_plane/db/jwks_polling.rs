@@ -1,6 +1,7 @@
 //! The one query the subordinate key refresher needs at boot: which subordinates poll their
 //! keys, without loading the other columns and child rows of 100,000 subordinates.
 
+use pharos_shared::subordinate::SubordinateStatus;
 use sqlx::Row;
 
 use super::Db;
@@ -11,8 +12,8 @@ use crate::error::Result;
 pub struct Polled {
     /// Entity identifier.
     pub entity_id: String,
-    /// Status word.
-    pub status: String,
+    /// Where it stands.
+    pub status: SubordinateStatus,
     /// Poll interval, seconds (0 = derive).
     pub jwks_poll_interval: i64,
 }
@@ -27,9 +28,13 @@ pub async fn polled(db: &Db) -> Result<Vec<Polled>> {
     .await?;
     rows.iter()
         .map(|r| {
+            let entity_id: String = r.try_get("entity_id")?;
             Ok(Polled {
-                entity_id: r.try_get("entity_id")?,
-                status: r.try_get("status")?,
+                status: super::subordinates::stored_status(
+                    &entity_id,
+                    &r.try_get::<String, _>("status")?,
+                ),
+                entity_id,
                 jwks_poll_interval: r.try_get("jwks_poll_interval")?,
             })
         })

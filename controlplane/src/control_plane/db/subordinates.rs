@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use futures_util::TryStreamExt;
 use pharos_shared::jose::Jwks;
+use pharos_shared::subordinate::SubordinateStatus;
 use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
@@ -26,8 +27,8 @@ pub struct SubordinateRow {
     pub entity_id: String,
     /// Free text.
     pub description: String,
-    /// Status word.
-    pub status: String,
+    /// Where it stands (a word no status has is read as inactive, see [`stored_status`]).
+    pub status: SubordinateStatus,
     /// Poll its keys.
     pub enable_jwks_update: bool,
     /// Poll interval, seconds (0 = derive).
@@ -66,12 +67,22 @@ fn json_col(r: &AnyRow, name: &str) -> Result<Option<Value>> {
     Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
 }
 
+/// A stored status word as a status; only a hand-edited database has another word, and not
+/// serving is the safe reading of it.
+pub fn stored_status(entity_id: &str, word: &str) -> SubordinateStatus {
+    SubordinateStatus::parse(word).unwrap_or_else(|| {
+        tracing::warn!(%entity_id, status = %word, "unknown subordinate status; treated as inactive");
+        SubordinateStatus::Inactive
+    })
+}
+
 fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
+    let entity_id: String = r.try_get("entity_id")?;
     Ok(SubordinateRow {
         id: r.try_get("id")?,
-        entity_id: r.try_get("entity_id")?,
+        status: stored_status(&entity_id, &r.try_get::<String, _>("status")?),
+        entity_id,
         description: r.try_get("description")?,
-        status: r.try_get("status")?,
         enable_jwks_update: r.try_get::<i64, _>("enable_jwks_update")? != 0,
         jwks_poll_interval: r.try_get("jwks_poll_interval")?,
         jwks: r
@@ -321,8 +332,8 @@ pub enum SubKey<'a> {
 pub struct BasicWrite {
     /// Free text.
     pub description: String,
-    /// Status word.
-    pub status: String,
+    /// Where it stands.
+    pub status: SubordinateStatus,
     /// Poll its keys.
     pub enable_jwks_update: bool,
     /// Poll interval.
@@ -350,7 +361,7 @@ pub async fn insert(
     ))
     .bind(entity_id)
     .bind(&w.description)
-    .bind(&w.status)
+    .bind(w.status.as_str())
     .bind(flag(w.enable_jwks_update))
     .bind(w.jwks_poll_interval)
     .bind(to_text(jwks)?)
@@ -379,7 +390,7 @@ pub async fn update_basic(
          WHERE id = ?",
     ))
     .bind(&w.description)
-    .bind(&w.status)
+    .bind(w.status.as_str())
     .bind(flag(w.enable_jwks_update))
     .bind(w.jwks_poll_interval)
     .bind(now)
