@@ -3,28 +3,55 @@
 //! It is not an HTTP response: the Admin API converts it to [`crate::admin::error::ApiError`]
 //! through one exhaustive mapping, so a new variant cannot silently become a 500.
 
-/// Everything that can go wrong in the control plane.
+/// Everything that can go wrong in the control plane. Each variant says what happened; the
+/// Admin API chooses its status and words in one exhaustive match
+/// ([`crate::admin::error::ApiError`]'s `From`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The request is malformed or fails validation (400 `invalid_request`).
+    /// A row with the same unique key exists (`what`: which kind of row).
+    #[error("{what} already exists")]
+    AlreadyExists {
+        /// The kind of row, as an operator calls it.
+        what: &'static str,
+    },
+    /// A request's `If-Match` does not hold for the resource as stored: it was changed since
+    /// the client read it (`exists`), or it names a resource that does not exist. Nothing was
+    /// written.
+    #[error("{}", if *exists {
+        "the resource was changed since it was read (If-Match does not hold); nothing was written: read it again"
+    } else {
+        "If-Match names a resource that does not exist; nothing was written"
+    })]
+    IfMatchFailed {
+        /// Whether the resource exists (with another tag).
+        exists: bool,
+    },
+    /// A key rotation policy the planner cannot honour (the rule it breaks).
     #[error("{0}")]
-    BadRequest(String),
-    /// The addressed resource does not exist (404 `not_found`).
-    #[error("{0}")]
-    NotFound(String),
-    /// The resource already exists (409 `invalid_request`, as the reference service answers).
-    #[error("{0}")]
-    Conflict(String),
-    /// The request body exceeds `server.body_limit` (413 `invalid_request`).
-    #[error("{0}")]
-    PayloadTooLarge(String),
-    /// The request's `If-Match` does not hold for the resource as stored (412
-    /// `invalid_request`): it was changed since the client read it, and nothing was written.
-    #[error("{0}")]
-    PreconditionFailed(String),
-    /// Missing or wrong admin credentials (401 `invalid_client`).
-    #[error("{0}")]
-    Unauthorized(String),
+    RotationPolicy(&'static str),
+    /// A revocation reason that is not one of [`crate::control_plane::key_lifecycle::REASONS`].
+    #[error("reason must be one of {}", crate::control_plane::key_lifecycle::REASONS.join(", "))]
+    RevocationReason,
+    /// The signing key is the static `signing.filesystem.key_file`: it cannot be rotated or
+    /// its algorithm changed.
+    #[error("the signing key is a static key_file; it cannot be rotated or changed")]
+    StaticKey,
+    /// An algorithm a PKCS#11 token cannot generate keys for.
+    #[error("algorithm {0} is not supported with signing.kms pkcs11 (use ES256, ES384 or ES512)")]
+    TokenAlgorithm(pharos_shared::jose::Algorithm),
+    /// A database URL whose scheme is none of SQLite, MySQL/MariaDB and PostgreSQL.
+    #[error("unsupported database scheme {0:?}")]
+    DatabaseScheme(String),
+    /// A file the operator named (a CLI `--output`) could not be written.
+    #[error("{flag} {}: {source}", path.display())]
+    OutputFile {
+        /// The option that named it.
+        flag: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why it could not be written.
+        source: std::io::Error,
+    },
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
@@ -49,11 +76,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     /// Maps a database error, turning unique-constraint violations into conflicts.
-    pub fn from_db(e: sqlx::Error, what: &str) -> Self {
+    pub fn from_db(e: sqlx::Error, what: &'static str) -> Self {
         if let sqlx::Error::Database(d) = &e
             && matches!(d.kind(), sqlx::error::ErrorKind::UniqueViolation)
         {
-            return Self::Conflict(format!("{what} already exists"));
+            return Self::AlreadyExists { what };
         }
         Self::Database(e)
     }

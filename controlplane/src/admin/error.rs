@@ -99,12 +99,14 @@ impl From<crate::Error> for ApiError {
     fn from(e: crate::Error) -> Self {
         use crate::Error as E;
         match e {
-            E::BadRequest(m) => Self::BadRequest(m),
-            E::NotFound(m) => Self::NotFound(m),
-            E::Conflict(m) => Self::Conflict(m),
-            E::PayloadTooLarge(m) => Self::PayloadTooLarge(m),
-            E::PreconditionFailed(m) => Self::PreconditionFailed(m),
-            E::Unauthorized(m) => Self::Unauthorized(m),
+            e @ E::AlreadyExists { .. } => Self::Conflict(e.to_string()),
+            e @ E::IfMatchFailed { .. } => Self::PreconditionFailed(e.to_string()),
+            e @ (E::RotationPolicy(_)
+            | E::RevocationReason
+            | E::StaticKey
+            | E::TokenAlgorithm(_)
+            | E::DatabaseScheme(_)
+            | E::OutputFile { .. }) => Self::BadRequest(e.to_string()),
             E::Shared(s) => s.into(),
             // Leader-only work never answers a request; if one ever did, another replica
             // leads now and a retry is right.
@@ -198,13 +200,17 @@ mod tests {
     #[test]
     fn client_errors_keep_their_status() {
         use crate::Error as E;
-        assert_eq!(status(E::BadRequest("x".into())), 400);
-        assert_eq!(status(E::NotFound("x".into())), 404);
-        assert_eq!(status(E::Conflict("x".into())), 409);
-        assert_eq!(status(E::PayloadTooLarge("x".into())), 413);
-        assert_eq!(status(E::PreconditionFailed("x".into())), 412);
+        assert_eq!(status(E::RotationPolicy("x")), 400);
+        assert_eq!(status(E::RevocationReason), 400);
+        assert_eq!(status(E::StaticKey), 400);
+        assert_eq!(status(E::DatabaseScheme("x".into())), 400);
+        assert_eq!(status(E::AlreadyExists { what: "x" }), 409);
+        assert_eq!(status(E::IfMatchFailed { exists: true }), 412);
+        assert_eq!(status(E::IfMatchFailed { exists: false }), 412);
         assert_eq!(status(ApiError::PreconditionRequired("x".into())), 428);
-        assert_eq!(status(E::Unauthorized("x".into())), 401);
+        assert_eq!(status(ApiError::NotFound("x".into())), 404);
+        assert_eq!(status(ApiError::PayloadTooLarge("x".into())), 413);
+        assert_eq!(status(ApiError::Unauthorized("x".into())), 401);
     }
 
     #[test]

@@ -151,14 +151,9 @@ impl Rules {
 /// (`None`: no `If-Match`, which is the caller's to decide).
 pub fn evaluate(if_match: Option<&HeaderValue>, current: Option<&[u8]>) -> Result<()> {
     match if_match {
-        Some(h) if !http_cache::if_match(h.as_bytes(), current) => {
-            Err(Error::PreconditionFailed(match current {
-                Some(_) => "the resource was changed since it was read (If-Match does not hold); \
-                            nothing was written: read it again"
-                    .into(),
-                None => "If-Match names a resource that does not exist; nothing was written".into(),
-            }))
-        }
+        Some(h) if !http_cache::if_match(h.as_bytes(), current) => Err(Error::IfMatchFailed {
+            exists: current.is_some(),
+        }),
         _ => Ok(()),
     }
 }
@@ -512,13 +507,13 @@ mod tests {
         let stale = HeaderValue::from_static("\"stale\"");
         assert!(matches!(
             evaluate(Some(&stale), Some(&current)),
-            Err(Error::PreconditionFailed(_))
+            Err(Error::IfMatchFailed { .. })
         ));
         let star = HeaderValue::from_static("*");
         assert!(evaluate(Some(&star), Some(&current)).is_ok());
         assert!(matches!(
             evaluate(Some(&star), None),
-            Err(Error::PreconditionFailed(_))
+            Err(Error::IfMatchFailed { .. })
         ));
     }
 

@@ -226,10 +226,7 @@ fn ours_valid(k: &KeyRow, now: i64) -> bool {
 /// Checks a revocation reason (spec §8.7.3); omitting it is allowed and preferred.
 pub fn check_reason(reason: Option<&str>) -> Result<()> {
     match reason {
-        Some(r) if !REASONS.contains(&r) => Err(Error::BadRequest(format!(
-            "reason must be one of {}",
-            REASONS.join(", ")
-        ))),
+        Some(r) if !REASONS.contains(&r) => Err(Error::RevocationReason),
         _ => Ok(()),
     }
 }

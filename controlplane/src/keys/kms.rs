@@ -69,9 +69,7 @@ impl Kms {
     /// Refuses operations that would need a new key when the key is static.
     pub fn require_dynamic(&self) -> Result<()> {
         match self.static_key() {
-            Some(_) => Err(Error::BadRequest(
-                "the signing key is a static key_file; it cannot be rotated or changed".into(),
-            )),
+            Some(_) => Err(Error::StaticKey),
             None => Ok(()),
         }
     }

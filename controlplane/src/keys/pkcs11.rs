@@ -32,9 +32,7 @@ fn curve(alg: Algorithm) -> Result<(&'static [u8], &'static str, usize)> {
         Algorithm::ES256 => Ok((&[6, 8, 42, 134, 72, 206, 61, 3, 1, 7], "P-256", 32)),
         Algorithm::ES384 => Ok((&[6, 5, 43, 129, 4, 0, 34], "P-384", 48)),
         Algorithm::ES512 => Ok((&[6, 5, 43, 129, 4, 0, 35], "P-521", 66)),
-        other => Err(Error::BadRequest(format!(
-            "algorithm {other} is not supported with signing.kms pkcs11 (use ES256, ES384 or ES512)"
-        ))),
+        other => Err(Error::TokenAlgorithm(other)),
     }
 }
 

@@ -48,22 +48,22 @@ impl RotationSettings {
     /// Rejects policies the planner cannot honour.
     pub fn validate(&self) -> Result<()> {
         if self.interval <= 0 {
-            return Err(Error::BadRequest("interval must be positive".into()));
+            return Err(Error::RotationPolicy("interval must be positive"));
         }
         if self.overlap < 0 || self.key_announcement_lead_time < 0 {
-            return Err(Error::BadRequest(
-                "overlap and key_announcement_lead_time must not be negative".into(),
+            return Err(Error::RotationPolicy(
+                "overlap and key_announcement_lead_time must not be negative",
             ));
         }
         if self.overlap >= self.interval {
-            return Err(Error::BadRequest(
-                "overlap must be shorter than interval (a key must sign for a while)".into(),
+            return Err(Error::RotationPolicy(
+                "overlap must be shorter than interval (a key must sign for a while)",
             ));
         }
         let m = self.key_announcement_lead_time_ec_multiplier;
         if !m.is_finite() || m < 0.0 {
-            return Err(Error::BadRequest(
-                "key_announcement_lead_time_ec_multiplier must be a non-negative number".into(),
+            return Err(Error::RotationPolicy(
+                "key_announcement_lead_time_ec_multiplier must be a non-negative number",
             ));
         }
         Ok(())

@@ -214,7 +214,11 @@ impl Sink {
     fn open(path: Option<&PathBuf>) -> crate::Result<Self> {
         Ok(Self(match path {
             Some(p) => Box::new(std::io::BufWriter::new(std::fs::File::create(p).map_err(
-                |e| crate::Error::BadRequest(format!("--output {}: {e}", p.display())),
+                |source| crate::Error::OutputFile {
+                    flag: "--output",
+                    path: p.to_path_buf(),
+                    source,
+                },
             )?)),
             None => Box::new(std::io::BufWriter::new(std::io::stdout())),
         }))

@@ -67,9 +67,7 @@ impl Dialect {
             "sqlite" => Ok(Self::Sqlite),
             "mysql" | "mariadb" => Ok(Self::Mysql),
             "postgres" | "postgresql" => Ok(Self::Postgres),
-            other => Err(Error::BadRequest(format!(
-                "unsupported database scheme {other:?}"
-            ))),
+            other => Err(Error::DatabaseScheme(other.to_owned())),
         }
     }
 }
