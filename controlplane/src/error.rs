@@ -29,9 +29,12 @@ pub enum Error {
     /// A key rotation policy the planner cannot honour (the rule it breaks).
     #[error("{0}")]
     RotationPolicy(&'static str),
-    /// A revocation reason that is not one of [`crate::control_plane::key_lifecycle::REASONS`].
-    #[error("reason must be one of {}", crate::control_plane::key_lifecycle::REASONS.join(", "))]
-    RevocationReason,
+    /// A revocation reason that is not one of those `allowed`.
+    #[error("reason must be one of {}", allowed.join(", "))]
+    RevocationReason {
+        /// The reasons there are.
+        allowed: &'static [&'static str],
+    },
     /// The signing key is the static `signing.filesystem.key_file`: it cannot be rotated or
     /// its algorithm changed.
     #[error("the signing key is a static key_file; it cannot be rotated or changed")]

@@ -10,7 +10,28 @@
 
 use serde_json::Value;
 
-use crate::chain::STANDARD_CLAIMS;
+/// Claims defined by the spec; `crit` may not list them (§13.4). Which of them an operator's
+/// additional claims may set is decided here ([`is_reserved`]).
+pub const STANDARD_CLAIMS: [&str; 18] = [
+    "iss",
+    "sub",
+    "iat",
+    "exp",
+    "jwks",
+    "metadata",
+    "crit",
+    "authority_hints",
+    "trust_anchor_hints",
+    "trust_marks",
+    "trust_mark_issuers",
+    "trust_mark_owners",
+    "constraints",
+    "metadata_policy",
+    "metadata_policy_crit",
+    "source_endpoint",
+    "aud",
+    "trust_anchor",
+];
 
 /// One additional claim as the data plane publishes it.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,11 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::jose::Algorithm;
 use crate::snapshot::Snapshot;
 
-/// Media type and JWT `typ` of entity statements.
-pub const ENTITY_STATEMENT_TYP: &str = "entity-statement+jwt";
-
-/// The HTTP media type of entity statements (`application/` + [`ENTITY_STATEMENT_TYP`]).
-pub const ENTITY_STATEMENT_MEDIA_TYPE: &str = "application/entity-statement+jwt";
+pub use crate::media_types::{ENTITY_STATEMENT_MEDIA_TYPE, ENTITY_STATEMENT_TYP};
 
 /// Claims copied into `federation_entity` from the other entity types when it lacks them and
 /// every other type that has the claim agrees on its value.

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose::{self, Jwks};
+use crate::media_types::ENTITY_STATEMENT_TYP;
 
 /// `typ` of a signed JWK Set (OpenID Federation §5.2.1) and the media type of its push.
 pub const JWK_SET_TYP: &str = "jwk-set+jwt";

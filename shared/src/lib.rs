@@ -20,6 +20,7 @@ pub mod http_cache;
 pub mod interop;
 pub mod jose;
 pub mod key_update;
+pub mod media_types;
 pub mod metadata_types;
 pub mod policy;
 pub mod rate_limit;

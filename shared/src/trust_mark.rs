@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose::{self, Jwks};
+use crate::media_types::ENTITY_STATEMENT_TYP;
 use crate::time::CLOCK_SKEW;
 use crate::{Error, Result};
 

@@ -102,7 +102,7 @@ impl From<crate::Error> for ApiError {
             e @ E::AlreadyExists { .. } => Self::Conflict(e.to_string()),
             e @ E::IfMatchFailed { .. } => Self::PreconditionFailed(e.to_string()),
             e @ (E::RotationPolicy(_)
-            | E::RevocationReason
+            | E::RevocationReason { .. }
             | E::StaticKey
             | E::TokenAlgorithm(_)
             | E::DatabaseScheme(_)
@@ -201,7 +201,7 @@ mod tests {
     fn client_errors_keep_their_status() {
         use crate::Error as E;
         assert_eq!(status(E::RotationPolicy("x")), 400);
-        assert_eq!(status(E::RevocationReason), 400);
+        assert_eq!(status(E::RevocationReason { allowed: &[] }), 400);
         assert_eq!(status(E::StaticKey), 400);
         assert_eq!(status(E::DatabaseScheme("x".into())), 400);
         assert_eq!(status(E::AlreadyExists { what: "x" }), 409);

@@ -226,7 +226,7 @@ fn ours_valid(k: &KeyRow, now: i64) -> bool {
 /// Checks a revocation reason (spec §8.7.3); omitting it is allowed and preferred.
 pub fn check_reason(reason: Option<&str>) -> Result<()> {
     match reason {
-        Some(r) if !REASONS.contains(&r) => Err(Error::RevocationReason),
+        Some(r) if !REASONS.contains(&r) => Err(Error::RevocationReason { allowed: &REASONS }),
         _ => Ok(()),
     }
 }

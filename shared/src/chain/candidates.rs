@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::statement::{authority_hints, is_entity_identifier};
 use super::{MAX_AUTHORITY_HINTS, MAX_FETCHES, ResolveRequest, invalid};
-use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose;
+use crate::media_types::ENTITY_STATEMENT_TYP;
 use crate::{Error, Result};
 
 /// How chain collection obtains statements; implemented with an HTTP client by the planes and

@@ -5,31 +5,9 @@ use serde_json::{Map, Value};
 
 use super::invalid;
 use crate::Result;
+use crate::claims::STANDARD_CLAIMS;
 use crate::jose::{self, Jwks};
 use crate::trust_mark::mark_type;
-
-/// Claims defined by the spec; `crit` may not list them (§13.4). Which of them an operator's
-/// additional claims may set is decided in [`crate::claims`].
-pub const STANDARD_CLAIMS: [&str; 18] = [
-    "iss",
-    "sub",
-    "iat",
-    "exp",
-    "jwks",
-    "metadata",
-    "crit",
-    "authority_hints",
-    "trust_anchor_hints",
-    "trust_marks",
-    "trust_mark_issuers",
-    "trust_mark_owners",
-    "constraints",
-    "metadata_policy",
-    "metadata_policy_crit",
-    "source_endpoint",
-    "aud",
-    "trust_anchor",
-];
 
 /// Extension claims Pharos understands and may therefore accept in `crit`: none yet.
 const UNDERSTOOD_EXTENSION_CLAIMS: [&str; 0] = [];

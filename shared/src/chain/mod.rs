@@ -36,8 +36,8 @@ use crate::Error;
 use crate::interop::Interop;
 use crate::jose::Jwks;
 
+pub use crate::claims::STANDARD_CLAIMS;
 pub use candidates::Fetcher;
-pub use claims::STANDARD_CLAIMS;
 pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;
 pub use response::{

@@ -9,8 +9,8 @@ use super::claims::{
 };
 use super::{CLOCK_SKEW, invalid};
 use crate::Result;
-use crate::entity_configuration::ENTITY_STATEMENT_TYP;
 use crate::jose::{self, Jwks};
+use crate::media_types::ENTITY_STATEMENT_TYP;
 use crate::policy::Constraints;
 
 /// One decoded Entity Statement whose own syntax and lifetime have been checked.
