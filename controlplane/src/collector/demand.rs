@@ -13,7 +13,7 @@ use std::time::Duration;
 use moka::sync::Cache;
 use pharos_runtime::command::{CollectError, CollectReply, Refused};
 use pharos_runtime::outbound::HttpFetcher;
-use pharos_runtime::single_flight::{Flights, Joined};
+use pharos_runtime::single_flight::Flights;
 use pharos_shared::collection::Collection;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType, EntityCollectionConfig};
 use pharos_shared::snapshot::Snapshot;
@@ -79,16 +79,12 @@ impl OnDemand {
             let _ = reply.send(Ok(c));
             return;
         }
-        let lead = match self.flights.join(&trust_anchor, reply) {
-            Joined::Follower => return,
-            Joined::Full(reply) => {
-                let _ = reply.send(Err(Refused::Busy.into()));
-                return;
-            }
-            Joined::Leader(lead) => lead,
-        };
-        let Ok(permit) = self.running.clone().try_acquire_owned() else {
-            lead.finish(Err(Refused::Busy.into()));
+        let Some((lead, permit)) = self.flights.lead_with(
+            &trust_anchor,
+            reply,
+            || Err(Refused::Busy.into()),
+            || self.running.clone().try_acquire_owned().ok(),
+        ) else {
             return;
         };
         let me = self.clone();

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use pharos_runtime::command::{CheckError, Refused, Reply};
-use pharos_runtime::single_flight::{Flights, Joined};
+use pharos_runtime::single_flight::Flights;
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Checker, Denial, Verdict, check};
 use pharos_shared::snapshot::Snapshot;
@@ -88,16 +88,12 @@ impl Eligibility {
         }
         // Type and subject are URLs: a newline separates them unambiguously.
         let flight = format!("{}\n{}", key.0, key.1);
-        let lead = match self.flights.join(&flight, reply) {
-            Joined::Follower => return,
-            Joined::Full(reply) => {
-                let _ = reply.send(Err(Refused::Busy.into()));
-                return;
-            }
-            Joined::Leader(lead) => lead,
-        };
-        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-            lead.finish(Err(Refused::Busy.into()));
+        let Some((lead, slot)) = self.flights.lead_with(
+            &flight,
+            reply,
+            || Err(Refused::Busy.into()),
+            || self.slots.clone().try_acquire_owned().ok(),
+        ) else {
             return;
         };
         let (cp, fetcher, verdicts) = (cp.clone(), fetcher.clone(), self.verdicts.clone());

@@ -27,7 +27,7 @@
 use std::sync::Arc;
 
 use pharos_runtime::command::{EnrollError, EnrollMode, EnrollOutcome, Enrollment, Refused, Reply};
-use pharos_runtime::single_flight::{Flights, Joined};
+use pharos_runtime::single_flight::Flights;
 use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Verdict, check};
 use pharos_shared::jose::Jwks;
@@ -90,16 +90,12 @@ impl Enrollments {
         reply: Reply<EnrollOutcome, EnrollError>,
     ) {
         let key = flight_key(e.mode, &e.sub);
-        let lead = match self.flights.join(&key, reply) {
-            Joined::Follower => return,
-            Joined::Full(reply) => {
-                let _ = reply.send(Err(Refused::Busy.into()));
-                return;
-            }
-            Joined::Leader(lead) => lead,
-        };
-        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-            lead.finish(Err(Refused::Busy.into()));
+        let Some((lead, slot)) = self.flights.lead_with(
+            &key,
+            reply,
+            || Err(Refused::Busy.into()),
+            || self.slots.clone().try_acquire_owned().ok(),
+        ) else {
             return;
         };
         tokio::spawn(async move {

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pharos_runtime::command::{Command, JtiError, Refused, Reply, TriggerError};
-use pharos_runtime::single_flight::{Flights, Joined};
+use pharos_runtime::single_flight::Flights;
 use pharos_shared::chain::Fetcher;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -208,17 +208,12 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
 
     /// Joins the flight for `sub`, or leads a new one if a fetch slot is free.
     fn trigger(&self, sub: String, actor: Option<String>, reply: Reply<bool, TriggerError>) {
-        let lead = match self.triggers.join(&sub, reply) {
-            Joined::Follower => return,
-            Joined::Full(reply) => {
-                let _ = reply.send(Err(Refused::Busy.into()));
-                return;
-            }
-            Joined::Leader(lead) => lead,
-        };
-        // Only this task starts flights, so no follower can have joined since `join`.
-        let Some(slot) = self.refreshers.try_fetch_permit() else {
-            lead.finish(Err(Refused::Busy.into()));
+        let Some((lead, slot)) = self.triggers.lead_with(
+            &sub,
+            reply,
+            || Err(Refused::Busy.into()),
+            || self.refreshers.try_fetch_permit(),
+        ) else {
             return;
         };
         let r = self.refreshers.clone();

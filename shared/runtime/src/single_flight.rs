@@ -77,6 +77,35 @@ impl<K: Eq + Hash + Clone, T: Clone> Flights<K, T> {
         }
     }
 
+    /// [`Self::join`] for a caller that runs the work in a task of its own and must bound how
+    /// many run at once: `None` when its reply is taken care of (it follows a flight, or the
+    /// flight was full and `busy` was sent), else the lead and a permit from `slot`. A leader
+    /// that gets no permit ends its flight at once with `busy` for every waiter.
+    pub fn lead_with<P>(
+        self: &Arc<Self>,
+        key: &K,
+        reply: oneshot::Sender<T>,
+        busy: impl Fn() -> T,
+        slot: impl FnOnce() -> Option<P>,
+    ) -> Option<(Lead<K, T>, P)> {
+        let lead = match self.join(key, reply) {
+            Joined::Follower => return None,
+            Joined::Full(reply) => {
+                let _ = reply.send(busy());
+                return None;
+            }
+            Joined::Leader(lead) => lead,
+        };
+        // Only the caller starts flights for its keys, so no follower joined since `join`.
+        match slot() {
+            Some(permit) => Some((lead, permit)),
+            None => {
+                lead.finish(busy());
+                None
+            }
+        }
+    }
+
     /// The outcome of `work` for `key`, computed once for all callers that overlap in time.
     /// If the computing caller is cancelled, a waiting caller takes the computation over; a
     /// caller finding its flight full computes alone.
@@ -225,6 +254,21 @@ mod tests {
         assert_eq!(f.len(), 1);
         second.finish(3);
         assert_eq!(rx2.await.unwrap(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_leader_without_a_slot_ends_its_flight_busy() {
+        let f = Flights::<String, u8>::new(1);
+        let (tx1, rx1) = oneshot::channel();
+        assert!(f.lead_with(&key("a"), tx1, || 9, || None::<()>).is_none());
+        assert_eq!(rx1.await.unwrap(), 9);
+        assert!(f.is_empty());
+        let (tx2, _rx2) = oneshot::channel();
+        let (lead, ()) = f.lead_with(&key("a"), tx2, || 9, || Some(())).unwrap();
+        let (tx3, rx3) = oneshot::channel();
+        assert!(f.lead_with(&key("a"), tx3, || 9, || Some(())).is_none());
+        assert_eq!(rx3.await.unwrap(), 9, "a full flight answers busy at once");
+        lead.finish(1);
     }
 
     #[tokio::test]
