@@ -29,6 +29,14 @@ pub mod trust_marks;
 pub mod users;
 pub mod wal;
 
+use std::borrow::Cow;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, AssertSqlSafe, SqlSafeStr, SqlStr};
+
+use crate::error::{Error, Result};
+
 /// The last check of a leader-only write, in its transaction just before the commit: that the
 /// job's replica still leads ([`crate::leadership::Fence`]). Repositories whose writes only the
 /// leader makes take one; the trait keeps them below the leadership module that implements it.
@@ -39,14 +47,6 @@ pub trait FenceCheck: Sync {
         tx: &mut sqlx::AnyConnection,
     ) -> impl Future<Output = crate::error::Result<()>> + Send;
 }
-
-use std::borrow::Cow;
-
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
-use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::{AnyPool, AssertSqlSafe, SqlSafeStr, SqlStr};
-
-use crate::error::{Error, Result};
 
 /// Which SQL dialect the pool speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
