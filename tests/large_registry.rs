@@ -36,7 +36,7 @@ async fn bulk_load(db: &TestDb) {
     for start in (1..=N).step_by(500) {
         let end = (start + 499).min(N);
         let mut subs = String::from(
-            "INSERT INTO subordinates (id, entity_id, description, status, jwks, created_at, updated_at) VALUES ",
+            "INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, created_at, updated_at) VALUES ",
         );
         let mut kinds = String::from(
             "INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES ",
@@ -46,7 +46,7 @@ async fn bulk_load(db: &TestDb) {
             if i > start {
                 subs.push(',');
             }
-            subs.push_str("(?, ?, '', ?, ?, ?, ?)");
+            subs.push_str("(?, 1, ?, '', ?, ?, ?, ?)");
             for _ in types(i) {
                 if !std::mem::replace(&mut first_kind, false) {
                     kinds.push(',');

@@ -369,9 +369,9 @@ async fn records_stored_one_per_row_are_moved_into_batches() {
         let n = 8192 + 10;
         for chunk in (0..n).collect::<Vec<i64>>().chunks(500) {
             let values =
-                vec!["(?, 'fetch', 'GET', 200, ?, '192.0.2.1', 'old/1', 0, 10)"; chunk.len()];
+                vec!["(1, ?, 'fetch', 'GET', 200, ?, '192.0.2.1', 'old/1', 0, 10)"; chunk.len()];
             let sql = format!(
-                "INSERT INTO stats_requests (ts, endpoint, method, status_code, duration_us, \
+                "INSERT INTO stats_requests (entity, ts, endpoint, method, status_code, duration_us, \
                  client_ip, user_agent, request_size, response_size) VALUES {}",
                 values.join(",")
             );

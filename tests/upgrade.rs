@@ -30,7 +30,7 @@ use sqlx::{AssertSqlSafe, Row as _};
 use crate::support::{Pharos, TestDb, backends, enc};
 
 /// The last migration of the release the fixture stands for.
-pub const FIXTURE_VERSION: i64 = 15;
+pub const FIXTURE_VERSION: i64 = 16;
 
 /// The fixture's admin user and password (created through the Admin API of that release).
 pub const FIXTURE_USER: (&str, &str) = ("fixture-admin", "fixture passphrase one");
@@ -236,6 +236,20 @@ async fn a_database_of_the_previous_release_upgrades_with_every_row_intact() {
         let after = snapshot(&pool).await;
         let problems = compare(&before, &after);
         assert!(problems.is_empty(), "{backend:?}: {problems:#?}");
+        // Everything the old release stored is the default entity's (issue 38): entity 1.
+        for (table, (cols, rows)) in &after {
+            let Some(at) = cols.iter().position(|c| c == "entity") else {
+                continue;
+            };
+            for row in rows {
+                assert_eq!(
+                    row[at].as_deref(),
+                    Some("1"),
+                    "{backend:?}: {table}: {row:?}"
+                );
+            }
+        }
+        assert!(after.contains_key("entities"), "{backend:?}");
         pool.pool().close().await;
 
         // The new release starts on it and serves what the old one stored, signed with the

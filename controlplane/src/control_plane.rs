@@ -97,6 +97,12 @@ impl ControlPlane {
     ) -> Result<Arc<Self>> {
         let now = clock.now();
         let kms = keys::kms::Kms::open(&settings)?;
+        if db.hosted().is_default() {
+            // The configuration names the default entity: entity 1 takes its identifier.
+            let mut tx = db.begin().await?;
+            db::entities::claim_default(&db, &mut tx, &settings.entity_id, now).await?;
+            tx.commit().await?;
+        }
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;

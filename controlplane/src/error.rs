@@ -42,6 +42,17 @@ pub enum Error {
     /// An algorithm a PKCS#11 token cannot generate keys for.
     #[error("algorithm {0} is not supported with signing.kms pkcs11 (use ES256, ES384 or ES512)")]
     TokenAlgorithm(pharos_shared::jose::Algorithm),
+    /// The configured `entity_id` is the identifier of another hosted entity (`entity`): the
+    /// default entity cannot take it at start.
+    #[error(
+        "entity_id {entity_id} is hosted as entity {entity}: delete that entity or configure another entity_id"
+    )]
+    EntityIdHosted {
+        /// The configured identifier.
+        entity_id: String,
+        /// The hosted entity that has it.
+        entity: i64,
+    },
     /// A database URL whose scheme is none of SQLite, MySQL/MariaDB and PostgreSQL.
     #[error("unsupported database scheme {0:?}")]
     DatabaseScheme(String),

@@ -99,7 +99,9 @@ impl From<crate::Error> for ApiError {
     fn from(e: crate::Error) -> Self {
         use crate::Error as E;
         match e {
-            e @ E::AlreadyExists { .. } => Self::Conflict(e.to_string()),
+            e @ (E::AlreadyExists { .. } | E::EntityIdHosted { .. }) => {
+                Self::Conflict(e.to_string())
+            }
             e @ E::IfMatchFailed { .. } => Self::PreconditionFailed(e.to_string()),
             e @ (E::RotationPolicy(_)
             | E::RevocationReason { .. }

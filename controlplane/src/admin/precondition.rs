@@ -234,12 +234,14 @@ async fn lock(db: &Db, c: &mut AnyConnection) -> Result<()> {
     if db.dialect == Dialect::Sqlite {
         return Ok(());
     }
-    let row =
-        sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ? FOR UPDATE"))
-            .bind(LOCK_SCOPE)
-            .bind(LOCK_NAME)
-            .fetch_optional(&mut *c)
-            .await?;
+    let row = sqlx::query(
+        db.sql("SELECT value FROM settings WHERE entity = ? AND scope = ? AND name = ? FOR UPDATE"),
+    )
+    .bind(db.entity())
+    .bind(LOCK_SCOPE)
+    .bind(LOCK_NAME)
+    .fetch_optional(&mut *c)
+    .await?;
     match row {
         Some(_) => Ok(()),
         None => Err(Error::Internal(

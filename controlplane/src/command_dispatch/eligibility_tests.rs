@@ -118,15 +118,17 @@ async fn store_spec(cp: &ControlPlane, eligibility: &Value) {
     let mut w = cp.write(Some("test")).await;
     let db = cp.db.clone();
     let c = w.tx().await.unwrap();
-    sqlx::query(db.sql("DELETE FROM trust_mark_specs WHERE trust_mark_type = ?"))
+    sqlx::query(db.sql("DELETE FROM trust_mark_specs WHERE entity = ? AND trust_mark_type = ?"))
+        .bind(db.entity())
         .bind(TM)
         .execute(&mut *c)
         .await
         .unwrap();
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_specs (trust_mark_type, additional_claims, description, \
-         eligibility_config, created_at, updated_at) VALUES (?, '{}', '', ?, 0, 0)",
+        "INSERT INTO trust_mark_specs (entity, trust_mark_type, additional_claims, description, \
+         eligibility_config, created_at, updated_at) VALUES (?, ?, '{}', '', ?, 0, 0)",
     ))
+    .bind(db.entity())
     .bind(TM)
     .bind(eligibility.to_string())
     .execute(&mut *c)

@@ -34,9 +34,10 @@ async fn seed_spec(cp: &ControlPlane, eligibility: Option<Value>, subjects: &[(&
     let db = cp.db.clone();
     let c = w.tx().await.unwrap();
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_specs (trust_mark_type, additional_claims, description, \
-         eligibility_config, created_at, updated_at) VALUES (?, '{}', '', ?, 0, 0)",
+        "INSERT INTO trust_mark_specs (entity, trust_mark_type, additional_claims, description, \
+         eligibility_config, created_at, updated_at) VALUES (?, ?, '{}', '', ?, 0, 0)",
     ))
+    .bind(db.entity())
     .bind(TM)
     .bind(eligibility.map(|e| e.to_string()))
     .execute(&mut *c)
@@ -46,10 +47,12 @@ async fn seed_spec(cp: &ControlPlane, eligibility: Option<Value>, subjects: &[(&
         sqlx::query(db.sql(
             "INSERT INTO trust_mark_subjects (spec_id, entity_id, status, additional_claims, \
              description, created_at, updated_at) \
-             SELECT id, ?, ?, '{}', '', 0, 0 FROM trust_mark_specs WHERE trust_mark_type = ?",
+             SELECT id, ?, ?, '{}', '', 0, 0 FROM trust_mark_specs \
+             WHERE entity = ? AND trust_mark_type = ?",
         ))
         .bind(*entity)
         .bind(*status)
+        .bind(db.entity())
         .bind(TM)
         .execute(&mut *c)
         .await
@@ -102,8 +105,9 @@ fn token(m: &IssuedMark) -> Arc<str> {
 async fn rows(cp: &ControlPlane) -> Vec<String> {
     sqlx::query(
         cp.db
-            .sql("SELECT jti FROM issued_trust_marks ORDER BY issued_at, jti"),
+            .sql("SELECT jti FROM issued_trust_marks WHERE entity = ? ORDER BY issued_at, jti"),
     )
+    .bind(cp.db.entity())
     .fetch_all(cp.db.pool())
     .await
     .unwrap()
@@ -187,11 +191,15 @@ async fn a_subject_blocked_after_the_decision_gets_no_mark() {
     // says active (the change is committed, its publication not yet seen).
     let mut w = cp.write(Some("admin")).await;
     let db = cp.db.clone();
-    sqlx::query(db.sql("UPDATE trust_mark_subjects SET status = 'blocked' WHERE entity_id = ?"))
-        .bind(A)
-        .execute(w.tx().await.unwrap())
-        .await
-        .unwrap();
+    sqlx::query(db.sql(
+        "UPDATE trust_mark_subjects SET status = 'blocked' WHERE entity_id = ? \
+         AND spec_id IN (SELECT id FROM trust_mark_specs WHERE entity = ?)",
+    ))
+    .bind(A)
+    .bind(db.entity())
+    .execute(w.tx().await.unwrap())
+    .await
+    .unwrap();
     w.commit().await.unwrap();
     let snap = cp.snapshot();
     let stale = &snap.trust_marks.subjects[&(TM.to_owned(), A.to_owned())];
@@ -364,10 +372,10 @@ async fn requests_store_pending_subjects_with_their_actor() {
         Ok(Pending),
         "again"
     );
-    let rows = sqlx::query(
-        cp.db
-            .sql("SELECT subject, type, status, actor FROM trust_mark_events ORDER BY id"),
-    )
+    let rows = sqlx::query(cp.db.sql(
+        "SELECT subject, type, status, actor FROM trust_mark_events WHERE entity = ? ORDER BY id",
+    ))
+    .bind(cp.db.entity())
     .fetch_all(cp.db.pool())
     .await
     .unwrap();
@@ -398,10 +406,14 @@ async fn requests_store_pending_subjects_with_their_actor() {
 }
 
 async fn subject_count(cp: &ControlPlane) -> i64 {
-    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM trust_mark_subjects")
-        .fetch_one(cp.db.pool())
-        .await
-        .unwrap();
+    let (n,): (i64,) = sqlx::query_as(cp.db.sql(
+        "SELECT COUNT(*) FROM trust_mark_subjects \
+         WHERE spec_id IN (SELECT id FROM trust_mark_specs WHERE entity = ?)",
+    ))
+    .bind(cp.db.entity())
+    .fetch_one(cp.db.pool())
+    .await
+    .unwrap();
     n
 }
 
@@ -446,11 +458,15 @@ async fn pending_requests_are_capped_per_type() {
     // Once one is decided, there is room again.
     let mut w = cp.write(Some("admin")).await;
     let db = cp.db.clone();
-    sqlx::query(db.sql("UPDATE trust_mark_subjects SET status = 'active' WHERE entity_id = ?"))
-        .bind(ids[0])
-        .execute(w.tx().await.unwrap())
-        .await
-        .unwrap();
+    sqlx::query(db.sql(
+        "UPDATE trust_mark_subjects SET status = 'active' WHERE entity_id = ? \
+         AND spec_id IN (SELECT id FROM trust_mark_specs WHERE entity = ?)",
+    ))
+    .bind(ids[0])
+    .bind(db.entity())
+    .execute(w.tx().await.unwrap())
+    .await
+    .unwrap();
     w.touch(Section::TrustMarks);
     w.commit().await.unwrap();
     assert_eq!(

@@ -300,3 +300,104 @@ async fn the_wal_is_checkpointed_beside_the_writes_never_inside_a_commit() {
         "the database file grew from {before} to {after} bytes: no checkpoint"
     );
 }
+
+/// The tables whose rows belong to one hosted entity (migration 17): each has an `entity`
+/// column, and one entity must never read or change another's rows.
+const PER_ENTITY_TABLES: &[&str] = &[
+    "federation_endpoints",
+    "trust_anchors",
+    "legacy_endpoint_paths",
+    "settings",
+    "authority_hints",
+    "subordinates",
+    "trust_mark_owners",
+    "trust_mark_issuers",
+    "trust_mark_types",
+    "trust_mark_specs",
+    "published_trust_marks",
+    "stats_daily",
+    "entity_collections",
+    "signing_keys",
+    "issued_trust_marks",
+    "trust_mark_events",
+    "stats_requests",
+    "collected_entities",
+    "additional_claims",
+];
+
+/// Whether `sql` names the column `entity` (as a word: not `entity_id`, not `entities`).
+fn names_entity_column(sql: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    sql.match_indices("entity").any(|(at, _)| {
+        let before = sql[..at].chars().next_back();
+        let after = sql[at + "entity".len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+/// Every repository function that runs SQL on a per-entity table names the `entity` column in
+/// its SQL (issue 38): a statement that forgot it would read or change every hosted entity's
+/// rows. A function is the unit: its SQL text is every string literal in it.
+#[test]
+fn every_statement_on_an_entitys_table_names_the_entity() {
+    let mut files = Vec::new();
+    sources(
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/control_plane/db")),
+        &mut files,
+    );
+    let mut missing = Vec::new();
+    for (path, text) in &files {
+        let mut code = text
+            .split("\nmod tests {")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        // A statement assembled by a `macro_rules!` of the file: its text stands at each use.
+        for m in text.split("macro_rules! ").skip(1) {
+            let name: String = m
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let body = m.split("\n}\n").next().unwrap_or_default();
+            code = code.replace(&format!("{name}!()"), body);
+        }
+        for f in code.split("\nfn ").flat_map(|f| f.split(" fn ")).skip(1) {
+            let name: String = f
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // String literals: the odd pieces between double quotes.
+            let sql: String = f
+                .split('"')
+                .skip(1)
+                .step_by(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+                .replace("\\\n", " ");
+            let touches = PER_ENTITY_TABLES.iter().any(|t| {
+                ["FROM ", "INTO ", "UPDATE ", "JOIN "].iter().any(|k| {
+                    sql.match_indices(&format!("{k}{t}")).any(|(at, m)| {
+                        let after = sql[at + m.len()..].chars().next();
+                        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    })
+                })
+            });
+            if touches && !names_entity_column(&sql) {
+                missing.push(format!("{path}: {name}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "SQL on a per-entity table without the entity: {missing:#?}"
+    );
+}
+
+#[test]
+fn the_entity_column_is_told_apart_from_its_neighbours() {
+    assert!(names_entity_column("WHERE entity = ? AND id = ?"));
+    assert!(names_entity_column("(entity, entity_id)"));
+    assert!(names_entity_column("s.entity = ?"));
+    assert!(!names_entity_column("WHERE entity_id = ?"));
+    assert!(!names_entity_column("FROM entities"));
+}

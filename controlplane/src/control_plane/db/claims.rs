@@ -75,8 +75,9 @@ pub async fn list(db: &Db, scope: Scope) -> Result<Vec<ClaimRow>> {
         Some(sub) => {
             sqlx::query(db.sql(concat!(
                 "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at ",
-                "FROM additional_claims WHERE scope = ? AND subordinate_id = ? ORDER BY id"
+                "FROM additional_claims WHERE entity = ? AND scope = ? AND subordinate_id = ? ORDER BY id"
             )))
+            .bind(db.entity())
             .bind(scope.name())
             .bind(sub)
             .fetch_all(&db.pool)
@@ -85,8 +86,9 @@ pub async fn list(db: &Db, scope: Scope) -> Result<Vec<ClaimRow>> {
         None => {
             sqlx::query(db.sql(concat!(
                 "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at ",
-                "FROM additional_claims WHERE scope = ? ORDER BY id"
+                "FROM additional_claims WHERE entity = ? AND scope = ? ORDER BY id"
             )))
+            .bind(db.entity())
             .bind(scope.name())
             .fetch_all(&db.pool)
             .await?
@@ -99,8 +101,9 @@ pub async fn list(db: &Db, scope: Scope) -> Result<Vec<ClaimRow>> {
 pub async fn by_subordinate(db: &Db) -> Result<HashMap<i64, Vec<ClaimRow>>> {
     let rows = sqlx::query(db.sql(concat!(
         "SELECT id, subordinate_id, claim, value, crit, created_at, updated_at ",
-        "FROM additional_claims WHERE scope = 'subordinate' ORDER BY id"
+        "FROM additional_claims WHERE entity = ? AND scope = 'subordinate' ORDER BY id"
     )))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out: HashMap<i64, Vec<ClaimRow>> = HashMap::new();
@@ -123,9 +126,10 @@ pub async fn insert(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO additional_claims (scope, subordinate_id, claim, value, crit, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO additional_claims (entity, scope, subordinate_id, claim, value, crit, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(scope.name())
     .bind(scope.subordinate())
     .bind(claim)
@@ -136,12 +140,13 @@ pub async fn insert(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "additional claim"))?;
-    // The unique (scope, subordinate, claim) key finds the new row on every dialect.
+    // The unique (entity, scope, subordinate, claim) key finds the new row on every dialect.
     let r = match scope.subordinate() {
         Some(sub) => {
             sqlx::query(db.sql(
-                "SELECT id FROM additional_claims WHERE scope = ? AND subordinate_id = ? AND claim = ?",
+                "SELECT id FROM additional_claims WHERE entity = ? AND scope = ? AND subordinate_id = ? AND claim = ?",
             ))
+            .bind(db.entity())
             .bind(scope.name())
             .bind(sub)
             .bind(claim)
@@ -150,8 +155,9 @@ pub async fn insert(
         }
         None => {
             sqlx::query(db.sql(
-                "SELECT id FROM additional_claims WHERE scope = ? AND subordinate_id IS NULL AND claim = ?",
+                "SELECT id FROM additional_claims WHERE entity = ? AND scope = ? AND subordinate_id IS NULL AND claim = ?",
             ))
+            .bind(db.entity())
             .bind(scope.name())
             .bind(claim)
             .fetch_one(&mut *c)
@@ -175,7 +181,7 @@ pub async fn update(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE additional_claims SET claim = ?, value = ?, crit = ?, updated_at = ? \
-         WHERE id = ? AND scope = ?",
+         WHERE id = ? AND scope = ? AND entity = ?",
     ))
     .bind(claim)
     .bind(value.to_string())
@@ -183,6 +189,7 @@ pub async fn update(
     .bind(now)
     .bind(id)
     .bind(scope.name())
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "additional claim"))?;
@@ -192,18 +199,22 @@ pub async fn update(
 /// Deletes claim `id` of `scope`, or with `None` every claim of `scope`.
 pub async fn delete(db: &Db, c: &mut AnyConnection, scope: Scope, id: Option<i64>) -> Result<()> {
     let q = match (id, scope.subordinate()) {
-        (Some(id), _) => {
-            sqlx::query(db.sql("DELETE FROM additional_claims WHERE id = ? AND scope = ?"))
-                .bind(id)
-                .bind(scope.name())
-        }
-        (None, Some(sub)) => sqlx::query(
-            db.sql("DELETE FROM additional_claims WHERE scope = ? AND subordinate_id = ?"),
+        (Some(id), _) => sqlx::query(
+            db.sql("DELETE FROM additional_claims WHERE entity = ? AND id = ? AND scope = ?"),
         )
+        .bind(db.entity())
+        .bind(id)
+        .bind(scope.name()),
+        (None, Some(sub)) => sqlx::query(db.sql(
+            "DELETE FROM additional_claims WHERE entity = ? AND scope = ? AND subordinate_id = ?",
+        ))
+        .bind(db.entity())
         .bind(scope.name())
         .bind(sub),
         (None, None) => {
-            sqlx::query(db.sql("DELETE FROM additional_claims WHERE scope = ?")).bind(scope.name())
+            sqlx::query(db.sql("DELETE FROM additional_claims WHERE entity = ? AND scope = ?"))
+                .bind(db.entity())
+                .bind(scope.name())
         }
     };
     q.execute(&mut *c).await?;
@@ -229,11 +240,14 @@ struct LegacyClaim {
 /// and repeated names (only a hand-edited array has them) are skipped with a warning rather than stopping start-up.
 pub async fn move_general_claims(db: &Db, c: &mut AnyConnection, now: i64) -> Result<usize> {
     let (scope, name) = LEGACY_GENERAL;
-    let row = sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ?"))
-        .bind(scope)
-        .bind(name)
-        .fetch_optional(&mut *c)
-        .await?;
+    let row = sqlx::query(
+        db.sql("SELECT value FROM settings WHERE entity = ? AND scope = ? AND name = ?"),
+    )
+    .bind(db.entity())
+    .bind(scope)
+    .bind(name)
+    .fetch_optional(&mut *c)
+    .await?;
     let Some(row) = row else { return Ok(0) };
     let text: String = row.try_get("value")?;
     let items: Vec<Value> = match serde_json::from_str(&text) {

@@ -7,7 +7,8 @@ async fn db_with_legacy(array: &str) -> (Db, tempfile::TempDir) {
     let url = format!("sqlite://{}/t.db?mode=rwc", dir.path().display());
     let db = Db::connect(&url, 1).await.unwrap();
     db.migrate().await.unwrap();
-    sqlx::query(db.sql("INSERT INTO settings (scope, name, value) VALUES (?, ?, ?)"))
+    sqlx::query(db.sql("INSERT INTO settings (entity, scope, name, value) VALUES (?, ?, ?, ?)"))
+        .bind(db.entity())
         .bind(LEGACY_GENERAL.0)
         .bind(LEGACY_GENERAL.1)
         .bind(array.to_string())

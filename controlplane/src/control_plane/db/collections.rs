@@ -11,7 +11,7 @@ use sqlx::{AnyConnection, AssertSqlSafe, Row, SqlSafeStr};
 use super::{Db, Dialect, numbered_placeholders};
 use crate::error::{Error, Result};
 
-/// Rows per multi-row INSERT (three parameters each; well under every dialect's limit).
+/// Rows per multi-row INSERT (four parameters each; well under every dialect's limit).
 const INSERT_BATCH: usize = 200;
 
 fn parse(anchor: &str, text: &str) -> Option<Arc<EntityInfo>> {
@@ -27,13 +27,18 @@ fn parse(anchor: &str, text: &str) -> Option<Arc<EntityInfo>> {
 
 /// Every stored collection.
 pub async fn load_all(db: &Db) -> Result<Vec<Collection>> {
-    let heads = sqlx::query(db.sql("SELECT trust_anchor, last_updated FROM entity_collections"))
-        .fetch_all(&db.pool)
-        .await?;
+    let heads = sqlx::query(
+        db.sql("SELECT trust_anchor, last_updated FROM entity_collections WHERE entity = ?"),
+    )
+    .bind(db.entity())
+    .fetch_all(&db.pool)
+    .await?;
     let mut entities: HashMap<String, Vec<Arc<EntityInfo>>> = HashMap::new();
-    let rows = sqlx::query(db.sql("SELECT trust_anchor, info FROM collected_entities"))
-        .fetch_all(&db.pool)
-        .await?;
+    let rows =
+        sqlx::query(db.sql("SELECT trust_anchor, info FROM collected_entities WHERE entity = ?"))
+            .bind(db.entity())
+            .fetch_all(&db.pool)
+            .await?;
     for r in rows {
         let anchor: String = r.try_get("trust_anchor")?;
         let info: String = r.try_get("info")?;
@@ -54,17 +59,22 @@ pub async fn load_all(db: &Db) -> Result<Vec<Collection>> {
 
 /// The stored collection of `trust_anchor`, if any.
 pub async fn load_one(db: &Db, trust_anchor: &str) -> Result<Option<Collection>> {
-    let head =
-        sqlx::query(db.sql("SELECT last_updated FROM entity_collections WHERE trust_anchor = ?"))
-            .bind(trust_anchor)
-            .fetch_optional(&db.pool)
-            .await?;
+    let head = sqlx::query(
+        db.sql("SELECT last_updated FROM entity_collections WHERE entity = ? AND trust_anchor = ?"),
+    )
+    .bind(db.entity())
+    .bind(trust_anchor)
+    .fetch_optional(&db.pool)
+    .await?;
     let Some(head) = head else { return Ok(None) };
     let last_updated: i64 = head.try_get("last_updated")?;
-    let rows = sqlx::query(db.sql("SELECT info FROM collected_entities WHERE trust_anchor = ?"))
-        .bind(trust_anchor)
-        .fetch_all(&db.pool)
-        .await?;
+    let rows = sqlx::query(
+        db.sql("SELECT info FROM collected_entities WHERE entity = ? AND trust_anchor = ?"),
+    )
+    .bind(db.entity())
+    .bind(trust_anchor)
+    .fetch_all(&db.pool)
+    .await?;
     let mut list = Vec::with_capacity(rows.len());
     for r in rows {
         let info: String = r.try_get("info")?;
@@ -88,17 +98,19 @@ pub async fn save(
     removed: &[&str],
     upserted: &[&EntityInfo],
 ) -> Result<()> {
-    let updated = sqlx::query(
-        db.sql("UPDATE entity_collections SET last_updated = ? WHERE trust_anchor = ?"),
-    )
+    let updated = sqlx::query(db.sql(
+        "UPDATE entity_collections SET last_updated = ? WHERE entity = ? AND trust_anchor = ?",
+    ))
     .bind(last_updated)
+    .bind(db.entity())
     .bind(trust_anchor)
     .execute(&mut *c)
     .await?;
     if updated.rows_affected() == 0 {
-        sqlx::query(
-            db.sql("INSERT INTO entity_collections (trust_anchor, last_updated) VALUES (?, ?)"),
-        )
+        sqlx::query(db.sql(
+            "INSERT INTO entity_collections (entity, trust_anchor, last_updated) VALUES (?, ?, ?)",
+        ))
+        .bind(db.entity())
         .bind(trust_anchor)
         .bind(last_updated)
         .execute(&mut *c)
@@ -111,17 +123,19 @@ pub async fn save(
         .chain(upserted.iter().map(|e| e.entity_id.as_str()));
     for entity_id in gone {
         sqlx::query(
-            db.sql("DELETE FROM collected_entities WHERE trust_anchor = ? AND entity_id = ?"),
+            db.sql("DELETE FROM collected_entities WHERE entity = ? AND trust_anchor = ? AND entity_id = ?"),
         )
+        .bind(db.entity())
         .bind(trust_anchor)
         .bind(entity_id)
         .execute(&mut *c)
         .await?;
     }
     for batch in upserted.chunks(INSERT_BATCH) {
-        let mut sql =
-            String::from("INSERT INTO collected_entities (trust_anchor, entity_id, info) VALUES ");
-        let row = "(?, ?, ?)";
+        let mut sql = String::from(
+            "INSERT INTO collected_entities (entity, trust_anchor, entity_id, info) VALUES ",
+        );
+        let row = "(?, ?, ?, ?)";
         sql.push_str(&vec![row; batch.len()].join(", "));
         if db.dialect == Dialect::Postgres {
             sql = numbered_placeholders(&sql);
@@ -130,6 +144,7 @@ pub async fn save(
         for e in batch {
             let info = serde_json::to_string(e).map_err(|e| Error::Internal(e.to_string()))?;
             q = q
+                .bind(db.entity())
                 .bind(trust_anchor.to_owned())
                 .bind(e.entity_id.clone())
                 .bind(info);

@@ -63,15 +63,17 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<EndpointRow> {
 pub async fn list(db: &Db) -> Result<Vec<EndpointRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, type, path, url, auth_enabled, config, created_at, updated_at \
-         FROM federation_endpoints ORDER BY type",
+         FROM federation_endpoints WHERE entity = ? ORDER BY type",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out = rows.iter().map(from_row).collect::<Result<Vec<_>>>()?;
     let links = sqlx::query(db.sql(
         "SELECT j.endpoint_id, t.entity_id FROM federation_endpoint_auth_trust_anchors j \
-         JOIN trust_anchors t ON t.id = j.trust_anchor_id ORDER BY t.entity_id",
+         JOIN trust_anchors t ON t.id = j.trust_anchor_id WHERE t.entity = ? ORDER BY t.entity_id",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     for l in links {
@@ -92,9 +94,10 @@ pub async fn get(db: &Db, kind: &str) -> Result<Option<EndpointRow>> {
 /// Inserts an endpoint; the caller has checked that the type is free.
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &EndpointWrite, now: i64) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO federation_endpoints (type, path, url, auth_enabled, config, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO federation_endpoints (entity, type, path, url, auth_enabled, config, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(&w.kind)
     .bind(&w.path)
     .bind(&w.url)
@@ -105,10 +108,12 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &EndpointWrite, now: i64)
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "an endpoint with this type or path"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM federation_endpoints WHERE type = ?"))
-        .bind(&w.kind)
-        .fetch_one(&mut *c)
-        .await?;
+    let row =
+        sqlx::query(db.sql("SELECT id FROM federation_endpoints WHERE entity = ? AND type = ?"))
+            .bind(db.entity())
+            .bind(&w.kind)
+            .fetch_one(&mut *c)
+            .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -122,7 +127,7 @@ pub async fn update(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE federation_endpoints SET path = ?, url = ?, auth_enabled = ?, config = ?, updated_at = ? \
-         WHERE id = ?",
+         WHERE id = ? AND entity = ?",
     ))
     .bind(&w.path)
     .bind(&w.url)
@@ -130,6 +135,7 @@ pub async fn update(
     .bind(w.config.to_string())
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "an endpoint with this path"))?;
@@ -142,8 +148,9 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
         .bind(id)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("DELETE FROM federation_endpoints WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM federation_endpoints WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -175,8 +182,9 @@ pub async fn set_auth_trust_anchors(
 /// Legacy paths that have not expired at `now`: (path, type, expires_at).
 pub async fn legacy_paths(db: &Db, now: i64) -> Result<Vec<(String, String, i64)>> {
     let rows = sqlx::query(
-        db.sql("SELECT path, type, expires_at FROM legacy_endpoint_paths WHERE expires_at > ?"),
+        db.sql("SELECT path, type, expires_at FROM legacy_endpoint_paths WHERE entity = ? AND expires_at > ?"),
     )
+    .bind(db.entity())
     .bind(now)
     .fetch_all(&db.pool)
     .await?;
@@ -200,14 +208,18 @@ pub async fn add_legacy_path(
     expires_at: i64,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM legacy_endpoint_paths WHERE path = ? OR expires_at <= ?"))
-        .bind(path)
-        .bind(now)
-        .execute(&mut *c)
-        .await?;
-    sqlx::query(
-        db.sql("INSERT INTO legacy_endpoint_paths (path, type, expires_at) VALUES (?, ?, ?)"),
-    )
+    sqlx::query(db.sql(
+        "DELETE FROM legacy_endpoint_paths WHERE entity = ? AND (path = ? OR expires_at <= ?)",
+    ))
+    .bind(db.entity())
+    .bind(path)
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    sqlx::query(db.sql(
+        "INSERT INTO legacy_endpoint_paths (entity, path, type, expires_at) VALUES (?, ?, ?, ?)",
+    ))
+    .bind(db.entity())
     .bind(path)
     .bind(kind)
     .bind(expires_at)
@@ -218,7 +230,8 @@ pub async fn add_legacy_path(
 
 /// A path that becomes current again is no longer legacy.
 pub async fn remove_legacy_path(db: &Db, c: &mut AnyConnection, path: &str) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM legacy_endpoint_paths WHERE path = ?"))
+    sqlx::query(db.sql("DELETE FROM legacy_endpoint_paths WHERE entity = ? AND path = ?"))
+        .bind(db.entity())
         .bind(path)
         .execute(&mut *c)
         .await?;

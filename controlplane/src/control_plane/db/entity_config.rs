@@ -21,11 +21,13 @@ pub struct AuthorityHint {
     pub description: String,
 }
 
-/// All authority hints, in id order.
+/// All authority hints of this entity, in id order.
 pub async fn hints(db: &Db) -> Result<Vec<AuthorityHint>> {
     let rows = sqlx::query(db.sql(
-        "SELECT id, entity_id, description, created_at, updated_at FROM authority_hints ORDER BY id",
+        "SELECT id, entity_id, description, created_at, updated_at FROM authority_hints \
+         WHERE entity = ? ORDER BY id",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter()
@@ -50,8 +52,9 @@ pub async fn add_hint(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO authority_hints (entity_id, description, created_at, updated_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO authority_hints (entity, entity_id, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(entity_id)
     .bind(description)
     .bind(now)
@@ -59,10 +62,12 @@ pub async fn add_hint(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "authority hint"))?;
-    let r = sqlx::query(db.sql("SELECT id FROM authority_hints WHERE entity_id = ?"))
-        .bind(entity_id)
-        .fetch_one(&mut *c)
-        .await?;
+    let r =
+        sqlx::query(db.sql("SELECT id FROM authority_hints WHERE entity = ? AND entity_id = ?"))
+            .bind(db.entity())
+            .bind(entity_id)
+            .fetch_one(&mut *c)
+            .await?;
     Ok(r.try_get("id")?)
 }
 
@@ -76,12 +81,14 @@ pub async fn update_hint(
     now: i64,
 ) -> Result<()> {
     sqlx::query(db.sql(
-        "UPDATE authority_hints SET entity_id = ?, description = ?, updated_at = ? WHERE id = ?",
+        "UPDATE authority_hints SET entity_id = ?, description = ?, updated_at = ? \
+         WHERE id = ? AND entity = ?",
     ))
     .bind(entity_id)
     .bind(description)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "authority hint"))?;
@@ -90,7 +97,8 @@ pub async fn update_hint(
 
 /// Deletes authority hint `id`.
 pub async fn delete_hint(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM authority_hints WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM authority_hints WHERE entity = ? AND id = ?"))
+        .bind(db.entity())
         .bind(id)
         .execute(&mut *c)
         .await?;

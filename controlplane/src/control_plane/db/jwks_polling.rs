@@ -18,12 +18,13 @@ pub struct Polled {
     pub jwks_poll_interval: i64,
 }
 
-/// Every subordinate with `enable_jwks_update`.
+/// Every subordinate of this entity with `enable_jwks_update`.
 pub async fn polled(db: &Db) -> Result<Vec<Polled>> {
     let rows = sqlx::query(db.sql(
         "SELECT entity_id, status, jwks_poll_interval FROM subordinates \
-         WHERE enable_jwks_update <> 0",
+         WHERE entity = ? AND enable_jwks_update <> 0",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter()

@@ -37,12 +37,13 @@ pub struct KeyRow {
     pub reason: Option<String>,
 }
 
-/// All keys of every set.
+/// All keys of every set (of this entity).
 pub async fn list(db: &Db) -> Result<Vec<KeyRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT kid, key_set, alg, public_jwk, private_pem, iat, nbf, exp, revoked_at, reason \
-         FROM signing_keys ORDER BY nbf, kid",
+         FROM signing_keys WHERE entity = ? ORDER BY nbf, kid",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter()
@@ -68,9 +69,10 @@ pub async fn list(db: &Db) -> Result<Vec<KeyRow>> {
 /// Stores a new key.
 pub async fn insert(db: &Db, c: &mut AnyConnection, k: &KeyRow) -> Result<()> {
     sqlx::query(db.sql(
-        "INSERT INTO signing_keys (kid, key_set, alg, public_jwk, private_pem, iat, nbf, exp, revoked_at, reason) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO signing_keys (entity, kid, key_set, alg, public_jwk, private_pem, iat, nbf, exp, revoked_at, reason) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(&k.kid)
     .bind(&k.key_set)
     .bind(&k.alg)
@@ -94,9 +96,10 @@ pub async fn set_private_pem(
     kid: &str,
     stored: &str,
 ) -> Result<()> {
-    sqlx::query(db.sql("UPDATE signing_keys SET private_pem = ? WHERE kid = ?"))
+    sqlx::query(db.sql("UPDATE signing_keys SET private_pem = ? WHERE kid = ? AND entity = ?"))
         .bind(stored)
         .bind(kid)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -104,9 +107,10 @@ pub async fn set_private_pem(
 
 /// Sets a key's expiry.
 pub async fn set_exp(db: &Db, c: &mut AnyConnection, kid: &str, exp: Option<i64>) -> Result<u64> {
-    let r = sqlx::query(db.sql("UPDATE signing_keys SET exp = ? WHERE kid = ?"))
+    let r = sqlx::query(db.sql("UPDATE signing_keys SET exp = ? WHERE kid = ? AND entity = ?"))
         .bind(exp)
         .bind(kid)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(r.rows_affected())
@@ -124,13 +128,14 @@ pub async fn revoke(
     let r = sqlx::query(db.sql(
         "UPDATE signing_keys SET revoked_at = ?, reason = ?, \
          exp = CASE WHEN exp IS NULL OR exp > ? THEN ? ELSE exp END \
-         WHERE kid = ? AND revoked_at IS NULL",
+         WHERE kid = ? AND entity = ? AND revoked_at IS NULL",
     ))
     .bind(at)
     .bind(reason)
     .bind(at)
     .bind(at)
     .bind(kid)
+    .bind(db.entity())
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected())
@@ -138,7 +143,8 @@ pub async fn revoke(
 
 /// Deletes a key for good (it will not appear in historical keys).
 pub async fn delete(db: &Db, c: &mut AnyConnection, kid: &str) -> Result<u64> {
-    let r = sqlx::query(db.sql("DELETE FROM signing_keys WHERE kid = ?"))
+    let r = sqlx::query(db.sql("DELETE FROM signing_keys WHERE entity = ? AND kid = ?"))
+        .bind(db.entity())
         .bind(kid)
         .execute(&mut *c)
         .await?;

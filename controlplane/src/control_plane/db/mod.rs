@@ -9,6 +9,7 @@ pub mod backup;
 pub mod claims;
 pub mod collections;
 pub mod endpoints;
+pub mod entities;
 pub mod entity_config;
 pub mod jti;
 pub mod jwks_polling;
@@ -34,6 +35,8 @@ use std::borrow::Cow;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, AssertSqlSafe, SqlSafeStr, SqlStr};
+
+use pharos_shared::hosted::EntityNo;
 
 use crate::error::{Error, Result};
 
@@ -106,6 +109,10 @@ pub struct Db {
     /// On an SQLite file: the WAL and the federation writer's connection (group commit, see
     /// [`wal`]); `None` on PostgreSQL, MariaDB and an in-memory SQLite.
     pub(in crate::control_plane) wal: Option<std::sync::Arc<wal::Wal>>,
+    /// The hosted entity whose rows the repositories read and write through this handle
+    /// (see [`Db::for_entity`]); deployment-wide tables (users, the replay store, the cluster
+    /// log, leadership) ignore it.
+    entity: EntityNo,
 }
 
 /// What is known of the database's reachability: a circuit breaker for Admin API writes.
@@ -289,7 +296,23 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../../migrations/postgres/0016_leadership.sql"),
         ],
     ),
+    (
+        17,
+        "hosted_entities",
+        [
+            include_str!("../../../../migrations/sqlite/0017_hosted_entities.sql"),
+            include_str!("../../../../migrations/mysql/0017_hosted_entities.sql"),
+            include_str!("../../../../migrations/postgres/0017_hosted_entities.sql"),
+        ],
+    ),
 ];
+
+/// Migrations that run outside sqlx's transaction (their text begins `-- no-transaction` and
+/// holds its own), each with a table only its committed transaction creates. sqlx records such a
+/// migration after the script's `COMMIT`; a process that died between the two would otherwise
+/// run it again over the changed schema. [`Db::migrate_schema`] records it instead when the
+/// table is there.
+const SELF_COMMITTING: &[(i64, &str)] = &[(17, "entities")];
 
 impl Db {
     /// Opens a pool for `url` (sqlx URL) with at most `max_connections`.
@@ -333,7 +356,28 @@ impl Db {
             dialect,
             breaker: Default::default(),
             wal,
+            entity: EntityNo::DEFAULT,
         })
+    }
+
+    /// The same database, scoped to the hosted entity `entity`: every repository reads and
+    /// writes that entity's rows only. The pool, the writer's connection and the breaker are
+    /// shared.
+    pub fn for_entity(&self, entity: EntityNo) -> Self {
+        Self {
+            entity,
+            ..self.clone()
+        }
+    }
+
+    /// The hosted entity this handle reads and writes.
+    pub fn hosted(&self) -> EntityNo {
+        self.entity
+    }
+
+    /// The hosted entity's number, as the `entity` column stores it (what repositories bind).
+    pub fn entity(&self) -> i64 {
+        self.entity.get()
     }
 
     /// Closes the pools (at shutdown): waits for every borrowed connection to come back.
@@ -501,19 +545,74 @@ impl Db {
             .iter()
             .filter(|(version, _, _)| target.is_none_or(|t| *version <= t))
             .map(|(version, name, sql)| {
+                let sql = sql[idx];
                 Migration::new(
                     *version,
                     Cow::Borrowed(*name),
                     MigrationType::Simple,
-                    sql[idx].into_sql_str(),
-                    false,
+                    sql.into_sql_str(),
+                    sql.starts_with("-- no-transaction"),
                 )
             })
-            .collect();
+            .collect::<Vec<_>>();
+        self.record_committed_scripts(&migrations).await?;
         Migrator::with_migrations(migrations)
             .run(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Records each migration of [`SELF_COMMITTING`] whose script committed but which sqlx did
+    /// not record (the process died in between): its table is there, its row is not.
+    async fn record_committed_scripts(&self, migrations: &[Migration]) -> Result<()> {
+        for (version, table) in SELF_COMMITTING {
+            let Some(m) = migrations.iter().find(|m| m.version == *version) else {
+                continue;
+            };
+            if !m.no_tx
+                || !self.has_table(table).await?
+                || !self.has_table("_sqlx_migrations").await?
+            {
+                continue;
+            }
+            let recorded: Option<i64> = sqlx::query_scalar(
+                self.sql("SELECT version FROM _sqlx_migrations WHERE version = ?"),
+            )
+            .bind(*version)
+            .fetch_optional(&self.pool)
+            .await?;
+            if recorded.is_none() {
+                tracing::warn!(
+                    version,
+                    "migration committed but not recorded (interrupted start); recording it"
+                );
+                sqlx::query(self.sql(
+                    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                     VALUES (?, ?, TRUE, ?, -1)",
+                ))
+                .bind(*version)
+                .bind(m.description.to_string())
+                .bind(m.checksum.to_vec())
+                .execute(&self.pool)
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the SQLite database has a table `name` (the only dialect with self-committing
+    /// migrations).
+    async fn has_table(&self, name: &str) -> Result<bool> {
+        if self.dialect != Dialect::Sqlite {
+            return Ok(false);
+        }
+        let found: Option<String> = sqlx::query_scalar(
+            self.sql("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?"),
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
     }
 
     /// One-time data moves after the schema migrations, in one transaction, before the first
@@ -689,6 +788,34 @@ mod tests {
         assert_eq!(db.breaker.trips(), 0);
         drop(held);
         assert!(db.refuse_if_down().is_ok());
+    }
+
+    /// Migration 17 commits its own transaction on SQLite; sqlx records it after. A start that
+    /// died in between must not run it again over the changed schema: the next start records
+    /// it instead.
+    #[tokio::test]
+    async fn a_self_committed_migration_is_recorded_not_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("m.db").display());
+        let db = Db::connect(&url, 2).await.unwrap();
+        db.migrate().await.unwrap();
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 17")
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        db.migrate().await.unwrap();
+        let recorded: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE version = 17")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        assert_eq!(recorded, 1);
+        // Foreign keys are enforced again on the migrating connection's successors.
+        let on: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert_eq!(on, 1);
     }
 
     #[test]

@@ -79,8 +79,9 @@ pub async fn all(db: &Db) -> Result<Vec<PublishedRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, created_at, updated_at, trust_mark_type, trust_mark_issuer, trust_mark, \
          refresh, min_lifetime, refresh_grace_period, refresh_rate_limit, self_issuance_spec \
-         FROM published_trust_marks ORDER BY trust_mark_type",
+         FROM published_trust_marks WHERE entity = ? ORDER BY trust_mark_type",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(from_row).collect()
@@ -101,10 +102,11 @@ fn spec_text(w: &PublishedWrite) -> Option<String> {
 /// Adds a held mark; returns its id. A second row of the same type is a conflict.
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &PublishedWrite, now: i64) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO published_trust_marks (trust_mark_type, trust_mark_issuer, trust_mark, \
+        "INSERT INTO published_trust_marks (entity, trust_mark_type, trust_mark_issuer, trust_mark, \
          refresh, min_lifetime, refresh_grace_period, refresh_rate_limit, self_issuance_spec, \
-         created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(&w.trust_mark_type)
     .bind(&w.trust_mark_issuer)
     .bind(&w.trust_mark)
@@ -118,10 +120,13 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &PublishedWrite, now: i64
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark of this type"))?;
-    let r = sqlx::query(db.sql("SELECT id FROM published_trust_marks WHERE trust_mark_type = ?"))
-        .bind(&w.trust_mark_type)
-        .fetch_one(&mut *c)
-        .await?;
+    let r = sqlx::query(
+        db.sql("SELECT id FROM published_trust_marks WHERE entity = ? AND trust_mark_type = ?"),
+    )
+    .bind(db.entity())
+    .bind(&w.trust_mark_type)
+    .fetch_one(&mut *c)
+    .await?;
     Ok(r.try_get("id")?)
 }
 
@@ -136,7 +141,7 @@ pub async fn update(
     sqlx::query(db.sql(
         "UPDATE published_trust_marks SET trust_mark_type = ?, trust_mark_issuer = ?, \
          trust_mark = ?, refresh = ?, min_lifetime = ?, refresh_grace_period = ?, \
-         refresh_rate_limit = ?, self_issuance_spec = ?, updated_at = ? WHERE id = ?",
+         refresh_rate_limit = ?, self_issuance_spec = ?, updated_at = ? WHERE id = ? AND entity = ?",
     ))
     .bind(&w.trust_mark_type)
     .bind(&w.trust_mark_issuer)
@@ -148,6 +153,7 @@ pub async fn update(
     .bind(spec_text(w))
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark of this type"))?;
@@ -156,28 +162,35 @@ pub async fn update(
 
 /// Stores a renewed JWT of held mark `id` (the configuration and `updated_at` stay).
 pub async fn set_mark(db: &Db, c: &mut AnyConnection, id: i64, jwt: &str) -> Result<()> {
-    sqlx::query(db.sql("UPDATE published_trust_marks SET trust_mark = ? WHERE id = ?"))
-        .bind(jwt)
-        .bind(id)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(
+        db.sql("UPDATE published_trust_marks SET trust_mark = ? WHERE id = ? AND entity = ?"),
+    )
+    .bind(jwt)
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
     Ok(())
 }
 
 /// Forgets held mark `id`'s JWT (its issuer withdrew it); the row stays, so the refresher
 /// obtains a new one when the issuer issues it again.
 pub async fn clear_mark(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    sqlx::query(db.sql("UPDATE published_trust_marks SET trust_mark = NULL WHERE id = ?"))
-        .bind(id)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(
+        db.sql("UPDATE published_trust_marks SET trust_mark = NULL WHERE id = ? AND entity = ?"),
+    )
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
     Ok(())
 }
 
 /// Removes held mark `id`.
 pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM published_trust_marks WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM published_trust_marks WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())

@@ -23,11 +23,15 @@ pub async fn ensure_row(db: &Db, scope: &str, name: &str) -> Result<()> {
     let insert = match db.dialect {
         Dialect::Sqlite => return Ok(()),
         Dialect::Postgres => {
-            "INSERT INTO settings (scope, name, value) VALUES (?, ?, 'null') ON CONFLICT DO NOTHING"
+            "INSERT INTO settings (entity, scope, name, value) VALUES (?, ?, ?, 'null') \
+             ON CONFLICT DO NOTHING"
         }
-        Dialect::Mysql => "INSERT IGNORE INTO settings (scope, name, value) VALUES (?, ?, 'null')",
+        Dialect::Mysql => {
+            "INSERT IGNORE INTO settings (entity, scope, name, value) VALUES (?, ?, ?, 'null')"
+        }
     };
     sqlx::query(db.sql(insert))
+        .bind(db.entity())
         .bind(scope)
         .bind(name)
         .execute(&db.pool)
@@ -37,11 +41,14 @@ pub async fn ensure_row(db: &Db, scope: &str, name: &str) -> Result<()> {
 
 /// Reads one setting; `None` when unset.
 pub async fn get(db: &Db, scope: &str, name: &str) -> Result<Option<Value>> {
-    let row = sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ?"))
-        .bind(scope)
-        .bind(name)
-        .fetch_optional(&db.pool)
-        .await?;
+    let row = sqlx::query(
+        db.sql("SELECT value FROM settings WHERE entity = ? AND scope = ? AND name = ?"),
+    )
+    .bind(db.entity())
+    .bind(scope)
+    .bind(name)
+    .fetch_optional(&db.pool)
+    .await?;
     Ok(match row {
         Some(r) => {
             let text: String = r.try_get("value")?;
@@ -58,11 +65,14 @@ pub async fn get_in(
     scope: &str,
     name: &str,
 ) -> Result<Option<Value>> {
-    let row = sqlx::query(db.sql("SELECT value FROM settings WHERE scope = ? AND name = ?"))
-        .bind(scope)
-        .bind(name)
-        .fetch_optional(&mut *c)
-        .await?;
+    let row = sqlx::query(
+        db.sql("SELECT value FROM settings WHERE entity = ? AND scope = ? AND name = ?"),
+    )
+    .bind(db.entity())
+    .bind(scope)
+    .bind(name)
+    .fetch_optional(&mut *c)
+    .await?;
     Ok(match row {
         Some(r) => {
             let text: String = r.try_get("value")?;
@@ -74,7 +84,8 @@ pub async fn get_in(
 
 /// Removes one setting (no-op when unset).
 pub async fn unset(db: &Db, c: &mut AnyConnection, scope: &str, name: &str) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))
+    sqlx::query(db.sql("DELETE FROM settings WHERE entity = ? AND scope = ? AND name = ?"))
+        .bind(db.entity())
         .bind(scope)
         .bind(name)
         .execute(&mut *c)
@@ -91,12 +102,14 @@ pub async fn set(
     name: &str,
     value: &Value,
 ) -> Result<()> {
-    sqlx::query(db.sql("DELETE FROM settings WHERE scope = ? AND name = ?"))
+    sqlx::query(db.sql("DELETE FROM settings WHERE entity = ? AND scope = ? AND name = ?"))
+        .bind(db.entity())
         .bind(scope)
         .bind(name)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("INSERT INTO settings (scope, name, value) VALUES (?, ?, ?)"))
+    sqlx::query(db.sql("INSERT INTO settings (entity, scope, name, value) VALUES (?, ?, ?, ?)"))
+        .bind(db.entity())
         .bind(scope)
         .bind(name)
         .bind(value.to_string())

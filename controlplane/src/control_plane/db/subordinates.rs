@@ -135,9 +135,9 @@ pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> 
     let mut types = entity_types(db).await?;
     let sql = db.sql(concat!(
         "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json ",
-        "FROM subordinates"
+        "FROM subordinates WHERE entity = ?"
     ));
-    let mut rows = sqlx::query(sql).fetch(&db.pool);
+    let mut rows = sqlx::query(sql).bind(db.entity()).fetch(&db.pool);
     while let Some(r) = rows.try_next().await? {
         let id = r.try_get("id")?;
         each(SnapshotRow {
@@ -164,19 +164,20 @@ async fn for_each_batch(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()
             "SELECT json_group_array(json_array(id, entity_id, status, jwks, metadata, ",
             "metadata_policy, constraints_json, json((SELECT json_group_array(entity_type) ",
             "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))) AS batch, ",
-            "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
+            "max(id) AS last FROM (SELECT * FROM subordinates WHERE entity = ? AND id > ? ORDER BY id LIMIT ?) b"
         ))
     } else {
         db.sql(concat!(
             "SELECT json_agg(json_build_array(id, entity_id, status, jwks, metadata, ",
             "metadata_policy, constraints_json, (SELECT coalesce(json_agg(entity_type), '[]') ",
             "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))::text AS batch, ",
-            "max(id) AS last FROM (SELECT * FROM subordinates WHERE id > ? ORDER BY id LIMIT ?) b"
+            "max(id) AS last FROM (SELECT * FROM subordinates WHERE entity = ? AND id > ? ORDER BY id LIMIT ?) b"
         ))
     };
     let mut after = i64::MIN;
     loop {
         let row = sqlx::query(sql.clone())
+            .bind(db.entity())
             .bind(after)
             .bind(BATCH)
             .fetch_one(&db.pool)
@@ -192,12 +193,15 @@ async fn for_each_batch(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()
     }
 }
 
-/// Registered entity types of every subordinate, streamed into a map by subordinate id.
+/// Registered entity types of every subordinate of this entity, streamed into a map by
+/// subordinate id.
 async fn entity_types(db: &Db) -> Result<HashMap<i64, Vec<String>>> {
     let mut types: HashMap<i64, Vec<String>> = HashMap::new();
-    let mut rows = sqlx::query(db.sql(
-        "SELECT subordinate_id, entity_type FROM subordinate_entity_types ORDER BY entity_type",
-    ))
+    let mut rows = sqlx::query(db.sql(concat!(
+        "SELECT t.subordinate_id, t.entity_type FROM subordinate_entity_types t ",
+        "JOIN subordinates s ON s.id = t.subordinate_id WHERE s.entity = ? ORDER BY t.entity_type"
+    )))
+    .bind(db.entity())
     .fetch(&db.pool);
     while let Some(r) = rows.try_next().await? {
         add_entity_type(&mut types, &r)?;
@@ -237,7 +241,7 @@ pub async fn page(
         "SELECT s.id, s.entity_id, s.description, s.status, s.enable_jwks_update, ",
         "s.jwks_poll_interval, s.created_at, s.updated_at, NULL AS jwks, NULL AS metadata, ",
         "NULL AS metadata_policy, NULL AS constraints_json FROM subordinates s ",
-        "WHERE s.entity_id > ?"
+        "WHERE s.entity = ? AND s.entity_id > ?"
     ));
     if filter.status.is_some() {
         sql.push_str(" AND s.status = ?");
@@ -249,7 +253,9 @@ pub async fn page(
         ));
     }
     sql.push_str(" ORDER BY s.entity_id LIMIT ?");
-    let mut q = sqlx::query(db.sql_built(sql)).bind(after.unwrap_or(""));
+    let mut q = sqlx::query(db.sql_built(sql))
+        .bind(db.entity())
+        .bind(after.unwrap_or(""));
     if let Some(st) = filter.status {
         q = q.bind(st);
     }
@@ -265,8 +271,9 @@ pub async fn page(
     let rows = sqlx::query(db.sql(concat!(
         "SELECT t.subordinate_id, t.entity_type FROM subordinate_entity_types t ",
         "JOIN subordinates s ON s.id = t.subordinate_id ",
-        "WHERE s.entity_id >= ? AND s.entity_id <= ? ORDER BY t.entity_type"
+        "WHERE s.entity = ? AND s.entity_id >= ? AND s.entity_id <= ? ORDER BY t.entity_type"
     )))
+    .bind(db.entity())
     .bind(first.entity_id.as_str())
     .bind(last.entity_id.as_str())
     .fetch_all(&db.pool)
@@ -287,8 +294,9 @@ pub async fn get(db: &Db, key: SubKey<'_>) -> Result<Option<SubordinateRow>> {
         SubKey::Id(id) => {
             sqlx::query(db.sql(concat!(
                 "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
-                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE id = ?"
+                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE entity = ? AND id = ?"
             )))
+            .bind(db.entity())
             .bind(id)
             .fetch_optional(&db.pool)
             .await?
@@ -296,8 +304,9 @@ pub async fn get(db: &Db, key: SubKey<'_>) -> Result<Option<SubordinateRow>> {
         SubKey::EntityId(e) => {
             sqlx::query(db.sql(concat!(
                 "SELECT id, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, ",
-                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE entity_id = ?"
+                "metadata, metadata_policy, constraints_json, created_at, updated_at FROM subordinates WHERE entity = ? AND entity_id = ?"
             )))
+            .bind(db.entity())
             .bind(e)
             .fetch_optional(&db.pool)
             .await?
@@ -356,9 +365,10 @@ pub async fn insert(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO subordinates (entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO subordinates (entity, entity_id, description, status, enable_jwks_update, jwks_poll_interval, jwks, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(entity_id)
     .bind(&w.description)
     .bind(w.status.as_str())
@@ -370,7 +380,8 @@ pub async fn insert(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "subordinate"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM subordinates WHERE entity_id = ?"))
+    let row = sqlx::query(db.sql("SELECT id FROM subordinates WHERE entity = ? AND entity_id = ?"))
+        .bind(db.entity())
         .bind(entity_id)
         .fetch_one(&mut *c)
         .await?;
@@ -387,7 +398,7 @@ pub async fn update_basic(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE subordinates SET description = ?, status = ?, enable_jwks_update = ?, jwks_poll_interval = ?, updated_at = ? \
-         WHERE id = ?",
+         WHERE id = ? AND entity = ?",
     ))
     .bind(&w.description)
     .bind(w.status.as_str())
@@ -395,6 +406,7 @@ pub async fn update_basic(
     .bind(w.jwks_poll_interval)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await?;
     Ok(())
@@ -408,24 +420,28 @@ pub async fn set_jwks(
     jwks: &Jwks,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(db.sql("UPDATE subordinates SET jwks = ?, updated_at = ? WHERE id = ?"))
-        .bind(to_text(&Some(jwks))?)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(
+        db.sql("UPDATE subordinates SET jwks = ?, updated_at = ? WHERE id = ? AND entity = ?"),
+    )
+    .bind(to_text(&Some(jwks))?)
+    .bind(now)
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
     Ok(())
 }
 
 /// The `iat` of the last signed JWK Set subordinate `id` pushed and we accepted.
 pub async fn last_push_iat(db: &Db, id: i64) -> Result<Option<i64>> {
-    Ok(
-        sqlx::query_scalar(db.sql("SELECT jwks_push_iat FROM subordinates WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&db.pool)
-            .await?
-            .flatten(),
+    Ok(sqlx::query_scalar(
+        db.sql("SELECT jwks_push_iat FROM subordinates WHERE entity = ? AND id = ?"),
     )
+    .bind(db.entity())
+    .bind(id)
+    .fetch_optional(&db.pool)
+    .await?
+    .flatten())
 }
 
 /// Stores pushed keys and the push's `iat` (so an older push cannot be replayed later).
@@ -438,12 +454,13 @@ pub async fn set_pushed_jwks(
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        db.sql("UPDATE subordinates SET jwks = ?, jwks_push_iat = ?, updated_at = ? WHERE id = ?"),
+        db.sql("UPDATE subordinates SET jwks = ?, jwks_push_iat = ?, updated_at = ? WHERE id = ? AND entity = ?"),
     )
     .bind(to_text(&Some(jwks))?)
     .bind(iat)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await?;
     Ok(())
@@ -458,12 +475,19 @@ pub async fn doc_in(
     col: DocColumn,
 ) -> Result<Option<Value>> {
     let sql = match col {
-        DocColumn::Metadata => "SELECT metadata AS doc FROM subordinates WHERE id = ?",
-        DocColumn::MetadataPolicy => "SELECT metadata_policy AS doc FROM subordinates WHERE id = ?",
-        DocColumn::Constraints => "SELECT constraints_json AS doc FROM subordinates WHERE id = ?",
+        DocColumn::Metadata => {
+            "SELECT metadata AS doc FROM subordinates WHERE id = ? AND entity = ?"
+        }
+        DocColumn::MetadataPolicy => {
+            "SELECT metadata_policy AS doc FROM subordinates WHERE id = ? AND entity = ?"
+        }
+        DocColumn::Constraints => {
+            "SELECT constraints_json AS doc FROM subordinates WHERE id = ? AND entity = ?"
+        }
     };
     let row = sqlx::query(db.sql(sql))
         .bind(id)
+        .bind(db.entity())
         .fetch_optional(&mut *c)
         .await?;
     match row {
@@ -482,18 +506,21 @@ pub async fn set_doc(
     now: i64,
 ) -> Result<()> {
     let sql = match col {
-        DocColumn::Metadata => "UPDATE subordinates SET metadata = ?, updated_at = ? WHERE id = ?",
+        DocColumn::Metadata => {
+            "UPDATE subordinates SET metadata = ?, updated_at = ? WHERE id = ? AND entity = ?"
+        }
         DocColumn::MetadataPolicy => {
-            "UPDATE subordinates SET metadata_policy = ?, updated_at = ? WHERE id = ?"
+            "UPDATE subordinates SET metadata_policy = ?, updated_at = ? WHERE id = ? AND entity = ?"
         }
         DocColumn::Constraints => {
-            "UPDATE subordinates SET constraints_json = ?, updated_at = ? WHERE id = ?"
+            "UPDATE subordinates SET constraints_json = ?, updated_at = ? WHERE id = ? AND entity = ?"
         }
     };
     sqlx::query(db.sql(sql))
         .bind(to_text(value)?)
         .bind(now)
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -520,13 +547,28 @@ pub async fn set_types(db: &Db, c: &mut AnyConnection, id: i64, types: &[String]
 
 /// Deletes subordinate `id` with its types, claims and events (hard delete).
 pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    for sql in [
-        "DELETE FROM subordinate_events WHERE subordinate_id = ?",
-        "DELETE FROM additional_claims WHERE subordinate_id = ?",
-        "DELETE FROM subordinate_entity_types WHERE subordinate_id = ?",
-        "DELETE FROM subordinates WHERE id = ?",
+    // The child tables without an `entity` column are addressed by the parent id alone (the
+    // caller found it through an entity-scoped read); the per-entity tables also by entity.
+    for (sql, scoped) in [
+        (
+            "DELETE FROM subordinate_events WHERE subordinate_id = ?",
+            false,
+        ),
+        (
+            "DELETE FROM additional_claims WHERE subordinate_id = ? AND entity = ?",
+            true,
+        ),
+        (
+            "DELETE FROM subordinate_entity_types WHERE subordinate_id = ?",
+            false,
+        ),
+        ("DELETE FROM subordinates WHERE id = ? AND entity = ?", true),
     ] {
-        sqlx::query(db.sql(sql)).bind(id).execute(&mut *c).await?;
+        let mut q = sqlx::query(db.sql(sql)).bind(id);
+        if scoped {
+            q = q.bind(db.entity());
+        }
+        q.execute(&mut *c).await?;
     }
     Ok(())
 }

@@ -58,8 +58,9 @@ pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
          trust_mark_issuer_self_signed, created_at, updated_at \
-         FROM trust_anchors ORDER BY entity_id",
+         FROM trust_anchors WHERE entity = ? ORDER BY entity_id",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(from_row).collect()
@@ -70,8 +71,9 @@ pub async fn get(db: &Db, entity_id: &str) -> Result<Option<TrustAnchorRow>> {
     let row = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
          trust_mark_issuer_self_signed, created_at, updated_at \
-         FROM trust_anchors WHERE entity_id = ?",
+         FROM trust_anchors WHERE entity = ? AND entity_id = ?",
     ))
+    .bind(db.entity())
     .bind(entity_id)
     .fetch_optional(&db.pool)
     .await?;
@@ -105,10 +107,11 @@ fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
 /// Inserts a trust anchor.
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i64) -> Result<()> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_anchors (entity_id, jwks, enable_jwks_update, key_poll_interval, \
+        "INSERT INTO trust_anchors (entity, entity_id, jwks, enable_jwks_update, key_poll_interval, \
          anchor_ec_constraints, trust_mark_issuer_self_signed, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
     .bind(flag(w.enable_jwks_update))
@@ -133,7 +136,8 @@ pub async fn update(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, \
-         anchor_ec_constraints = ?, trust_mark_issuer_self_signed = ?, updated_at = ? WHERE id = ?",
+         anchor_ec_constraints = ?, trust_mark_issuer_self_signed = ?, updated_at = ? \
+         WHERE id = ? AND entity = ?",
     ))
     .bind(&w.entity_id)
     .bind(jwks_text(&w.jwks)?)
@@ -143,6 +147,7 @@ pub async fn update(
     .bind(flag(w.trust_mark_issuer_self_signed))
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust anchor"))?;
@@ -157,8 +162,9 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
     .bind(id)
     .execute(&mut *c)
     .await?;
-    sqlx::query(db.sql("DELETE FROM trust_anchors WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM trust_anchors WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -167,7 +173,8 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
 /// Every trust anchor's row id by entity identifier, read on `c` (so a transaction sees the
 /// anchors it has just inserted).
 pub async fn ids(db: &Db, c: &mut AnyConnection) -> Result<std::collections::HashMap<String, i64>> {
-    let rows = sqlx::query(db.sql("SELECT id, entity_id FROM trust_anchors"))
+    let rows = sqlx::query(db.sql("SELECT id, entity_id FROM trust_anchors WHERE entity = ?"))
+        .bind(db.entity())
         .fetch_all(&mut *c)
         .await?;
     rows.iter()

@@ -55,9 +55,10 @@ pub async fn record(
     e: &NewTrustMarkEvent<'_>,
 ) -> Result<()> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_events (trust_mark_type, subject, occurred_at, type, status, message, actor) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO trust_mark_events (entity, trust_mark_type, subject, occurred_at, type, status, message, actor) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(e.trust_mark_type)
     .bind(e.subject)
     .bind(now)
@@ -74,7 +75,7 @@ pub async fn record(
 /// one subject's events or, with 1, every event of the type.
 macro_rules! filter {
     () => {
-        "trust_mark_type = ? AND (? = 1 OR subject = ?) AND (? = 1 OR type = ?) \
+        "entity = ? AND trust_mark_type = ? AND (? = 1 OR subject = ?) AND (? = 1 OR type = ?) \
          AND occurred_at >= ? AND occurred_at <= ?"
     };
 }
@@ -98,6 +99,7 @@ pub async fn history(
         "SELECT COUNT(*) AS n FROM trust_mark_events WHERE ",
         filter!()
     )))
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(any_subject)
     .bind(subject)
@@ -113,6 +115,7 @@ pub async fn history(
         filter!(),
         " ORDER BY occurred_at DESC, id DESC LIMIT ? OFFSET ?"
     )))
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(any_subject)
     .bind(subject)

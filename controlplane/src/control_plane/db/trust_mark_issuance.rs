@@ -17,9 +17,10 @@ pub const PRUNE_BATCH: i64 = 100;
 /// Records an issued instance with its signed form.
 pub async fn insert_issued(db: &Db, c: &mut AnyConnection, m: &IssuedMark) -> Result<()> {
     sqlx::query(db.sql(
-        "INSERT INTO issued_trust_marks (jti, trust_mark_type, subject, issued_at, expires_at, \
-         revoked_at, trust_mark) VALUES (?, ?, ?, ?, ?, NULL, ?)",
+        "INSERT INTO issued_trust_marks (entity, jti, trust_mark_type, subject, issued_at, expires_at, \
+         revoked_at, trust_mark) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
     ))
+    .bind(db.entity())
     .bind(&m.jti)
     .bind(&m.trust_mark_type)
     .bind(&m.subject)
@@ -41,9 +42,10 @@ pub async fn newest_signed(
     let row = sqlx::query(db.sql(
         "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at, trust_mark \
          FROM issued_trust_marks \
-         WHERE trust_mark_type = ? AND subject = ? AND trust_mark IS NOT NULL \
+         WHERE entity = ? AND trust_mark_type = ? AND subject = ? AND trust_mark IS NOT NULL \
          ORDER BY issued_at DESC, jti DESC LIMIT 1",
     ))
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(subject)
     .fetch_optional(&db.pool)
@@ -54,9 +56,10 @@ pub async fn newest_signed(
 /// Up to [`PRUNE_BATCH`] instances expired at `now` (their `exp` passed), oldest first.
 pub async fn expired(db: &Db, now: i64) -> Result<Vec<String>> {
     let rows: Vec<(String,)> = sqlx::query_as(db.sql(
-        "SELECT jti FROM issued_trust_marks WHERE expires_at IS NOT NULL AND expires_at <= ? \
-         ORDER BY expires_at LIMIT ?",
+        "SELECT jti FROM issued_trust_marks WHERE entity = ? AND expires_at IS NOT NULL \
+         AND expires_at <= ? ORDER BY expires_at LIMIT ?",
     ))
+    .bind(db.entity())
     .bind(now)
     .bind(PRUNE_BATCH)
     .fetch_all(&db.pool)
@@ -68,10 +71,11 @@ pub async fn expired(db: &Db, now: i64) -> Result<Vec<String>> {
 pub async fn delete_expired(db: &Db, c: &mut AnyConnection, jti: &str, now: i64) -> Result<u64> {
     let r = sqlx::query(db.sql(
         "DELETE FROM issued_trust_marks WHERE jti = ? AND expires_at IS NOT NULL \
-         AND expires_at <= ?",
+         AND expires_at <= ? AND entity = ?",
     ))
     .bind(jti)
     .bind(now)
+    .bind(db.entity())
     .execute(&mut *c)
     .await?;
     Ok(r.rows_affected())

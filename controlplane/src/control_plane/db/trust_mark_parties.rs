@@ -1,4 +1,4 @@
-//! `trust_mark_owners` and `trust_mark_issuers`: the global owners and issuers that trust mark
+//! `trust_mark_owners` and `trust_mark_issuers`: the owners and issuers (one list per hosted entity) that trust mark
 //! types link to (the Admin API's `/trust-marks/owners` and `/trust-marks/issuers`). Reads take
 //! the pool; writes take the caller's transaction.
 
@@ -95,8 +95,9 @@ fn text(j: &Jwks) -> Result<String> {
 pub async fn owners(db: &Db) -> Result<Vec<OwnerRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, description, created_at, updated_at \
-         FROM trust_mark_owners ORDER BY entity_id",
+         FROM trust_mark_owners WHERE entity = ? ORDER BY entity_id",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(owner_from).collect()
@@ -107,8 +108,9 @@ pub async fn owner(db: &Db, key: Key<'_>) -> Result<Option<OwnerRow>> {
     let (id, name) = key.binds();
     let row = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, description, created_at, updated_at \
-         FROM trust_mark_owners WHERE id = ? OR entity_id = ?",
+         FROM trust_mark_owners WHERE entity = ? AND (id = ? OR entity_id = ?)",
     ))
+    .bind(db.entity())
     .bind(id)
     .bind(name)
     .fetch_optional(&db.pool)
@@ -120,8 +122,9 @@ pub async fn owner(db: &Db, key: Key<'_>) -> Result<Option<OwnerRow>> {
 pub async fn issuers(db: &Db) -> Result<Vec<IssuerRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, issuer, description, created_at, updated_at \
-         FROM trust_mark_issuers ORDER BY issuer",
+         FROM trust_mark_issuers WHERE entity = ? ORDER BY issuer",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(issuer_from).collect()
@@ -132,8 +135,9 @@ pub async fn issuer(db: &Db, key: Key<'_>) -> Result<Option<IssuerRow>> {
     let (id, name) = key.binds();
     let row = sqlx::query(db.sql(
         "SELECT id, issuer, description, created_at, updated_at \
-         FROM trust_mark_issuers WHERE id = ? OR issuer = ?",
+         FROM trust_mark_issuers WHERE entity = ? AND (id = ? OR issuer = ?)",
     ))
+    .bind(db.entity())
     .bind(id)
     .bind(name)
     .fetch_optional(&db.pool)
@@ -146,8 +150,9 @@ pub async fn issuers_of_type(db: &Db, type_id: i64) -> Result<Vec<IssuerRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT i.id, i.issuer, i.description, i.created_at, i.updated_at \
          FROM trust_mark_issuers i JOIN trust_mark_type_issuers ti ON ti.issuer_id = i.id \
-         WHERE ti.type_id = ? ORDER BY i.issuer",
+         WHERE i.entity = ? AND ti.type_id = ? ORDER BY i.issuer",
     ))
+    .bind(db.entity())
     .bind(type_id)
     .fetch_all(&db.pool)
     .await?;
@@ -164,9 +169,10 @@ pub async fn insert_owner(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_owners (entity_id, jwks, description, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO trust_mark_owners (entity, entity_id, jwks, description, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(entity_id)
     .bind(text(jwks)?)
     .bind(description)
@@ -175,10 +181,12 @@ pub async fn insert_owner(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark owner"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM trust_mark_owners WHERE entity_id = ?"))
-        .bind(entity_id)
-        .fetch_one(&mut *c)
-        .await?;
+    let row =
+        sqlx::query(db.sql("SELECT id FROM trust_mark_owners WHERE entity = ? AND entity_id = ?"))
+            .bind(db.entity())
+            .bind(entity_id)
+            .fetch_one(&mut *c)
+            .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -194,13 +202,14 @@ pub async fn update_owner(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE trust_mark_owners SET entity_id = ?, jwks = ?, description = ?, updated_at = ? \
-         WHERE id = ?",
+         WHERE id = ? AND entity = ?",
     ))
     .bind(entity_id)
     .bind(text(jwks)?)
     .bind(description)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark owner"))?;
@@ -209,12 +218,16 @@ pub async fn update_owner(
 
 /// Deletes owner `id`; its types keep existing without an owner.
 pub async fn delete_owner(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
-    sqlx::query(db.sql("UPDATE trust_mark_types SET owner_id = NULL WHERE owner_id = ?"))
+    sqlx::query(
+        db.sql("UPDATE trust_mark_types SET owner_id = NULL WHERE owner_id = ? AND entity = ?"),
+    )
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
+    sqlx::query(db.sql("DELETE FROM trust_mark_owners WHERE id = ? AND entity = ?"))
         .bind(id)
-        .execute(&mut *c)
-        .await?;
-    sqlx::query(db.sql("DELETE FROM trust_mark_owners WHERE id = ?"))
-        .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -229,9 +242,10 @@ pub async fn insert_issuer(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_issuers (issuer, description, created_at, updated_at) \
-         VALUES (?, ?, ?, ?)",
+        "INSERT INTO trust_mark_issuers (entity, issuer, description, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(issuer)
     .bind(description)
     .bind(now)
@@ -239,10 +253,12 @@ pub async fn insert_issuer(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark issuer"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM trust_mark_issuers WHERE issuer = ?"))
-        .bind(issuer)
-        .fetch_one(&mut *c)
-        .await?;
+    let row =
+        sqlx::query(db.sql("SELECT id FROM trust_mark_issuers WHERE entity = ? AND issuer = ?"))
+            .bind(db.entity())
+            .bind(issuer)
+            .fetch_one(&mut *c)
+            .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -256,12 +272,14 @@ pub async fn update_issuer(
     now: i64,
 ) -> Result<()> {
     sqlx::query(db.sql(
-        "UPDATE trust_mark_issuers SET issuer = ?, description = ?, updated_at = ? WHERE id = ?",
+        "UPDATE trust_mark_issuers SET issuer = ?, description = ?, updated_at = ? \
+         WHERE id = ? AND entity = ?",
     ))
     .bind(issuer)
     .bind(description)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark issuer"))?;
@@ -274,8 +292,9 @@ pub async fn delete_issuer(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()
         .bind(id)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("DELETE FROM trust_mark_issuers WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM trust_mark_issuers WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())

@@ -72,8 +72,13 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<SpecRow> {
 
 /// Every spec, by type.
 pub async fn list(db: &Db) -> Result<Vec<SpecRow>> {
-    let sql = sqlx::AssertSqlSafe(format!("{COLUMNS} ORDER BY trust_mark_type"));
-    let rows = sqlx::query(sql).fetch_all(&db.pool).await?;
+    let sql = db.sql_built(format!(
+        "{COLUMNS} WHERE entity = ? ORDER BY trust_mark_type"
+    ));
+    let rows = sqlx::query(sql)
+        .bind(db.entity())
+        .fetch_all(&db.pool)
+        .await?;
     rows.iter().map(from_row).collect()
 }
 
@@ -83,8 +88,9 @@ pub async fn get(db: &Db, key: Key<'_>) -> Result<Option<SpecRow>> {
     let row = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, lifetime, ref_uri, logo_uri, delegation_jwt, \
          additional_claims, description, eligibility_config, cache_ttl, created_at, updated_at \
-         FROM trust_mark_specs WHERE id = ? OR trust_mark_type = ?",
+         FROM trust_mark_specs WHERE entity = ? AND (id = ? OR trust_mark_type = ?)",
     ))
+    .bind(db.entity())
     .bind(id)
     .bind(name)
     .fetch_optional(&db.pool)
@@ -99,10 +105,11 @@ fn json_text(v: &impl serde::Serialize) -> Result<String> {
 /// Inserts a spec; returns its id.
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &SpecWrite, now: i64) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_specs (trust_mark_type, lifetime, ref_uri, logo_uri, delegation_jwt, \
+        "INSERT INTO trust_mark_specs (entity, trust_mark_type, lifetime, ref_uri, logo_uri, delegation_jwt, \
          additional_claims, description, eligibility_config, cache_ttl, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(&w.trust_mark_type)
     .bind(w.lifetime)
     .bind(w.ref_uri.as_deref())
@@ -117,10 +124,13 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &SpecWrite, now: i64) -> 
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "issuance spec"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM trust_mark_specs WHERE trust_mark_type = ?"))
-        .bind(&w.trust_mark_type)
-        .fetch_one(&mut *c)
-        .await?;
+    let row = sqlx::query(
+        db.sql("SELECT id FROM trust_mark_specs WHERE entity = ? AND trust_mark_type = ?"),
+    )
+    .bind(db.entity())
+    .bind(&w.trust_mark_type)
+    .fetch_one(&mut *c)
+    .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -135,7 +145,7 @@ pub async fn update(
     sqlx::query(db.sql(
         "UPDATE trust_mark_specs SET trust_mark_type = ?, lifetime = ?, ref_uri = ?, logo_uri = ?, \
          delegation_jwt = ?, additional_claims = ?, description = ?, eligibility_config = ?, \
-         cache_ttl = ?, updated_at = ? WHERE id = ?",
+         cache_ttl = ?, updated_at = ? WHERE id = ? AND entity = ?",
     ))
     .bind(&w.trust_mark_type)
     .bind(w.lifetime)
@@ -148,6 +158,7 @@ pub async fn update(
     .bind(w.cache_ttl)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "issuance spec"))?;
@@ -160,8 +171,9 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
         .bind(id)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("DELETE FROM trust_mark_specs WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM trust_mark_specs WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())

@@ -174,9 +174,10 @@ pub async fn revoke_issued(
 ) -> Result<u64> {
     let r = sqlx::query(db.sql(
         "UPDATE issued_trust_marks SET revoked_at = ? \
-         WHERE trust_mark_type = ? AND subject = ? AND revoked_at IS NULL",
+         WHERE entity = ? AND trust_mark_type = ? AND subject = ? AND revoked_at IS NULL",
     ))
     .bind(now)
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(subject)
     .execute(&mut *c)

@@ -12,9 +12,10 @@ async fn db() -> (Db, tempfile::TempDir) {
 
 async fn issue(db: &Db, jti: &str, tm_type: &str, sub: &str, revoked_at: Option<i64>) {
     sqlx::query(db.sql(
-        "INSERT INTO issued_trust_marks (jti, trust_mark_type, subject, issued_at, expires_at, revoked_at) \
-         VALUES (?, ?, ?, 1, NULL, ?)",
+        "INSERT INTO issued_trust_marks (entity, jti, trust_mark_type, subject, issued_at, expires_at, revoked_at) \
+         VALUES (?, ?, ?, ?, 1, NULL, ?)",
     ))
+    .bind(db.entity())
     .bind(jti)
     .bind(tm_type)
     .bind(sub)

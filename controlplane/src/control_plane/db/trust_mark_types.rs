@@ -40,8 +40,9 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TypeRow> {
 pub async fn list(db: &Db) -> Result<Vec<TypeRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, owner_id, description, created_at, updated_at \
-         FROM trust_mark_types ORDER BY trust_mark_type",
+         FROM trust_mark_types WHERE entity = ? ORDER BY trust_mark_type",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(from_row).collect()
@@ -52,8 +53,9 @@ pub async fn get(db: &Db, key: Key<'_>) -> Result<Option<TypeRow>> {
     let (id, name) = key.binds();
     let row = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, owner_id, description, created_at, updated_at \
-         FROM trust_mark_types WHERE id = ? OR trust_mark_type = ?",
+         FROM trust_mark_types WHERE entity = ? AND (id = ? OR trust_mark_type = ?)",
     ))
+    .bind(db.entity())
     .bind(id)
     .bind(name)
     .fetch_optional(&db.pool)
@@ -65,8 +67,9 @@ pub async fn get(db: &Db, key: Key<'_>) -> Result<Option<TypeRow>> {
 pub async fn of_owner(db: &Db, owner_id: i64) -> Result<Vec<TypeRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, owner_id, description, created_at, updated_at \
-         FROM trust_mark_types WHERE owner_id = ? ORDER BY trust_mark_type",
+         FROM trust_mark_types WHERE entity = ? AND owner_id = ? ORDER BY trust_mark_type",
     ))
+    .bind(db.entity())
     .bind(owner_id)
     .fetch_all(&db.pool)
     .await?;
@@ -78,8 +81,9 @@ pub async fn of_issuer(db: &Db, issuer_id: i64) -> Result<Vec<TypeRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT t.id, t.trust_mark_type, t.owner_id, t.description, t.created_at, t.updated_at \
          FROM trust_mark_types t JOIN trust_mark_type_issuers ti ON ti.type_id = t.id \
-         WHERE ti.issuer_id = ? ORDER BY t.trust_mark_type",
+         WHERE t.entity = ? AND ti.issuer_id = ? ORDER BY t.trust_mark_type",
     ))
+    .bind(db.entity())
     .bind(issuer_id)
     .fetch_all(&db.pool)
     .await?;
@@ -96,9 +100,10 @@ pub async fn insert(
     now: i64,
 ) -> Result<i64> {
     sqlx::query(db.sql(
-        "INSERT INTO trust_mark_types (trust_mark_type, owner_id, description, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO trust_mark_types (entity, trust_mark_type, owner_id, description, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?)",
     ))
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(owner_id)
     .bind(description)
@@ -107,10 +112,13 @@ pub async fn insert(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark type"))?;
-    let row = sqlx::query(db.sql("SELECT id FROM trust_mark_types WHERE trust_mark_type = ?"))
-        .bind(trust_mark_type)
-        .fetch_one(&mut *c)
-        .await?;
+    let row = sqlx::query(
+        db.sql("SELECT id FROM trust_mark_types WHERE entity = ? AND trust_mark_type = ?"),
+    )
+    .bind(db.entity())
+    .bind(trust_mark_type)
+    .fetch_one(&mut *c)
+    .await?;
     Ok(row.try_get("id")?)
 }
 
@@ -124,12 +132,14 @@ pub async fn update(
     now: i64,
 ) -> Result<()> {
     sqlx::query(db.sql(
-        "UPDATE trust_mark_types SET trust_mark_type = ?, description = ?, updated_at = ? WHERE id = ?",
+        "UPDATE trust_mark_types SET trust_mark_type = ?, description = ?, updated_at = ? \
+         WHERE id = ? AND entity = ?",
     ))
     .bind(trust_mark_type)
     .bind(description)
     .bind(now)
     .bind(id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "trust mark type"))?;
@@ -144,12 +154,15 @@ pub async fn set_owner(
     owner_id: Option<i64>,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(db.sql("UPDATE trust_mark_types SET owner_id = ?, updated_at = ? WHERE id = ?"))
-        .bind(owner_id)
-        .bind(now)
-        .bind(id)
-        .execute(&mut *c)
-        .await?;
+    sqlx::query(db.sql(
+        "UPDATE trust_mark_types SET owner_id = ?, updated_at = ? WHERE id = ? AND entity = ?",
+    ))
+    .bind(owner_id)
+    .bind(now)
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
     Ok(())
 }
 
@@ -159,8 +172,9 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
         .bind(id)
         .execute(&mut *c)
         .await?;
-    sqlx::query(db.sql("DELETE FROM trust_mark_types WHERE id = ?"))
+    sqlx::query(db.sql("DELETE FROM trust_mark_types WHERE id = ? AND entity = ?"))
         .bind(id)
+        .bind(db.entity())
         .execute(&mut *c)
         .await?;
     Ok(())
@@ -219,11 +233,13 @@ pub async fn clear_types_of_issuer(db: &Db, c: &mut AnyConnection, issuer_id: i6
 
 /// Clears owner `owner_id` from every type it owns.
 pub async fn clear_owner(db: &Db, c: &mut AnyConnection, owner_id: i64, now: i64) -> Result<()> {
-    sqlx::query(
-        db.sql("UPDATE trust_mark_types SET owner_id = NULL, updated_at = ? WHERE owner_id = ?"),
-    )
+    sqlx::query(db.sql(
+        "UPDATE trust_mark_types SET owner_id = NULL, updated_at = ? \
+         WHERE owner_id = ? AND entity = ?",
+    ))
     .bind(now)
     .bind(owner_id)
+    .bind(db.entity())
     .execute(&mut *c)
     .await?;
     Ok(())

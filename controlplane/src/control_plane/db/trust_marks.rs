@@ -58,8 +58,10 @@ pub(crate) fn eligibility_mode(eligibility: &Map<String, Value>) -> EligibilityM
 async fn types(db: &Db) -> Result<BTreeMap<String, TrustMarkType>> {
     let rows = sqlx::query(db.sql(
         "SELECT t.trust_mark_type, o.entity_id AS owner, o.jwks AS owner_jwks \
-         FROM trust_mark_types t LEFT JOIN trust_mark_owners o ON o.id = t.owner_id",
+         FROM trust_mark_types t LEFT JOIN trust_mark_owners o ON o.id = t.owner_id \
+         WHERE t.entity = ?",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out = BTreeMap::new();
@@ -81,8 +83,9 @@ async fn types(db: &Db) -> Result<BTreeMap<String, TrustMarkType>> {
     let links = sqlx::query(db.sql(
         "SELECT t.trust_mark_type, i.issuer FROM trust_mark_type_issuers ti \
          JOIN trust_mark_types t ON t.id = ti.type_id \
-         JOIN trust_mark_issuers i ON i.id = ti.issuer_id ORDER BY i.issuer",
+         JOIN trust_mark_issuers i ON i.id = ti.issuer_id WHERE t.entity = ? ORDER BY i.issuer",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     for r in &links {
@@ -100,8 +103,9 @@ async fn specs(
 ) -> Result<imbl::HashMap<String, Arc<IssuanceSpec>>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, trust_mark_type, lifetime, ref_uri, logo_uri, delegation_jwt, \
-         additional_claims, eligibility_config, cache_ttl FROM trust_mark_specs",
+         additional_claims, eligibility_config, cache_ttl FROM trust_mark_specs WHERE entity = ?",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out = imbl::HashMap::new();
@@ -137,8 +141,10 @@ async fn subjects(
 ) -> Result<imbl::HashMap<(String, String), Arc<Subject>>> {
     let rows = sqlx::query(db.sql(
         "SELECT s.id, s.entity_id, s.status, s.additional_claims, p.trust_mark_type \
-         FROM trust_mark_subjects s JOIN trust_mark_specs p ON p.id = s.spec_id",
+         FROM trust_mark_subjects s JOIN trust_mark_specs p ON p.id = s.spec_id \
+         WHERE p.entity = ?",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out = imbl::HashMap::new();
@@ -163,8 +169,9 @@ pub async fn subject_one(
     let row = sqlx::query(db.sql(
         "SELECT s.id, s.entity_id, s.status, s.additional_claims \
          FROM trust_mark_subjects s JOIN trust_mark_specs p ON p.id = s.spec_id \
-         WHERE p.trust_mark_type = ? AND s.entity_id = ?",
+         WHERE p.entity = ? AND p.trust_mark_type = ? AND s.entity_id = ?",
     ))
+    .bind(db.entity())
     .bind(trust_mark_type)
     .bind(entity_id)
     .fetch_optional(&db.pool)
@@ -190,8 +197,9 @@ fn subject_from_row(r: &sqlx::any::AnyRow, version: u64) -> Result<Subject> {
 async fn issued(db: &Db) -> Result<Vec<IssuedMark>> {
     let rows = sqlx::query(db.sql(
         "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at, trust_mark \
-         FROM issued_trust_marks",
+         FROM issued_trust_marks WHERE entity = ?",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     rows.iter().map(issued_from_row).collect()
@@ -201,8 +209,9 @@ async fn issued(db: &Db) -> Result<Vec<IssuedMark>> {
 pub async fn issued_one(db: &Db, jti: &str) -> Result<Option<IssuedMark>> {
     let row = sqlx::query(db.sql(
         "SELECT jti, trust_mark_type, subject, issued_at, expires_at, revoked_at, trust_mark \
-         FROM issued_trust_marks WHERE jti = ?",
+         FROM issued_trust_marks WHERE entity = ? AND jti = ?",
     ))
+    .bind(db.entity())
     .bind(jti)
     .fetch_optional(&db.pool)
     .await?;
@@ -226,8 +235,9 @@ pub(crate) fn issued_from_row(r: &sqlx::any::AnyRow) -> Result<IssuedMark> {
 async fn published(db: &Db) -> Result<Vec<PublishedMark>> {
     let rows = sqlx::query(db.sql(
         "SELECT trust_mark_type, trust_mark FROM published_trust_marks \
-         WHERE trust_mark IS NOT NULL ORDER BY trust_mark_type",
+         WHERE entity = ? AND trust_mark IS NOT NULL ORDER BY trust_mark_type",
     ))
+    .bind(db.entity())
     .fetch_all(&db.pool)
     .await?;
     let mut out = Vec::with_capacity(rows.len());

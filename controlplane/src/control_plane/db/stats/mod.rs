@@ -162,10 +162,11 @@ pub async fn convert_legacy_rows(db: &Db, fence: &impl FenceCheck) -> Result<u64
         let sql = format!(
             "SELECT id, ts, endpoint, method, status_code, duration_us, client_ip, \
              country_code, user_agent, client_entity_id, query_params, request_size, \
-             response_size, error_type FROM stats_requests ORDER BY id LIMIT ?{}",
+             response_size, error_type FROM stats_requests WHERE entity = ? ORDER BY id LIMIT ?{}",
             for_update(db)
         );
         let found = sqlx::query(db.sql_built(sql))
+            .bind(db.entity())
             .bind(CHUNK)
             .fetch_all(&mut *tx)
             .await?;
@@ -195,11 +196,13 @@ pub async fn convert_legacy_rows(db: &Db, fence: &impl FenceCheck) -> Result<u64
         if let Some(batch) = batch::encode(&rows) {
             insert_batch(db, &batch, &mut *tx).await?;
         }
-        let deleted = sqlx::query(db.sql("DELETE FROM stats_requests WHERE id <= ?"))
-            .bind(last_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+        let deleted =
+            sqlx::query(db.sql("DELETE FROM stats_requests WHERE entity = ? AND id <= ?"))
+                .bind(db.entity())
+                .bind(last_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
         if deleted != rows.len() as u64 {
             // Rows appeared below the last one read (nothing writes this table any more):
             // moving them unread would lose them. Roll back; the next round reads them.
@@ -212,8 +215,8 @@ pub async fn convert_legacy_rows(db: &Db, fence: &impl FenceCheck) -> Result<u64
     }
 }
 
-/// Rows per INSERT statement of the daily aggregates (15 placeholders each, far below every
-/// dialect's limit).
+/// Rows per INSERT statement of the daily aggregates (16 placeholders each: 32,000 a
+/// statement, below every dialect's limit, SQLite's 32,766 the lowest).
 pub const BATCH: usize = 2000;
 
 /// One daily aggregate row.
@@ -259,24 +262,27 @@ pub async fn replace_day(
     fence: &impl FenceCheck,
 ) -> Result<()> {
     let mut tx = db.begin().await?;
-    sqlx::query(db.sql("DELETE FROM stats_daily WHERE day = ?"))
+    sqlx::query(db.sql("DELETE FROM stats_daily WHERE entity = ? AND day = ?"))
+        .bind(db.entity())
         .bind(day)
         .execute(&mut *tx)
         .await?;
     for chunk in rows.chunks(BATCH) {
-        let mut sql = "INSERT INTO stats_daily (day, endpoint, status_code, request_count, \
+        let mut sql =
+            "INSERT INTO stats_daily (entity, day, endpoint, status_code, request_count, \
              error_count, p50_us, p95_us, p99_us, avg_us, min_us, max_us, top_user_agents, \
              top_countries, top_clients, top_params) VALUES "
-            .to_string();
+                .to_string();
         for i in 0..chunk.len() {
             if i > 0 {
                 sql.push(',');
             }
-            sql.push_str("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+            sql.push_str("(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
         }
         let mut q = sqlx::query(db.sql_built(sql));
         for r in chunk {
             q = q
+                .bind(db.entity())
                 .bind(r.day)
                 .bind(r.endpoint.clone())
                 .bind(r.status_code)
@@ -401,7 +407,8 @@ async fn straddling(db: &Db, before: i64) -> Result<Vec<(i64, Batch)>> {
 /// transaction that `fence` must pass.
 pub async fn purge_daily(db: &Db, before: i64, fence: &impl FenceCheck) -> Result<u64> {
     let mut tx = db.begin().await?;
-    let r = sqlx::query(db.sql("DELETE FROM stats_daily WHERE day < ?"))
+    let r = sqlx::query(db.sql("DELETE FROM stats_daily WHERE entity = ? AND day < ?"))
+        .bind(db.entity())
         .bind(before)
         .execute(&mut *tx)
         .await?;
@@ -422,7 +429,8 @@ pub async fn count_purgeable(
         .iter()
         .map(|(_, b)| b.iter().filter(|r| r.ts < requests_before).count() as i64)
         .sum();
-    let d = sqlx::query(db.sql("SELECT COUNT(*) FROM stats_daily WHERE day < ?"))
+    let d = sqlx::query(db.sql("SELECT COUNT(*) FROM stats_daily WHERE entity = ? AND day < ?"))
+        .bind(db.entity())
         .bind(daily_before)
         .fetch_one(&db.pool)
         .await?;
@@ -432,8 +440,9 @@ pub async fn count_purgeable(
 /// Days in `[from, to)` (00:00 UTC, Unix seconds) that have aggregates.
 pub async fn aggregated_days(db: &Db, from: i64, to: i64) -> Result<Vec<i64>> {
     let rows = sqlx::query(
-        db.sql("SELECT DISTINCT day FROM stats_daily WHERE day >= ? AND day < ? ORDER BY day"),
+        db.sql("SELECT DISTINCT day FROM stats_daily WHERE entity = ? AND day >= ? AND day < ? ORDER BY day"),
     )
+    .bind(db.entity())
     .bind(from)
     .bind(to)
     .fetch_all(&db.pool)
@@ -467,13 +476,16 @@ pub async fn recorded_days(db: &Db, from: i64, to: i64) -> Result<Vec<i64>> {
 pub async fn daily(db: &Db, from: i64, to: i64, endpoint: Option<&str>) -> Result<Vec<DailyRow>> {
     let mut sql = "SELECT day, endpoint, status_code, request_count, error_count, p50_us, p95_us, \
          p99_us, avg_us, min_us, max_us, top_user_agents, top_countries, top_clients, top_params \
-         FROM stats_daily WHERE day >= ? AND day <= ?"
+         FROM stats_daily WHERE entity = ? AND day >= ? AND day <= ?"
         .to_string();
     if endpoint.is_some() {
         sql.push_str(" AND endpoint = ?");
     }
     sql.push_str(" ORDER BY day, endpoint, status_code");
-    let mut q = sqlx::query(db.sql_built(sql)).bind(from).bind(to);
+    let mut q = sqlx::query(db.sql_built(sql))
+        .bind(db.entity())
+        .bind(from)
+        .bind(to);
     if let Some(e) = endpoint {
         q = q.bind(e.to_owned());
     }
