@@ -46,6 +46,7 @@ mod etags;
 mod federation;
 mod fetch_list;
 mod group_commit;
+mod hosted_entities;
 mod hostile_keys;
 mod hostile_peers;
 mod http_cache;

@@ -85,10 +85,20 @@ pub struct ControlPlane {
     failing_reloads: std::sync::atomic::AtomicU32,
 }
 
+/// What the control planes of one process's hosted entities share.
+struct Shared {
+    checks: Arc<crate::checks::Outbound>,
+    outbound: pharos_runtime::outbound::HttpFetcher,
+    leadership: Arc<crate::leadership::Leadership>,
+    origin: u64,
+    behind: bool,
+}
+
 impl ControlPlane {
     /// Builds the first snapshot from the database and returns the control plane of the
     /// process that made `subscription` (before this call, so that no change of another
-    /// replica is missing from the snapshot or left unannounced).
+    /// replica is missing from the snapshot or left unannounced): the default entity's, the
+    /// one configured in `entity_id` (see [`crate::hosting`] for the others).
     pub async fn start(
         db: Db,
         settings: Arc<Settings>,
@@ -96,21 +106,56 @@ impl ControlPlane {
         subscription: &cluster::Subscription,
     ) -> Result<Arc<Self>> {
         let now = clock.now();
-        let kms = keys::kms::Kms::open(&settings)?;
         if db.hosted().is_default() {
             // The configuration names the default entity: entity 1 takes its identifier.
             let mut tx = db.begin().await?;
             db::entities::claim_default(&db, &mut tx, &settings.entity_id, now).await?;
             tx.commit().await?;
         }
+        let max_bytes = settings.federation.max_response_bytes;
+        let shared = Shared {
+            checks: Arc::new(crate::checks::Outbound::new(max_bytes)),
+            outbound: pharos_runtime::outbound::HttpFetcher::new(&settings.federation),
+            leadership: crate::leadership::Leadership::new(
+                &settings,
+                db.dialect,
+                subscription.origin,
+            ),
+            origin: subscription.origin,
+            behind: subscription.is_behind(),
+        };
+        Self::build(db, settings, clock, shared).await
+    }
+
+    /// The control plane of another hosted entity (`db` scoped to it, `settings` its own):
+    /// it shares this process's outbound clients, replica identity and leadership with
+    /// `default`, and has its own keys, snapshot, writer and jobs.
+    pub async fn start_hosted(
+        db: Db,
+        settings: Arc<Settings>,
+        default: &ControlPlane,
+    ) -> Result<Arc<Self>> {
+        let shared = Shared {
+            checks: default.checks.clone(),
+            outbound: default.outbound.clone(),
+            leadership: default.leadership.clone(),
+            origin: default.origin,
+            behind: false,
+        };
+        Self::build(db, settings, default.clock.clone(), shared).await
+    }
+
+    async fn build(
+        db: Db,
+        settings: Arc<Settings>,
+        clock: Arc<dyn Clock>,
+        shared: Shared,
+    ) -> Result<Arc<Self>> {
+        let now = clock.now();
+        let kms = keys::kms::Kms::open(&settings)?;
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let versions = AtomicU64::new(1);
         let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
-        let max_bytes = settings.federation.max_response_bytes;
-        let checks = Arc::new(crate::checks::Outbound::new(max_bytes));
-        let outbound = pharos_runtime::outbound::HttpFetcher::new(&settings.federation);
-        let leadership =
-            crate::leadership::Leadership::new(&settings, db.dialect, subscription.origin);
         let group = db
             .wal
             .clone()
@@ -120,8 +165,8 @@ impl ControlPlane {
             settings,
             clock,
             kms,
-            checks,
-            outbound,
+            checks: shared.checks,
+            outbound: shared.outbound,
             key_events: tokio::sync::Notify::new(),
             refresh_events: tokio::sync::Notify::new(),
             registry_events: tokio::sync::watch::Sender::new(0),
@@ -135,9 +180,9 @@ impl ControlPlane {
             group,
             dirty: std::sync::Mutex::new(Changes::default()),
             dirty_events: tokio::sync::Notify::new(),
-            origin: subscription.origin,
-            leadership,
-            behind: std::sync::atomic::AtomicBool::new(subscription.is_behind()),
+            origin: shared.origin,
+            leadership: shared.leadership,
+            behind: std::sync::atomic::AtomicBool::new(shared.behind),
             full_builds: AtomicU64::new(1),
             #[cfg(test)]
             failing_reloads: std::sync::atomic::AtomicU32::new(0),

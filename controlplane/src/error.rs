@@ -53,6 +53,15 @@ pub enum Error {
         /// The hosted entity that has it.
         entity: i64,
     },
+    /// A hosted entity that cannot be placed on the public port (its identifier is no entity
+    /// identifier, or it collides with what is served there: `why` names the other).
+    #[error("{entity_id} cannot be hosted: {why}")]
+    EntityPlacement {
+        /// The identifier asked for.
+        entity_id: String,
+        /// What it collides with.
+        why: String,
+    },
     /// A database URL whose scheme is none of SQLite, MySQL/MariaDB and PostgreSQL.
     #[error("unsupported database scheme {0:?}")]
     DatabaseScheme(String),

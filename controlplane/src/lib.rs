@@ -16,6 +16,7 @@ pub mod command_dispatch;
 pub mod console;
 pub mod control_plane;
 pub mod error;
+pub mod hosting;
 pub mod keys;
 pub mod leadership;
 pub mod new_subordinate;

@@ -38,6 +38,8 @@ pub const ENTITY_CONFIGURATION_PATH: &str = "/.well-known/openid-federation";
 pub struct Front {
     router: Router,
     fast: Option<Fast>,
+    /// The other hosted entities: a request for one of them goes to its own front.
+    hosts: Option<crate::hosts::Hosts>,
     /// The connection's peer (see [`Front::connected`]).
     peer: Option<SocketAddr>,
 }
@@ -54,7 +56,17 @@ impl Front {
         Self {
             router,
             fast: None,
+            hosts: None,
             peer: None,
+        }
+    }
+
+    /// This front, handing requests for the other hosted entities to theirs (see
+    /// [`crate::hosts`]); what no hosted entity owns stays here.
+    pub fn hosting(self, hosts: crate::hosts::Hosts) -> Self {
+        Self {
+            hosts: Some(hosts),
+            ..self
         }
     }
 
@@ -76,6 +88,7 @@ impl Front {
         Self {
             router,
             fast: Some(Fast { dp, foreign }),
+            hosts: None,
             peer: None,
         }
     }
@@ -108,6 +121,14 @@ impl Service<Request> for Front {
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
+        if let Some((front, uri)) = self.hosts.as_ref().and_then(|h| h.route(&req, self.peer)) {
+            *req.uri_mut() = uri;
+            let mut front = match self.peer {
+                Some(peer) => front.connected(peer),
+                None => front,
+            };
+            return front.call(req);
+        }
         if let Some(response) = self.fast.as_ref().and_then(|f| f.answer(&req)) {
             return FrontFuture {
                 ready: Some(response),

@@ -18,6 +18,7 @@ mod enroll_router_tests;
 mod entity_configuration;
 mod error;
 pub mod front;
+pub mod hosts;
 #[cfg(test)]
 mod instructions_probe;
 mod jwt_response;

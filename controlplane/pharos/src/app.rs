@@ -11,12 +11,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use pharos_dataplane::DataPlane;
 use pharos_dataplane::front::Front;
+use pharos_dataplane::hosts::Hosts;
 use pharos_dataplane::stats::capture::Capture;
 use pharos_dataplane::stats::metrics::RequestMetrics;
 use pharos_dataplane::stats::unobserved;
-use pharos_runtime::command::Commands;
 use pharos_runtime::outbound::HttpFetcher;
 use pharos_shared::config::JtiBackend;
 use pharos_shared::config::Settings;
@@ -31,6 +30,7 @@ use pharos_controlplane::control_plane::ControlPlane;
 use pharos_controlplane::control_plane::cluster::Subscription;
 use pharos_controlplane::db::Db;
 use pharos_controlplane::error::{Error, Result};
+use pharos_controlplane::hosting::Hosting;
 use pharos_controlplane::leadership::Leadership;
 use pharos_controlplane::refresh::Refreshers;
 use pharos_controlplane::stats::Statistics;
@@ -48,8 +48,12 @@ pub struct App {
     pub addr: SocketAddr,
     /// Address of the separate admin port, when configured.
     pub admin_addr: Option<SocketAddr>,
-    /// The control plane (tests inspect it).
+    /// The control plane (tests inspect it): the default entity's.
     pub control: Arc<ControlPlane>,
+    /// Every hosted entity's control plane.
+    pub hosting: Arc<Hosting>,
+    /// Serves the hosted entities besides the default one (their jobs end at shutdown).
+    launcher: Arc<crate::entity::Launcher>,
     /// The key refreshers (tests drive `tick` directly instead of waiting).
     pub refreshers: Arc<Refreshers<HttpFetcher>>,
     /// Who may use the Admin API before its first user exists.
@@ -121,17 +125,8 @@ impl App {
             stats.ring.clone(),
             clock.clone(),
         );
-        let (commands, command_rx) = Commands::channel();
         let auth = &settings.storage.endpoint_auth;
-        let data = DataPlane::connected(
-            control.snapshot_handle(),
-            clock,
-            Arc::new(control.outbound.clone()),
-            commands,
-            auth,
-            &settings.cache,
-            &settings.server,
-        );
+        let (data, command_rx) = crate::entity::data_plane(&control, clock.clone());
         let refreshers = Refreshers::new(control.clone(), Arc::new(control.outbound.clone()));
         let metrics = Metrics::new(
             control.clone(),
@@ -147,16 +142,47 @@ impl App {
         let separate_admin = admin.enabled && admin.port != 0;
         let main_cors = cors::layer("server.cors", &settings.server.cors)?;
         let admin_cors = cors::layer("api.admin.cors", &admin.cors)?;
+        let admin_here = admin.enabled && !separate_admin;
+        let shutdown = CancellationToken::new();
+        // The other hosted entities: each served where its identifier says, with jobs of its
+        // own (see `entity.rs`); the port's own paths are never theirs.
+        let reserved = other_routes(admin_here);
+        let proxies =
+            pharos_shared::client_ip::TrustedProxies::parse(&settings.server.trusted_proxies);
+        let hosts = Hosts::new(proxies, &reserved);
+        let launcher = Arc::new(crate::entity::Launcher::new(
+            clock.clone(),
+            control.leadership.clone(),
+            hosts.clone(),
+            main_cors.clone(),
+        ));
+        let hosting = Hosting::start(
+            control.clone(),
+            launcher.clone(),
+            other_routes(true).iter().map(|p| (*p).to_owned()).collect(),
+            shutdown.clone(),
+        )
+        .await?;
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate(&settings.entity_id));
         let resolver: Arc<dyn pharos_runtime::resolver_caches::ResolverCaches> =
             data.resolve.clone();
+        let parts = admin::Parts::new(control.clone(), bootstrap.clone());
         let admin_router = || {
-            let api = admin::router(
-                control.clone(),
-                bootstrap.clone(),
-                crate::metrics::router(metrics.clone()),
-            )
-            .layer(axum::Extension(resolver.clone()));
+            let h = hosting.clone();
+            let l = launcher.clone();
+            let nested =
+                admin::nested::from_parts(hosting.clone(), parts.clone(), move |cp, api| {
+                    let api = api.layer(axum::Extension(h.clone()));
+                    match l.resolver(cp.db.hosted()) {
+                        Some(r) => api.layer(axum::Extension(r)),
+                        None => api,
+                    }
+                });
+            let api = parts
+                .router(control.clone(), crate::metrics::router(metrics.clone()))
+                .layer(axum::Extension(resolver.clone()))
+                .layer(axum::Extension(hosting.clone()))
+                .merge(nested.router());
             let r = layers::extractor_limit(api, &settings.server);
             match admin_cors.clone() {
                 Some(c) => r.layer(c),
@@ -171,7 +197,6 @@ impl App {
         if let Some(c) = main_cors {
             main = main.layer(c);
         }
-        let admin_here = admin.enabled && !separate_admin;
         if admin_here {
             main = main.merge(unobserved(admin_router()));
         }
@@ -179,39 +204,23 @@ impl App {
             // The CORS layer wraps every route, ready answers included.
             Front::new(main)
         } else {
-            Front::with_ready_answers(main, data, &other_routes(admin_here))
+            Front::with_ready_answers(main, data, &reserved)
         };
-        let main = layers::common_measured(main, &settings.server, capture);
+        let main = layers::common_measured(main.hosting(hosts), &settings.server, capture);
 
-        let shutdown = CancellationToken::new();
         let drain: std::time::Duration = settings.server.shutdown_timeout.into();
         // Work that must run once per federation entity runs on the leader only (always this
         // process without clustering); serving, commands and the reconciler run everywhere.
         let leadership = control.leadership.clone();
         let campaign = leadership.start(&settings, shutdown.clone());
-        let mut tasks = vec![
-            control.spawn_reconciler(shutdown.clone()),
-            command_dispatch::spawn(refreshers.clone(), command_rx, shutdown.clone()),
-        ];
+        let mut tasks =
+            crate::entity::spawn_jobs(&control, &refreshers, command_rx, &leadership, &shutdown);
         tasks.extend(campaign);
-        let cp = control.clone();
-        tasks.push(leadership.supervise(shutdown.clone(), move |t| cp.spawn_key_task(t)));
-        let r = refreshers.clone();
-        tasks.push(leadership.supervise(shutdown.clone(), move |t| r.spawn(t)));
         tasks.extend(control.spawn_follower(subscription, shutdown.clone())?);
         tasks.push(crate::open_anchors::spawn(
             control.clone(),
             shutdown.clone(),
         ));
-        let (cp, fetcher) = (control.clone(), Arc::new(control.outbound.clone()));
-        tasks.push(leadership.supervise(shutdown.clone(), move |t| {
-            pharos_controlplane::collector::job::spawn(cp.clone(), fetcher.clone(), t)
-        }));
-        let cp = control.clone();
-        tasks.push(leadership.supervise(shutdown.clone(), move |t| {
-            use command_dispatch::trust_marks::{PRUNE_EVERY, spawn_prune};
-            spawn_prune(cp.clone(), PRUNE_EVERY, t)
-        }));
         let flush_stop = CancellationToken::new();
         let (stats_tasks, flusher) = stats.spawn(&control, &shutdown, &flush_stop, &leadership);
         tasks.extend(stats_tasks);
@@ -292,6 +301,8 @@ impl App {
             addr,
             admin_addr,
             control,
+            hosting,
+            launcher,
             refreshers,
             admin_bootstrap: bootstrap,
             stats,
@@ -307,9 +318,11 @@ impl App {
     /// waits for the servers to end; requests still running then are cut off.
     pub async fn shutdown(self) {
         self.shutdown.cancel();
-        let aborts: Vec<_> = self.tasks.iter().map(|t| t.abort_handle()).collect();
+        let mut tasks = self.tasks;
+        tasks.extend(self.launcher.take_tasks());
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
         let all = async {
-            for t in self.tasks {
+            for t in tasks {
                 let _ = t.await;
             }
         };

@@ -13,6 +13,7 @@
 pub mod app;
 pub mod cli_admin;
 pub mod config2db;
+pub mod entity;
 pub mod http;
 pub mod logging;
 pub mod metrics;

@@ -99,7 +99,8 @@ impl From<crate::Error> for ApiError {
     fn from(e: crate::Error) -> Self {
         use crate::Error as E;
         match e {
-            e @ (E::AlreadyExists { .. } | E::EntityIdHosted { .. }) => {
+            e
+            @ (E::AlreadyExists { .. } | E::EntityIdHosted { .. } | E::EntityPlacement { .. }) => {
                 Self::Conflict(e.to_string())
             }
             e @ E::IfMatchFailed { .. } => Self::PreconditionFailed(e.to_string()),

@@ -12,12 +12,14 @@ pub mod claims;
 pub mod docs;
 pub mod documents;
 pub mod endpoints;
+pub mod entities;
 pub mod entity_configuration;
 pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod kms;
 pub mod login_limit;
+pub mod nested;
 pub mod password;
 pub mod password_policy;
 pub mod precondition;
@@ -80,6 +82,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         api = api.merge(users::routes());
     }
     api.merge(endpoints::routes())
+        .merge(entities::routes())
         .merge(trust_anchors::routes())
         .merge(entity_configuration::routes())
         .merge(api_keys::routes())
@@ -183,43 +186,81 @@ pub fn router(
     bootstrap: Arc<bootstrap::Bootstrap>,
     metrics: Router,
 ) -> Router {
-    let passwords = password::Passwords::new(cp.settings.api.admin.password_hashing.clone());
-    let (api, doc) = routes(&cp.settings.api.admin);
-    let auth = auth::AuthState {
-        cp: cp.clone(),
-        passwords: passwords.clone(),
-        bootstrap,
-        failures: login_limit::FailedLogins::default(),
-        proxies: Arc::new(pharos_shared::client_ip::TrustedProxies::parse(
-            &cp.settings.server.trusted_proxies,
-        )),
-    };
-    let preconditions = precondition::Preconditions {
-        rules: Arc::new(precondition::Rules::from_doc(&doc)),
-        api: api.clone().with_state(cp.clone()),
-        require: cp.settings.api.admin.require_if_match,
-        cp: cp.clone(),
-        lock_row: Default::default(),
-    };
-    let api = api
-        .layer(axum::middleware::from_fn_with_state(
-            preconditions,
-            precondition::middleware,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            auth.clone(),
+    Parts::new(cp.clone(), bootstrap).router(cp, metrics)
+}
+
+/// The pieces of the Admin API that every hosted entity's routes share: one authentication
+/// (users are the deployment's), one password verifier, one set of routes and their document.
+#[derive(Clone)]
+pub struct Parts {
+    auth: auth::AuthState,
+    passwords: password::Passwords,
+    api: Router<Arc<ControlPlane>>,
+    doc: utoipa::openapi::OpenApi,
+}
+
+impl Parts {
+    /// The shared pieces; `default` is the default entity's control plane (whose database
+    /// holds the users).
+    pub fn new(default: Arc<ControlPlane>, bootstrap: Arc<bootstrap::Bootstrap>) -> Self {
+        let passwords =
+            password::Passwords::new(default.settings.api.admin.password_hashing.clone());
+        let (api, doc) = routes(&default.settings.api.admin);
+        let auth = auth::AuthState {
+            proxies: Arc::new(pharos_shared::client_ip::TrustedProxies::parse(
+                &default.settings.server.trusted_proxies,
+            )),
+            cp: default,
+            passwords: passwords.clone(),
+            bootstrap,
+            failures: login_limit::FailedLogins::default(),
+        };
+        Self {
+            auth,
+            passwords,
+            api,
+            doc,
+        }
+    }
+
+    /// The Admin API of entity `cp` under [`PREFIX`]: authentication, `If-Match` and the
+    /// routes, all reading and writing `cp`.
+    pub fn entity_api(&self, cp: Arc<ControlPlane>) -> Router {
+        let preconditions = precondition::Preconditions {
+            rules: Arc::new(precondition::Rules::from_doc(&self.doc)),
+            api: self.api.clone().with_state(cp.clone()),
+            require: cp.settings.api.admin.require_if_match,
+            cp: cp.clone(),
+            lock_row: Default::default(),
+        };
+        let api = self
+            .api
+            .clone()
+            .layer(axum::middleware::from_fn_with_state(
+                preconditions,
+                precondition::middleware,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                self.auth.clone(),
+                auth::middleware,
+            ))
+            .layer(Extension(self.passwords.clone()))
+            .layer(axum::middleware::map_response(no_store));
+        Router::new().nest(PREFIX, api).with_state(cp)
+    }
+
+    /// The default entity's Admin API with `/metrics`, the documentation and the console.
+    pub fn router(&self, cp: Arc<ControlPlane>, metrics: Router) -> Router {
+        // Prometheus scrapes with the same credentials as every other admin call.
+        let metrics = metrics.layer(axum::middleware::from_fn_with_state(
+            self.auth.clone(),
             auth::middleware,
-        ))
-        .layer(Extension(passwords))
-        .layer(axum::middleware::map_response(no_store));
-    // Prometheus scrapes with the same credentials as every other admin call.
-    let metrics = metrics.layer(axum::middleware::from_fn_with_state(auth, auth::middleware));
-    Router::new()
-        .nest(PREFIX, api)
-        .with_state(cp)
-        .merge(metrics)
-        .merge(docs::router(&doc))
-        .merge(crate::console::router())
+        ));
+        self.entity_api(cp)
+            .merge(metrics)
+            .merge(docs::router(&self.doc))
+            .merge(crate::console::router())
+    }
 }
 
 /// Admin answers carry configuration and history: no cache may keep them.

@@ -97,6 +97,20 @@ const SECRET_PATHS: [&str; 4] = [
 ];
 
 impl Settings {
+    /// The settings of another hosted entity of this deployment (see [`crate::hosted`]):
+    /// these, with its identifier. Its keys are its own: a static `signing.filesystem.key_file`
+    /// is the default entity's, so the hosted one generates keys in the same backend, or in
+    /// the database when that backend is only the one file (no `key_dir`).
+    pub fn for_hosted(&self, entity_id: &str) -> Self {
+        let mut s = self.clone();
+        s.entity_id = entity_id.to_owned();
+        s.signing.filesystem.key_file.clear();
+        if s.signing.kms == Kms::Filesystem && s.signing.filesystem.key_dir.is_empty() {
+            s.signing.kms = Kms::Db;
+        }
+        s
+    }
+
     /// The sqlx connection URL for `storage`, so no caller assembles or escapes it itself.
     pub fn storage_url(&self) -> String {
         self.storage.url()

@@ -1,0 +1,235 @@
+//! Many federation entities in one deployment (issue 38): entities created through the Admin
+//! API are served where their identifiers say, sign with keys of their own, are managed under
+//! `/entities/{entity}/…` exactly as the default entity is under the unprefixed paths, survive
+//! a restart, and leave the public port when deleted — on SQLite, PostgreSQL and MariaDB.
+
+use pharos_shared::jose::{self, Jwks};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{Pharos, TestDb, backends, enc, jwk};
+
+/// Fetches and verifies the Entity Configuration served at `path` with the keys it publishes;
+/// its claims and the kids of those keys.
+async fn configuration_at(p: &Pharos, path: &str) -> (Value, Vec<String>) {
+    let r = p.get(path).await;
+    assert_eq!(r.status(), 200, "{path}");
+    assert_eq!(
+        r.headers()["content-type"],
+        "application/entity-statement+jwt"
+    );
+    let token = r.text().await.unwrap();
+    let unverified = jose::decode_unverified(&token).unwrap();
+    let keys: Jwks = serde_json::from_value(unverified.claims["jwks"].clone()).unwrap();
+    let verified = jose::verify(&token, &keys).unwrap();
+    assert_eq!(verified.header["typ"], "entity-statement+jwt");
+    let kids = keys
+        .keys
+        .iter()
+        .filter_map(|k| k.get("kid").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    (Value::Object(verified.claims), kids)
+}
+
+#[tokio::test]
+async fn a_hosted_entity_is_served_where_its_identifier_says_with_keys_of_its_own() {
+    for backend in backends() {
+        let db = TestDb::new(backend).await;
+        let p = Pharos::start(&db).await;
+        let edu = format!("{}/edu", p.entity_id());
+
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                "/entities",
+                Some(json!({"entity_id": edu, "display_name": "Education"})),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        assert_eq!(v["entity_id"], edu.as_str());
+        assert_eq!(v["default"], false);
+        let n = v["id"].as_i64().unwrap();
+        assert!(n > 1, "{v}");
+
+        let (s, list) = p.admin(Method::GET, "/entities", None).await;
+        assert_eq!(s, 200);
+        assert_eq!(list[0]["default"], true, "{list}");
+        assert_eq!(list[0]["entity_id"], p.entity_id());
+        assert_eq!(list[1]["entity_id"], edu.as_str(), "{list}");
+        let (s, one) = p
+            .admin(Method::GET, &format!("/entities/{}", enc(&edu)), None)
+            .await;
+        assert_eq!((s, &one["id"]), (200, &json!(n)), "{one}");
+
+        // Served at its path, signed with keys no other entity has.
+        let (ours, our_kids) = configuration_at(&p, "/.well-known/openid-federation").await;
+        let (theirs, their_kids) = configuration_at(&p, "/edu/.well-known/openid-federation").await;
+        assert_eq!(ours["iss"], p.entity_id());
+        assert_eq!(theirs["iss"], edu.as_str());
+        assert_eq!(theirs["sub"], edu.as_str());
+        assert!(!their_kids.is_empty());
+        assert!(
+            their_kids.iter().all(|k| !our_kids.contains(k)),
+            "{backend:?}: shared keys {our_kids:?} {their_kids:?}"
+        );
+
+        // Managed under /entities/{n}/…: its endpoints and subordinates are its own.
+        let body = json!({"type": "fetch", "path": "/fetch", "config": {}});
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                &format!("/entities/{n}/federation-endpoints"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let leaf = "https://leaf.edu.example";
+        let body = json!({"entity_id": leaf, "jwks": {"keys": [jwk("leaf-1", None)]}});
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                &format!("/entities/{n}/subordinates"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let (s, subs) = p
+            .admin(
+                Method::GET,
+                &format!("/entities/{}/subordinates", enc(&edu)),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200);
+        assert!(subs.to_string().contains(leaf), "{subs}");
+        let (s, subs) = p.admin(Method::GET, "/subordinates", None).await;
+        assert_eq!(s, 200);
+        assert!(!subs.to_string().contains(leaf), "{backend:?}: {subs}");
+
+        // Its fetch answers with a statement it signed about its subordinate; the default
+        // entity has no such endpoint.
+        let r = p.get(&format!("/edu/fetch?sub={}", enc(leaf))).await;
+        assert_eq!(r.status(), 200, "{backend:?}");
+        let token = r.text().await.unwrap();
+        let their_keys: Jwks = serde_json::from_value(theirs["jwks"].clone()).unwrap();
+        let statement = jose::verify(&token, &their_keys).unwrap();
+        assert_eq!(statement.claims["iss"], edu.as_str());
+        assert_eq!(statement.claims["sub"], leaf);
+        assert_eq!(
+            p.get(&format!("/fetch?sub={}", enc(leaf))).await.status(),
+            404
+        );
+        // Its Entity Configuration now lists the endpoint at its own path.
+        let (theirs, _) = configuration_at(&p, "/edu/.well-known/openid-federation").await;
+        assert_eq!(
+            theirs["metadata"]["federation_entity"]["federation_fetch_endpoint"],
+            format!("{edu}/fetch"),
+            "{theirs}"
+        );
+
+        // The deployment's own resources are not per entity.
+        let (s, _) = p
+            .admin(Method::GET, &format!("/entities/{n}/entities"), None)
+            .await;
+        assert_eq!(s, 404);
+        let (s, _) = p
+            .admin(Method::GET, "/entities/99/subordinates", None)
+            .await;
+        assert_eq!(s, 404);
+
+        // Everything survives a restart.
+        let p = p.restart().await;
+        let (again, kids_again) = configuration_at(&p, "/edu/.well-known/openid-federation").await;
+        assert_eq!(again["iss"], edu.as_str());
+        assert_eq!(
+            kids_again, their_kids,
+            "{backend:?}: its keys survive a restart"
+        );
+        let r = p.get(&format!("/edu/fetch?sub={}", enc(leaf))).await;
+        assert_eq!(r.status(), 200, "{backend:?}");
+
+        // Deleting needs the identifier repeated; then it leaves the public port.
+        let (s, v) = p
+            .admin(Method::DELETE, &format!("/entities/{n}"), None)
+            .await;
+        assert_eq!(s, 400, "{v}");
+        assert!(v["error_description"].as_str().unwrap().contains("confirm"));
+        let (s, v) = p
+            .admin(
+                Method::DELETE,
+                &format!("/entities/{n}?confirm={}", enc(&edu)),
+                None,
+            )
+            .await;
+        assert_eq!(s, 204, "{backend:?}: {v}");
+        assert_eq!(
+            p.get("/edu/.well-known/openid-federation").await.status(),
+            404
+        );
+        let (s, _) = p
+            .admin(Method::GET, &format!("/entities/{n}/subordinates"), None)
+            .await;
+        assert_eq!(s, 404);
+        let (s, list) = p.admin(Method::GET, "/entities", None).await;
+        assert_eq!((s, list.as_array().map(Vec::len)), (200, Some(1)), "{list}");
+        // The default entity cannot be deleted.
+        let (s, _) = p
+            .admin(
+                Method::DELETE,
+                &format!("/entities/1?confirm={}", enc(p.entity_id())),
+                None,
+            )
+            .await;
+        assert_eq!(s, 409);
+        p.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn entities_that_would_collide_on_the_public_port_are_refused_naming_the_other() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    crate::support::enable(&p, "fetch", "/fetch", json!({})).await;
+    let base = p.entity_id().to_owned();
+    let create = |id: String| {
+        let p = &p;
+        async move {
+            p.admin(Method::POST, "/entities", Some(json!({"entity_id": id})))
+                .await
+        }
+    };
+    let (s, _) = create(format!("{base}/edu")).await;
+    assert_eq!(s, 201);
+    for (id, names) in [
+        (format!("{base}/edu"), "already exists"),
+        (format!("{base}/edu/test"), "/edu"),
+        (format!("{base}/fetch"), "/fetch"),
+        (format!("{base}/api"), "reserved"),
+        (base.clone(), "already exists"),
+    ] {
+        let (s, v) = create(id.clone()).await;
+        assert_eq!(s, 409, "{id}: {v}");
+        let why = v["error_description"].as_str().unwrap();
+        assert!(why.contains(names), "{id}: {why}");
+    }
+    let (s, v) = create("https://x.example/a?b=c".into()).await;
+    assert_eq!(s, 400, "{v}");
+    let (s, v) = p
+        .admin(
+            Method::POST,
+            "/entities",
+            Some(json!({"display_name": "x"})),
+        )
+        .await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["error_description"]
+            .as_str()
+            .unwrap()
+            .contains("entity_id")
+    );
+    // Nothing was stored by the refusals.
+    let (_, list) = p.admin(Method::GET, "/entities", None).await;
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
+    p.stop().await;
+}
