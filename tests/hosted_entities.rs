@@ -233,3 +233,225 @@ async fn entities_that_would_collide_on_the_public_port_are_refused_naming_the_o
     assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
     p.stop().await;
 }
+
+/// The paths and methods of the Admin API, from its OpenAPI document (without the
+/// `/entities/{entity}/…` copies of the per-entity ones).
+async fn documented_routes(p: &Pharos) -> Vec<(String, Method)> {
+    let doc: Value = p
+        .get("/api/v1/admin/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        // The per-entity copies are what the test builds from the paths they repeat.
+        if path.starts_with("/entities/{entity}/") {
+            continue;
+        }
+        for (m, method) in [
+            ("get", Method::GET),
+            ("post", Method::POST),
+            ("put", Method::PUT),
+            ("patch", Method::PATCH),
+            ("delete", Method::DELETE),
+        ] {
+            if item.get(m).is_some() {
+                out.push((path.clone(), method));
+            }
+        }
+    }
+    out
+}
+
+/// `path` with every `{parameter}` replaced by a value that names nothing.
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|s| {
+            if s.starts_with('{') {
+                "nothing-here"
+            } else {
+                s
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Acceptance 3 of issue 38: an entity-scoped operator creates subordinates in its entity and
+/// gets 403 on its keys and users and 404 on another entity; a viewer reads and does not
+/// write; and, route by route through the whole OpenAPI document, each role gets what the
+/// role table says — on SQLite, PostgreSQL and MariaDB.
+#[tokio::test]
+async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
+    for backend in backends() {
+        let db = TestDb::new(backend).await;
+        let mut p = Pharos::start(&db).await;
+        let root = json!({"username": "root", "password": "a long passphrase for root"});
+        assert_eq!(p.admin(Method::POST, "/users", Some(root)).await.0, 201);
+        p.login("root", "a long passphrase for root");
+        let mut numbers = Vec::new();
+        for path in ["edu", "research"] {
+            let id = format!("{}/{path}", p.entity_id());
+            let (s, v) = p
+                .admin(Method::POST, "/entities", Some(json!({"entity_id": id})))
+                .await;
+            assert_eq!(s, 201, "{backend:?}: {v}");
+            numbers.push(v["id"].as_i64().unwrap());
+        }
+        let (edu, research) = (numbers[0], numbers[1]);
+        for (user, role) in [("op", "operator"), ("view", "viewer"), ("boss", "admin")] {
+            let body = json!({"username": user, "password": format!("a long passphrase for {user}"),
+                "entities": [{"entity": edu, "role": role}]});
+            let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
+            assert_eq!(s, 201, "{backend:?}: {v}");
+            assert_eq!(v["entities"], json!([{"entity": edu, "role": role}]));
+        }
+        // A scope naming no hosted entity, or an unknown role, is refused naming the field.
+        let body = json!({"username": "x", "password": "a long passphrase for x",
+            "entities": [{"entity": 99, "role": "viewer"}]});
+        let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
+        assert_eq!(s, 400, "{v}");
+        assert!(
+            v["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("entities[0].entity")
+        );
+        let body = json!({"username": "x", "password": "a long passphrase for x",
+            "entities": [{"entity": edu, "role": "owner"}]});
+        let (s, v) = p.admin(Method::POST, "/users", Some(body)).await;
+        assert_eq!(s, 400, "{v}");
+        assert!(
+            v["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("entities[0].role")
+        );
+
+        // The operator.
+        p.login("op", "a long passphrase for op");
+        let leaf = json!({"entity_id": "https://leaf.edu.example",
+            "jwks": {"keys": [jwk("leaf-1", None)]}});
+        let (s, v) = p
+            .admin(
+                Method::POST,
+                &format!("/entities/{edu}/subordinates"),
+                Some(leaf),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let (s, _) = p
+            .admin(Method::POST, &format!("/entities/{edu}/kms/rotate"), None)
+            .await;
+        assert_eq!(s, 403, "{backend:?}: its keys");
+        assert_eq!(p.admin(Method::GET, "/users", None).await.0, 403);
+        let new_user = json!({"username": "y", "password": "a long passphrase for y"});
+        assert_eq!(p.admin(Method::POST, "/users", Some(new_user)).await.0, 403);
+        let (s, _) = p
+            .admin(
+                Method::GET,
+                &format!("/entities/{research}/subordinates"),
+                None,
+            )
+            .await;
+        assert_eq!(s, 404, "{backend:?}: another entity");
+        assert_eq!(p.admin(Method::GET, "/subordinates", None).await.0, 404);
+        let (s, list) = p.admin(Method::GET, "/entities", None).await;
+        assert_eq!(s, 200);
+        assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+        assert_eq!(list[0]["id"], edu);
+        assert_eq!(p.admin(Method::GET, "/entities/1", None).await.0, 404);
+        let (s, _) = p
+            .admin(
+                Method::POST,
+                "/entities",
+                Some(json!({"entity_id": "https://z.example/z"})),
+            )
+            .await;
+        assert_eq!(s, 403);
+        let metrics = p
+            .client
+            .get(p.url("/metrics"))
+            .basic_auth("op", Some("a long passphrase for op"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            metrics.status(),
+            403,
+            "{backend:?}: /metrics is the deployment's"
+        );
+
+        // The viewer reads what the operator made, and changes nothing.
+        p.login("view", "a long passphrase for view");
+        let (s, subs) = p
+            .admin(Method::GET, &format!("/entities/{edu}/subordinates"), None)
+            .await;
+        assert_eq!(s, 200);
+        assert!(subs.to_string().contains("leaf.edu.example"), "{subs}");
+        let other = json!({"entity_id": "https://other.edu.example",
+            "jwks": {"keys": [jwk("other-1", None)]}});
+        let (s, _) = p
+            .admin(
+                Method::POST,
+                &format!("/entities/{edu}/subordinates"),
+                Some(other),
+            )
+            .await;
+        assert_eq!(s, 403);
+        let (s, _) = p
+            .admin(
+                Method::DELETE,
+                &format!(
+                    "/entities/{edu}/subordinates/{}",
+                    enc("https://leaf.edu.example")
+                ),
+                None,
+            )
+            .await;
+        assert_eq!(s, 403);
+
+        // Route by route.
+        let registry =
+            |path: &str| path.starts_with("/subordinates") || path.starts_with("/trust-marks");
+        let deployment = |path: &str| path.starts_with("/users") || path.starts_with("/entities");
+        for (user, role) in [("view", "viewer"), ("op", "operator"), ("boss", "admin")] {
+            p.login(user, &format!("a long passphrase for {user}"));
+            for (path, method) in documented_routes(&p).await {
+                let write = method != Method::GET;
+                let at = concrete(&path);
+                let mine = if deployment(&path) {
+                    at.clone()
+                } else {
+                    format!("/entities/{edu}{at}")
+                };
+                let (s, v) = p.admin_raw(method.clone(), &mine, None).await;
+                let forbidden = if deployment(&path) {
+                    write || path.starts_with("/users")
+                } else {
+                    write
+                        && match role {
+                            "viewer" => true,
+                            "operator" => !registry(&path),
+                            _ => false,
+                        }
+                };
+                if forbidden {
+                    assert_eq!(s, 403, "{backend:?} {role} {method} {mine}: {v}");
+                } else {
+                    assert!(
+                        s != 403 && s != 401 && s < 500,
+                        "{backend:?} {role} {method} {mine}: {s} {v}"
+                    );
+                }
+                if !deployment(&path) {
+                    let theirs = format!("/entities/{research}{at}");
+                    let (s, v) = p.admin_raw(method.clone(), &theirs, None).await;
+                    assert_eq!(s, 404, "{backend:?} {role} {method} {theirs}: {v}");
+                }
+            }
+        }
+        p.stop().await;
+    }
+}

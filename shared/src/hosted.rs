@@ -40,6 +40,38 @@ impl fmt::Display for EntityNo {
     }
 }
 
+/// What an administrator scoped to a hosted entity may do there. Administrators of the
+/// deployment (users without a scope) may do everything everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Reads everything of the entity, changes nothing.
+    Viewer,
+    /// Also changes its subordinates and trust marks (not its keys, endpoints, Entity
+    /// Configuration or users).
+    Operator,
+    /// Changes everything of the entity.
+    Admin,
+}
+
+impl Role {
+    /// Every role, weakest first.
+    pub const ALL: [Self; 3] = [Self::Viewer, Self::Operator, Self::Admin];
+
+    /// The role's name as the Admin API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Viewer => "viewer",
+            Self::Operator => "operator",
+            Self::Admin => "admin",
+        }
+    }
+
+    /// The role named `s`; `None` for an unknown name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
 /// Where a hosted entity is served on the public port, read from its identifier: its host,
 /// its port (or the scheme's default) and its path without the trailing `/` (empty for the
 /// root of the host).
@@ -157,6 +189,15 @@ mod tests {
 
     fn at(id: &str) -> Placement {
         Placement::of(id).unwrap()
+    }
+
+    #[test]
+    fn roles_are_ordered_and_named() {
+        assert!(Role::Viewer < Role::Operator && Role::Operator < Role::Admin);
+        for r in Role::ALL {
+            assert_eq!(Role::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(Role::parse("root"), None);
     }
 
     #[test]

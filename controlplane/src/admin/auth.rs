@@ -111,8 +111,9 @@ async fn authenticated(auth: &AuthState, mut req: Request, next: Next, write: bo
         .or_else(|| req.uri().authority().map(|a| a.as_str()))
         .map(str::to_owned);
     match authenticate(auth, req.headers(), peer, host.as_deref()).await {
-        Ok(Some(user)) => {
+        Ok(Some((user, scope))) => {
             req.extensions_mut().insert(AuthenticatedUser(user));
+            req.extensions_mut().insert(scope);
         }
         Ok(None) => {}
         Err(e) => {
@@ -157,13 +158,14 @@ fn from_script(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"xmlhttprequest"))
 }
 
-/// The authenticated username (`None` while no user exists and the client may bootstrap).
+/// The authenticated username and what it may reach (`None` while no user exists and the
+/// client may bootstrap).
 async fn authenticate(
     auth: &AuthState,
     headers: &HeaderMap,
     peer: Option<IpAddr>,
     host: Option<&str>,
-) -> ApiResult<Option<String>> {
+) -> ApiResult<Option<(String, super::access::Scope)>> {
     let db = &auth.cp.db;
     if !users::any(db).await? {
         if auth.bootstrap.admits(peer, headers, host) {
@@ -215,5 +217,6 @@ async fn authenticate(
             Err(e) => tracing::warn!(user = %username, error = %e, "password re-hash failed"),
         }
     }
-    Ok(Some(user.username))
+    let scope = super::access::Scope::of(users::scope(db, user.id).await?);
+    Ok(Some((user.username, scope)))
 }

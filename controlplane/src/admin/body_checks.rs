@@ -52,6 +52,14 @@ pub fn check_all(data: &[u8]) -> usize {
     let accept = AcceptSettings::default();
     let rules = WriteRules::default();
 
+    // Hosted entities.
+    if let Some(b) = parse::<crate::admin::entities::EntityInput>(data) {
+        count(b.check().map(drop));
+    }
+    if let Some(b) = parse::<crate::admin::entities::EntityUpdate>(data) {
+        count(b.check());
+    }
+
     // Subordinates.
     if let Some(b) = parse::<subordinates::crud::CreateInput>(data) {
         count(b.check(US, &accept).map(drop));

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{Json, entity_id};
+use crate::admin::access::Scope;
 use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::db::entities::EntityRow;
@@ -135,9 +136,18 @@ async fn record(hosting: &Hosting, entity: EntityNo) -> ApiResult<EntityRecord> 
 /// Lists the hosted entities, the default one first.
 #[utoipa::path(get, path = "/entities", tag = "entities",
     responses((status = 200, body = [EntityRecord])))]
-pub async fn list(Extension(hosting): Hosted) -> ApiResult<axum::Json<Vec<EntityRecord>>> {
+pub async fn list(
+    Extension(hosting): Hosted,
+    scope: Option<Extension<Scope>>,
+) -> ApiResult<axum::Json<Vec<EntityRecord>>> {
+    let scope = scope.map_or(Scope::Deployment, |Extension(s)| s);
     let rows = hosting.list().await?;
-    Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
+    Ok(axum::Json(
+        rows.into_iter()
+            .filter(|r| scope.sees(r.id))
+            .map(Into::into)
+            .collect(),
+    ))
 }
 
 /// Hosts a new entity: its keys are generated, and it is served at once where its identifier
@@ -164,9 +174,15 @@ pub async fn create(
     responses((status = 200, body = EntityRecord), (status = 404)))]
 pub async fn get(
     Extension(hosting): Hosted,
+    scope: Option<Extension<Scope>>,
     Path(entity): Path<String>,
 ) -> ApiResult<axum::Json<EntityRecord>> {
     let n = number(&hosting, &entity)?;
+    if scope.is_some_and(|Extension(s)| !s.sees(n)) {
+        return Err(ApiError::NotFound(format!(
+            "unknown hosted entity {entity:?}"
+        )));
+    }
     Ok(axum::Json(record(&hosting, n).await?))
 }
 

@@ -3,6 +3,7 @@
 //! Routes are registered through utoipa's router so that the OpenAPI document is generated from
 //! the handlers themselves and cannot drift from what is served.
 
+pub mod access;
 pub mod actor;
 pub mod api_keys;
 pub mod auth;
@@ -92,7 +93,51 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(stats::routes())
         .merge(resolver::routes())
         .split_for_parts()
+        .map_doc(nest_entity_paths)
         .map_doc(tidy_document)
+}
+
+/// Adds `/entities/{entity}<path>` for every per-entity path (see [`nested`]): the same
+/// operations, with the entity as a path parameter. The deployment's own resources (`/users`,
+/// `/entities`) are not repeated.
+fn nest_entity_paths(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+    use utoipa::openapi::{ObjectBuilder, RefOr, Required, Type};
+    let entity = ParameterBuilder::new()
+        .name("entity")
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .description(Some(
+            "The hosted entity: its number, or its URL-encoded entity identifier",
+        ))
+        .build();
+    let copies: Vec<(String, utoipa::openapi::PathItem)> = doc
+        .paths
+        .paths
+        .iter()
+        .filter(|(path, _)| !nested::is_deployment_wide(path))
+        .map(|(path, item)| {
+            let mut item = item.clone();
+            let ops = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for op in ops.into_iter().flatten() {
+                op.parameters
+                    .get_or_insert_with(Vec::new)
+                    .insert(0, RefOr::T(entity.clone()));
+                if let Some(id) = op.operation_id.as_mut() {
+                    id.push_str("_in_entity");
+                }
+            }
+            (format!("/entities/{{entity}}{path}"), item)
+        })
+        .collect();
+    doc.paths.paths.extend(copies);
 }
 
 trait MapDoc {
@@ -241,6 +286,10 @@ impl Parts {
                 precondition::middleware,
             ))
             .layer(axum::middleware::from_fn_with_state(
+                cp.db.hosted(),
+                access::middleware,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
                 self.auth.clone(),
                 auth::middleware,
             ))
@@ -252,10 +301,12 @@ impl Parts {
     /// The default entity's Admin API with `/metrics`, the documentation and the console.
     pub fn router(&self, cp: Arc<ControlPlane>, metrics: Router) -> Router {
         // Prometheus scrapes with the same credentials as every other admin call.
-        let metrics = metrics.layer(axum::middleware::from_fn_with_state(
-            self.auth.clone(),
-            auth::middleware,
-        ));
+        let metrics = metrics
+            .layer(axum::middleware::from_fn(access::deployment_only))
+            .layer(axum::middleware::from_fn_with_state(
+                self.auth.clone(),
+                auth::middleware,
+            ));
         self.entity_api(cp)
             .merge(metrics)
             .merge(docs::router(&self.doc))

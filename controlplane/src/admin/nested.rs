@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::extract::{Path, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use pharos_shared::hosted::EntityNo;
 use tower::ServiceExt as _;
@@ -22,6 +22,16 @@ use crate::hosting::Hosting;
 
 /// Paths below `/entities/{entity}` that belong to the deployment, not to one entity.
 const DEPLOYMENT_WIDE: &[&str] = &["users", "entities"];
+
+/// Whether `path` (relative to the Admin API's prefix) is the deployment's, not an entity's.
+pub fn is_deployment_wide(path: &str) -> bool {
+    let first = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    DEPLOYMENT_WIDE.contains(&first)
+}
 
 /// What the nested routes need: the hosted entities, and how to build one's Admin API.
 #[derive(Clone)]
@@ -96,7 +106,7 @@ pub fn from_parts(
 async fn forward(
     State(nested): State<Nested>,
     Path((entity, _)): Path<(String, String)>,
-    mut req: Request,
+    req: Request,
 ) -> Response {
     // The rest as sent (still percent-encoded: an encoded identifier in it must stay one).
     let raw = req.uri().path();
@@ -112,7 +122,7 @@ async fn forward(
     let Some(cp) = nested.hosting.find(&entity) else {
         return ApiError::NotFound(format!("unknown hosted entity {entity:?}")).into_response();
     };
-    if DEPLOYMENT_WIDE.contains(&first) {
+    if is_deployment_wide(&rest) {
         return ApiError::NotFound(format!(
             "/{first} belongs to the deployment, not to one entity: use {PREFIX}/{first}"
         ))
@@ -123,12 +133,23 @@ async fn forward(
         .query()
         .map(|q| format!("?{q}"))
         .unwrap_or_default();
-    let Ok(uri) = format!("{PREFIX}/{rest}{query}").parse() else {
+    let Ok(uri) = format!("{PREFIX}/{rest}{query}").parse::<axum::http::Uri>() else {
         return ApiError::NotFound("no such admin route".into()).into_response();
     };
-    *req.uri_mut() = uri;
+    // A new request, not this one with its URI changed: this route's path parameters are in
+    // its extensions, and the entity's routes would read them as their own. Only the peer's
+    // address goes along (the bootstrap rule and the login limits read it).
+    let (parts, body) = req.into_parts();
+    let mut inner = Request::new(body);
+    *inner.method_mut() = parts.method;
+    *inner.uri_mut() = uri;
+    *inner.version_mut() = parts.version;
+    *inner.headers_mut() = parts.headers;
+    if let Some(peer) = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>() {
+        inner.extensions_mut().insert(*peer);
+    }
     let api = nested.api_of(cp);
-    match api.oneshot(req).await {
+    match api.oneshot(inner).await {
         Ok(r) => r,
         Err(never) => match never {},
     }

@@ -19,6 +19,9 @@ use super::password::Passwords;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
 use crate::db::users::{self as repo, UserRow};
+use crate::hosting::Hosting;
+use pharos_shared::hosted::{EntityNo, Role};
+use std::sync::Arc;
 
 type Cp = State<std::sync::Arc<ControlPlane>>;
 
@@ -45,6 +48,63 @@ pub struct UserRecord {
     pub display_name: String,
     /// Refused at login.
     pub disabled: bool,
+    /// The hosted entities this user is limited to, with its role in each; empty for an
+    /// administrator of the whole deployment.
+    pub entities: Vec<EntityRole>,
+}
+
+/// One hosted entity a user is limited to, and the user's role there.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntityRole {
+    /// The entity's number (`GET /entities`).
+    pub entity: i64,
+    /// `viewer` (reads), `operator` (also changes subordinates and trust marks) or `admin`
+    /// (changes everything of the entity).
+    pub role: String,
+}
+
+/// Checks a user's `entities` list: known roles, entity numbers, no entity twice.
+fn parse_scope(list: &[EntityRole]) -> ApiResult<Vec<(EntityNo, Role)>> {
+    let mut out: Vec<(EntityNo, Role)> = Vec::with_capacity(list.len());
+    for (i, e) in list.iter().enumerate() {
+        let entity = EntityNo::new(e.entity).ok_or_else(|| {
+            ApiError::BadRequest(format!("entities[{i}].entity must be an entity number"))
+        })?;
+        let role = Role::parse(&e.role).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "entities[{i}].role must be one of viewer, operator, admin"
+            ))
+        })?;
+        if out.iter().any(|(n, _)| *n == entity) {
+            return Err(ApiError::BadRequest(format!(
+                "entities[{i}].entity {entity} is listed twice"
+            )));
+        }
+        out.push((entity, role));
+    }
+    Ok(out)
+}
+
+/// Refuses a scope naming an entity that is not hosted.
+fn check_hosted(scope: &[(EntityNo, Role)], hosting: &Hosting) -> ApiResult<()> {
+    match scope.iter().position(|(n, _)| hosting.get(*n).is_none()) {
+        Some(i) => Err(ApiError::BadRequest(format!(
+            "entities[{i}].entity {} is not a hosted entity",
+            scope[i].0
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Whether another user than `except` administers the whole deployment.
+async fn other_deployment_admin(cp: &ControlPlane, except: Option<i64>) -> ApiResult<bool> {
+    for u in repo::list(&cp.db).await? {
+        if Some(u.id) != except && !u.disabled && repo::scope(&cp.db, u.id).await?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn rfc3339(secs: i64) -> String {
@@ -52,8 +112,8 @@ fn rfc3339(secs: i64) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
-impl From<UserRow> for UserRecord {
-    fn from(r: UserRow) -> Self {
+impl UserRecord {
+    fn new(r: UserRow, scope: Vec<(EntityNo, Role)>) -> Self {
         Self {
             id: r.id,
             created_at: rfc3339(r.created_at),
@@ -61,8 +121,20 @@ impl From<UserRow> for UserRecord {
             username: r.username,
             display_name: r.display_name,
             disabled: r.disabled,
+            entities: scope
+                .into_iter()
+                .map(|(e, role)| EntityRole {
+                    entity: e.get(),
+                    role: role.as_str().to_owned(),
+                })
+                .collect(),
         }
     }
+}
+
+async fn record(cp: &ControlPlane, r: UserRow) -> ApiResult<UserRecord> {
+    let scope = repo::scope(&cp.db, r.id).await?;
+    Ok(UserRecord::new(r, scope))
 }
 
 /// Body of `POST /users`.
@@ -75,6 +147,10 @@ pub struct NewUser {
     /// Free-text name.
     #[serde(default)]
     pub display_name: String,
+    /// The hosted entities the user is limited to, with a role in each; absent or empty for
+    /// an administrator of the whole deployment.
+    #[serde(default)]
+    pub entities: Vec<EntityRole>,
 }
 
 /// Body of `PUT /users/{username}`; absent fields stay as they are.
@@ -86,6 +162,8 @@ pub struct UserUpdate {
     pub password: Option<String>,
     /// Refuse or allow logins.
     pub disabled: Option<bool>,
+    /// New scope: the hosted entities the user is limited to (empty: the whole deployment).
+    pub entities: Option<Vec<EntityRole>>,
 }
 
 impl NewUser {
@@ -103,6 +181,7 @@ impl NewUser {
             ));
         }
         check_password(username, password)?;
+        parse_scope(&self.entities)?;
         Ok((username, password))
     }
 }
@@ -110,6 +189,9 @@ impl NewUser {
 impl UserUpdate {
     /// Checks the body as `PUT /users/{username}` does before it hashes the password.
     pub fn check(&self, username: &str) -> ApiResult<()> {
+        if let Some(list) = &self.entities {
+            parse_scope(list)?;
+        }
         self.password
             .as_deref()
             .map_or(Ok(()), |p| check_password(username, p))
@@ -131,8 +213,11 @@ async fn existing(cp: &ControlPlane, username: &str) -> ApiResult<UserRow> {
 #[utoipa::path(get, path = "/users", tag = "users",
     responses((status = 200, body = [UserRecord])))]
 pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<UserRecord>>> {
-    let rows = repo::list(&cp.db).await?;
-    Ok(axum::Json(rows.into_iter().map(Into::into).collect()))
+    let mut out = Vec::new();
+    for r in repo::list(&cp.db).await? {
+        out.push(record(&cp, r).await?);
+    }
+    Ok(axum::Json(out))
 }
 
 /// Creates an admin user; the first one switches on Basic authentication for the Admin API.
@@ -142,10 +227,13 @@ pub async fn create(
     State(cp): Cp,
     actor: Actor,
     Extension(pw): Extension<Passwords>,
+    Extension(hosting): Extension<Arc<Hosting>>,
     Json(input): Json<NewUser>,
 ) -> ApiResult<impl IntoResponse> {
     let (username, password) = input.check()?;
     let (username, password) = (username.to_owned(), password.to_owned());
+    let scope = parse_scope(&input.entities)?;
+    check_hosted(&scope, &hosting)?;
     let now = cp.now();
     let row = UserRow {
         id: 0,
@@ -157,10 +245,18 @@ pub async fn create(
         updated_at: now,
     };
     let mut w = cp.write(actor.name()).await;
-    repo::insert(&cp.db, w.tx().await?, &row).await?;
+    if !scope.is_empty() && !other_deployment_admin(&cp, None).await? {
+        return Err(ApiError::Conflict(
+            "create an administrator of the whole deployment (a user without entities) first"
+                .into(),
+        ));
+    }
+    let tx = w.tx().await?;
+    let id = repo::insert(&cp.db, tx, &row).await?;
+    repo::set_scope(&cp.db, tx, id, &scope).await?;
     w.commit().await?;
     let created = existing(&cp, &row.username).await?;
-    Ok((StatusCode::CREATED, axum::Json(UserRecord::from(created))))
+    Ok((StatusCode::CREATED, axum::Json(record(&cp, created).await?)))
 }
 
 /// Shows one admin user.
@@ -168,7 +264,8 @@ pub async fn create(
     params(("username" = String, Path, description = "Login name")),
     responses((status = 200, body = UserRecord), (status = 404)))]
 pub async fn get(State(cp): Cp, Path(username): Path<String>) -> ApiResult<axum::Json<UserRecord>> {
-    Ok(axum::Json(existing(&cp, &username).await?.into()))
+    let row = existing(&cp, &username).await?;
+    Ok(axum::Json(record(&cp, row).await?))
 }
 
 /// Changes display name, password or the disabled flag of an admin user.
@@ -180,10 +277,15 @@ pub async fn update(
     State(cp): Cp,
     actor: Actor,
     Extension(pw): Extension<Passwords>,
+    Extension(hosting): Extension<Arc<Hosting>>,
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
 ) -> ApiResult<axum::Json<UserRecord>> {
     input.check(&username)?;
+    let scope = input.entities.as_deref().map(parse_scope).transpose()?;
+    if let Some(s) = &scope {
+        check_hosted(s, &hosting)?;
+    }
     // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
     let new_hash = match &input.password {
         Some(p) => Some(pw.hash(p).await?),
@@ -200,11 +302,26 @@ pub async fn update(
     if let Some(d) = input.disabled {
         row.disabled = d;
     }
+    if let Some(s) = &scope
+        && !s.is_empty()
+        && !other_deployment_admin(&cp, Some(row.id)).await?
+    {
+        return Err(ApiError::Conflict(
+            "this is the last administrator of the whole deployment; it cannot be limited to \
+             entities"
+                .into(),
+        ));
+    }
     row.updated_at = cp.now();
-    repo::update(&cp.db, w.tx().await?, &row).await?;
+    let tx = w.tx().await?;
+    repo::update(&cp.db, tx, &row).await?;
+    if let Some(s) = &scope {
+        repo::set_scope(&cp.db, tx, row.id, s).await?;
+    }
     w.commit().await?;
     pw.forget_all();
-    Ok(axum::Json(existing(&cp, &username).await?.into()))
+    let row = existing(&cp, &username).await?;
+    Ok(axum::Json(record(&cp, row).await?))
 }
 
 /// Deletes an admin user; deleting the last one makes the Admin API open again.

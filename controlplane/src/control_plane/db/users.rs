@@ -4,6 +4,7 @@
 //! middleware reads this table on every admin request, which is what makes creating the first
 //! user lock the API at once and deleting the last one reopen it.
 
+use pharos_shared::hosted::{EntityNo, Role};
 use sqlx::{AnyConnection, Row};
 
 use super::{Db, flag};
@@ -76,8 +77,8 @@ pub async fn any(db: &Db) -> Result<bool> {
     Ok(row.is_some())
 }
 
-/// Inserts a user; a taken username is a conflict.
-pub async fn insert(db: &Db, c: &mut AnyConnection, u: &UserRow) -> Result<()> {
+/// Inserts a user and returns its id; a taken username is a conflict.
+pub async fn insert(db: &Db, c: &mut AnyConnection, u: &UserRow) -> Result<i64> {
     sqlx::query(db.sql(
         "INSERT INTO users (username, password_hash, display_name, disabled, created_at, updated_at) \
          VALUES (?, ?, ?, ?, ?, ?)",
@@ -91,7 +92,11 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, u: &UserRow) -> Result<()> {
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "user"))?;
-    Ok(())
+    let id: i64 = sqlx::query_scalar(db.sql("SELECT id FROM users WHERE username = ?"))
+        .bind(&u.username)
+        .fetch_one(&mut *c)
+        .await?;
+    Ok(id)
 }
 
 /// Stores every mutable field of user `u.id`.
@@ -130,5 +135,54 @@ pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
         .bind(id)
         .execute(&mut *c)
         .await?;
+    Ok(())
+}
+
+/// The hosted entities user `id` is limited to, each with the user's role there, by entity;
+/// empty for an administrator of the whole deployment.
+pub async fn scope(db: &Db, id: i64) -> Result<Vec<(EntityNo, Role)>> {
+    let rows = sqlx::query(
+        db.sql("SELECT entity, role FROM user_entity_roles WHERE user_id = ? ORDER BY entity"),
+    )
+    .bind(id)
+    .fetch_all(&db.pool)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let entity: i64 = r.try_get("entity")?;
+            let role: String = r.try_get("role")?;
+            // Only `set_scope` writes these, from parsed values: anything else is a damaged row.
+            match (EntityNo::new(entity), Role::parse(&role)) {
+                (Some(e), Some(r)) => Ok((e, r)),
+                _ => Err(Error::Internal(format!(
+                    "user_entity_roles: entity {entity}, role {role:?}"
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// Limits user `id` to `scope` (each entity with the user's role there); empty makes it an
+/// administrator of the whole deployment.
+pub async fn set_scope(
+    db: &Db,
+    c: &mut AnyConnection,
+    id: i64,
+    scope: &[(EntityNo, Role)],
+) -> Result<()> {
+    sqlx::query(db.sql("DELETE FROM user_entity_roles WHERE user_id = ?"))
+        .bind(id)
+        .execute(&mut *c)
+        .await?;
+    for (entity, role) in scope {
+        sqlx::query(
+            db.sql("INSERT INTO user_entity_roles (user_id, entity, role) VALUES (?, ?, ?)"),
+        )
+        .bind(id)
+        .bind(entity.get())
+        .bind(role.as_str())
+        .execute(&mut *c)
+        .await?;
+    }
     Ok(())
 }
