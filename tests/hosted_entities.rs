@@ -455,3 +455,235 @@ async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
         p.stop().await;
     }
 }
+
+/// A 2xx admin call; its body.
+async fn ok(p: &Pharos, method: Method, path: &str, body: Value) -> Value {
+    let (s, v) = p.admin(method, path, Some(body)).await;
+    assert!((200..300).contains(&s), "{path}: {s} {v}");
+    v
+}
+
+/// The verified Entity Configuration of hosted entity `id` (served by `p` at its path).
+async fn configuration_of(p: &Pharos, id: &str) -> Value {
+    let path = url::Url::parse(id).unwrap().path().to_owned();
+    configuration_at(p, &format!("{path}/.well-known/openid-federation"))
+        .await
+        .0
+}
+
+/// Acceptance 1 of issue 38: one process hosts a trust anchor, an intermediate, a trust mark
+/// issuer and two leaves as five entities under one host, set up only through the Admin API.
+/// The anchor resolves the leaves through the intermediate; every statement verifies with the
+/// signing entity's own published keys (no key shared between entities); the mark the hosted
+/// issuer issued is in the resolve answer; an independent client resolves the same chains.
+#[tokio::test]
+async fn five_hosted_entities_form_a_federation_in_one_process() {
+    let db = TestDb::new(backends()[0]).await;
+    let p = Pharos::start(&db).await;
+    federation_of_five([&p, &p, &p, &p, &p]).await;
+    p.stop().await;
+}
+
+/// Acceptance 2 of issue 38: the same federation split across two processes (the anchor and
+/// the issuer in one, the intermediate and the leaves in the other) resolves the same.
+#[tokio::test]
+async fn five_hosted_entities_in_two_processes_form_the_same_federation() {
+    let (db_a, db_b) = (
+        TestDb::new(backends()[0]).await,
+        TestDb::new(backends()[0]).await,
+    );
+    let a = Pharos::start(&db_a).await;
+    let b = Pharos::start(&db_b).await;
+    federation_of_five([&a, &b, &a, &b, &b]).await;
+    a.stop().await;
+    b.stop().await;
+}
+
+/// Builds the federation of a trust anchor, an intermediate, a trust mark issuer and two
+/// leaves, each a hosted entity of the process given for it (in that order), only through the
+/// Admin API, and checks what acceptance 1 asks.
+async fn federation_of_five(hosts: [&Pharos; 5]) {
+    const TM: &str = "https://marks.example.org/member";
+    let names = ["ta", "ia", "tmi", "leaf1", "leaf2"];
+    let mut n = std::collections::HashMap::new();
+    for (name, p) in names.iter().zip(hosts) {
+        let id = format!("{}/{name}", p.entity_id());
+        let v = ok(p, Method::POST, "/entities", json!({"entity_id": id})).await;
+        n.insert(*name, (v["id"].as_i64().unwrap(), id, p));
+    }
+    let on = |name: &str| n[name].2;
+    let at = |name: &str, path: &str| format!("/entities/{}{path}", n[name].0);
+    let id = |name: &str| n[name].1.clone();
+    let keys_of = |claims: &Value| claims["jwks"].clone();
+
+    // The anchor: fetch and resolve, the intermediate and the issuer below it, the mark type.
+    let fetch = json!({"type": "fetch", "path": "/fetch", "config": {}});
+    for name in ["ta", "ia"] {
+        ok(
+            on(name),
+            Method::POST,
+            &at(name, "/federation-endpoints"),
+            fetch.clone(),
+        )
+        .await;
+    }
+    let resolve = json!({"type": "resolve", "path": "/resolve",
+        "config": {"allowed_trust_anchors": [id("ta")]}});
+    ok(
+        on("ta"),
+        Method::POST,
+        &at("ta", "/federation-endpoints"),
+        resolve,
+    )
+    .await;
+    for name in ["ia", "tmi"] {
+        let ec = configuration_of(on(name), &id(name)).await;
+        let sub = json!({"entity_id": id(name), "jwks": keys_of(&ec)});
+        ok(on("ta"), Method::POST, &at("ta", "/subordinates"), sub).await;
+        let hint = json!({"entity_id": id("ta")});
+        ok(
+            on(name),
+            Method::POST,
+            &at(name, "/entity-configuration/authority-hints"),
+            hint,
+        )
+        .await;
+    }
+    let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": id("tmi")}]});
+    ok(
+        on("ta"),
+        Method::POST,
+        &at("ta", "/trust-marks/types"),
+        tm_type,
+    )
+    .await;
+
+    // The issuer: a trust_mark endpoint, leaf1 entitled.
+    let tm = json!({"type": "trust_mark", "path": "/trust-mark", "config": {}});
+    ok(
+        on("tmi"),
+        Method::POST,
+        &at("tmi", "/federation-endpoints"),
+        tm,
+    )
+    .await;
+    let spec = json!({"trust_mark_type": TM, "lifetime": "1h"});
+    ok(
+        on("tmi"),
+        Method::POST,
+        &at("tmi", "/trust-marks/issuance-spec"),
+        spec,
+    )
+    .await;
+    let subjects = at(
+        "tmi",
+        &format!("/trust-marks/issuance-spec/{}/subjects", enc(TM)),
+    );
+    ok(
+        on("tmi"),
+        Method::POST,
+        &subjects,
+        json!({"entity_id": id("leaf1")}),
+    )
+    .await;
+
+    // The leaves under the intermediate; leaf1 holds the issuer's mark.
+    for name in ["leaf1", "leaf2"] {
+        let ec = configuration_of(on(name), &id(name)).await;
+        let sub = json!({"entity_id": id(name), "jwks": keys_of(&ec)});
+        ok(on("ia"), Method::POST, &at("ia", "/subordinates"), sub).await;
+        let hint = json!({"entity_id": id("ia")});
+        ok(
+            on(name),
+            Method::POST,
+            &at(name, "/entity-configuration/authority-hints"),
+            hint,
+        )
+        .await;
+    }
+    let held = json!({"trust_mark_type": TM, "trust_mark_issuer": id("tmi"),
+        "refresh_grace_period": 600, "refresh_rate_limit": 1});
+    ok(
+        on("leaf1"),
+        Method::POST,
+        &at("leaf1", "/entity-configuration/trust-marks"),
+        held,
+    )
+    .await;
+    let leaf1 = id("leaf1");
+    crate::support::eventually("leaf1 publishes the mark it obtained", || {
+        let (p, leaf1) = (on("leaf1"), &leaf1);
+        async move { configuration_of(p, leaf1).await["trust_marks"].is_array() }
+    })
+    .await;
+
+    // No key is shared between the entities.
+    let mut seen = std::collections::HashSet::new();
+    for name in ["ta", "ia", "tmi", "leaf1", "leaf2"] {
+        let ec = configuration_of(on(name), &id(name)).await;
+        assert_eq!(ec["iss"], id(name));
+        for k in ec["jwks"]["keys"].as_array().unwrap() {
+            assert!(seen.insert(k["kid"].to_string()), "{name} shares key {k}");
+        }
+    }
+
+    // The anchor resolves both leaves through the intermediate; each statement of the chain
+    // verifies with the keys its signer publishes.
+    let ta_keys: Jwks =
+        serde_json::from_value(configuration_of(on("ta"), &id("ta")).await["jwks"].clone())
+            .unwrap();
+    let tmi_keys: Jwks =
+        serde_json::from_value(configuration_of(on("tmi"), &id("tmi")).await["jwks"].clone())
+            .unwrap();
+    for leaf in ["leaf1", "leaf2"] {
+        let q = format!("sub={}&trust_anchor={}", enc(&id(leaf)), enc(&id("ta")));
+        let r = on("ta").get(&format!("/ta/resolve?{q}")).await;
+        assert_eq!(r.status(), 200, "{leaf}");
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/resolve-response+jwt"
+        );
+        let answer = jose::verify(&r.text().await.unwrap(), &ta_keys).unwrap();
+        assert_eq!(answer.header["typ"], "resolve-response+jwt");
+        assert_eq!(answer.claims["iss"], id("ta"));
+        assert_eq!(answer.claims["sub"], id(leaf));
+        let chain = answer.claims["trust_chain"].as_array().unwrap();
+        // The leaf's configuration, the intermediate's statement about it, the anchor's
+        // about the intermediate, the anchor's configuration.
+        assert_eq!(chain.len(), 4, "{leaf}");
+        let signers = [leaf, "ia", "ta", "ta"];
+        for (jwt, signer) in chain.iter().zip(signers) {
+            let ec = configuration_of(on(signer), &id(signer)).await;
+            let keys: Jwks = serde_json::from_value(ec["jwks"].clone()).unwrap();
+            let d = jose::verify(jwt.as_str().unwrap(), &keys).unwrap();
+            assert_eq!(d.claims["iss"], id(signer), "{leaf}");
+        }
+        let marks = &answer
+            .claims
+            .get("trust_marks")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if leaf == "leaf1" {
+            assert_eq!(marks.as_array().map(Vec::len), Some(1), "{marks}");
+            let mark = jose::verify(marks[0]["trust_mark"].as_str().unwrap(), &tmi_keys).unwrap();
+            assert_eq!(mark.header["typ"], "trust-mark+jwt");
+            assert_eq!(mark.claims["iss"], id("tmi"));
+            assert_eq!(mark.claims["sub"], id("leaf1"));
+            assert_eq!(marks[0]["trust_mark_type"], TM);
+        } else {
+            assert!(marks.as_array().is_none_or(Vec::is_empty), "{marks}");
+        }
+    }
+
+    // An independent client resolves the same chains from the same process.
+    if crate::interop::node_available() {
+        for leaf in ["leaf1", "leaf2"] {
+            let v = crate::interop::node_resolve(&id(leaf), &id("ta")).await;
+            assert_eq!(v["chains"], 1, "{v}");
+            // The client counts the statements below the anchor's configuration.
+            assert_eq!(v["lengths"][0], 3, "{v}");
+        }
+        let v = crate::interop::node_resolve(&id("leaf1"), &id("ta")).await;
+        assert_eq!(v["trust_marks"][0]["id"], TM, "{v}");
+    }
+}
