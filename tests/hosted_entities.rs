@@ -231,6 +231,21 @@ async fn entities_that_would_collide_on_the_public_port_are_refused_naming_the_o
     // Nothing was stored by the refusals.
     let (_, list) = p.admin(Method::GET, "/entities", None).await;
     assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
+    // Nor may the default entity put an endpoint where the hosted one is served.
+    let body = json!({"type": "list", "path": "/edu/list", "config": {}});
+    let (s, v) = p
+        .admin(Method::POST, "/federation-endpoints", Some(body))
+        .await;
+    assert_eq!(s, 409, "{v}");
+    assert!(
+        v["error_description"].as_str().unwrap().contains("/edu"),
+        "{v}"
+    );
+    let body = json!({"type": "fetch", "path": "/edu", "config": {}});
+    let (s, v) = p
+        .admin(Method::PUT, "/federation-endpoints/fetch", Some(body))
+        .await;
+    assert_eq!(s, 409, "{v}");
     p.stop().await;
 }
 

@@ -137,8 +137,9 @@ async fn json_logs_parse_and_never_contain_the_password() {
     assert!(
         lines.iter().any(|l| l["target"] == "pharos::audit"
             && l["fields"]["actor"] == "ops"
+            && l["fields"]["entity"] == "1"
             && l["fields"]["method"] == "PUT"),
-        "no audit line naming the actor:\n{stderr}"
+        "no audit line naming the actor and the entity:\n{stderr}"
     );
     assert!(
         !file.contains("pharos::access"),

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use pharos_shared::hosted::{EntityNo, Placement, collision};
+use pharos_shared::hosted::{EntityNo, Placement, collision, nested};
 use tokio_util::sync::CancellationToken;
 
 use crate::control_plane::ControlPlane;
@@ -205,6 +205,22 @@ impl Hosting {
             tracing::info!(%entity, entity_id = %r.cp.settings.entity_id, "hosted entity deleted");
         }
         Ok(deleted)
+    }
+
+    /// The hosted entity an endpoint of `cp` at `path` would collide with on the public port,
+    /// if any: the default entity answers at the root of every host, so its endpoint paths
+    /// must stay clear of the paths of the entities hosted on its own host.
+    pub fn endpoint_collision(&self, cp: &ControlPlane, path: &str) -> Option<String> {
+        if !cp.db.hosted().is_default() {
+            return None;
+        }
+        let default = Placement::of(&self.default.settings.entity_id).ok()?;
+        let running = self.running.read().ok()?;
+        running.values().find_map(|r| {
+            let id = &r.cp.settings.entity_id;
+            let place = Placement::of(id).ok()?;
+            (place.same_host(&default) && nested(&place.prefix, path)).then(|| id.clone())
+        })
     }
 
     /// Refuses `entity_id` when the public port could not tell it apart from what it serves.

@@ -128,8 +128,8 @@ fn under(path: &str, prefix: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// Whether one of two paths is the other or below it.
-fn nested(a: &str, b: &str) -> bool {
+/// Whether one of two paths is the other or below it, by whole segments.
+pub fn nested(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim_end_matches('/'), b.trim_end_matches('/'));
     under(a, b) || under(b, a)
 }

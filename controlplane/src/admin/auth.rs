@@ -49,6 +49,8 @@ pub struct AuthState {
     /// `server.trusted_proxies`: behind a reverse proxy the failed-login limit counts the
     /// forwarded client, not the proxy (which would lock every operator out at once).
     pub proxies: Arc<TrustedProxies>,
+    /// The hosted entity whose Admin API this is (named in the audit log).
+    pub entity: pharos_shared::hosted::EntityNo,
 }
 
 impl AuthState {
@@ -141,6 +143,7 @@ async fn authenticated(auth: &AuthState, mut req: Request, next: Next, write: bo
     tracing::info!(
         target: "pharos::audit",
         actor = actor.name().unwrap_or("-"),
+        entity = %auth.entity,
         %method,
         path,
         status = response.status().as_u16(),

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -16,6 +17,7 @@ use crate::admin::actor::Actor;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::{ControlPlane, Section};
 use crate::db::endpoints::{self as repo, EndpointRow, EndpointWrite};
+use crate::hosting::Hosting;
 
 type Cp = State<Arc<ControlPlane>>;
 
@@ -245,10 +247,16 @@ async fn existing(cp: &ControlPlane, kind: EndpointType) -> ApiResult<EndpointRo
 
 async fn path_taken(
     cp: &ControlPlane,
+    hosting: &Hosting,
     path: &Option<String>,
     except: Option<i64>,
 ) -> ApiResult<()> {
     if let Some(p) = path {
+        if let Some(other) = hosting.endpoint_collision(cp, p) {
+            return Err(ApiError::Conflict(format!(
+                "path {p:?} is served by the hosted entity {other}"
+            )));
+        }
         let rows = repo::list(&cp.db).await?;
         if rows
             .iter()
@@ -288,6 +296,7 @@ pub async fn get(State(cp): Cp, Path(kind): Path<String>) -> ApiResult<axum::Jso
 pub async fn create(
     State(cp): Cp,
     actor: Actor,
+    Extension(hosting): Extension<Arc<Hosting>>,
     Json(input): Json<EndpointInput>,
 ) -> ApiResult<impl IntoResponse> {
     let kind_name = input
@@ -302,7 +311,7 @@ pub async fn create(
             "a {kind} endpoint already exists"
         )));
     }
-    path_taken(&cp, &write.path, None).await?;
+    path_taken(&cp, &hosting, &write.path, None).await?;
     let now = cp.now();
     let tx = w.tx().await?;
     let id = repo::insert(&cp.db, tx, &write, now).await?;
@@ -325,6 +334,7 @@ pub async fn create(
 pub async fn update(
     State(cp): Cp,
     actor: Actor,
+    Extension(hosting): Extension<Arc<Hosting>>,
     Path(kind): Path<String>,
     Json(input): Json<EndpointInput>,
 ) -> ApiResult<axum::Json<EndpointRecord>> {
@@ -339,7 +349,7 @@ pub async fn update(
     let (write, ta_ids) = validate(&cp, kind, input).await?;
     let mut w = cp.write(actor.name()).await;
     let old = existing(&cp, kind).await?;
-    path_taken(&cp, &write.path, Some(old.id)).await?;
+    path_taken(&cp, &hosting, &write.path, Some(old.id)).await?;
     let now = cp.now();
     let tx = w.tx().await?;
     repo::update(&cp.db, tx, old.id, &write, now).await?;

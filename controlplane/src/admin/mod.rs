@@ -259,6 +259,7 @@ impl Parts {
             passwords: passwords.clone(),
             bootstrap,
             failures: login_limit::FailedLogins::default(),
+            entity: pharos_shared::hosted::EntityNo::DEFAULT,
         };
         Self {
             auth,
@@ -290,7 +291,10 @@ impl Parts {
                 access::middleware,
             ))
             .layer(axum::middleware::from_fn_with_state(
-                self.auth.clone(),
+                auth::AuthState {
+                    entity: cp.db.hosted(),
+                    ..self.auth.clone()
+                },
                 auth::middleware,
             ))
             .layer(Extension(self.passwords.clone()))
