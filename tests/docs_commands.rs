@@ -95,10 +95,10 @@ const ROLES: &[Step] = &[
 
 /// `docs/cli.md`'s federation (hosts serving the Admin API on their main port) and its offline
 /// delegation.
-const CLI: &[Step] = &[step("ta", "docs/cli.md", &[0, 1])];
+const CLI: &[Step] = &[step("ta", "docs/cli.md", &[0, 1, 2])];
 
 /// `pharos setup` on a fresh instance.
-const SETUP: &[Step] = &[step("ta", "docs/cli.md", &[2])];
+const SETUP: &[Step] = &[step("ta", "docs/cli.md", &[3])];
 
 /// The README's "Using it" on a fresh default instance.
 const README: &[Step] = &[step("default", "README.md", &[0])];

@@ -33,6 +33,8 @@ pub struct Target {
     /// Bearer token of a fresh instance (`pharos setup --bootstrap-token`), sent only when no
     /// credentials are.
     pub bootstrap_token: Option<String>,
+    /// The hosted entity whose resources the calls manage (`--entity`); `None`: the default.
+    pub entity: Option<String>,
 }
 
 /// A body sent to the Admin API.
@@ -99,6 +101,22 @@ impl Client {
         self.target.password = Some(password.to_owned());
     }
 
+    /// Where `path` (relative to the Admin API) is for the target's entity: under
+    /// `/entities/{entity}` when one is named, except the deployment's own resources.
+    fn api_path(&self, path: &str) -> String {
+        let first = path
+            .trim_start_matches('/')
+            .split(['/', '?'])
+            .next()
+            .unwrap_or("");
+        match &self.target.entity {
+            Some(e) if !matches!(first, "users" | "entities") => {
+                format!("{PREFIX}/entities/{}{path}", seg(e))
+            }
+            _ => format!("{PREFIX}{path}"),
+        }
+    }
+
     /// `GET` under the Admin API prefix.
     pub async fn get(&self, path: &str) -> Result<Value, Failure> {
         self.call(Method::GET, path, Body::None).await
@@ -107,7 +125,7 @@ impl Client {
     /// A call under the Admin API prefix; the parsed JSON answer (`Null` when empty), or the
     /// API's refusal as [`Failure::Refused`].
     pub async fn call(&self, method: Method, path: &str, body: Body) -> Result<Value, Failure> {
-        let (status, v) = self.raw(method, &format!("{PREFIX}{path}"), body).await?;
+        let (status, v) = self.raw(method, &self.api_path(path), body).await?;
         if status.is_success() {
             Ok(v)
         } else {
@@ -120,7 +138,7 @@ impl Client {
     /// edit made meanwhile by someone else is refused (412) instead of overwritten.
     pub async fn get_tagged(&self, path: &str) -> Result<(Value, Option<String>), Failure> {
         let (status, v, tag) = self
-            .exchange(Method::GET, &format!("{PREFIX}{path}"), Body::None, None)
+            .exchange(Method::GET, &self.api_path(path), Body::None, None)
             .await?;
         if status.is_success() {
             Ok((v, tag))
@@ -138,7 +156,7 @@ impl Client {
         tag: Option<&str>,
     ) -> Result<Value, Failure> {
         let (status, v, _) = self
-            .exchange(method, &format!("{PREFIX}{path}"), body, tag)
+            .exchange(method, &self.api_path(path), body, tag)
             .await?;
         if status.is_success() {
             Ok(v)

@@ -41,6 +41,33 @@ pub enum AdminCommand {
     /// The resolver's caches.
     #[command(subcommand)]
     Resolver(ResolverCmd),
+    /// The federation entities this deployment hosts (`--entity` picks the one the other
+    /// commands manage).
+    #[command(subcommand)]
+    Entities(EntityCmd),
+}
+
+/// `pharos admin entities …`
+#[derive(Debug, Subcommand)]
+pub enum EntityCmd {
+    /// Lists the hosted entities (the default one first).
+    List,
+    /// Hosts a new entity: its keys are generated and it is served where its identifier says.
+    Add {
+        /// Its entity identifier, e.g. https://fed.example.org/edu.
+        entity_id: String,
+        /// A name for people.
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// Stops hosting an entity (its rows stay in the database).
+    Remove {
+        /// Its number or entity identifier.
+        entity: String,
+        /// Its entity identifier again, to confirm.
+        #[arg(long)]
+        confirm: String,
+    },
 }
 
 /// `pharos admin resolver …`
@@ -314,6 +341,13 @@ const SUBJECT_COLUMNS: &[Column] = &[
     ("STATUS", "status"),
     ("DESCRIPTION", "description"),
 ];
+const ENTITY_COLUMNS: &[Column] = &[
+    ("ID", "id"),
+    ("ENTITY_ID", "entity_id"),
+    ("NAME", "display_name"),
+    ("DEFAULT", "default"),
+];
+
 const ANCHOR_COLUMNS: &[Column] = &[
     ("ENTITY_ID", "entity_id"),
     ("JWKS_UPDATE", "enable_jwks_update"),
@@ -338,6 +372,7 @@ pub async fn run(c: &Client, cmd: AdminCommand, json: bool) -> Result<String, Fa
         AdminCommand::Metadata(m) => metadata(c, m).await?,
         AdminCommand::Keys(k) => keys(c, k).await?,
         AdminCommand::Users(u) => users(c, u).await?,
+        AdminCommand::Entities(e) => entities(c, e).await?,
         AdminCommand::Resolver(ResolverCmd::Flush { sub }) => {
             let body = match &sub {
                 Some(s) => json!({ "sub": s }),
@@ -601,6 +636,23 @@ fn strip_anchor_records(rec: &mut Value) {
             }
         }
     }
+}
+
+async fn entities(c: &Client, cmd: EntityCmd) -> Result<Shown, Failure> {
+    Ok(match cmd {
+        EntityCmd::List => Shown::List(c.get("/entities").await?, ENTITY_COLUMNS),
+        EntityCmd::Add { entity_id, name } => {
+            let body = json!({"entity_id": entity_id, "display_name": name});
+            let v = c.call(Method::POST, "/entities", Body::Json(body)).await?;
+            let n = v["id"].clone();
+            Shown::Done(v, format!("hosting {entity_id} as entity {n}"))
+        }
+        EntityCmd::Remove { entity, confirm } => {
+            let path = format!("/entities/{}?confirm={}", seg(&entity), seg(&confirm));
+            let v = c.call(Method::DELETE, &path, Body::None).await?;
+            Shown::Done(v, format!("no longer hosting {entity}"))
+        }
+    })
 }
 
 async fn trust_anchors(c: &Client, cmd: TrustAnchorCmd) -> Result<Shown, Failure> {

@@ -85,6 +85,11 @@ pub struct Connection {
     /// environment variables take precedence.
     #[arg(long, env = "PHAROS_ADMIN_CONFIG", global = true)]
     pub admin_config: Option<PathBuf>,
+    /// The hosted entity to manage (its number, or its entity identifier); absent: the
+    /// entity configured in `entity_id`. Users and hosted entities belong to the deployment
+    /// and ignore it.
+    #[arg(long, env = "PHAROS_ADMIN_ENTITY", global = true)]
+    pub entity: Option<String>,
 }
 
 /// The members of a client file (`--admin-config`).
@@ -115,6 +120,7 @@ impl Connection {
             password: self.password.clone().or(file.password),
             ca_file: self.ca_file.clone().or(file.ca_file),
             bootstrap_token: None,
+            entity: self.entity.clone(),
         })
     }
 }
