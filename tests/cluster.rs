@@ -640,3 +640,80 @@ async fn paused_leader(backend: Backend) {
     drop(a);
     drop(b);
 }
+
+/// A GET on `p`'s main port for host `federation.example.org` (the replicas' entity host):
+/// the status.
+async fn on_host(p: &Pharos, path: &str) -> u16 {
+    p.client
+        .get(p.main_url(path))
+        .header(reqwest::header::HOST, "federation.example.org")
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Issue 38: a hosted entity created on one replica is served by the others, its changes
+/// made through any replica reach them all, and deleting it takes it off every replica.
+#[tokio::test]
+async fn a_hosted_entity_created_on_one_replica_is_served_by_the_others() {
+    for backend in cluster_backends() {
+        let db = TestDb::new(backend).await;
+        let r = replicas(&db, 2).await;
+        let (a, b) = (&r[0], &r[1]);
+        let edu = format!("{ENTITY_ID}/edu");
+        let (s, v) = a
+            .admin(Method::POST, "/entities", Some(json!({"entity_id": edu})))
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let n = v["id"].as_i64().unwrap();
+        eventually("B serves the new entity", || async {
+            on_host(b, "/edu/.well-known/openid-federation").await == 200
+        })
+        .await;
+        // A change through B (its endpoint, a subordinate) is served by A.
+        let fetch = json!({"type": "fetch", "path": "/fetch", "config": {}});
+        let (s, v) = b
+            .admin(
+                Method::POST,
+                &format!("/entities/{n}/federation-endpoints"),
+                Some(fetch),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let leaf = "https://leaf.edu.example.org";
+        let body = json!({"entity_id": leaf, "jwks": {"keys": [jwk("k1", None)]}});
+        let (s, v) = b
+            .admin(
+                Method::POST,
+                &format!("/entities/{n}/subordinates"),
+                Some(body),
+            )
+            .await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let fetch_leaf = format!("/edu/fetch?sub={}", enc(leaf));
+        eventually("A serves B's subordinate of the entity", || async {
+            on_host(a, &fetch_leaf).await == 200
+        })
+        .await;
+        // The default entity of either replica is untouched.
+        assert_eq!(on_host(a, &format!("/fetch?sub={}", enc(leaf))).await, 404);
+        // Deleted through A, it leaves B too.
+        let (s, v) = a
+            .admin(
+                Method::DELETE,
+                &format!("/entities/{n}?confirm={}", enc(&edu)),
+                None,
+            )
+            .await;
+        assert_eq!(s, 204, "{backend:?}: {v}");
+        eventually("B no longer serves it", || async {
+            on_host(b, "/edu/.well-known/openid-federation").await == 404
+        })
+        .await;
+        for p in r {
+            p.stop().await;
+        }
+    }
+}

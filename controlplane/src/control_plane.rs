@@ -80,9 +80,22 @@ pub struct ControlPlane {
     behind: std::sync::atomic::AtomicBool,
     /// Snapshots built from the whole database: the first, and each full reload.
     full_builds: AtomicU64,
+    /// This process's other hosted entities, for announcements naming one of them (set once
+    /// by [`crate::hosting::Hosting`]; unset, announcements of other entities are dropped).
+    peers: std::sync::OnceLock<std::sync::Weak<dyn Peers>>,
     /// Test hook: how many of the next reloads fail.
     #[cfg(test)]
     failing_reloads: std::sync::atomic::AtomicU32,
+}
+
+/// The other hosted entities of this process, as the replica follower reaches them.
+pub trait Peers: Send + Sync {
+    /// The control plane of hosted entity `entity`, if it runs here.
+    fn entity(&self, entity: pharos_shared::hosted::EntityNo) -> Option<Arc<ControlPlane>>;
+    /// Every hosted entity's control plane but the default one.
+    fn others(&self) -> Vec<Arc<ControlPlane>>;
+    /// Another replica created or deleted a hosted entity: serve what the database holds.
+    fn entities_changed(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>>;
 }
 
 /// What the control planes of one process's hosted entities share.
@@ -184,6 +197,7 @@ impl ControlPlane {
             leadership: shared.leadership,
             behind: std::sync::atomic::AtomicBool::new(shared.behind),
             full_builds: AtomicU64::new(1),
+            peers: std::sync::OnceLock::new(),
             #[cfg(test)]
             failing_reloads: std::sync::atomic::AtomicU32::new(0),
         });
@@ -191,6 +205,15 @@ impl ControlPlane {
             durable::spawn(Arc::downgrade(&cp), g.clone());
         }
         Ok(cp)
+    }
+
+    /// Gives announcements of this process's other hosted entities a way to them (once).
+    pub fn set_peers(&self, peers: std::sync::Weak<dyn Peers>) {
+        let _ = self.peers.set(peers);
+    }
+
+    fn peers(&self) -> Option<Arc<dyn Peers>> {
+        self.peers.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// The publication point the data plane reads from.

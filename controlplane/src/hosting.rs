@@ -15,7 +15,7 @@ use std::sync::Arc;
 use pharos_shared::hosted::{EntityNo, Placement, collision, nested};
 use tokio_util::sync::CancellationToken;
 
-use crate::control_plane::ControlPlane;
+use crate::control_plane::{ControlPlane, Peers};
 use crate::db::entities::{self, EntityRow};
 use crate::error::{Error, Result};
 
@@ -76,7 +76,53 @@ impl Hosting {
                 hosting.run(&row).await?;
             }
         }
+        let peers: Arc<dyn Peers> = hosting.clone();
+        hosting.default.set_peers(Arc::downgrade(&peers));
         Ok(hosting)
+    }
+
+    /// Serves what the database holds: starts the entities another replica created, stops
+    /// the ones it deleted.
+    async fn follow_database(&self) {
+        let _one_at_a_time = self.changes.lock().await;
+        let rows = match entities::list(&self.default.db).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "hosted entities not re-read; the next announcement retries");
+                return;
+            }
+        };
+        let stored: Vec<EntityNo> = rows.iter().map(|r| r.id).collect();
+        let gone: Vec<EntityNo> = self
+            .numbers()
+            .into_iter()
+            .filter(|n| !n.is_default() && !stored.contains(n))
+            .collect();
+        for n in gone {
+            self.stop(n);
+        }
+        for row in rows {
+            if !row.id.is_default()
+                && self.get(row.id).is_none()
+                && let Err(e) = self.run(&row).await
+            {
+                tracing::error!(error = %e, entity = %row.id, "hosted entity not started");
+            }
+        }
+    }
+
+    /// Takes entity `entity` off the public port and stops its jobs.
+    fn stop(&self, entity: EntityNo) {
+        let running = self
+            .running
+            .write()
+            .ok()
+            .and_then(|mut r| r.remove(&entity));
+        if let Some(r) = running {
+            self.launcher.retire(entity);
+            r.stop.cancel();
+            tracing::info!(%entity, entity_id = %r.cp.settings.entity_id, "hosted entity no longer served");
+        }
     }
 
     /// The default entity's control plane (the unprefixed Admin API's).
@@ -147,8 +193,13 @@ impl Hosting {
         }
         self.check_placement(entity_id).await?;
         let now = self.default.now();
+        let settings = self.default.settings.for_hosted(entity_id);
+        let kms = crate::keys::kms::Kms::open(&settings)?;
         let mut w = self.default.write(actor).await;
-        let entity = entities::insert(db, w.tx().await?, entity_id, display_name, now).await?;
+        let tx = w.tx().await?;
+        let entity = entities::insert(db, tx, entity_id, display_name, now).await?;
+        crate::keys::seed_new_entity(&db.for_entity(entity), tx, &settings, &kms, now).await?;
+        w.touch_hosted_entities();
         w.commit().await?;
         let row = entities::get(db, entity)
             .await?
@@ -157,6 +208,7 @@ impl Hosting {
             // Not served, so not hosted: the row goes again (its number stays used).
             let mut w = self.default.write(actor).await;
             entities::delete(db, w.tx().await?, entity, now).await?;
+            w.touch_hosted_entities();
             w.commit().await?;
             return Err(e);
         }
@@ -193,17 +245,9 @@ impl Hosting {
         let db = &self.default.db;
         let mut w = self.default.write(actor).await;
         let deleted = entities::delete(db, w.tx().await?, entity, self.default.now()).await?;
+        w.touch_hosted_entities();
         w.commit().await?;
-        let running = self
-            .running
-            .write()
-            .ok()
-            .and_then(|mut r| r.remove(&entity));
-        if let Some(r) = running {
-            self.launcher.retire(entity);
-            r.stop.cancel();
-            tracing::info!(%entity, entity_id = %r.cp.settings.entity_id, "hosted entity deleted");
-        }
+        self.stop(entity);
         Ok(deleted)
     }
 
@@ -266,5 +310,22 @@ impl Hosting {
             running.insert(row.id, Running { cp, stop });
         }
         Ok(())
+    }
+}
+
+impl Peers for Hosting {
+    fn entity(&self, entity: EntityNo) -> Option<Arc<ControlPlane>> {
+        self.get(entity)
+    }
+
+    fn others(&self) -> Vec<Arc<ControlPlane>> {
+        self.running
+            .read()
+            .map(|r| r.values().map(|r| r.cp.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn entities_changed(&self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(self.follow_database())
     }
 }

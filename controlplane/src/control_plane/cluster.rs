@@ -23,6 +23,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use tokio_util::sync::CancellationToken;
 
+use pharos_shared::hosted::EntityNo;
+
 use super::{Changes, ControlPlane};
 use crate::db::{Db, Dialect};
 use crate::error::{Error, Result};
@@ -42,6 +44,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 pub struct Announcement {
     /// The announcing process (its own announcements are already published).
     pub origin: u64,
+    /// The hosted entity whose snapshot changed (absent: the default entity, as replicas of
+    /// earlier releases announce).
+    #[serde(default = "default_entity", skip_serializing_if = "is_default_entity")]
+    pub entity: i64,
     /// Too much to name: reload everything.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
@@ -50,16 +56,28 @@ pub struct Announcement {
     pub changes: Changes,
 }
 
-/// The payload announcing `changes` made by `origin`.
-pub fn encode(origin: u64, changes: &Changes) -> String {
+fn default_entity() -> i64 {
+    EntityNo::DEFAULT.get()
+}
+
+fn is_default_entity(n: &i64) -> bool {
+    *n == EntityNo::DEFAULT.get()
+}
+
+/// The payload announcing `changes` made by `origin` to hosted entity `entity`.
+pub fn encode(origin: u64, entity: EntityNo, changes: &Changes) -> String {
     let a = Announcement {
         origin,
+        entity: entity.get(),
         all: false,
         changes: changes.clone(),
     };
     match serde_json::to_string(&a) {
         Ok(p) if p.len() <= MAX_PAYLOAD => p,
-        _ => format!("{{\"origin\":{origin},\"all\":true}}"),
+        _ => format!(
+            "{{\"origin\":{origin},\"entity\":{},\"all\":true}}",
+            entity.get()
+        ),
     }
 }
 
@@ -68,6 +86,7 @@ pub fn encode(origin: u64, changes: &Changes) -> String {
 pub fn decode(payload: &str) -> Announcement {
     serde_json::from_str(payload).unwrap_or(Announcement {
         origin: 0,
+        entity: default_entity(),
         all: true,
         changes: Changes::default(),
     })
@@ -198,7 +217,7 @@ impl ControlPlane {
         tx: &mut sqlx::AnyConnection,
         changes: &Changes,
     ) -> Result<()> {
-        let payload = encode(self.origin, changes);
+        let payload = encode(self.origin, self.db.hosted(), changes);
         if self.db.dialect == Dialect::Postgres {
             sqlx::query(
                 self.db
@@ -301,12 +320,32 @@ impl ControlPlane {
         self.behind.load(Ordering::SeqCst)
     }
 
-    /// Applies another replica's announcement: exactly the reload a local write would do.
+    /// Applies another replica's announcement: exactly the reload a local write would do, by
+    /// the control plane of the hosted entity it names (this process's other entities are
+    /// reached through [`ControlPlane::set_peers`]).
     pub async fn apply_announcement(&self, payload: &str) {
         let a = decode(payload);
         if a.origin == self.origin {
             return;
         }
+        let peers = self.peers();
+        if let Some(p) = &peers
+            && (a.all || a.changes.touches_hosted_entities())
+        {
+            // An entity created or deleted there: start or stop serving it here. Its first
+            // snapshot is built from the database, which already holds the announced change.
+            p.entities_changed().await;
+        }
+        let target = EntityNo::new(a.entity).unwrap_or(EntityNo::DEFAULT);
+        if target == self.db.hosted() {
+            self.apply(a).await;
+        } else if let Some(cp) = peers.and_then(|p| p.entity(target)) {
+            cp.apply(a).await;
+        }
+    }
+
+    /// [`Self::apply_announcement`] for this entity.
+    async fn apply(&self, a: Announcement) {
         // An Admin API change on another replica (rotation policy, an immediate rotation) may
         // move the next key transition: the key task, which runs on the leader, re-plans.
         self.key_events.notify_one();
@@ -319,16 +358,34 @@ impl ControlPlane {
     }
 
     /// Rebuilds the whole snapshot from the database (after a listener loss), under the
-    /// writer lock; a failure is retried by the caller.
+    /// writer lock, and those of this process's other hosted entities (which missed the same
+    /// announcements); a failure is retried by the caller.
     pub async fn reload_everything(&self) -> bool {
-        let _lock = self.write.lock().await;
-        match self.reload_all().await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::error!(error = %e, "full reload after a missed announcement failed");
-                false
+        let mine = {
+            let _lock = self.write.lock().await;
+            match self.reload_all().await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "full reload after a missed announcement failed");
+                    false
+                }
+            }
+        };
+        let mut all = mine;
+        if let Some(p) = self.peers()
+            && self.db.hosted().is_default()
+        {
+            p.entities_changed().await;
+            for cp in p.others() {
+                let _lock = cp.write.lock().await;
+                if let Err(e) = cp.reload_all().await {
+                    tracing::error!(error = %e, entity = %cp.db.hosted(),
+                        "full reload after a missed announcement failed");
+                    all = false;
+                }
             }
         }
+        all
     }
 
     /// The listener task (PostgreSQL with `cluster.enabled`): applies announcements until
@@ -473,17 +530,24 @@ mod tests {
         c.section(Section::Keys);
         c.subordinate("https://leaf.example");
         c.issued_mark("jti-1");
-        let a = decode(&encode(7, &c));
+        let a = decode(&encode(7, EntityNo::DEFAULT, &c));
         assert_eq!((a.origin, a.all, a.changes), (7, false, c.clone()));
+        assert_eq!(a.entity, 1);
+        let three = EntityNo::new(3).unwrap();
+        let p = encode(7, three, &c);
+        assert!(p.contains("\"entity\":3"), "{p}");
+        assert_eq!(decode(&p).entity, 3);
+        // An announcement of an earlier release names no entity: the default one.
+        assert_eq!(decode("{\"origin\":7}").entity, 1);
 
         let mut big = Changes::default();
         for i in 0..1_000 {
             big.subordinate(&format!("https://leaf-{i}.example"));
         }
-        let p = encode(7, &big);
+        let p = encode(7, three, &big);
         assert!(p.len() < 100, "{p}");
         let a = decode(&p);
-        assert!(a.all && a.origin == 7);
+        assert!(a.all && a.origin == 7 && a.entity == 3);
 
         assert!(decode("not json").all, "unreadable: reload everything");
     }

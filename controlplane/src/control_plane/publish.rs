@@ -51,6 +51,10 @@ pub struct Changes {
     collections: BTreeSet<String>,
     #[serde(default, rename = "tms", skip_serializing_if = "BTreeSet::is_empty")]
     mark_subjects: BTreeSet<(String, String)>,
+    /// The hosted entities of the deployment changed (one created or deleted): other
+    /// replicas start or stop serving it. Nothing of a snapshot depends on it.
+    #[serde(default, rename = "ent", skip_serializing_if = "std::ops::Not::not")]
+    entities: bool,
 }
 
 impl Changes {
@@ -75,6 +79,16 @@ impl Changes {
             .insert((trust_mark_type.to_owned(), entity_id.to_owned()));
     }
 
+    /// Notes that a hosted entity was created or deleted.
+    pub fn hosted_entities(&mut self) {
+        self.entities = true;
+    }
+
+    /// Whether a hosted entity was created or deleted.
+    pub fn touches_hosted_entities(&self) -> bool {
+        self.entities
+    }
+
     /// Adds one Trust Anchor's entity collection.
     pub fn collection(&mut self, trust_anchor: &str) {
         self.collections.insert(trust_anchor.to_owned());
@@ -87,6 +101,7 @@ impl Changes {
             && self.issued_marks.is_empty()
             && self.collections.is_empty()
             && self.mark_subjects.is_empty()
+            && !self.entities
     }
 
     /// Adds everything `other` touched.
@@ -96,6 +111,7 @@ impl Changes {
         self.issued_marks.extend(other.issued_marks);
         self.collections.extend(other.collections);
         self.mark_subjects.extend(other.mark_subjects);
+        self.entities |= other.entities;
     }
 }
 

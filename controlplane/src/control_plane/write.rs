@@ -133,6 +133,11 @@ impl<'a> Write<'a> {
         self.changes.mark_subject(trust_mark_type, entity_id);
     }
 
+    /// A hosted entity was created or deleted: other replicas start or stop serving it.
+    pub fn touch_hosted_entities(&mut self) {
+        self.changes.hosted_entities();
+    }
+
     /// Trust Anchor `trust_anchor`'s entity collection must be reloaded on commit (and only it).
     pub fn touch_collection(&mut self, trust_anchor: &str) {
         self.changes.collection(trust_anchor);

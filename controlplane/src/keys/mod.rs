@@ -131,6 +131,25 @@ pub async fn ensure_signing_key(db: &Db, cfg: &Settings, kms: &Kms, now: i64) ->
     Ok(())
 }
 
+/// The first signing key of a hosted entity created at run time, in the transaction that
+/// stores the entity (`db` scoped to it, `cfg` its settings): every replica that starts
+/// serving it finds the key there, instead of each generating one of its own.
+pub async fn seed_new_entity(
+    db: &Db,
+    tx: &mut sqlx::AnyConnection,
+    cfg: &Settings,
+    kms: &Kms,
+    now: i64,
+) -> Result<()> {
+    let alg = cfg.signing.alg;
+    settings::set(db, tx, settings::SIGNING, "alg", &json!(alg.as_str())).await?;
+    let g = kms.generate(alg, cfg.signing.rsa_key_len)?;
+    let row = new_row(g, alg, now, now, None);
+    db::keys::insert(db, tx, &row).await?;
+    tracing::info!(entity = %db.hosted(), kid = %row.kid, alg = %alg, "generated signing key");
+    Ok(())
+}
+
 /// Every stored private key must open (a sealed one with the configured key: a missing or
 /// wrong key stops start-up naming the signing key), and with a key configured, keys stored in
 /// plain PEM are sealed in the start-up transaction.
