@@ -241,7 +241,11 @@ pub struct Parts {
     auth: auth::AuthState,
     passwords: password::Passwords,
     api: Router<Arc<ControlPlane>>,
-    doc: utoipa::openapi::OpenApi,
+    /// The document's routes (`openapi.json`, `.yaml`, the page), rendered once: the
+    /// document's own structures (megabytes, with the per-entity copies) are not kept.
+    docs: Router,
+    /// Which writes check `If-Match`, read from the document once.
+    rules: Arc<precondition::Rules>,
 }
 
 impl Parts {
@@ -261,11 +265,13 @@ impl Parts {
             failures: login_limit::FailedLogins::default(),
             entity: pharos_shared::hosted::EntityNo::DEFAULT,
         };
+        let rules = Arc::new(precondition::Rules::from_doc(&doc));
         Self {
             auth,
             passwords,
             api,
-            doc,
+            docs: docs::router(&doc),
+            rules,
         }
     }
 
@@ -273,7 +279,7 @@ impl Parts {
     /// routes, all reading and writing `cp`.
     pub fn entity_api(&self, cp: Arc<ControlPlane>) -> Router {
         let preconditions = precondition::Preconditions {
-            rules: Arc::new(precondition::Rules::from_doc(&self.doc)),
+            rules: self.rules.clone(),
             api: self.api.clone().with_state(cp.clone()),
             require: cp.settings.api.admin.require_if_match,
             cp: cp.clone(),
@@ -313,7 +319,7 @@ impl Parts {
             ));
         self.entity_api(cp)
             .merge(metrics)
-            .merge(docs::router(&self.doc))
+            .merge(self.docs.clone())
             .merge(crate::console::router())
     }
 }
