@@ -79,3 +79,56 @@ async fn a_client_over_its_rate_gets_429_while_other_clients_are_served() {
     );
     p.stop().await;
 }
+
+/// Issue 38: the port's limits are the port's, not each hosted entity's: a client that spent
+/// its rate on one entity's endpoint is refused by another entity's, and served again by
+/// neither until its bucket refills.
+#[tokio::test]
+async fn a_clients_rate_is_counted_across_hosted_entities() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let p = Pharos::start_with(
+        &db,
+        |s| {
+            s.server.trusted_proxies = vec!["127.0.0.1".into()];
+            let limits = &mut s.server.rate_limits;
+            limits.enabled = true;
+            limits.trust_mark_request = RateLimit::new(1, 2, 0);
+        },
+        Arc::new(SystemClock),
+    )
+    .await;
+    let edu = format!("{}/edu", p.entity_id());
+    let (s, v) = p
+        .admin(
+            reqwest::Method::POST,
+            "/entities",
+            Some(json!({"entity_id": edu})),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let n = v["id"].as_i64().unwrap();
+    enable(&p, "trust_mark_request", "/trust-mark-request", json!({})).await;
+    let body = json!({"type": "trust_mark_request", "path": "/trust-mark-request", "config": {}});
+    let (s, v) = p
+        .admin(
+            reqwest::Method::POST,
+            &format!("/entities/{n}/federation-endpoints"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let ask = |prefix: &'static str| {
+        p.client
+            .get(p.main_url(&format!(
+                "{prefix}/trust-mark-request?trust_mark_type=https%3A%2F%2Fno.example&sub=https%3A%2F%2Frp.example"
+            )))
+            .header("x-forwarded-for", "192.0.2.7")
+            .send()
+    };
+    let served = ask("").await.unwrap().status();
+    assert_ne!(served, 429);
+    assert_eq!(ask("/edu").await.unwrap().status(), served);
+    assert_eq!(ask("/edu").await.unwrap().status(), 429);
+    assert_eq!(ask("").await.unwrap().status(), 429);
+    p.stop().await;
+}

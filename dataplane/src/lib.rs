@@ -147,6 +147,42 @@ impl DataPlane {
         })
     }
 
+    /// The data plane of another hosted entity served on the same port: its own snapshot,
+    /// caches, resolver and command channel, and this one's port-wide limits — request rates
+    /// per client and in total, the memory budget of signed statements — and cache counters,
+    /// so that hosting more entities never multiplies what one client may cost or what the
+    /// statements may hold, and `/metrics` counts every entity's requests.
+    pub fn beside(
+        &self,
+        snapshot: SnapshotReader,
+        fetcher: Arc<HttpFetcher>,
+        commands: Commands,
+        auth: &EndpointAuth,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            rate_limits: self.rate_limits.clone(),
+            statement_budget: self.statement_budget.clone(),
+            caches: self.caches.clone(),
+            replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
+            max_assertion_lifetime: self.max_assertion_lifetime,
+            commands,
+            resolve: resolver::service::ResolveService::start(
+                snapshot.clone(),
+                self.clock.clone(),
+                fetcher,
+            ),
+            snapshot,
+            clock: self.clock.clone(),
+            ec_cache: entity_configuration::EcCache::new(),
+            historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
+            list_cache: endpoints::list::ListCache::new(),
+            collection_cache: Default::default(),
+            fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),
+            trust_mark_status_cache: Default::default(),
+            trust_mark_listing_cache: Default::default(),
+        })
+    }
+
     /// The current snapshot as an owned `Arc` (for work that outlives the request).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshot.load_full()

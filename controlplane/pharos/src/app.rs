@@ -151,7 +151,7 @@ impl App {
             pharos_shared::client_ip::TrustedProxies::parse(&settings.server.trusted_proxies);
         let hosts = Hosts::new(proxies, &reserved);
         let launcher = Arc::new(crate::entity::Launcher::new(
-            clock.clone(),
+            data.clone(),
             control.leadership.clone(),
             hosts.clone(),
             main_cors.clone(),

@@ -74,7 +74,8 @@ pub fn spawn_jobs(
 
 /// Serves the hosted entities other than the default one.
 pub struct Launcher {
-    clock: Arc<dyn Clock>,
+    /// The default entity's data plane: the others share its port-wide limits.
+    default: Arc<DataPlane>,
     leadership: Arc<Leadership>,
     hosts: Hosts,
     /// The public port's CORS layer, when configured (it wraps every entity's routes).
@@ -92,15 +93,16 @@ impl std::fmt::Debug for Launcher {
 }
 
 impl Launcher {
-    /// A launcher whose entities answer on the public port through `hosts`.
+    /// A launcher whose entities answer on the public port through `hosts`, beside the
+    /// default entity's data plane `default`.
     pub fn new(
-        clock: Arc<dyn Clock>,
+        default: Arc<DataPlane>,
         leadership: Arc<Leadership>,
         hosts: Hosts,
         cors: Option<tower_http::cors::CorsLayer>,
     ) -> Self {
         Self {
-            clock,
+            default,
             leadership,
             hosts,
             cors,
@@ -137,7 +139,13 @@ impl Launcher {
 impl Launch for Launcher {
     fn launch(&self, cp: Arc<ControlPlane>, stop: CancellationToken) {
         let entity = cp.db.hosted();
-        let (data, command_rx) = data_plane(&cp, self.clock.clone());
+        let (commands, command_rx) = Commands::channel();
+        let data = self.default.beside(
+            cp.snapshot_handle(),
+            Arc::new(cp.outbound.clone()),
+            commands,
+            &cp.settings.storage.endpoint_auth,
+        );
         let refreshers = Refreshers::new(cp.clone(), Arc::new(cp.outbound.clone()));
         let jobs = spawn_jobs(&cp, &refreshers, command_rx, &self.leadership, &stop);
         if let Ok(mut tasks) = self.tasks.lock() {
