@@ -368,3 +368,61 @@ async fn bad_parameters_are_refused_and_named() {
     assert_eq!(s, 404, "{v}");
     p.stop().await;
 }
+
+/// Issue 38: requests answered by a hosted entity are its statistics, not the default
+/// entity's: summaries, exports and daily aggregates under `/entities/{n}/stats/…` count them,
+/// the unprefixed ones do not.
+#[tokio::test]
+async fn each_hosted_entity_reports_the_requests_it_answered() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let clock = ManualClock::new(NOW);
+        let p = Pharos::start_with(&db, stats_on(&db), clock.clone()).await;
+        let edu = format!("{}/edu", p.entity_id());
+        let (s, v) = p
+            .admin(Method::POST, "/entities", Some(json!({"entity_id": edu})))
+            .await;
+        assert_eq!(s, 201, "{v}");
+        let n = v["id"].as_i64().unwrap();
+        known_traffic(&p).await;
+        for _ in 0..4 {
+            let s = send(&p, "/edu/.well-known/openid-federation", "delta/4", None).await;
+            assert_eq!(s, 200);
+        }
+        assert_eq!(flush(&p).await, 10, "{b:?}");
+        let ours = get(&p, "/stats/summary").await;
+        assert_eq!(ours["summary"]["total_requests"], 6, "{b:?} {ours}");
+        let theirs = get(&p, &format!("/entities/{n}/stats/summary")).await;
+        assert_eq!(theirs["summary"]["total_requests"], 4, "{b:?} {theirs}");
+        assert_eq!(
+            theirs["summary"]["requests_by_endpoint"],
+            json!({"edu/.well-known/openid-federation": 4})
+        );
+        let (s, export) = p
+            .admin(
+                Method::GET,
+                &format!("/entities/{n}/stats/export?format=json"),
+                None,
+            )
+            .await;
+        assert_eq!(s, 200);
+        let text = export
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or(export.to_string());
+        assert_eq!(text.lines().count(), 4, "{text}");
+        // The daily aggregates: one pass files each entity's rows under it.
+        let agg = p.app.as_ref().unwrap().stats.aggregator.clone().unwrap();
+        clock.set(NOW + 14 * 3600);
+        agg.tick(NOW + 14 * 3600).await.unwrap();
+        let q = "/stats/daily?from=2026-03-10&to=2026-03-10";
+        let ours = get(&p, q).await;
+        // The configuration and the unmatched paths (no fetch endpoint here).
+        assert_eq!(ours["daily"].as_array().map(Vec::len), Some(2), "{ours}");
+        let theirs = get(&p, &format!("/entities/{n}{q}")).await;
+        let daily = theirs["daily"].as_array().unwrap();
+        assert_eq!(daily.len(), 1, "{theirs}");
+        assert_eq!(daily[0]["request_count"], 4);
+        p.stop().await;
+    }
+}

@@ -121,18 +121,23 @@ impl Service<Request> for Front {
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        if let Some((front, uri)) = self.hosts.as_ref().and_then(|h| h.route(&req, self.peer)) {
+        if let Some((entity, front, uri)) =
+            self.hosts.as_ref().and_then(|h| h.route(&req, self.peer))
+        {
             *req.uri_mut() = uri;
             let mut front = match self.peer {
                 Some(peer) => front.connected(peer),
                 None => front,
             };
-            return front.call(req);
+            let mut answer = front.call(req);
+            answer.served_by = Some(entity);
+            return answer;
         }
         if let Some(response) = self.fast.as_ref().and_then(|f| f.answer(&req)) {
             return FrontFuture {
                 ready: Some(response),
                 routed: None,
+                served_by: None,
             };
         }
         if let Some(peer) = self.peer {
@@ -141,6 +146,7 @@ impl Service<Request> for Front {
         FrontFuture {
             ready: None,
             routed: Some(self.router.call(req)),
+            served_by: None,
         }
     }
 }
@@ -153,6 +159,8 @@ pin_project! {
         // The router's answer, when there was no ready one.
         #[pin]
         routed: Option<RouteFuture<Infallible>>,
+        // The hosted entity answering, other than the default one (marked on the response).
+        served_by: Option<pharos_shared::hosted::EntityNo>,
     }
 }
 
@@ -161,13 +169,20 @@ impl Future for FrontFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let served_by = *this.served_by;
+        let mark = |mut r: Response| {
+            if let Some(entity) = served_by {
+                r.extensions_mut().insert(crate::hosts::ServedBy(entity));
+            }
+            r
+        };
         if let Some(routed) = this.routed.as_pin_mut() {
-            return routed.poll(cx);
+            return routed.poll(cx).map(|r| r.map(mark));
         }
         // Polled again after it answered: a misuse of the future, answered as such.
         let ready = this.ready.take().unwrap_or_else(|| {
             crate::error::FedError::server_error("response already taken").into_response()
         });
-        Poll::Ready(Ok(ready))
+        Poll::Ready(Ok(mark(ready)))
     }
 }

@@ -18,6 +18,11 @@ use pharos_shared::hosted::{EntityNo, Placement};
 
 use crate::front::Front;
 
+/// On a response: the hosted entity that answered (absent: the default entity). The
+/// statistics file the request under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedBy(pub EntityNo);
+
 /// Where one hosted entity is served, and its front.
 #[derive(Debug, Clone)]
 pub struct HostedRoute {
@@ -153,7 +158,7 @@ impl Hosts {
         &self,
         req: &Request,
         peer: Option<std::net::SocketAddr>,
-    ) -> Option<(Front, Uri)> {
+    ) -> Option<(EntityNo, Front, Uri)> {
         let table = self.table.load();
         if table.is_empty() {
             return None;
@@ -165,7 +170,7 @@ impl Hosts {
         let host = request_host(req, peer, &self.proxies)?;
         let route = table.route(&host, path)?;
         let uri = strip(req.uri(), route.place.prefix.len())?;
-        Some((route.front.clone(), uri))
+        Some((route.entity, route.front.clone(), uri))
     }
 }
 

@@ -46,14 +46,16 @@ struct Group {
     params: Counter,
 }
 
-/// Computes and stores the aggregates of the day starting at `day`; returns the row count.
-/// `fence`: the leader's token (the CLI, offline, passes `Fence::any_replica()`).
+/// Computes and stores the aggregates of the day starting at `day`, for every hosted entity
+/// that answered requests that day (one pass over the day's records; each entity's rows are
+/// its own); returns the row count. `fence`: the leader's token (the CLI, offline, passes
+/// `Fence::any_replica()`).
 pub async fn aggregate_day(db: &Db, day: i64, fence: &Fence) -> Result<usize> {
     let (from, to) = (day, day + DAY);
-    let mut groups: HashMap<(String, i64), Group> = HashMap::new();
+    let mut groups: HashMap<(i64, String, i64), Group> = HashMap::new();
     stats::for_each_batch(db, from, to - 1, |b| {
         for r in b.iter().filter(|r| r.ts >= from && r.ts < to) {
-            let key = (r.endpoint.to_owned(), r.status_code);
+            let key = (r.entity, r.endpoint.to_owned(), r.status_code);
             let g = groups.entry(key).or_default();
             g.durations.add(r.duration_us);
             g.user_agents.add(r.user_agent);
@@ -65,12 +67,12 @@ pub async fn aggregate_day(db: &Db, day: i64, fence: &Fence) -> Result<usize> {
     })
     .await?;
     let top = |c: &Counter| serde_json::to_string(&c.top(TOP)).unwrap_or_else(|_| "[]".into());
-    let mut rows: Vec<DailyRow> = groups
+    let mut rows: Vec<(i64, DailyRow)> = groups
         .into_iter()
-        .map(|((endpoint, status), g)| {
+        .map(|((entity, endpoint, status), g)| {
             let d = &g.durations;
             let [p50, p95, p99] = d.percentiles([500, 950, 990]);
-            DailyRow {
+            let row = DailyRow {
                 day,
                 endpoint,
                 status_code: status,
@@ -86,11 +88,30 @@ pub async fn aggregate_day(db: &Db, day: i64, fence: &Fence) -> Result<usize> {
                 top_countries: top(&g.countries),
                 top_clients: top(&g.clients),
                 top_params: top(&g.params),
-            }
+            };
+            (entity, row)
         })
         .collect();
-    rows.sort_by(|a, b| (&a.endpoint, a.status_code).cmp(&(&b.endpoint, b.status_code)));
-    stats::replace_day(db, day, &rows, fence).await?;
+    rows.sort_by(|(ea, a), (eb, b)| {
+        (ea, &a.endpoint, a.status_code).cmp(&(eb, &b.endpoint, b.status_code))
+    });
+    let mut entities: Vec<i64> = rows.iter().map(|(e, _)| *e).collect();
+    entities.dedup();
+    // The handle's entity too: a day it had no records replaces its aggregates by none.
+    if !entities.contains(&db.entity()) {
+        entities.push(db.entity());
+    }
+    for e in entities {
+        let Some(n) = pharos_shared::hosted::EntityNo::new(e) else {
+            continue;
+        };
+        let of_e: Vec<DailyRow> = rows
+            .iter()
+            .filter(|(re, _)| *re == e)
+            .map(|(_, r)| r.clone())
+            .collect();
+        stats::replace_day(&db.for_entity(n), day, &of_e, fence).await?;
+    }
     Ok(rows.len())
 }
 

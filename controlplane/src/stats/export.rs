@@ -66,7 +66,10 @@ async fn run(
     let mut batches = stats::batches(db, q.from, q.to);
     while let Some(b) = batches.next().await? {
         let selected = b.iter().filter(|r| {
-            r.ts >= q.from && r.ts <= q.to && q.endpoint.as_deref().is_none_or(|e| e == r.endpoint)
+            r.entity == db.entity()
+                && r.ts >= q.from
+                && r.ts <= q.to
+                && q.endpoint.as_deref().is_none_or(|e| e == r.endpoint)
         });
         for r in selected {
             let rec = Record {

@@ -119,6 +119,7 @@ fn encode_part<'a>(records: &'a [StatsRecord], geo: Option<&Geo>) -> Encoder<'a>
             request_size: i64::try_from(r.request_size).unwrap_or(i64::MAX),
             response_size: i64::try_from(r.response_size).unwrap_or(i64::MAX),
             error_type: e.text(Text::ErrorType, error_type(r.status)),
+            entity: r.entity,
         };
         e.push(p);
     }
@@ -239,6 +240,7 @@ mod tests {
             query: Some(query.into()),
             request_size: 0,
             response_size: 3,
+            entity: 1,
         };
         let records = [
             rec(true, "sub=x&a=1"),

@@ -130,7 +130,9 @@ fn selected(q: &Query, r: &Record<'_>) -> bool {
 /// Calls `each` with every record the query selects.
 async fn scan(db: &Db, q: &Query, mut each: impl FnMut(&Record<'_>)) -> Result<()> {
     stats::for_each_batch(db, q.from, q.to, |b| {
-        b.iter().filter(|r| selected(q, r)).for_each(|r| each(&r));
+        b.iter()
+            .filter(|r| r.entity == db.entity() && selected(q, r))
+            .for_each(|r| each(&r));
         Ok(())
     })
     .await

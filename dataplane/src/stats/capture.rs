@@ -194,6 +194,7 @@ impl Capture {
             query,
             request_size,
             response_size: 0,
+            entity: pharos_shared::hosted::EntityNo::DEFAULT.get(),
         })
     }
 }
@@ -255,6 +256,9 @@ impl Observation {
             r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             r.response_size = response_size(response);
             r.client_entity_id = self.slot.and_then(|slot| slot.0.get().cloned());
+            if let Some(crate::hosts::ServedBy(entity)) = response.extensions().get() {
+                r.entity = entity.get();
+            }
             ring.push(r);
         }
     }

@@ -42,6 +42,8 @@ pub struct StatsRecord {
     pub request_size: u64,
     /// Response body size in bytes.
     pub response_size: u64,
+    /// The hosted entity that answered (1: the default entity).
+    pub entity: i64,
 }
 
 /// The bounded buffer between the data plane and the flusher.
@@ -160,6 +162,7 @@ mod tests {
             query: None,
             request_size: 0,
             response_size: 0,
+            entity: 1,
         }
     }
 

@@ -22,7 +22,9 @@
 //! ```
 //!
 //! `duration_us` has one value per record, in order; every other column is a list of
-//! (value, repeat count) pairs that expands to one value per record. `ts` holds seconds after
+//! (value, repeat count) pairs that expands to one value per record. `entity` (the hosted
+//! entity that answered, issue 38) is written only when a record is not the default entity's:
+//! absent, every record is entity 1, as in batches written before entities were hosted. `ts` holds seconds after
 //! `t0` (the batch's earliest record); text columns hold 1-based positions in `strings`, 0 for
 //! an absent value.
 
@@ -35,6 +37,9 @@ use super::RequestRow;
 
 /// The document version this build writes and reads.
 const VERSION: u32 = 1;
+
+/// The entity of a record whose batch names none.
+const DEFAULT_ENTITY: i64 = 1;
 
 /// The stored document as read ([`Encoder::finish`] writes it); [`Batch::decode`] expands its
 /// run-length columns from (value, count) pairs to one value per record in place.
@@ -56,6 +61,8 @@ struct Document {
     request_size: Vec<i64>,
     response_size: Vec<i64>,
     error_type: Vec<i64>,
+    #[serde(default)]
+    entity: Vec<i64>,
 }
 
 /// Expands (value, count) pairs into exactly `n` values.
@@ -144,6 +151,8 @@ pub struct Positions {
     pub response_size: i64,
     /// Error class.
     pub error_type: u32,
+    /// The hosted entity that answered.
+    pub entity: i64,
 }
 
 /// Builds one batch document from records whose text it borrows. Text values are written
@@ -231,6 +240,7 @@ impl<'a> Encoder<'a> {
             request_size: r.request_size,
             response_size: r.response_size,
             error_type: self.text(Text::ErrorType, r.error_type),
+            entity: r.entity,
         };
         self.push(p);
     }
@@ -279,6 +289,9 @@ impl<'a> Encoder<'a> {
             "error_type",
             rs.iter().map(|r| r.error_type.into()),
         );
+        if rs.iter().any(|r| r.entity != DEFAULT_ENTITY) {
+            runs(&mut out, "entity", rs.iter().map(|r| r.entity));
+        }
         out.push('}');
         Some(Encoded {
             ts_first,
@@ -405,6 +418,8 @@ pub struct Record<'a> {
     pub response_size: i64,
     /// Error class.
     pub error_type: Option<&'a str>,
+    /// The hosted entity that answered.
+    pub entity: i64,
 }
 
 impl<'a> Record<'a> {
@@ -424,6 +439,7 @@ impl<'a> Record<'a> {
             request_size: r.request_size,
             response_size: r.response_size,
             error_type: r.error_type.as_deref(),
+            entity: r.entity,
         }
     }
 
@@ -444,6 +460,7 @@ impl<'a> Record<'a> {
             request_size: self.request_size,
             response_size: self.response_size,
             error_type: own(self.error_type),
+            entity: self.entity,
         }
     }
 }
@@ -474,6 +491,11 @@ impl Batch {
         ] {
             *column = expand(name, column, n)?;
         }
+        c.entity = if c.entity.is_empty() {
+            vec![DEFAULT_ENTITY; n]
+        } else {
+            expand("entity", &c.entity, n)?
+        };
         let strings = c.strings.len() as i64;
         let text = [
             &c.endpoint,
@@ -527,6 +549,7 @@ impl Batch {
             request_size: *d.request_size.get(i)?,
             response_size: *d.response_size.get(i)?,
             error_type: text(&d.error_type),
+            entity: *d.entity.get(i)?,
         })
     }
 
@@ -539,6 +562,27 @@ impl Batch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records of hosted entities keep their entity; a batch of the default entity's only
+    /// is written as before (no `entity` column), and one without the column reads as
+    /// entity 1's.
+    #[test]
+    fn entities_round_trip_and_the_default_costs_nothing() {
+        let ours = vec![row(10, "fetch", 200, None), row(11, "fetch", 200, None)];
+        let plain = encode(&ours).unwrap();
+        assert!(!plain.body.contains("\"entity\""), "{}", plain.body);
+        let back = Batch::decode(&plain.body).unwrap();
+        assert!(back.iter().all(|r| r.entity == 1));
+        let mut mixed = ours.clone();
+        mixed.push(RequestRow {
+            entity: 7,
+            ..row(12, "edu/fetch", 404, None)
+        });
+        let b = Batch::decode(&encode(&mixed).unwrap().body).unwrap();
+        let entities: Vec<i64> = b.iter().map(|r| r.entity).collect();
+        assert_eq!(entities, [1, 1, 7]);
+        assert_eq!(b.iter().map(|r| r.to_row()).collect::<Vec<_>>(), mixed);
+    }
 
     fn row(ts: i64, endpoint: &str, status: i64, ip: Option<&str>) -> RequestRow {
         RequestRow {

@@ -20,7 +20,7 @@ use crate::error::Result;
 use batch::Batch;
 
 /// One request record as stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RequestRow {
     /// Arrival, Unix seconds.
     pub ts: i64,
@@ -48,6 +48,30 @@ pub struct RequestRow {
     pub response_size: i64,
     /// Error class for status ≥ 400.
     pub error_type: Option<String>,
+    /// The hosted entity that answered (1: the default entity).
+    pub entity: i64,
+}
+
+impl Default for RequestRow {
+    /// An empty record of the default entity.
+    fn default() -> Self {
+        Self {
+            ts: 0,
+            endpoint: String::new(),
+            method: String::new(),
+            status_code: 0,
+            duration_us: 0,
+            client_ip: None,
+            country_code: None,
+            user_agent: None,
+            client_entity_id: None,
+            query_params: None,
+            request_size: 0,
+            response_size: 0,
+            error_type: None,
+            entity: pharos_shared::hosted::EntityNo::DEFAULT.get(),
+        }
+    }
 }
 
 /// A stored batch's document stays below this size (a batch that would exceed it is split):
@@ -191,6 +215,7 @@ pub async fn convert_legacy_rows(db: &Db, fence: &impl FenceCheck) -> Result<u64
                 request_size: r.try_get(11)?,
                 response_size: r.try_get(12)?,
                 error_type: r.try_get(13)?,
+                entity: db.entity(),
             });
         }
         if let Some(batch) = batch::encode(&rows) {
