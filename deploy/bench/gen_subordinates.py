@@ -49,8 +49,8 @@ def load_sqlite(n, path, now):
 
     def flush():
         cur.executemany(
-            "INSERT INTO subordinates (id, entity_id, description, status, jwks, metadata, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", subs)
+            "INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, metadata, "
+            "created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?)", subs)
         cur.executemany(
             "INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES (?, ?)",
             types)
@@ -74,11 +74,12 @@ def load_postgres(n, dsn, now):
     script = subprocess.Popen(["psql", "-q", "-v", "ON_ERROR_STOP=1", dsn],
                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     w = script.stdin.write
-    w("BEGIN;\nCOPY subordinates (id, entity_id, description, status, jwks, metadata, "
+    w("BEGIN;\nCOPY subordinates (id, entity, entity_id, description, status, jwks, metadata, "
       "created_at, updated_at) FROM STDIN;\n")
     types = []
     for row, ts in rows(n, now):
-        w("\t".join(tsv(v) for v in row) + "\n")
+        # The default entity's (1): the bench measures a single-entity deployment.
+        w("\t".join(tsv(v) for v in (row[0], 1, *row[1:])) + "\n")
         types.extend((row[0], t) for t in ts)
     w("\\.\nCOPY subordinate_entity_types (subordinate_id, entity_type) FROM STDIN;\n")
     for sid, t in types:
@@ -113,15 +114,16 @@ def load_mysql(n, dsn, now):
 
     def flush():
         if subs:
-            w("INSERT INTO subordinates (id, entity_id, description, status, jwks, metadata, "
-              "created_at, updated_at) VALUES " + ",".join(subs) + ";\n")
+            w("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
+              "metadata, created_at, updated_at) VALUES " + ",".join(subs) + ";\n")
             w("INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES "
               + ",".join(types) + ";\n")
         subs.clear()
         types.clear()
 
     for row, ts in rows(n, now):
-        subs.append("(" + ",".join(lit(v) for v in row) + ")")
+        # The default entity's (1): the bench measures a single-entity deployment.
+        subs.append("(" + lit(row[0]) + ",1," + ",".join(lit(v) for v in row[1:]) + ")")
         types.extend(f"({row[0]},{lit(t)})" for t in ts)
         if len(subs) >= 2_000:
             flush()

@@ -20,8 +20,8 @@ with open(path, "w") as f:
     for i in range(1, n + 1):
         key["kid"] = f"k{i}"
         jwks = json.dumps({"keys": [key]}).replace("'", "''")
-        f.write("INSERT INTO subordinates (id, entity_id, description, status, jwks, created_at, "
-                f"updated_at) VALUES ({i}, 'https://sub{i:06d}.example.org', '', 'active', "
+        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, created_at, "
+                f"updated_at) VALUES ({i}, 1, 'https://sub{i:06d}.example.org', '', 'active', "
                 f"'{jwks}', {now}, {now});\n")
         t = "openid_provider" if i % 2 else "openid_relying_party"
         f.write("INSERT INTO subordinate_entity_types (subordinate_id, entity_type) "

@@ -53,8 +53,8 @@ with open(sql, "w") as f:
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, "openid-federation"), "w") as out:
             out.write(jws)
-        f.write("INSERT INTO subordinates (id, entity_id, description, status, jwks, created_at, "
-                f"updated_at) VALUES ({i}, '{eid}', '', 'active', '{jwks}', {now}, {now});\n")
+        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, created_at, "
+                f"updated_at) VALUES ({i}, 1, '{eid}', '', 'active', '{jwks}', {now}, {now});\n")
     f.write("COMMIT;\n")
 PY
 chmod -R a+rX "$WORK/members"
