@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Many hosted entities against one big entity (issue 38, acceptance 4): the same release
+# Pharos twice, on SQLite,
+#   - "one":  the default entity with ENTITIES × SUBORDINATES subordinates (100,000);
+#   - "many": ENTITIES hosted entities (1,000, created through the Admin API) with
+#             SUBORDINATES subordinates each (100).
+# Reported: ready time after a restart (3 starts each), RSS after start, Entity Configuration
+# and fetch throughput (random entity, random subject; every statement signed once before, so
+# both measure cached answers) in interleaved rounds, and how long an Admin API write takes to
+# be served (POST a subordinate, then poll its fetch until 200; 100 writes, p50 and p99). The
+# figures that matter are ratios many/one measured in the same run.
+#
+# Usage: deploy/bench/hosted.sh [--no-append]   (appends to BENCHMARKS.md, "Hosted entities")
+# Environment: ENTITIES (1000), SUBORDINATES (100), BENCH_DURATION, BENCH_CONNECTIONS,
+# BENCH_THREADS, BENCH_REPEATS, BENCH_BIN, CARGO_TARGET_DIR.
+set -euo pipefail
+
+APPEND=1
+[ "${1:-}" = "--no-append" ] && APPEND=0
+ENTITIES=${ENTITIES:-1000}
+SUBS=${SUBORDINATES:-100}
+for tool in curl sqlite3 python3 wrk; do
+    command -v "$tool" >/dev/null || { echo "hosted: $tool not found" >&2; exit 1; }
+done
+# shellcheck source=deploy/bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+CMD="$({ env | grep -E '^(ENTITIES|SUBORDINATES|BENCH_[A-Z_]+)=' || true; } | sort | tr '\n' ' ')deploy/bench/hosted.sh${*:+ $*}"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
+[ -x "$BIN" ] || die "no binary at $BIN"
+
+ONE=17810
+MANY=17811
+TOTAL=$((ENTITIES * SUBS))
+
+# ---- one entity, TOTAL subordinates -------------------------------------------------------
+pharos_start one $ONE
+admin $ONE POST /federation-endpoints '{"type":"fetch","path":"/fetch"}'
+pharos_stop one
+log "one: bulk-loading $TOTAL subordinates"
+python3 - "$WORK/one.sql" "$TOTAL" <<'PY'
+import json, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+now = int(time.time())
+key = {"kty": "EC", "crv": "P-256", "kid": "k",
+       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+with open(path, "w") as f:
+    f.write("BEGIN;\n")
+    for i in range(1, n + 1):
+        key["kid"] = f"k{i}"
+        jwks = json.dumps({"keys": [key]})
+        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
+                f"created_at, updated_at) VALUES ({i}, 1, 'https://s{i:07d}.example.org', '', "
+                f"'active', '{jwks}', {now}, {now});\n")
+    f.write("COMMIT;\n")
+PY
+sqlite3 "$WORK/one/data/pharos.db" <"$WORK/one.sql"
+
+# ---- many entities, SUBS subordinates each ------------------------------------------------
+pharos_start many $MANY
+log "many: creating $ENTITIES hosted entities through the Admin API"
+T0=$(date +%s%N)
+for e in $(seq 1 "$ENTITIES"); do
+    id=$(printf 'http://127.0.0.1:%d/e%04d' "$MANY" "$e")
+    admin $MANY POST /entities "{\"entity_id\":\"$id\"}"
+done
+CREATE_S=$(py "print(round(($(date +%s%N) - $T0) / 1e9, 1))")
+RSS_CREATED=$(rss_mb many)
+for e in $(seq 1 "$ENTITIES"); do
+    admin $MANY POST "/entities/$((e + 1))/federation-endpoints" '{"type":"fetch","path":"/fetch"}'
+done
+pharos_stop many
+log "many: bulk-loading $SUBS subordinates for each of the $ENTITIES entities"
+python3 - "$WORK/many.sql" "$ENTITIES" "$SUBS" <<'PY'
+import json, sys, time
+path, entities, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+now = int(time.time())
+key = {"kty": "EC", "crv": "P-256", "kid": "k",
+       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+with open(path, "w") as f:
+    f.write("BEGIN;\n")
+    i = 0
+    for e in range(1, entities + 1):
+        for s in range(1, subs + 1):
+            i += 1
+            key["kid"] = f"k{i}"
+            jwks = json.dumps({"keys": [key]})
+            # Entity e is row e + 1 of `entities` (1 is the default entity).
+            f.write("INSERT INTO subordinates (entity, entity_id, description, status, jwks, "
+                    f"created_at, updated_at) VALUES ({e + 1}, 'https://s{s:07d}.example.org', "
+                    f"'', 'active', '{jwks}', {now}, {now});\n")
+    f.write("COMMIT;\n")
+PY
+sqlite3 "$WORK/many/data/pharos.db" <"$WORK/many.sql"
+
+# ---- start-up, memory ---------------------------------------------------------------------
+for name in one many; do
+    : >"$WORK/ready-$name.txt"
+    port=$ONE
+    [ "$name" = many ] && port=$MANY
+    for i in 1 2 3; do
+        pharos_start "$name" "$port"
+        echo "$READY_S" >>"$WORK/ready-$name.txt"
+        [ "$i" = 3 ] || pharos_stop "$name"
+    done
+done
+RSS_ONE=$(rss_mb one)
+RSS_MANY=$(rss_mb many)
+curl -fsS -o /dev/null "http://127.0.0.1:$MANY/e0001/.well-known/openid-federation" || die "e0001 not served"
+curl -fsS -o /dev/null "http://127.0.0.1:$MANY/e$(printf %04d "$ENTITIES")/fetch?sub=https%3A%2F%2Fs0000001.example.org" \
+    || die "the last entity's fetch is not served"
+curl -fsS -o /dev/null "http://127.0.0.1:$ONE/fetch?sub=https%3A%2F%2Fs$(printf %07d "$TOTAL").example.org" \
+    || die "one: the last subordinate is not served"
+
+# ---- throughput: every statement signed once, then random requests -------------------------
+cat >"$WORK/one_all.lua" <<LUA
+local i = 0
+request = function()
+    i = i % $TOTAL + 1
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", i))
+end
+LUA
+cat >"$WORK/many_all.lua" <<LUA
+local i = 0
+request = function()
+    i = i % $TOTAL
+    local e, s = math.floor(i / $SUBS) + 1, i % $SUBS + 1
+    i = i + 1
+    return wrk.format("GET", string.format("/e%04d/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", e, s))
+end
+LUA
+log "signing every statement once"
+SIGN_S=$(( TOTAL / 3000 + 5 ))s
+THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$ONE" "$WORK/one_all.lua" >/dev/null
+THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$MANY" "$WORK/many_all.lua" >/dev/null
+RSS_ONE_SIGNED=$(rss_mb one)
+RSS_MANY_SIGNED=$(rss_mb many)
+
+cat >"$WORK/one_ec.lua" <<'LUA'
+request = function() return wrk.format("GET", "/.well-known/openid-federation") end
+LUA
+cat >"$WORK/many_ec.lua" <<LUA
+math.randomseed(os.time())
+request = function()
+    return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES)))
+end
+LUA
+cat >"$WORK/one_fetch.lua" <<LUA
+math.randomseed(os.time())
+request = function()
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", math.random($TOTAL)))
+end
+LUA
+cat >"$WORK/many_fetch.lua" <<LUA
+math.randomseed(os.time() + 1)
+request = function()
+    return wrk.format("GET", string.format("/e%04d/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org",
+        math.random($ENTITIES), math.random($SUBS)))
+end
+LUA
+# ratio LABEL KIND: REPEATS interleaved rounds of one and many; a row with both medians and
+# the ratio of the medians (min–max of the per-round ratios).
+ratio() {
+    local label=$1 kind=$2 r o m os=() ms=()
+    for r in $(seq 1 "$REPEATS"); do
+        o=$(wrk_run "http://127.0.0.1:$ONE" "$WORK/one_$kind.lua" | rps_of)
+        m=$(wrk_run "http://127.0.0.1:$MANY" "$WORK/many_$kind.lua" | rps_of)
+        echo "   round $r: one $o many $m" >&2
+        os+=("$o"); ms+=("$m")
+    done
+    row "| $label | $(py "
+import statistics as s
+o=[float(x) for x in '${os[*]}'.split()]; m=[float(x) for x in '${ms[*]}'.split()]
+r=[b/a for a,b in zip(o,m)]
+print(f'{s.median(o):.0f} ({min(o):.0f}–{max(o):.0f}) | {s.median(m):.0f} ({min(m):.0f}–{max(m):.0f}) | **{s.median(m)/s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})')
+") |"
+}
+ratio "Entity Configuration, req/s (many: a random entity each request)" ec
+ratio "fetch, cached statement, req/s (random subject; many: random entity too)" fetch
+
+# ---- write visibility ---------------------------------------------------------------------
+visible() {
+    python3 - "$1" "$2" "$3" "$SUBS" <<'PY'
+import http.client, json, random, sys, time
+port, prefix, entities, subs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+key = {"kty": "EC", "crv": "P-256", "kid": "w",
+       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+c = http.client.HTTPConnection("127.0.0.1", port)
+times = []
+for i in range(100):
+    e = random.randint(1, entities)
+    sub = f"https://w{i:04d}.example.org"
+    admin = f"/api/v1/admin/entities/{e + 1}/subordinates" if prefix else "/api/v1/admin/subordinates"
+    path = (f"/e{e:04d}" if prefix else "") + "/fetch?sub=" + sub.replace(":", "%3A").replace("/", "%2F")
+    body = json.dumps({"entity_id": sub, "jwks": {"keys": [key]}})
+    t0 = time.perf_counter()
+    c.request("POST", admin, body, {"content-type": "application/json"})
+    r = c.getresponse(); r.read()
+    assert r.status == 201, (r.status, admin)
+    while True:
+        c.request("GET", path)
+        r = c.getresponse(); r.read()
+        if r.status == 200:
+            break
+    times.append((time.perf_counter() - t0) * 1000)
+times.sort()
+print(f"{times[49]:.1f} {times[98]:.1f}")
+PY
+}
+read -r ONE_P50 ONE_P99 <<<"$(visible $ONE "" 1)"
+read -r MANY_P50 MANY_P99 <<<"$(visible $MANY e "$ENTITIES")"
+
+row "| ready after start (3 starts), s | $(pct 50 "$WORK/ready-one.txt") ($(sort -n "$WORK/ready-one.txt" | head -1)–$(sort -n "$WORK/ready-one.txt" | tail -1)) | $(pct 50 "$WORK/ready-many.txt") ($(sort -n "$WORK/ready-many.txt" | head -1)–$(sort -n "$WORK/ready-many.txt" | tail -1)) | |"
+row "| RSS after start, MB | $RSS_ONE | $RSS_MANY | $(py "print(f'{$RSS_MANY / $RSS_ONE:.2f}')") (budget: 1.05 × one + 100 kB × $ENTITIES = $(py "print(round(1.05 * $RSS_ONE + $ENTITIES * 0.1))") MB) |"
+row "| RSS with every statement signed, MB | $RSS_ONE_SIGNED | $RSS_MANY_SIGNED | $(py "print(f'{$RSS_MANY_SIGNED / $RSS_ONE_SIGNED:.2f}')") |"
+row "| a write visible (POST subordinate → fetch 200), ms p50 / p99 (100 writes) | $ONE_P50 / $ONE_P99 | $MANY_P50 / $MANY_P99 | |"
+note "Creating the $ENTITIES entities through the Admin API took $CREATE_S s (keys generated, each started and served at once); RSS then $RSS_CREATED MB."
+
+{
+    echo "### $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load before: $LOAD_BEFORE"
+    echo
+    echo "Command: \`$CMD\`"
+    echo
+    echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one |"
+    echo "|---|---|---|---|"
+    cat "$TABLE"
+    echo
+    cat "$NOTES"
+    echo
+} >"$WORK/report.md"
+cat "$WORK/report.md"
+if [ "$APPEND" = 1 ]; then
+    cat "$WORK/report.md" >>"$ROOT/BENCHMARKS.md"
+fi
