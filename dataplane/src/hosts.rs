@@ -80,13 +80,32 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 #[derive(Debug, Clone, Default)]
 pub struct HostTable {
     routes: Vec<HostedRoute>,
+    /// Positions in `routes` by the first segment of their path (`edu` for `/edu/test`; the
+    /// empty string for a host's root), longest path first: a request looks at the entities
+    /// of its own first segment only, whatever the number of entities hosted.
+    by_segment: std::collections::HashMap<String, Vec<usize>>,
+}
+
+/// The first segment of `path` (`edu` for `/edu/fetch`; empty for `/` or ``).
+fn first_segment(path: &str) -> &str {
+    path.trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default()
 }
 
 impl HostTable {
     /// The table of `routes`.
     pub fn new(mut routes: Vec<HostedRoute>) -> Self {
         routes.sort_by_key(|r| std::cmp::Reverse(r.place.prefix.len()));
-        Self { routes }
+        let mut by_segment: std::collections::HashMap<String, Vec<usize>> = Default::default();
+        for (i, r) in routes.iter().enumerate() {
+            by_segment
+                .entry(first_segment(&r.place.prefix).to_owned())
+                .or_default()
+                .push(i);
+        }
+        Self { routes, by_segment }
     }
 
     /// This table with `route` added (replacing the entity's previous route).
@@ -117,10 +136,18 @@ impl HostTable {
         self.routes.is_empty()
     }
 
-    /// The route for a request to `host` and `path`.
+    /// The route for a request to `host` and `path`: an entity whose path starts with the
+    /// request's first segment, else one at the root of the request's host.
     fn route(&self, host: &str, path: &str) -> Option<&HostedRoute> {
-        self.routes
-            .iter()
+        let candidates = |segment: &str| {
+            self.by_segment
+                .get(segment)
+                .into_iter()
+                .flatten()
+                .filter_map(|&i| self.routes.get(i))
+        };
+        candidates(first_segment(path))
+            .chain(candidates(""))
             .find(|r| r.place.owns(path) && r.serves_host(host))
     }
 }
