@@ -72,8 +72,13 @@ impl Hosting {
             changes: tokio::sync::Mutex::new(()),
         });
         for row in entities::list(&hosting.default.db).await? {
-            if !row.id.is_default() {
-                hosting.run(&row).await?;
+            // One entity that cannot start (a key it cannot open) must not keep the others
+            // from serving: it is left out, loudly.
+            if !row.id.is_default()
+                && let Err(e) = hosting.run(&row).await
+            {
+                tracing::error!(error = %e, entity = %row.id, entity_id = %row.entity_id,
+                    "hosted entity not started; the others are served");
             }
         }
         let peers: Arc<dyn Peers> = hosting.clone();

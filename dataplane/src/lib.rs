@@ -81,6 +81,13 @@ pub struct DataPlane {
     pub rate_limits: Arc<rate_limit::RateLimiter>,
 }
 
+/// What the data planes of one port share (see [`DataPlane::beside`]).
+struct PortWide {
+    rate_limits: Arc<rate_limit::RateLimiter>,
+    statement_budget: Arc<StatementBudget>,
+    caches: Arc<cache_counters::CacheCounters>,
+}
+
 impl DataPlane {
     /// A data plane reading snapshots from `snapshot` (the control plane's publication point).
     /// Outbound fetches use the default `federation.*` limits; see [`Self::with_federation`].
@@ -121,9 +128,46 @@ impl DataPlane {
         cache: &CacheSettings,
         server: &ServerSettings,
     ) -> Arc<Self> {
-        Arc::new(Self {
+        let port = PortWide {
             rate_limits: Arc::new(rate_limit::RateLimiter::new(server)),
             statement_budget: StatementBudget::new(cache.statements_max_bytes),
+            caches: Arc::default(),
+        };
+        Self::assemble(port, snapshot, clock, fetcher, commands, auth)
+    }
+
+    /// The data plane of another hosted entity served on the same port: its own snapshot,
+    /// caches, resolver and command channel, and this one's port-wide limits — request rates
+    /// per client and in total, the memory budget of signed statements — and cache counters,
+    /// so that hosting more entities never multiplies what one client may cost or what the
+    /// statements may hold, and `/metrics` counts every entity's requests.
+    pub fn beside(
+        &self,
+        snapshot: SnapshotReader,
+        fetcher: Arc<HttpFetcher>,
+        commands: Commands,
+        auth: &EndpointAuth,
+    ) -> Arc<Self> {
+        let port = PortWide {
+            rate_limits: self.rate_limits.clone(),
+            statement_budget: self.statement_budget.clone(),
+            caches: self.caches.clone(),
+        };
+        Self::assemble(port, snapshot, self.clock.clone(), fetcher, commands, auth)
+    }
+
+    fn assemble(
+        port: PortWide,
+        snapshot: SnapshotReader,
+        clock: Arc<dyn Clock>,
+        fetcher: Arc<HttpFetcher>,
+        commands: Commands,
+        auth: &EndpointAuth,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            rate_limits: port.rate_limits,
+            statement_budget: port.statement_budget,
+            caches: port.caches,
             replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
             max_assertion_lifetime: i64::try_from(auth.max_assertion_lifetime.get().as_secs())
                 .unwrap_or(i64::MAX),
@@ -140,43 +184,6 @@ impl DataPlane {
             list_cache: endpoints::list::ListCache::new(),
             collection_cache: Default::default(),
             // Unbounded per key: the burst is bounded by the requests in progress.
-            fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),
-            trust_mark_status_cache: Default::default(),
-            trust_mark_listing_cache: Default::default(),
-            caches: Arc::default(),
-        })
-    }
-
-    /// The data plane of another hosted entity served on the same port: its own snapshot,
-    /// caches, resolver and command channel, and this one's port-wide limits — request rates
-    /// per client and in total, the memory budget of signed statements — and cache counters,
-    /// so that hosting more entities never multiplies what one client may cost or what the
-    /// statements may hold, and `/metrics` counts every entity's requests.
-    pub fn beside(
-        &self,
-        snapshot: SnapshotReader,
-        fetcher: Arc<HttpFetcher>,
-        commands: Commands,
-        auth: &EndpointAuth,
-    ) -> Arc<Self> {
-        Arc::new(Self {
-            rate_limits: self.rate_limits.clone(),
-            statement_budget: self.statement_budget.clone(),
-            caches: self.caches.clone(),
-            replay: replay::ReplayStore::new(&auth.jti_backend, commands.clone()),
-            max_assertion_lifetime: self.max_assertion_lifetime,
-            commands,
-            resolve: resolver::service::ResolveService::start(
-                snapshot.clone(),
-                self.clock.clone(),
-                fetcher,
-            ),
-            snapshot,
-            clock: self.clock.clone(),
-            ec_cache: entity_configuration::EcCache::new(),
-            historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
-            list_cache: endpoints::list::ListCache::new(),
-            collection_cache: Default::default(),
             fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),
             trust_mark_status_cache: Default::default(),
             trust_mark_listing_cache: Default::default(),

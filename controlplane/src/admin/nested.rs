@@ -81,6 +81,8 @@ impl Nested {
         {
             return router.clone();
         }
+        // A deleted entity's API holds its control plane: let both go.
+        routers.retain(|n, _| self.hosting.get(*n).is_some());
         let router = (self.make)(cp.clone());
         routers.insert(entity, (Arc::downgrade(&cp), router.clone()));
         router
