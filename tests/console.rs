@@ -114,6 +114,18 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         let total = summary["summary"]["total_requests"].as_i64().unwrap();
         assert!(total >= 6, "{summary}");
 
+        // A hosted entity with a subordinate of its own, for the entity switcher.
+        let hosted = format!("{}/test", p.entity_id());
+        let body = json!({"entity_id": hosted, "display_name": "Test federation"});
+        let (s, v) = p.admin(Method::POST, "/entities", Some(body)).await;
+        assert_eq!(s, 201, "{v}");
+        let hosted_sub = "https://rp.hosted.example";
+        let body = json!({"entity_id": hosted_sub,
+            "jwks": {"keys": [crate::support::jwk("hosted-key", None)]}});
+        let path = format!("/entities/{}/subordinates", v["id"]);
+        let (s, v) = p.admin(Method::POST, &path, Some(body)).await;
+        assert_eq!(s, 201, "{v}");
+
         let new_entity = "https://rp.console.example";
         let tm_new_subject = "https://op.tm.example";
         let new_anchor = "https://ta.console.example";
@@ -131,6 +143,8 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("PHAROS_PASSWORD", "correct horse".to_owned()),
             ("PENDING_ENTITY", leaf.entity_id().to_owned()),
             ("NEW_ENTITY", new_entity.to_owned()),
+            ("HOSTED_ENTITY", hosted.clone()),
+            ("HOSTED_SUB", hosted_sub.to_owned()),
             ("NEW_JWKS", new_jwks.to_string()),
             ("NEW_ANCHOR", new_anchor.to_owned()),
             ("DISABLE_ENDPOINT", "list".to_owned()),
@@ -214,7 +228,8 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             "06-trust-marks",
             "07-endpoints",
             "09-statistics",
-            "10-statistics-dark",
+            "10-subordinates-hosted",
+            "11-statistics-dark",
         ] {
             assert!(shots.join(format!("{name}.png")).exists(), "{name}");
         }

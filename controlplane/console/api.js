@@ -4,6 +4,29 @@
 
 const BASE = '/api/v1/admin';
 const KEY = 'pharos.console.credentials';
+const ENTITY = 'pharos.console.entity';
+
+/** The hosted entity the pages manage (its number as a string), or null for the default. */
+export function currentEntity() {
+  return sessionStorage.getItem(ENTITY);
+}
+
+/** Manages hosted entity `id` from now on (null: the one configured in `entity_id`). */
+export function setEntity(id) {
+  if (id === null || id === undefined || String(id) === '1') sessionStorage.removeItem(ENTITY);
+  else sessionStorage.setItem(ENTITY, String(id));
+}
+
+/**
+ * The URL of `path` for the chosen entity: a hosted entity's resources are under
+ * /entities/{id}; users and the hosted entities themselves belong to the deployment.
+ */
+function urlOf(path) {
+  const entity = currentEntity();
+  const first = path.split(/[/?]/)[1];
+  if (!entity || first === 'users' || first === 'entities') return BASE + path;
+  return `${BASE}/entities/${encodeURIComponent(entity)}${path}`;
+}
 
 /** An answer other than 2xx, with the API's `error` and `error_description`. */
 export class ApiError extends Error {
@@ -80,7 +103,7 @@ async function exchange(method, path, body, { text = false, quiet401 = false, if
     extra['Content-Type'] = text ? 'text/plain' : 'application/json';
     payload = text ? String(body) : JSON.stringify(body);
   }
-  const r = await fetch(BASE + path, {
+  const r = await fetch(urlOf(path), {
     method, headers: headers(extra), body: payload, credentials: 'omit', cache: 'no-store',
   });
   const raw = await r.text();
@@ -99,7 +122,7 @@ async function exchange(method, path, body, { text = false, quiet401 = false, if
 
 /** Downloads an Admin API resource as a file (the CSV export needs our Authorization header). */
 export async function download(path, filename) {
-  const r = await fetch(BASE + path, { headers: headers({}), credentials: 'omit', cache: 'no-store' });
+  const r = await fetch(urlOf(path), { headers: headers({}), credentials: 'omit', cache: 'no-store' });
   if (!r.ok) {
     const t = await r.text();
     let d = t;

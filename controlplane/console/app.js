@@ -1,7 +1,9 @@
 // Entry point: sign-in, navigation (hash routes such as #/subordinates), and the pages.
 // A page module exports `render(view, params)`; it fetches what it shows from the Admin API.
 
-import { api, clearCredentials, currentUser, setCredentials, whenUnauthorized } from './api.js';
+import {
+  api, clearCredentials, currentEntity, currentUser, setCredentials, setEntity, whenUnauthorized,
+} from './api.js';
 import { h, mount } from './dom.js';
 import * as overview from './overview.js';
 import * as subordinates from './subordinates.js';
@@ -34,13 +36,39 @@ function showLogin(message = '') {
   $('login-username').focus();
 }
 
-function showApp() {
+/**
+ * The entity switcher: the hosted entities this user may see (GET /entities lists only
+ * those). Hidden while there is only the default one; a choice re-renders the page for it.
+ */
+async function loadEntities() {
+  const select = $('entity');
+  let list = [];
+  try {
+    list = await api('GET', '/entities');
+  } catch {
+    list = [];
+  }
+  const ids = list.map((e) => String(e.id));
+  if (currentEntity() && !ids.includes(currentEntity())) setEntity(null);
+  // A user limited to other entities than the default one starts on the first of them.
+  if (!currentEntity() && ids.length && !ids.includes('1')) setEntity(ids[0]);
+  const chosen = currentEntity() ?? '1';
+  select.replaceChildren(...list.map((e) => h('option', { value: String(e.id) },
+    e.display_name ? `${e.display_name} (${e.entity_id})` : e.entity_id)));
+  select.value = chosen;
+  const many = list.length > 1 || (list.length === 1 && chosen !== '1');
+  select.hidden = !many;
+  $('entity-label').hidden = !many;
+}
+
+async function showApp() {
   signedIn = true;
   $('login').hidden = true;
   $('nav').hidden = false;
   $('logout').hidden = false;
   const user = currentUser();
   $('who').textContent = user ? `Signed in as ${user}` : 'No admin user yet (local access)';
+  await loadEntities();
   route();
 }
 
@@ -78,7 +106,8 @@ async function signIn(ev) {
   }
   setCredentials(user, password);
   try {
-    await api('GET', '/kms', undefined, { quiet401: true });
+    // Any user may list the entities it sees: the probe of the credentials.
+    await api('GET', '/entities', undefined, { quiet401: true });
     $('login-password').value = '';
     showApp();
     $('main').focus();
@@ -91,12 +120,17 @@ async function signIn(ev) {
 async function start() {
   whenUnauthorized(() => { clearCredentials(); showLogin('Your session has ended: sign in again.'); });
   $('login-form').addEventListener('submit', signIn);
-  $('logout').addEventListener('click', () => { clearCredentials(); showLogin('Signed out.'); });
+  $('logout').addEventListener('click', () => {
+    clearCredentials();
+    setEntity(null);
+    showLogin('Signed out.');
+  });
   $('skip').addEventListener('click', (e) => { e.preventDefault(); $('main').focus(); });
+  $('entity').addEventListener('change', (e) => { setEntity(e.target.value); route(); });
   window.addEventListener('hashchange', route);
   try {
     // Signed in already (this tab), or the API is open because no admin user exists yet.
-    await api('GET', '/kms', undefined, { quiet401: true });
+    await api('GET', '/entities', undefined, { quiet401: true });
     showApp();
   } catch (e) {
     clearCredentials();

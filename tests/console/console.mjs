@@ -4,7 +4,8 @@
 //
 // Input (environment): PHAROS_URL (admin listener), PHAROS_MAIN_URL (main port), PHAROS_USER,
 // PHAROS_PASSWORD, PENDING_ENTITY (an entity with a pending enrollment request),
-// ENTITY_ID, NEW_ENTITY + NEW_JWKS, NEW_ANCHOR (the subordinate to create), DISABLE_ENDPOINT (an enabled endpoint
+// ENTITY_ID, NEW_ENTITY + NEW_JWKS, NEW_ANCHOR (the subordinate to create), HOSTED_ENTITY and
+// HOSTED_SUB (a hosted entity and its subordinate, for the switcher), DISABLE_ENDPOINT (an enabled endpoint
 // type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
 // Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
@@ -257,14 +258,32 @@ try {
   check(download.suggestedFilename() === 'stats.csv' && csv.length === EXPECT.total + 1, `CSV export has ${EXPECT.total} rows: ${csv.length - 1}`);
   steps.push('statistics');
 
+  // Hosted entities: the switcher moves every page to another entity, and back.
+  const hosted = env('HOSTED_ENTITY');
+  const hostedSub = env('HOSTED_SUB');
+  await open('subordinates', 'subordinates');
+  check(!(await page.textContent('#view')).includes(hostedSub), 'the default entity does not list the hosted one\'s subordinate');
+  const option = await page.$eval('#entity', (s, id) => [...s.options].find((o) => o.textContent.includes(id))?.value, hosted);
+  check(option, `the switcher offers ${hosted}`);
+  await page.selectOption('#entity', option);
+  await until(page, (id) => !document.querySelector('#view').hasAttribute('aria-busy')
+    && document.querySelector('#view').textContent.includes(id), hostedSub);
+  check(!(await page.textContent('#view')).includes(newEntity), 'the hosted entity does not list the default one\'s subordinates');
+  await axe('subordinates-hosted');
+  await shot('10-subordinates-hosted');
+  await page.selectOption('#entity', '1');
+  await until(page, (id) => !document.querySelector('#view').hasAttribute('aria-busy')
+    && document.querySelector('#view').textContent.includes(id), newEntity);
+  steps.push('entity switcher');
+
   // Dark mode: same pages, same accessibility bar.
   await page.emulateMedia({ colorScheme: 'dark' });
   await open('statistics', 'statistics');
   await axe('statistics-dark');
-  await shot('10-statistics-dark');
+  await shot('11-statistics-dark');
   await open('subordinates', 'subordinates');
   await axe('subordinates-dark');
-  await shot('11-subordinates-dark');
+  await shot('12-subordinates-dark');
   steps.push('dark mode');
 
   check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
