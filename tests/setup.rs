@@ -323,3 +323,91 @@ async fn a_failure_half_way_says_what_was_done_and_a_rerun_finishes() {
     assert!(fe["federation_fetch_endpoint"].is_string(), "{fe}");
     assert_eq!(fe["organization_name"], "Example Federation");
 }
+
+/// Issue 38: one run sets up several entities of one deployment: the configured one, and
+/// each `--host ENTITY_ID=ROLE` created as a hosted entity with its role's endpoints served at
+/// its own path; a second run with the same answers changes nothing and succeeds.
+#[tokio::test]
+async fn the_wizard_sets_up_several_hosted_entities_at_once() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let mut p = Pharos::start(&db).await;
+    let (edu, marks) = (
+        format!("{}/edu", p.entity_id()),
+        format!("{}/marks", p.entity_id()),
+    );
+    let args = [
+        "setup",
+        "--url",
+        &p.base,
+        "--non-interactive",
+        "--role",
+        "anchor",
+        "--organization-name",
+        "Example Federation",
+        "--admin-user",
+        "root",
+        "--host",
+        &format!("{edu}=intermediate"),
+        "--host",
+        &format!("{marks}=trust-mark-issuer"),
+    ];
+    let env = [("PHAROS_SETUP_ADMIN_PASSWORD", "a long admin password")];
+    let out = pharos(&args, &env).await.ok();
+    assert!(
+        out.contains(&format!("hosting {edu} as an intermediate")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("{edu}/fetch")), "{out}");
+    assert!(
+        out.contains(&format!("hosting {marks} as a trust mark issuer")),
+        "{out}"
+    );
+    // Again: everything exists, nothing fails.
+    pharos(&args, &env).await.ok();
+
+    p.login("root", "a long admin password");
+    let (s, list) = p.admin(Method::GET, "/entities", None).await;
+    assert_eq!(s, 200);
+    assert_eq!(list.as_array().map(Vec::len), Some(3), "{list}");
+    let r = p.get("/edu/.well-known/openid-federation").await;
+    assert_eq!(r.status(), 200);
+    let ec = pharos_shared::jose::decode_unverified(&r.text().await.unwrap()).unwrap();
+    let fe = &ec.claims["metadata"]["federation_entity"];
+    assert_eq!(
+        fe["federation_fetch_endpoint"],
+        format!("{edu}/fetch"),
+        "{fe}"
+    );
+    assert_eq!(fe["organization_name"], "Example Federation", "{fe}");
+    let (s, eps) = p
+        .admin(
+            Method::GET,
+            &format!("/entities/{}/federation-endpoints", enc(&marks)),
+            None,
+        )
+        .await;
+    assert_eq!(s, 200);
+    assert!(eps.to_string().contains("trust_mark_status"), "{eps}");
+    // An answer of the wrong shape is refused before anything is written.
+    let line = pharos(
+        &[
+            "setup",
+            "--url",
+            &p.base,
+            "--non-interactive",
+            "--role",
+            "anchor",
+            "--user",
+            "root",
+            "--password",
+            "a long admin password",
+            "--host",
+            "https://x.example/a",
+        ],
+        &[],
+    )
+    .await
+    .fails(64);
+    assert!(line.contains("ENTITY_ID=ROLE"), "{line}");
+    p.stop().await;
+}

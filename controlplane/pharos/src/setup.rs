@@ -141,6 +141,23 @@ pub struct SetupArgs {
     /// Never prompt: every answer comes from flags (also without a terminal).
     #[arg(long)]
     pub non_interactive: bool,
+    /// Another entity this deployment hosts, as `ENTITY_ID=ROLE` (repeatable): it is created
+    /// (with keys of its own) and set up like this one, with the role's default endpoints and
+    /// the same `federation_entity` metadata, authority hints and trust anchors.
+    #[arg(long = "host", value_name = "ENTITY_ID=ROLE")]
+    pub hosted: Vec<String>,
+}
+
+/// `ENTITY_ID=ROLE` of `--host`.
+fn parse_hosted(arg: &str) -> Result<(String, Role), Failure> {
+    let (id, role) = arg.rsplit_once('=').ok_or_else(|| {
+        Failure::Usage(format!(
+            "--host {arg}: give ENTITY_ID=ROLE, e.g. https://fed.example.org/edu=intermediate"
+        ))
+    })?;
+    let role = Role::from_str(role, true)
+        .map_err(|_| Failure::Usage(format!("--host {arg}: unknown role {role:?}")))?;
+    Ok((id.to_owned(), role))
 }
 
 /// Runs the wizard and returns its exit status (those of `pharos admin`).
@@ -174,6 +191,8 @@ struct Plan {
     authority_hints: Vec<String>,
     trust_anchors: Vec<String>,
     admin: Option<(String, String)>,
+    /// Other entities to host, each with its role (`--host`).
+    hosted: Vec<(String, Role)>,
 }
 
 async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
@@ -211,10 +230,46 @@ async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
         client = done.step(create_admin(client, user, password).await)?;
         done.did(format!("admin user {user}"));
     }
+    let lines = set_up(&client, &writes, &anchors, us, None, &mut done).await?;
+    let mut out = summary(&plan, served.as_deref(), &lines);
+    for (id, role, body, own) in &writes.hosted {
+        let r = client
+            .call(Method::POST, "/entities", Body::Json(body.clone()))
+            .await;
+        done.step(tolerate_conflict(r))?;
+        done.did(format!("hosted entity {id}"));
+        let mut target = target.clone();
+        target.entity = Some(id.clone());
+        let mut scoped = Client::new(target)?;
+        if let Some((user, password)) = &plan.admin {
+            scoped.login(user, password);
+        }
+        let lines = set_up(&scoped, own, &anchors, id, Some(id), &mut done).await?;
+        out.push_str(&format!("hosting {id} as {}\n", role.with_article()));
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// One entity's writes through `client` (scoped to it): metadata, authority hints, trust
+/// anchors, endpoints; the summary lines of its endpoints (published under `us`). `hosted`
+/// names another hosted entity in what was done.
+async fn set_up(
+    client: &Client,
+    writes: &Writes,
+    anchors: &[(String, Value)],
+    us: &str,
+    hosted: Option<&str>,
+    done: &mut Done,
+) -> Result<Vec<String>, Failure> {
+    let of = hosted.map(|h| format!(" of {h}")).unwrap_or_default();
     if let Some(fe) = &writes.federation_entity {
         let path = "/entity-configuration/metadata/federation_entity";
         done.step(client.call(Method::PUT, path, Body::Json(fe.clone())).await)?;
-        done.did("federation_entity metadata".into());
+        done.did(format!("federation_entity metadata{of}"));
     }
     for (hint, body) in &writes.hints {
         let r = client
@@ -225,22 +280,22 @@ async fn wizard(args: SetupArgs, interactive: bool) -> Result<String, Failure> {
             )
             .await;
         done.step(tolerate_conflict(r))?;
-        done.did(format!("authority hint {hint}"));
+        done.did(format!("authority hint {hint}{of}"));
     }
     for (ta, body) in anchors {
         let r = client
-            .call(Method::POST, "/trust-anchors", Body::Json(body))
+            .call(Method::POST, "/trust-anchors", Body::Json(body.clone()))
             .await;
         done.step(tolerate_conflict(r))?;
-        done.did(format!("trust anchor {ta}"));
+        done.did(format!("trust anchor {ta}{of}"));
     }
     let mut lines = Vec::new();
-    for (kind, path, config) in writes.endpoints {
-        done.step(enable_endpoint(&client, &kind, &path, config, false).await)?;
-        done.did(format!("endpoint {kind} at {path}"));
-        lines.push(format!("  {kind:<18} {us}{path}"));
+    for (kind, path, config) in &writes.endpoints {
+        done.step(enable_endpoint(client, kind, path, config.clone(), false).await)?;
+        done.did(format!("endpoint {kind} at {path}{of}"));
+        lines.push(format!("  {kind:<18} {}{path}", us.trim_end_matches('/')));
     }
-    Ok(summary(&plan, served.as_deref(), &lines))
+    Ok(lines)
 }
 
 /// The wizard's writes, built from the plan and checked as the Admin API checks them.
@@ -250,6 +305,8 @@ struct Writes {
     hints: Vec<(String, Value)>,
     /// Each endpoint: type, path, configuration.
     endpoints: Vec<(String, String, Option<Value>)>,
+    /// Each other entity to host: identifier, role, `POST /entities` body, its own writes.
+    hosted: Vec<(String, Role, Value, Writes)>,
 }
 
 impl Writes {
@@ -306,10 +363,27 @@ impl Writes {
             }
             endpoints.push((kind.clone(), path, config));
         }
+        let mut hosted = Vec::new();
+        for (id, role) in &plan.hosted {
+            use pharos_controlplane::admin::entities::EntityInput;
+            let body = json!({ "entity_id": id });
+            checked::<EntityInput, _>("--host", body.clone(), |b| b.check().map(drop))?;
+            let one = Plan {
+                role: *role,
+                endpoints: endpoints_of(*role, &[]),
+                federation_entity: plan.federation_entity.clone(),
+                authority_hints: plan.authority_hints.clone(),
+                trust_anchors: plan.trust_anchors.clone(),
+                admin: None,
+                hosted: Vec::new(),
+            };
+            hosted.push((id.clone(), *role, body, Self::build(&one, id)?));
+        }
         Ok(Self {
             federation_entity: plan.federation_entity.clone(),
             hints,
             endpoints,
+            hosted,
         })
     }
 }
@@ -498,6 +572,11 @@ fn from_flags(args: &SetupArgs) -> Result<Plan, Failure> {
         authority_hints: args.authority_hints.clone(),
         trust_anchors: args.trust_anchors.clone(),
         admin,
+        hosted: args
+            .hosted
+            .iter()
+            .map(|h| parse_hosted(h))
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -634,6 +713,11 @@ fn ask(args: &SetupArgs, served: Option<&str>) -> Result<Plan, Failure> {
         authority_hints,
         trust_anchors,
         admin,
+        hosted: args
+            .hosted
+            .iter()
+            .map(|h| parse_hosted(h))
+            .collect::<Result<_, _>>()?,
     };
     let go = Confirm::new()
         .with_prompt(format!(
