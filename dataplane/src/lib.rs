@@ -41,7 +41,7 @@ mod trust_mark_router_tests;
 #[cfg(test)]
 mod trust_mark_test_support;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use axum::Router;
 use axum::routing::get;
@@ -61,12 +61,15 @@ pub struct DataPlane {
     ec_cache: entity_configuration::EcCache,
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
-    historical_cache: endpoints::historical_keys::HistoricalKeysCache,
-    list_cache: endpoints::list::ListCache,
-    collection_cache: endpoints::entity_collection::PageCache,
+    // The caches of endpoints an entity may not serve are made on first use: an empty cache
+    // costs tens of kilobytes, and a deployment may host a thousand entities that never
+    // answer a list, a collection or a trust mark question (issue 38, BENCHMARKS.md).
+    historical_cache: LazyLock<endpoints::historical_keys::HistoricalKeysCache>,
+    list_cache: LazyLock<endpoints::list::ListCache>,
+    collection_cache: LazyLock<endpoints::entity_collection::PageCache>,
     fetch_flights: endpoints::fetch::Flights,
-    trust_mark_status_cache: endpoints::trust_mark_status::StatusCache,
-    trust_mark_listing_cache: endpoints::trust_mark_listing::HoldersCache,
+    trust_mark_status_cache: LazyLock<endpoints::trust_mark_status::StatusCache>,
+    trust_mark_listing_cache: LazyLock<endpoints::trust_mark_listing::HoldersCache>,
     /// The control plane's command channel (state changes requested by requests).
     pub commands: Commands,
     /// Used client assertion identifiers.
@@ -180,13 +183,13 @@ impl DataPlane {
             snapshot,
             clock,
             ec_cache: entity_configuration::EcCache::new(),
-            historical_cache: endpoints::historical_keys::HistoricalKeysCache::default(),
-            list_cache: endpoints::list::ListCache::new(),
-            collection_cache: Default::default(),
+            historical_cache: LazyLock::new(Default::default),
+            list_cache: LazyLock::new(endpoints::list::ListCache::new),
+            collection_cache: LazyLock::new(Default::default),
             // Unbounded per key: the burst is bounded by the requests in progress.
             fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),
-            trust_mark_status_cache: Default::default(),
-            trust_mark_listing_cache: Default::default(),
+            trust_mark_status_cache: LazyLock::new(Default::default),
+            trust_mark_listing_cache: LazyLock::new(Default::default),
         })
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Kept out of `lib.rs` so that the data plane's state gains one field for all of resolving.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use arc_swap::ArcSwapOption;
 use pharos_shared::endpoint::ResolveConfig;
@@ -15,13 +15,31 @@ use super::{Resolver, resolve_config};
 use pharos_runtime::outbound::HttpFetcher;
 use pharos_runtime::resolver_caches::ResolverCaches;
 
+/// The resolver and its caches, made on first use: an entity without a resolve endpoint or
+/// client authentication never needs them, and empty caches cost tens of kilobytes each
+/// (a deployment may host a thousand entities, issue 38).
+#[derive(Debug)]
+pub struct LazyResolver {
+    fetcher: Arc<HttpFetcher>,
+    made: OnceLock<Arc<Resolver<HttpFetcher>>>,
+}
+
+impl std::ops::Deref for LazyResolver {
+    type Target = Arc<Resolver<HttpFetcher>>;
+
+    fn deref(&self) -> &Self::Target {
+        self.made
+            .get_or_init(|| Resolver::new(self.fetcher.clone()))
+    }
+}
+
 /// Resolver, caches and proactive resolver of one data plane.
 #[derive(Debug)]
 pub struct ResolveService {
     /// The resolver and its caches (statements, resolutions, signed responses).
-    pub resolver: Arc<Resolver<HttpFetcher>>,
-    /// Finished anonymous responses by raw query (see [`super::front`]).
-    pub front: super::front::FrontCache,
+    pub resolver: LazyResolver,
+    /// Finished anonymous responses by raw query (see [`super::front`]), made on first use.
+    pub front: LazyLock<super::front::FrontCache>,
     snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
     proactive: ArcSwapOption<Proactive>,
@@ -39,8 +57,11 @@ impl ResolveService {
         fetcher: Arc<HttpFetcher>,
     ) -> Arc<Self> {
         let me = Arc::new(Self {
-            resolver: Resolver::new(fetcher),
-            front: super::front::FrontCache::new(),
+            resolver: LazyResolver {
+                fetcher,
+                made: OnceLock::new(),
+            },
+            front: LazyLock::new(super::front::FrontCache::new),
             snapshot,
             clock,
             proactive: ArcSwapOption::empty(),
