@@ -12,12 +12,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use futures_util::StreamExt as _;
 use pharos_shared::hosted::{EntityNo, Placement, collision, nested};
 use tokio_util::sync::CancellationToken;
 
 use crate::control_plane::{ControlPlane, Peers};
 use crate::db::entities::{self, EntityRow};
 use crate::error::{Error, Result};
+
+/// How many hosted entities start at once (each holds a pooled connection while it reads).
+const CONCURRENT_STARTS: usize = 4;
 
 /// What the application does to serve a hosted entity other than the default one.
 pub trait Launch: Send + Sync {
@@ -71,14 +75,27 @@ impl Hosting {
             shutdown,
             changes: tokio::sync::Mutex::new(()),
         });
-        for row in entities::list(&hosting.default.db).await? {
-            // One entity that cannot start (a key it cannot open) must not keep the others
-            // from serving: it is left out, loudly.
-            if !row.id.is_default()
-                && let Err(e) = hosting.run(&row).await
-            {
-                tracing::error!(error = %e, entity = %row.id, entity_id = %row.entity_id,
-                    "hosted entity not started; the others are served");
+        // Several at once (each reads its snapshot and keys): a thousand entities one after
+        // the other took 9.5 s to start (BENCHMARKS.md, "Hosted entities").
+        let rows: Vec<EntityRow> = entities::list(&hosting.default.db)
+            .await?
+            .into_iter()
+            .filter(|r| !r.id.is_default())
+            .collect();
+        {
+            let h = &hosting;
+            let starts = rows
+                .iter()
+                .map(|row| async move { (row, h.run(row).await) });
+            let mut started =
+                futures_util::stream::iter(starts).buffer_unordered(CONCURRENT_STARTS);
+            while let Some((row, result)) = started.next().await {
+                // One entity that cannot start (a key it cannot open) must not keep the
+                // others from serving: it is left out, loudly.
+                if let Err(e) = result {
+                    tracing::error!(error = %e, entity = %row.id, entity_id = %row.entity_id,
+                        "hosted entity not started; the others are served");
+                }
             }
         }
         let peers: Arc<dyn Peers> = hosting.clone();
