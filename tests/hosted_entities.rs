@@ -344,6 +344,22 @@ async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
                 .contains("entities[0].role")
         );
 
+        // The last administrator of the deployment stays while scoped users remain.
+        let (s, v) = p.admin(Method::DELETE, "/users/root", None).await;
+        assert_eq!(s, 409, "{backend:?}: {v}");
+        let (s, v) = p
+            .admin(Method::PUT, "/users/root", Some(json!({"disabled": true})))
+            .await;
+        assert_eq!(s, 409, "{backend:?}: {v}");
+        let (s, v) = p
+            .admin(
+                Method::PUT,
+                "/users/root",
+                Some(json!({"entities": [{"entity": edu, "role": "admin"}]})),
+            )
+            .await;
+        assert_eq!(s, 409, "{backend:?}: {v}");
+
         // The operator.
         p.login("op", "a long passphrase for op");
         let leaf = json!({"entity_id": "https://leaf.edu.example",

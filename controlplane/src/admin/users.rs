@@ -107,6 +107,24 @@ async fn other_deployment_admin(cp: &ControlPlane, except: Option<i64>) -> ApiRe
     Ok(false)
 }
 
+/// Refuses deleting or disabling `user` when it is the last administrator of the whole
+/// deployment while other (scoped) users remain: nobody could manage users or hosted entities
+/// any more. The last user of all may go (the API is then open to local clients again).
+async fn keep_a_deployment_admin(cp: &ControlPlane, user: &UserRow) -> ApiResult<()> {
+    let is_admin = !user.disabled && repo::scope(&cp.db, user.id).await?.is_empty();
+    if !is_admin || other_deployment_admin(cp, Some(user.id)).await? {
+        return Ok(());
+    }
+    if repo::list(&cp.db).await?.iter().any(|u| u.id != user.id) {
+        return Err(ApiError::Conflict(
+            "this is the last administrator of the whole deployment while users limited to \
+             entities remain; make another user an administrator first"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 fn rfc3339(secs: i64) -> String {
     let t = UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
     humantime::format_rfc3339_seconds(t).to_string()
@@ -293,6 +311,9 @@ pub async fn update(
     };
     let mut w = cp.write(actor.name()).await;
     let mut row = existing(&cp, &username).await?;
+    if input.disabled == Some(true) {
+        keep_a_deployment_admin(&cp, &row).await?;
+    }
     if let Some(h) = new_hash {
         row.password_hash = h;
     }
@@ -327,7 +348,7 @@ pub async fn update(
 /// Deletes an admin user; deleting the last one makes the Admin API open again.
 #[utoipa::path(delete, path = "/users/{username}", tag = "users",
     params(("username" = String, Path, description = "Login name")),
-    responses((status = 204), (status = 404)))]
+    responses((status = 204), (status = 404), (status = 409)))]
 pub async fn delete(
     State(cp): Cp,
     actor: Actor,
@@ -336,6 +357,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = existing(&cp, &username).await?;
+    keep_a_deployment_admin(&cp, &row).await?;
     repo::delete(&cp.db, w.tx().await?, row.id).await?;
     w.commit().await?;
     pw.forget_all();
