@@ -147,11 +147,6 @@ impl Hosting {
         }
     }
 
-    /// The default entity's control plane (the unprefixed Admin API's).
-    pub fn default_entity(&self) -> &Arc<ControlPlane> {
-        &self.default
-    }
-
     /// The control plane of hosted entity `entity`, if it is hosted.
     pub fn get(&self, entity: EntityNo) -> Option<Arc<ControlPlane>> {
         if entity.is_default() {
