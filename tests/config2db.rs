@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use pharos_controlplane::db::{Db, endpoints, trust_anchors};
+use pharos_controlplane::db::{Db, endpoints, entities, trust_anchors};
 use serde_json::{Value, json};
 
 use crate::support::{Backend, TestDb, backends};
@@ -698,4 +698,58 @@ async fn the_printed_command_migrates_and_the_service_starts() {
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["storage"]["endpoint_auth"]["jti_backend"], "db");
     assert_eq!(v["storage"]["endpoint_auth"]["jti_cleanup_interval"], "30m");
+}
+
+/// Issue 38: a lighthouse file migrated into a hosted entity. An entity the database does not
+/// host is refused, naming how to create it; the file's anchors and endpoints become the
+/// entity's rows (by identifier, then by number: the second run changes nothing), and the
+/// default entity's stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lighthouse_file_becomes_a_hosted_entity() {
+    const EDU: &str = "https://fed.example.org/edu";
+    for backend in backends() {
+        let db = TestDb::new(backend).await;
+        let file = example_file(&db);
+        let flags = db_flags(&db);
+
+        let out = config2db(&file, &["--entity", EDU], &flags);
+        let (_, err) = text(&out);
+        assert!(!out.status.success(), "{backend:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--entity {EDU}: this database hosts no such entity"
+            )) && err.contains("pharos admin entities add"),
+            "{err}"
+        );
+        let pool = db.pool().await;
+        assert_eq!(dump(&pool).await["trust_anchors"], json!([]), "{backend:?}");
+
+        // The entity, as `POST /entities` stores it (its keys are made when it is served).
+        let mut tx = pool.begin_offline_migration().await.unwrap();
+        let edu = entities::insert(&pool, &mut tx, EDU, "Education", 1)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_ne!(edu.get(), 1);
+
+        let out = config2db(&file, &["--entity", EDU], &flags);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{backend:?}: {stderr}");
+        assert!(
+            stdout.contains("Total: 15 created, 0 updated, 0 skipped, 0 differ, 0 errors"),
+            "{stdout}"
+        );
+        assert_reference_rows(&dump(&pool.for_entity(edu)).await);
+        let default = dump(&pool).await;
+        assert_eq!(default["trust_anchors"], json!([]), "{backend:?}");
+        assert_eq!(default["endpoints"], json!([]), "{backend:?}");
+
+        let out = config2db(&file, &["--entity", &edu.get().to_string()], &flags);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{backend:?}: {stderr}");
+        assert!(
+            stdout.contains("Total: 0 created, 0 updated, 15 skipped, 0 differ, 0 errors"),
+            "{stdout}"
+        );
+    }
 }

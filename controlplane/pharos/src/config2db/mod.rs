@@ -18,7 +18,8 @@ use std::process::ExitCode;
 use pharos_shared::config::StorageDriver;
 
 use apply::{Change, Decision};
-use pharos_controlplane::db::{Db, endpoints as ep_repo, trust_anchors as ta_repo};
+use pharos_controlplane::db::{Db, endpoints as ep_repo, entities, trust_anchors as ta_repo};
+use pharos_shared::hosted::EntityNo;
 use plan::{Plan, Sections};
 
 /// Exit status for bad arguments (EX_USAGE), as the rest of the binary uses.
@@ -52,6 +53,12 @@ pub struct Args {
     /// Print every row with its values.
     #[arg(short, long)]
     pub verbose: bool,
+    /// The hosted entity to migrate into: its number, or its Entity Identifier; default: the
+    /// database's default entity. It must exist (`pharos admin entities add`, or `POST
+    /// /api/v1/admin/entities`), so its placement is checked and its keys are made as for
+    /// any hosted entity.
+    #[arg(long)]
+    pub entity: Option<String>,
 }
 
 /// Where the database is, decided from the flags and the file.
@@ -240,16 +247,43 @@ fn now() -> i64 {
     pharos_shared::time::SystemClock.now()
 }
 
+/// `db` scoped to the entity `--entity` names (the default entity without it); an entity the
+/// database does not host is an error naming how to create it.
+async fn scoped(db: Db, entity: Option<&str>) -> Result<Db, Vec<String>> {
+    let Some(named) = entity else {
+        return Ok(db);
+    };
+    let one = |e: pharos_controlplane::Error| vec![e.to_string()];
+    let row = match named.parse::<i64>().ok().and_then(EntityNo::new) {
+        Some(no) => entities::get(&db, no).await.map_err(one)?,
+        None => entities::find(&db, named).await.map_err(one)?,
+    };
+    match row {
+        Some(row) => Ok(db.for_entity(row.id)),
+        None => Err(vec![format!(
+            "--entity {named}: this database hosts no such entity; create it first \
+             (pharos admin entities add ENTITY_ID, or POST /api/v1/admin/entities)"
+        )]),
+    }
+}
+
 /// Connects (migrating first, as `pharos serve` does), decides, and writes unless dry-run. A dry
 /// run neither creates nor migrates the database: a missing one reads as empty.
 async fn migrate(target: &Target, plan: &Plan, args: &Args) -> Result<Vec<Decision>, Vec<String>> {
     let one = |e: pharos_controlplane::Error| vec![e.to_string()];
+    let entity = args.entity.as_deref();
     let (anchors, endpoints, db) = if args.dry_run {
         let missing = matches!(target, Target::Sqlite(f) if !f.exists());
         let db = if missing {
+            if let Some(named) = entity {
+                return Err(vec![format!(
+                    "--entity {named}: the database does not exist yet, so it hosts no such entity"
+                )]);
+            }
             None
         } else {
-            Some(Db::connect(&target.url(true), 1).await.map_err(one)?)
+            let db = Db::connect(&target.url(true), 1).await.map_err(one)?;
+            Some(scoped(db, entity).await?)
         };
         let (a, e) = match &db {
             // A database without our schema yet has no rows either.
@@ -268,6 +302,7 @@ async fn migrate(target: &Target, plan: &Plan, args: &Args) -> Result<Vec<Decisi
         }
         let db = Db::connect(&target.url(false), 2).await.map_err(one)?;
         db.migrate().await.map_err(one)?;
+        let db = scoped(db, entity).await?;
         let a = ta_repo::list(&db).await.map_err(one)?;
         let e = ep_repo::list(&db).await.map_err(one)?;
         (a, e, Some(db))
