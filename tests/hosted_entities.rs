@@ -295,8 +295,9 @@ fn concrete(path: &str) -> String {
 
 /// Acceptance 3 of issue 38: an entity-scoped operator creates subordinates in its entity and
 /// gets 403 on its keys and users and 404 on another entity; a viewer reads and does not
-/// write; and, route by route through the whole OpenAPI document, each role gets what the
-/// role table says — on SQLite, PostgreSQL and MariaDB.
+/// write; the entity's admin manages its entity's users and no one else; and, route by route
+/// through the whole OpenAPI document, each role gets what the role table says — on SQLite,
+/// PostgreSQL and MariaDB.
 #[tokio::test]
 async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
     for backend in backends() {
@@ -443,6 +444,67 @@ async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
             .await;
         assert_eq!(s, 403);
 
+        // The entity's admin manages the users of its entity, and only those.
+        p.login("boss", "a long passphrase for boss");
+        let (s, list) = p.admin(Method::GET, "/users", None).await;
+        assert_eq!(s, 200, "{backend:?}: {list}");
+        let mut names: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|u| u["username"].as_str())
+            .collect();
+        names.sort_unstable();
+        assert_eq!(names, ["boss", "op", "view"], "{backend:?}: not root");
+        assert_eq!(p.admin(Method::GET, "/users/root", None).await.0, 404);
+        assert_eq!(p.admin(Method::DELETE, "/users/root", None).await.0, 404);
+        let helper = |entity: i64| {
+            json!({"username": "helper", "password": "a long passphrase for helper",
+                "entities": [{"entity": entity, "role": "viewer"}]})
+        };
+        let (s, v) = p
+            .admin(Method::POST, "/users", Some(helper(research)))
+            .await;
+        assert_eq!(
+            s, 403,
+            "{backend:?}: a role in an entity it does not administer: {v}"
+        );
+        let unscoped = json!({"username": "helper", "password": "a long passphrase for helper"});
+        let (s, v) = p.admin(Method::POST, "/users", Some(unscoped)).await;
+        assert_eq!(
+            s, 403,
+            "{backend:?}: an administrator of the deployment: {v}"
+        );
+        let (s, v) = p.admin(Method::POST, "/users", Some(helper(edu))).await;
+        assert_eq!(s, 201, "{backend:?}: {v}");
+        let (s, v) = p
+            .admin(
+                Method::PUT,
+                "/users/helper",
+                Some(json!({"entities": [{"entity": research, "role": "viewer"}]})),
+            )
+            .await;
+        assert_eq!(s, 403, "{backend:?}: moving it out of reach: {v}");
+        let (s, v) = p
+            .admin(
+                Method::PUT,
+                "/users/helper",
+                Some(json!({"entities": [{"entity": edu, "role": "operator"}]})),
+            )
+            .await;
+        assert_eq!(s, 200, "{backend:?}: {v}");
+        assert_eq!(v["entities"], json!([{"entity": edu, "role": "operator"}]));
+        p.login("helper", "a long passphrase for helper");
+        assert_eq!(
+            p.admin(Method::GET, &format!("/entities/{edu}/subordinates"), None)
+                .await
+                .0,
+            200,
+            "{backend:?}: the new user works"
+        );
+        p.login("boss", "a long passphrase for boss");
+        assert_eq!(p.admin(Method::DELETE, "/users/helper", None).await.0, 204);
+
         // Route by route.
         let registry =
             |path: &str| path.starts_with("/subordinates") || path.starts_with("/trust-marks");
@@ -458,8 +520,11 @@ async fn entity_scoped_users_reach_what_their_role_allows_and_nothing_else() {
                     format!("/entities/{edu}{at}")
                 };
                 let (s, v) = p.admin_raw(method.clone(), &mine, None).await;
-                let forbidden = if deployment(&path) {
-                    write || path.starts_with("/users")
+                let forbidden = if path.starts_with("/users") {
+                    // An entity's admin manages its entities' users (the others are 404).
+                    role != "admin"
+                } else if deployment(&path) {
+                    write
                 } else {
                     write
                         && match role {

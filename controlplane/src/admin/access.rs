@@ -3,7 +3,9 @@
 //! route. A user scoped to hosted entities has a role in each of them ([`Role`]); for any
 //! other entity every route answers 404, as if it were not hosted. Within its entities a
 //! `viewer` reads, an `operator` also changes subordinates and trust marks, an `admin` changes
-//! everything of the entity; no scoped user manages users or hosted entities (403).
+//! everything of the entity and manages the users of its entities (`/users` shows and takes
+//! only users limited to entities it administers; [`Scope::manages`]). No scoped user changes
+//! hosted entities, or reaches the deployment's administrators (403 and 404).
 //!
 //! Which routes are which is the data below ([`ROUTES`], one row per path of the OpenAPI
 //! document; a test checks that every documented path has exactly one row), decided by one
@@ -27,7 +29,8 @@ pub enum Kind {
     /// The rest of the entity (keys, Entity Configuration, endpoints, trust anchors, caches,
     /// statistics): only its `admin` may change it.
     Entity,
-    /// Admin API users: the deployment's administrators only.
+    /// Admin API users: the deployment's administrators, and the `admin` of an entity for
+    /// the users limited to the entities it administers.
     Users,
     /// The hosted entities themselves: anyone reads the ones in scope, the deployment's
     /// administrators change them.
@@ -253,6 +256,30 @@ impl Scope {
             Self::Entities(roles) => roles.contains_key(&entity),
         }
     }
+
+    /// Whether this user manages a user with `roles` (empty: an administrator of the
+    /// deployment): the deployment's administrators manage everyone; an entity's `admin`
+    /// manages the users limited to entities it administers, and no one else (it cannot make
+    /// or change a user beyond its own reach).
+    pub fn manages(&self, roles: &[(EntityNo, Role)]) -> bool {
+        match self {
+            Self::Deployment => true,
+            Self::Entities(mine) => {
+                !roles.is_empty()
+                    && roles
+                        .iter()
+                        .all(|(e, _)| mine.get(e).is_some_and(|r| *r == Role::Admin))
+            }
+        }
+    }
+
+    /// Whether this user administers at least one entity (and so may manage users).
+    fn administers_any(&self) -> bool {
+        match self {
+            Self::Deployment => true,
+            Self::Entities(mine) => mine.values().any(|r| *r == Role::Admin),
+        }
+    }
 }
 
 /// The answer to a request.
@@ -274,6 +301,8 @@ pub fn decide(scope: &Scope, entity: EntityNo, method: &Method, kind: Option<Kin
     };
     let read = matches!(*method, Method::GET | Method::HEAD);
     match kind {
+        // Which users it may see and change is the handlers' to decide (`Scope::manages`).
+        Some(Kind::Users) if scope.administers_any() => return Decision::Allow,
         Some(Kind::Users) => return Decision::Forbidden,
         Some(Kind::Entities) if read => return Decision::Allow,
         Some(Kind::Entities) => return Decision::Forbidden,
@@ -378,6 +407,19 @@ mod tests {
     }
 
     #[test]
+    fn an_entity_admin_manages_only_users_within_its_reach() {
+        let (two, three) = (EntityNo::new(2).unwrap(), EntityNo::new(3).unwrap());
+        let admin = Scope::of(vec![(two, Role::Admin), (three, Role::Viewer)]);
+        assert!(admin.manages(&[(two, Role::Viewer)]));
+        assert!(admin.manages(&[(two, Role::Admin)]));
+        assert!(!admin.manages(&[(three, Role::Viewer)]), "it only views 3");
+        assert!(!admin.manages(&[(two, Role::Viewer), (three, Role::Viewer)]));
+        assert!(!admin.manages(&[]), "an administrator of the deployment");
+        assert!(Scope::Deployment.manages(&[]));
+        assert!(!scoped(2, Role::Operator).manages(&[(two, Role::Viewer)]));
+    }
+
+    #[test]
     fn paths_find_their_rows_by_template() {
         assert_eq!(kind_of("/subordinates/5/jwks"), Some(Kind::Registry));
         assert_eq!(kind_of("/kms/rotate"), Some(Kind::Entity));
@@ -404,8 +446,12 @@ mod tests {
         );
         assert_eq!(d(&operator, &post, Kind::Entity), Decision::Forbidden);
         assert_eq!(d(&admin, &post, Kind::Entity), Decision::Allow);
-        for s in [&viewer, &operator, &admin] {
+        for s in [&viewer, &operator] {
             assert_eq!(d(s, &get, Kind::Users), Decision::Forbidden);
+        }
+        // An entity's admin reaches `/users`, where it manages its entities' users only.
+        assert_eq!(d(&admin, &post, Kind::Users), Decision::Allow);
+        for s in [&viewer, &operator, &admin] {
             assert_eq!(d(s, &post, Kind::Entities), Decision::Forbidden);
             assert_eq!(d(s, &get, Kind::Entities), Decision::Allow);
             // Another entity does not exist for them.

@@ -3,6 +3,10 @@
 //! Bodies and status codes follow the reference service (§3.6) so operators' scripts keep
 //! working; times are RFC 3339 there, unlike the Unix seconds of other records. The password
 //! hash never leaves this module.
+//!
+//! An entity's `admin` manages the users limited to entities it administers
+//! ([`Scope::manages`]): it lists and changes only those, gives roles only there, and the
+//! other users do not exist for it (404).
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -16,6 +20,7 @@ use utoipa::ToSchema;
 use super::actor::Actor;
 use super::extract::Json;
 use super::password::Passwords;
+use crate::admin::access::Scope;
 use crate::admin::error::{ApiError, ApiResult};
 use crate::control_plane::ControlPlane;
 use crate::db::users::{self as repo, UserRow};
@@ -227,23 +232,62 @@ async fn existing(cp: &ControlPlane, username: &str) -> ApiResult<UserRow> {
         .ok_or_else(|| ApiError::NotFound(format!("unknown user {username:?}")))
 }
 
+/// The caller's reach (no scope: the bootstrap client, before the first user).
+fn caller(scope: Option<Extension<Scope>>) -> Scope {
+    scope.map_or(Scope::Deployment, |Extension(s)| s)
+}
+
+/// User `username` if `me` manages it; one beyond its reach is unknown to it (404).
+async fn managed(cp: &ControlPlane, me: &Scope, username: &str) -> ApiResult<UserRow> {
+    let row = existing(cp, username).await?;
+    if me.manages(&repo::scope(&cp.db, row.id).await?) {
+        Ok(row)
+    } else {
+        Err(ApiError::NotFound(format!("unknown user {username:?}")))
+    }
+}
+
+/// Refuses a scope `me` may not give: an administrator of the deployment (empty), or roles
+/// in entities it does not administer.
+fn may_give(me: &Scope, scope: &[(EntityNo, Role)]) -> ApiResult<()> {
+    match (me.manages(scope), scope.is_empty()) {
+        (true, _) => Ok(()),
+        (false, true) => Err(ApiError::Forbidden(
+            "only administrators of the deployment make users without entities (administrators \
+             of the deployment)"
+                .into(),
+        )),
+        (false, false) => Err(ApiError::Forbidden(
+            "entities: you may give roles only in entities you administer".into(),
+        )),
+    }
+}
+
 /// Lists the admin users.
 #[utoipa::path(get, path = "/users", tag = "users",
     responses((status = 200, body = [UserRecord])))]
-pub async fn list(State(cp): Cp) -> ApiResult<axum::Json<Vec<UserRecord>>> {
+pub async fn list(
+    State(cp): Cp,
+    scope: Option<Extension<Scope>>,
+) -> ApiResult<axum::Json<Vec<UserRecord>>> {
+    let me = caller(scope);
     let mut out = Vec::new();
     for r in repo::list(&cp.db).await? {
-        out.push(record(&cp, r).await?);
+        let roles = repo::scope(&cp.db, r.id).await?;
+        if me.manages(&roles) {
+            out.push(UserRecord::new(r, roles));
+        }
     }
     Ok(axum::Json(out))
 }
 
 /// Creates an admin user; the first one switches on Basic authentication for the Admin API.
 #[utoipa::path(post, path = "/users", tag = "users", request_body = NewUser,
-    responses((status = 201, body = UserRecord), (status = 400), (status = 409)))]
+    responses((status = 201, body = UserRecord), (status = 400), (status = 403), (status = 409)))]
 pub async fn create(
     State(cp): Cp,
     actor: Actor,
+    caller_scope: Option<Extension<Scope>>,
     Extension(pw): Extension<Passwords>,
     Extension(hosting): Extension<Arc<Hosting>>,
     Json(input): Json<NewUser>,
@@ -251,6 +295,7 @@ pub async fn create(
     let (username, password) = input.check()?;
     let (username, password) = (username.to_owned(), password.to_owned());
     let scope = parse_scope(&input.entities)?;
+    may_give(&caller(caller_scope), &scope)?;
     check_hosted(&scope, &hosting)?;
     let now = cp.now();
     let row = UserRow {
@@ -281,8 +326,12 @@ pub async fn create(
 #[utoipa::path(get, path = "/users/{username}", tag = "users",
     params(("username" = String, Path, description = "Login name")),
     responses((status = 200, body = UserRecord), (status = 404)))]
-pub async fn get(State(cp): Cp, Path(username): Path<String>) -> ApiResult<axum::Json<UserRecord>> {
-    let row = existing(&cp, &username).await?;
+pub async fn get(
+    State(cp): Cp,
+    scope: Option<Extension<Scope>>,
+    Path(username): Path<String>,
+) -> ApiResult<axum::Json<UserRecord>> {
+    let row = managed(&cp, &caller(scope), &username).await?;
     Ok(axum::Json(record(&cp, row).await?))
 }
 
@@ -290,18 +339,21 @@ pub async fn get(State(cp): Cp, Path(username): Path<String>) -> ApiResult<axum:
 #[utoipa::path(put, path = "/users/{username}", tag = "users",
     params(("username" = String, Path, description = "Login name")),
     request_body = UserUpdate,
-    responses((status = 200, body = UserRecord), (status = 400), (status = 404)))]
+    responses((status = 200, body = UserRecord), (status = 400), (status = 403), (status = 404)))]
 pub async fn update(
     State(cp): Cp,
     actor: Actor,
+    caller_scope: Option<Extension<Scope>>,
     Extension(pw): Extension<Passwords>,
     Extension(hosting): Extension<Arc<Hosting>>,
     Path(username): Path<String>,
     Json(input): Json<UserUpdate>,
 ) -> ApiResult<axum::Json<UserRecord>> {
+    let me = caller(caller_scope);
     input.check(&username)?;
     let scope = input.entities.as_deref().map(parse_scope).transpose()?;
     if let Some(s) = &scope {
+        may_give(&me, s)?;
         check_hosted(s, &hosting)?;
     }
     // Hash before taking the writer lock: Argon2 takes long and must not hold up other writes.
@@ -310,7 +362,7 @@ pub async fn update(
         None => None,
     };
     let mut w = cp.write(actor.name()).await;
-    let mut row = existing(&cp, &username).await?;
+    let mut row = managed(&cp, &me, &username).await?;
     if input.disabled == Some(true) {
         keep_a_deployment_admin(&cp, &row).await?;
     }
@@ -352,11 +404,12 @@ pub async fn update(
 pub async fn delete(
     State(cp): Cp,
     actor: Actor,
+    scope: Option<Extension<Scope>>,
     Extension(pw): Extension<Passwords>,
     Path(username): Path<String>,
 ) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
-    let row = existing(&cp, &username).await?;
+    let row = managed(&cp, &caller(scope), &username).await?;
     keep_a_deployment_admin(&cp, &row).await?;
     repo::delete(&cp.db, w.tx().await?, row.id).await?;
     w.commit().await?;
