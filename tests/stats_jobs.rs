@@ -198,6 +198,48 @@ pub(crate) async fn add_scraper(p: &mut Pharos) {
     p.login("prom", "scrape secret");
 }
 
+/// Issue 38: a hosted entity's requests are series of their own, labelled with its number;
+/// the default entity's keep their labels (no `entity`), so existing queries still match.
+#[tokio::test]
+async fn metrics_name_the_hosted_entity_that_answered() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let mut p = Pharos::start(&db).await;
+    add_scraper(&mut p).await;
+    let edu = format!("{}/edu", p.entity_id());
+    let (s, v) = p
+        .admin(Method::POST, "/entities", Some(json!({"entity_id": edu})))
+        .await;
+    assert_eq!(s, 201, "{v}");
+    let n = v["id"].as_i64().unwrap();
+    send(&p, "/.well-known/openid-federation", "a", None).await;
+    for _ in 0..2 {
+        send(&p, "/edu/.well-known/openid-federation", "a", None).await;
+    }
+    send(&p, "/edu/nope", "a", None).await;
+    let m = scrape(&p).await;
+    assert_eq!(
+        m["pharos_http_requests_total{endpoint=.well-known/openid-federation,status=200}"], 1.0,
+        "{m:?}"
+    );
+    let theirs = format!("endpoint=edu/.well-known/openid-federation,entity={n}");
+    assert_eq!(
+        m[&format!("pharos_http_requests_total{{{theirs},status=200}}")],
+        2.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m[&format!("pharos_http_request_duration_seconds{{{theirs}}}")],
+        2.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        m[&format!("pharos_http_requests_total{{endpoint=unmatched,entity={n},status=404}}")],
+        1.0,
+        "{m:?}"
+    );
+    p.stop().await;
+}
+
 #[tokio::test]
 async fn metrics_count_the_requests_sent_with_statistics_off() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;

@@ -15,11 +15,12 @@ use crate::error::FedError;
 
 /// The ready answer of an anonymous GET to a registered endpoint (a cached signed answer),
 /// if there is one: what [`handler`] answers first, without its future (see
-/// [`crate::front`]). `None` leaves the request to the router.
-pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
+/// [`crate::front`]). `path` is the request's path as the entity sees it (a hosted entity's
+/// path taken off). `None` leaves the request to the router.
+pub(crate) fn ready(dp: &DataPlane, req: &Request, path: &str) -> Option<Response> {
     let now = dp.now();
     let snap = dp.snapshot_ref();
-    let entry = snap.registry.lookup(req.uri().path(), now)?;
+    let entry = snap.registry.lookup(path, now)?;
     if entry.kind.method(entry.auth_enabled) != http_method::Method::Get
         || req.method() != Method::GET
     {

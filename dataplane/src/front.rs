@@ -29,6 +29,7 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use crate::DataPlane;
+use crate::hosts::Routed;
 
 /// The path of our Entity Configuration (a fixed route).
 pub const ENTITY_CONFIGURATION_PATH: &str = "/.well-known/openid-federation";
@@ -95,19 +96,50 @@ impl Front {
 }
 
 impl Fast {
-    /// The ready answer of an anonymous GET, if there is one.
-    fn answer(&self, req: &Request) -> Option<Response> {
+    /// The ready answer of an anonymous GET to `path` (the request's own, or what is left of
+    /// it once a hosted entity's path is taken off), if there is one.
+    fn answer(&self, req: &Request, path: &str) -> Option<Response> {
         if req.method() != Method::GET {
             return None;
         }
-        let path = req.uri().path();
         if path == ENTITY_CONFIGURATION_PATH {
             return crate::entity_configuration::ready(&self.dp, req);
         }
         if self.foreign.iter().any(|p| path.starts_with(p.as_str())) {
             return None;
         }
-        crate::dispatch::ready(&self.dp, req)
+        crate::dispatch::ready(&self.dp, req, path)
+    }
+}
+
+impl Front {
+    /// A request for the hosted entity `to`: its ready answer when it has one (found from the
+    /// rest of the path; the request is not rebuilt), else its router, with the entity's path
+    /// taken off the URI.
+    fn hosted(&self, to: Routed, mut req: Request) -> FrontFuture {
+        if let Some(fast) = &to.front.fast {
+            let rest = crate::hosts::rest_of(req.uri().path(), to.prefix);
+            if let Some(response) = fast.answer(&req, rest) {
+                return FrontFuture::answered(response);
+            }
+        }
+        // The rest of a valid path is a valid path: this cannot fail, and is answered as the
+        // unknown path it would be if it did.
+        let Some(uri) = crate::hosts::strip(req.uri(), to.prefix) else {
+            return FrontFuture::answered(
+                crate::error::FedError::not_found("no such path").into_response(),
+            );
+        };
+        *req.uri_mut() = uri;
+        if let Some(peer) = self.peer {
+            req.extensions_mut().insert(ConnectInfo(peer));
+        }
+        let mut router = to.front.router;
+        FrontFuture {
+            ready: None,
+            routed: Some(router.call(req)),
+            served_by: None,
+        }
     }
 }
 
@@ -121,24 +153,18 @@ impl Service<Request> for Front {
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        if let Some((entity, front, uri)) =
-            self.hosts.as_ref().and_then(|h| h.route(&req, self.peer))
-        {
-            *req.uri_mut() = uri;
-            let mut front = match self.peer {
-                Some(peer) => front.connected(peer),
-                None => front,
-            };
-            let mut answer = front.call(req);
+        if let Some(to) = self.hosts.as_ref().and_then(|h| h.route(&req, self.peer)) {
+            let entity = to.entity;
+            let mut answer = self.hosted(to, req);
             answer.served_by = Some(entity);
             return answer;
         }
-        if let Some(response) = self.fast.as_ref().and_then(|f| f.answer(&req)) {
-            return FrontFuture {
-                ready: Some(response),
-                routed: None,
-                served_by: None,
-            };
+        if let Some(response) = self
+            .fast
+            .as_ref()
+            .and_then(|f| f.answer(&req, req.uri().path()))
+        {
+            return FrontFuture::answered(response);
         }
         if let Some(peer) = self.peer {
             req.extensions_mut().insert(ConnectInfo(peer));
@@ -159,8 +185,25 @@ pin_project! {
         // The router's answer, when there was no ready one.
         #[pin]
         routed: Option<RouteFuture<Infallible>>,
-        // The hosted entity answering, other than the default one (marked on the response).
+        // The hosted entity answering, other than the default one (see `ServedBy`).
         served_by: Option<pharos_shared::hosted::EntityNo>,
+    }
+}
+
+impl FrontFuture {
+    /// The future of an answer made at once.
+    fn answered(response: Response) -> Self {
+        Self {
+            ready: Some(response),
+            routed: None,
+            served_by: None,
+        }
+    }
+}
+
+impl crate::hosts::ServedBy for FrontFuture {
+    fn served_by(&self) -> Option<pharos_shared::hosted::EntityNo> {
+        self.served_by
     }
 }
 
@@ -169,20 +212,13 @@ impl Future for FrontFuture {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let served_by = *this.served_by;
-        let mark = |mut r: Response| {
-            if let Some(entity) = served_by {
-                r.extensions_mut().insert(crate::hosts::ServedBy(entity));
-            }
-            r
-        };
         if let Some(routed) = this.routed.as_pin_mut() {
-            return routed.poll(cx).map(|r| r.map(mark));
+            return routed.poll(cx);
         }
         // Polled again after it answered: a misuse of the future, answered as such.
         let ready = this.ready.take().unwrap_or_else(|| {
             crate::error::FedError::server_error("response already taken").into_response()
         });
-        Poll::Ready(Ok(mark(ready)))
+        Poll::Ready(Ok(ready))
     }
 }

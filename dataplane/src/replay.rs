@@ -11,8 +11,8 @@
 //! it refuses new assertions while it is full (503, retry shortly); since assertions live at
 //! most `storage.endpoint_auth.max_assertion_lifetime`, entries leave on their own soon.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use moka::Expiry;
@@ -46,11 +46,34 @@ impl Expiry<String, i64> for UntilExp {
     }
 }
 
+/// The in-process store: its cache is made on the first assertion (an empty one is tens of
+/// kilobytes, and most hosted entities never authenticate a client; BENCHMARKS.md, "Hosted
+/// entities").
+#[derive(Debug)]
+pub struct InProcess {
+    cache: OnceLock<Cache<String, i64>>,
+    held: Arc<Held>,
+}
+
+impl InProcess {
+    fn cache(&self) -> &Cache<String, i64> {
+        self.cache.get_or_init(|| {
+            let h = self.held.clone();
+            Cache::builder()
+                .expire_after(UntilExp)
+                .eviction_listener(move |_, _, _| {
+                    h.now.fetch_sub(1, Ordering::Relaxed);
+                })
+                .build()
+        })
+    }
+}
+
 /// Where used `jti`s are remembered.
 #[derive(Clone)]
 pub enum ReplayStore {
     /// In this process (no size bound of its own: [`MAX_CACHED`] is enforced by refusing).
-    Cache(Cache<String, i64>, Arc<Held>),
+    Cache(Arc<InProcess>),
     /// In the database, through the control plane.
     Db(Commands),
 }
@@ -74,20 +97,13 @@ impl ReplayStore {
     pub fn with_limit(backend: &JtiBackend, commands: Commands, limit: u64) -> Self {
         match backend {
             JtiBackend::Db => Self::Db(commands),
-            JtiBackend::Cache => {
-                let held = Arc::new(Held {
+            JtiBackend::Cache => Self::Cache(Arc::new(InProcess {
+                cache: OnceLock::new(),
+                held: Arc::new(Held {
                     now: AtomicU64::new(0),
                     limit,
-                });
-                let h = held.clone();
-                let cache = Cache::builder()
-                    .expire_after(UntilExp)
-                    .eviction_listener(move |_, _, _| {
-                        h.now.fetch_sub(1, Ordering::Relaxed);
-                    })
-                    .build();
-                Self::Cache(cache, held)
-            }
+                }),
+            })),
         }
     }
 
@@ -101,7 +117,8 @@ impl ReplayStore {
     ) -> Result<bool, FedError> {
         let key = key(iss, jti);
         match self {
-            Self::Cache(c, held) => {
+            Self::Cache(store) => {
+                let (c, held) = (store.cache(), &store.held);
                 if c.contains_key(&key) {
                     return Ok(false);
                 }

@@ -6,6 +6,11 @@
 #   ec       GET /.well-known/openid-federation
 #   fetch    GET /fetch?sub=<one subordinate>, its signed statement cached
 #   resolve  GET /resolve?sub=<leaf>&trust_anchor=<anchor>, the answer cached (warm)
+#   hec      GET /h/.well-known/openid-federation of a hosted entity http://127.0.0.1:<port>/h
+#   hfetch   GET /h/fetch?sub=<the same subordinate>, its statement cached
+# (the hosted paths only for a binary that hosts entities; `n/a` otherwise). With the hosted
+# entity present, the default entity's paths also pay for looking the request up among the
+# hosted ones, as they do in a deployment that hosts several.
 #
 # Only the measured instance runs under callgrind; the anchor and the leaf it resolves through
 # run natively. Each path gets BENCH_CG_REQUESTS requests from one wrk connection after a warm-up
@@ -79,12 +84,24 @@ for BIN in "$@"; do
     admin $M POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
     admin $M POST /trust-anchors "{\"entity_id\":\"http://127.0.0.1:$TA\",\"jwks\":$(jwks_of $TA)}"
     admin $M POST /subordinates "{\"entity_id\":\"http://127.0.0.1:$LEAF\",\"jwks\":$(jwks_of $LEAF)}"
+    PATHS="ec fetch resolve"
+    if curl -fsS -o /dev/null -X POST "http://127.0.0.1:$M/api/v1/admin/entities" \
+        -H 'content-type: application/json' -d "{\"entity_id\":\"http://127.0.0.1:$M/h\"}"; then
+        admin $M POST /entities/2/federation-endpoints '{"type":"fetch","path":"/fetch"}'
+        admin $M POST /entities/2/subordinates "{\"entity_id\":\"http://127.0.0.1:$LEAF\",\"jwks\":$(jwks_of $LEAF)}"
+        PATHS="$PATHS hec hfetch"
+    else
+        echo "$name hec n/a"
+        echo "$name hfetch n/a"
+    fi
     declare -A URLS=(
         [ec]="http://127.0.0.1:$M/.well-known/openid-federation"
         [fetch]="http://127.0.0.1:$M/fetch?sub=$(enc "http://127.0.0.1:$LEAF")"
         [resolve]="http://127.0.0.1:$M/resolve?sub=$(enc "http://127.0.0.1:$LEAF")&trust_anchor=$(enc "http://127.0.0.1:$TA")"
+        [hec]="http://127.0.0.1:$M/h/.well-known/openid-federation"
+        [hfetch]="http://127.0.0.1:$M/h/fetch?sub=$(enc "http://127.0.0.1:$LEAF")"
     )
-    for path in ec fetch resolve; do
+    for path in $PATHS; do
         curl -fsS -o /dev/null "${URLS[$path]}" || { echo "$name: $path does not answer" >&2; exit 1; }
         curl -fsS -o /dev/null "${URLS[$path]}"
         callgrind_control -z "$VP" >/dev/null 2>&1

@@ -138,8 +138,14 @@ THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$MANY" "$WORK/many_
 RSS_ONE_SIGNED=$(rss_mb one)
 RSS_MANY_SIGNED=$(rss_mb many)
 
-cat >"$WORK/one_ec.lua" <<'LUA'
-request = function() return wrk.format("GET", "/.well-known/openid-federation") end
+# The load generator shares the two cores with the server, so both scripts of a pair do the
+# same work per request (random numbers, a formatted path): what differs is only the server's.
+cat >"$WORK/one_ec.lua" <<LUA
+math.randomseed(os.time())
+request = function()
+    local _ = string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES))
+    return wrk.format("GET", "/.well-known/openid-federation")
+end
 LUA
 cat >"$WORK/many_ec.lua" <<LUA
 math.randomseed(os.time())
@@ -150,7 +156,9 @@ LUA
 cat >"$WORK/one_fetch.lua" <<LUA
 math.randomseed(os.time())
 request = function()
-    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", math.random($TOTAL)))
+    -- The second number is many_fetch.lua's entity, drawn here too and not used.
+    return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org",
+        math.random($TOTAL), math.random($ENTITIES)))
 end
 LUA
 cat >"$WORK/many_fetch.lua" <<LUA

@@ -15,20 +15,16 @@ use pharos_controlplane::refresh::Refreshers;
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::front::Front;
 use pharos_dataplane::hosts::{HostedRoute, Hosts};
-use pharos_runtime::command::{Command, Commands};
+use pharos_runtime::command::{CommandQueue, Commands};
 use pharos_runtime::outbound::HttpFetcher;
 use pharos_runtime::resolver_caches::ResolverCaches;
 use pharos_shared::hosted::EntityNo;
 use pharos_shared::time::Clock;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Entity `cp`'s data plane and the receiving end of its command channel.
-pub fn data_plane(
-    cp: &ControlPlane,
-    clock: Arc<dyn Clock>,
-) -> (Arc<DataPlane>, mpsc::Receiver<Command>) {
+pub fn data_plane(cp: &ControlPlane, clock: Arc<dyn Clock>) -> (Arc<DataPlane>, CommandQueue) {
     let (commands, command_rx) = Commands::channel();
     let settings = &cp.settings;
     let data = DataPlane::connected(
@@ -48,7 +44,7 @@ pub fn data_plane(
 pub fn spawn_jobs(
     cp: &Arc<ControlPlane>,
     refreshers: &Arc<Refreshers<HttpFetcher>>,
-    command_rx: mpsc::Receiver<Command>,
+    command_rx: CommandQueue,
     leadership: &Arc<Leadership>,
     stop: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {

@@ -7,7 +7,7 @@
 //! walk has the endpoint's bounds (deadline, bytes, Entities); one stopped by a bound answers
 //! with what it verified until then (logged).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use moka::sync::Cache;
@@ -53,7 +53,9 @@ pub struct OnDemand {
     fetcher: Arc<HttpFetcher>,
     running: Arc<Semaphore>,
     flights: Arc<Flights<String, Outcome>>,
-    cache: Cache<String, Arc<Collection>>,
+    /// Made on the first collection: an empty cache is about 20 kB, and most hosted
+    /// entities never collect (BENCHMARKS.md, "Hosted entities").
+    cache: LazyLock<Cache<String, Arc<Collection>>>,
 }
 
 impl OnDemand {
@@ -65,10 +67,12 @@ impl OnDemand {
             fetcher,
             running: Arc::new(Semaphore::new(COLLECTIONS_AT_ONCE)),
             flights: Flights::new(WAITERS),
-            cache: Cache::builder()
-                .max_capacity(CACHED_ANCHORS)
-                .time_to_live(CACHE_TTL)
-                .build(),
+            cache: LazyLock::new(|| {
+                Cache::builder()
+                    .max_capacity(CACHED_ANCHORS)
+                    .time_to_live(CACHE_TTL)
+                    .build()
+            }),
         })
     }
 

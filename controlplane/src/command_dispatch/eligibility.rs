@@ -12,7 +12,7 @@
 //!
 //! [`Command::CheckEligibility`]: pharos_runtime::command::Command::CheckEligibility
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use pharos_runtime::command::{CheckError, Refused, Reply};
 use pharos_runtime::single_flight::Flights;
@@ -49,7 +49,9 @@ struct Cached {
 pub struct Eligibility {
     slots: Arc<Semaphore>,
     flights: Arc<Flights<String, Outcome>>,
-    verdicts: moka::sync::Cache<(String, String), Arc<Cached>>,
+    /// Made on the first check: an empty cache is about 30 kB, and most hosted entities
+    /// never check eligibility (BENCHMARKS.md, "Hosted entities").
+    verdicts: LazyLock<moka::sync::Cache<(String, String), Arc<Cached>>>,
 }
 
 impl Default for Eligibility {
@@ -57,7 +59,7 @@ impl Default for Eligibility {
         Self {
             slots: Arc::new(Semaphore::new(CHECKS_AT_ONCE)),
             flights: Flights::new(CHECK_WAITERS),
-            verdicts: moka::sync::Cache::new(CACHED_VERDICTS),
+            verdicts: LazyLock::new(|| moka::sync::Cache::new(CACHED_VERDICTS)),
         }
     }
 }

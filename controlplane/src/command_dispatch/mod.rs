@@ -50,7 +50,7 @@ use std::time::Duration;
 use pharos_runtime::command::{Command, JtiError, Refused, Reply, TriggerError};
 use pharos_runtime::single_flight::Flights;
 use pharos_shared::chain::Fetcher;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::control_plane::ControlPlane;
@@ -229,7 +229,7 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
 /// Receives commands until `stop` is cancelled or every sender is gone.
 pub fn spawn<F: Fetcher + 'static>(
     refreshers: Arc<Refreshers<F>>,
-    mut rx: mpsc::Receiver<Command>,
+    mut rx: pharos_runtime::command::CommandQueue,
     stop: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     let dispatcher = Dispatcher::new(refreshers);

@@ -229,8 +229,9 @@ pub struct Observation {
 
 impl Observation {
     /// Counts the answer in the metrics and, with statistics on, pushes the request's record
-    /// (unless the answer is marked [`Unobserved`]).
-    pub fn finish(self, response: &Response) {
+    /// (unless the answer is marked [`Unobserved`]); `served_by`: the hosted entity that
+    /// answered, `None` for the default entity.
+    pub fn finish(self, response: &Response, served_by: Option<pharos_shared::hosted::EntityNo>) {
         if response.extensions().get::<Unobserved>().is_some() {
             return;
         }
@@ -247,7 +248,7 @@ impl Observation {
         let capture = &self.capture;
         capture
             .metrics
-            .observe(label, status, elapsed.as_secs_f64());
+            .observe(served_by, label, status, elapsed.as_secs_f64());
         if let (Some(mut r), Some(ring)) = (self.record, capture.ring.as_ref()) {
             if unregistered {
                 UNMATCHED.clone_into(&mut r.endpoint);
@@ -256,7 +257,7 @@ impl Observation {
             r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             r.response_size = response_size(response);
             r.client_entity_id = self.slot.and_then(|slot| slot.0.get().cloned());
-            if let Some(crate::hosts::ServedBy(entity)) = response.extensions().get() {
+            if let Some(entity) = served_by {
                 r.entity = entity.get();
             }
             ring.push(r);
@@ -345,7 +346,8 @@ where
             Poll::Ready(Err(never)) => match never {},
         };
         if let Some(o) = this.observation.take() {
-            o.finish(&response);
+            // Routers measured here serve the default entity only.
+            o.finish(&response, None);
         }
         Poll::Ready(Ok(response))
     }

@@ -3,11 +3,15 @@
 //! Kept whether or not `stats.enabled` is on (Prometheus scraping does not depend on the
 //! statistics database). The endpoint label is the registered path; requests to paths with no
 //! registered endpoint share the label `unmatched`, so a scanner cannot mint unbounded series.
+//! A hosted entity's series carry its number as `entity` (two entities at the root of two
+//! hosts have the same paths); the default entity's have no such label, as before entities
+//! were hosted, so existing queries and alerts keep matching.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use pharos_shared::hosted::EntityNo;
+use prometheus_client::encoding::{EncodeLabel as _, EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -15,22 +19,52 @@ use prometheus_client::registry::Registry;
 use rustc_hash::FxBuildHasher;
 
 /// Labels of the request counter.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct RequestLabels {
     /// Endpoint path without the leading `/`, or `unmatched`.
     pub endpoint: String,
     /// HTTP status code.
     pub status: u16,
+    /// The hosted entity answering; `None` for the default entity (no label).
+    pub entity: Option<i64>,
+}
+
+impl EncodeLabelSet for RequestLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        ("endpoint", self.endpoint.as_str()).encode(encoder.encode_label())?;
+        ("status", self.status).encode(encoder.encode_label())?;
+        encode_entity(self.entity, encoder)
+    }
 }
 
 /// Labels of the latency histogram.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub struct EndpointLabel {
     /// Endpoint path without the leading `/`, or `unmatched`.
     pub endpoint: String,
+    /// As [`RequestLabels::entity`].
+    pub entity: Option<i64>,
+}
+
+impl EncodeLabelSet for EndpointLabel {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+        ("endpoint", self.endpoint.as_str()).encode(encoder.encode_label())?;
+        encode_entity(self.entity, encoder)
+    }
+}
+
+/// The `entity` label of a hosted entity's series (none for the default entity's).
+fn encode_entity(entity: Option<i64>, encoder: &mut LabelSetEncoder) -> std::fmt::Result {
+    match entity {
+        Some(n) => ("entity", n).encode(encoder.encode_label()),
+        None => Ok(()),
+    }
 }
 
 type HistogramFamily = Family<EndpointLabel, Histogram, fn() -> Histogram>;
+
+type BySeries =
+    HashMap<Option<i64>, HashMap<Box<str>, EndpointSeries, FxBuildHasher>, FxBuildHasher>;
 
 /// The series of one endpoint label: its histogram and its counters by status. Handles share
 /// their values with the families' series, so counting through them is what `/metrics` shows.
@@ -45,10 +79,11 @@ struct EndpointSeries {
 pub struct RequestMetrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
-    /// Handles by endpoint label, found by `&str`: a request then builds no label set and
-    /// allocates nothing. As bounded as the families (registered paths and `unmatched`); the
-    /// labels are not chosen by clients, so the map hashes with FxHash, not SipHash.
-    series: Arc<RwLock<HashMap<Box<str>, EndpointSeries, FxBuildHasher>>>,
+    /// Handles by entity (`None`: the default one) and endpoint label, found by `&str`: a
+    /// request then builds no label set and allocates nothing. As bounded as the families
+    /// (hosted entities' registered paths and `unmatched`); the labels are not chosen by
+    /// clients, so the maps hash with FxHash, not SipHash.
+    series: Arc<RwLock<BySeries>>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -81,13 +116,14 @@ impl RequestMetrics {
         );
     }
 
-    /// Counts one request.
-    pub fn observe(&self, endpoint: &str, status: u16, seconds: f64) {
+    /// Counts one request answered by `entity` (`None`: the default entity).
+    pub fn observe(&self, entity: Option<EntityNo>, endpoint: &str, status: u16, seconds: f64) {
+        let entity = entity.map(EntityNo::get);
         // A poisoned lock only means another request panicked while counting; the map is
         // still whole, so counting goes on.
         {
             let series = self.series.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(s) = series.get(endpoint)
+            if let Some(s) = series.get(&entity).and_then(|e| e.get(endpoint))
                 && let Some((_, counter)) = s.by_status.iter().find(|(st, _)| *st == status)
             {
                 s.latency.observe(seconds);
@@ -97,12 +133,15 @@ impl RequestMetrics {
         }
         let mut series = self.series.write().unwrap_or_else(|e| e.into_inner());
         let s = series
+            .entry(entity)
+            .or_default()
             .entry(endpoint.into())
             .or_insert_with(|| EndpointSeries {
                 latency: self
                     .latency
                     .get_or_create(&EndpointLabel {
                         endpoint: endpoint.to_owned(),
+                        entity,
                     })
                     .clone(),
                 by_status: Vec::new(),
@@ -115,6 +154,7 @@ impl RequestMetrics {
                     .get_or_create(&RequestLabels {
                         endpoint: endpoint.to_owned(),
                         status,
+                        entity,
                     })
                     .clone();
                 s.by_status.push((status, c.clone()));
@@ -138,10 +178,12 @@ mod tests {
         let mut registry = Registry::default();
         m.register(&mut registry);
         for _ in 0..3 {
-            m.observe("fetch", 200, 0.001);
+            m.observe(None, "fetch", 200, 0.001);
         }
-        m.observe("fetch", 404, 0.001);
-        m.observe("unmatched", 404, 0.001);
+        m.observe(None, "fetch", 404, 0.001);
+        m.observe(None, "unmatched", 404, 0.001);
+        // A hosted entity at the root of another host: the same path, its own series.
+        m.observe(EntityNo::new(2), "fetch", 200, 0.001);
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 3"#));
@@ -150,5 +192,14 @@ mod tests {
             text.contains(r#"pharos_http_requests_total{endpoint="unmatched",status="404"} 1"#)
         );
         assert!(text.contains(r#"pharos_http_request_duration_seconds_count{endpoint="fetch"} 4"#));
+        assert!(
+            text.contains(
+                r#"pharos_http_requests_total{endpoint="fetch",status="200",entity="2"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            r#"pharos_http_request_duration_seconds_count{endpoint="fetch",entity="2"} 1"#
+        ));
     }
 }

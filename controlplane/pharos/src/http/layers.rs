@@ -29,6 +29,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http_body_util::Limited;
 use pharos_dataplane::front::Front;
+use pharos_dataplane::hosts::ServedBy;
 use pharos_dataplane::stats::capture::{Capture, Observation};
 use pharos_shared::config::ServerSettings;
 use pin_project_lite::pin_project;
@@ -159,6 +160,7 @@ struct AccessLine {
 impl<S, B, ReqBody> Service<http::Request<ReqBody>> for Common<S>
 where
     S: Service<Request, Response = http::Response<B>, Error = Infallible>,
+    S::Future: ServedBy,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
     ReqBody: http_body::Body<Data = Bytes> + Send + 'static,
@@ -257,7 +259,7 @@ pin_project! {
 
 impl<F, B> Future for CommonFuture<F>
 where
-    F: Future<Output = Result<http::Response<B>, Infallible>>,
+    F: Future<Output = Result<http::Response<B>, Infallible>> + ServedBy,
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<axum::BoxError>,
 {
@@ -265,6 +267,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let served_by = this.inner.as_ref().as_pin_ref().and_then(|f| f.served_by());
         let response = match this.inner.as_pin_mut().map(|inner| inner.poll(cx)) {
             None => this
                 .early
@@ -273,7 +276,7 @@ where
             Some(Poll::Ready(Ok(r))) => {
                 let r = r.map(Body::new);
                 if let Some(o) = this.observation.take() {
-                    o.finish(&r);
+                    o.finish(&r, served_by);
                 }
                 r
             }

@@ -188,19 +188,45 @@ pub enum MarkRequestOutcome {
 }
 
 /// The data plane's end of the channel.
+///
+/// Commands travel boxed: the channel allocates its slots in blocks of 32, and with commands
+/// of a few hundred bytes inline every hosted entity's idle channel held 8 kB (a thousand
+/// entities, 8 MB; BENCHMARKS.md, "Hosted entities"). A box per command is nothing beside
+/// the database write each command makes.
 #[derive(Debug, Clone)]
-pub struct Commands(mpsc::Sender<Command>);
+pub struct Commands(mpsc::Sender<Box<Command>>);
+
+/// The control plane's end of the channel.
+#[derive(Debug)]
+pub struct CommandQueue(mpsc::Receiver<Box<Command>>);
+
+impl CommandQueue {
+    /// The next command; `None` once every sender is gone.
+    pub async fn recv(&mut self) -> Option<Command> {
+        self.0.recv().await.map(|c| *c)
+    }
+
+    /// Whether no command is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The next command if one is waiting.
+    pub fn try_recv(&mut self) -> Result<Command, mpsc::error::TryRecvError> {
+        self.0.try_recv().map(|c| *c)
+    }
+}
 
 impl Commands {
     /// A connected pair: the sender for the data plane, the receiver for the control plane.
-    pub fn channel() -> (Self, mpsc::Receiver<Command>) {
+    pub fn channel() -> (Self, CommandQueue) {
         Self::with_capacity(CHANNEL_CAPACITY)
     }
 
     /// A pair with another queue length (tests fill it).
-    pub fn with_capacity(capacity: usize) -> (Self, mpsc::Receiver<Command>) {
+    pub fn with_capacity(capacity: usize) -> (Self, CommandQueue) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Self(tx), rx)
+        (Self(tx), CommandQueue(rx))
     }
 
     /// Sends the command built by `make` around a fresh reply channel and waits for the
@@ -211,7 +237,7 @@ impl Commands {
         make: impl FnOnce(Reply<T, E>) -> Command,
     ) -> Result<T, E> {
         let (tx, rx) = oneshot::channel();
-        self.0.try_send(make(tx)).map_err(|e| match e {
+        self.0.try_send(Box::new(make(tx))).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => Refused::Busy,
             mpsc::error::TrySendError::Closed(_) => Refused::Stopped,
         })?;
