@@ -33,17 +33,89 @@ pub fn is_deployment_wide(path: &str) -> bool {
     DEPLOYMENT_WIDE.contains(&first)
 }
 
+/// How many entities' Admin APIs are kept built. One is about 400 kB and takes a few
+/// milliseconds to build: kept for every entity an operator touched, a thousand entities'
+/// APIs held 400 MB; the few an operator is working on stay at hand.
+const KEPT_ROUTERS: usize = 16;
+
 /// What the nested routes need: the hosted entities, and how to build one's Admin API.
 #[derive(Clone)]
 pub struct Nested {
     hosting: Arc<Hosting>,
     make: Arc<dyn Fn(Arc<ControlPlane>) -> Router + Send + Sync>,
-    /// Each entity's Admin API, built on its first request and kept while it is hosted.
-    routers: Arc<Mutex<HashMap<EntityNo, Built>>>,
+    /// The Admin APIs of the entities used last (at most [`KEPT_ROUTERS`]), built on demand.
+    routers: Arc<Mutex<Kept<ControlPlane>>>,
 }
 
-/// An entity's Admin API, with the control plane it was built for.
-type Built = (std::sync::Weak<ControlPlane>, Router);
+/// The kept Admin APIs: by entity, the control plane (`T`) each was built for, the API, and
+/// when it was last used (a counter).
+struct Kept<T> {
+    by_entity: HashMap<EntityNo, Built<T>>,
+    uses: u64,
+}
+
+/// An entity's Admin API, with the control plane it was built for and its last use.
+struct Built<T> {
+    cp: std::sync::Weak<T>,
+    router: Router,
+    used: u64,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Self {
+            by_entity: HashMap::new(),
+            uses: 0,
+        }
+    }
+}
+
+impl<T> Kept<T> {
+    /// The API kept for `entity`, if it was built for `cp` (marked as used now).
+    fn get(&mut self, entity: EntityNo, cp: &Arc<T>) -> Option<Router> {
+        self.uses += 1;
+        let now = self.uses;
+        let built = self.by_entity.get_mut(&entity)?;
+        if !built.cp.upgrade().is_some_and(|h| Arc::ptr_eq(&h, cp)) {
+            return None;
+        }
+        built.used = now;
+        Some(built.router.clone())
+    }
+
+    /// Keeps `router` for `entity` and `cp`, first dropping the APIs of entities no longer
+    /// hosted (they hold their control planes) and, when [`KEPT_ROUTERS`] are kept, the
+    /// least recently used.
+    fn keep(
+        &mut self,
+        entity: EntityNo,
+        cp: &Arc<T>,
+        router: Router,
+        hosted: impl Fn(EntityNo) -> bool,
+    ) {
+        self.by_entity.retain(|n, _| hosted(*n));
+        if self.by_entity.len() >= KEPT_ROUTERS
+            && !self.by_entity.contains_key(&entity)
+            && let Some(oldest) = self
+                .by_entity
+                .iter()
+                .min_by_key(|(_, b)| b.used)
+                .map(|(n, _)| *n)
+        {
+            self.by_entity.remove(&oldest);
+        }
+        self.uses += 1;
+        let used = self.uses;
+        self.by_entity.insert(
+            entity,
+            Built {
+                cp: Arc::downgrade(cp),
+                router,
+                used,
+            },
+        );
+    }
+}
 
 impl Nested {
     /// The nested routes over `hosting`; `make` builds an entity's Admin API (usually
@@ -69,22 +141,20 @@ impl Nested {
             .with_state(self)
     }
 
-    /// Entity `cp`'s Admin API (built once per hosted entity; a deleted and re-created
-    /// number gets a new one).
+    /// Entity `cp`'s Admin API: the kept one, or a new one (a deleted and re-created number
+    /// gets a new one), kept in place of the least recently used.
     fn api_of(&self, cp: Arc<ControlPlane>) -> Router {
         let entity = cp.db.hosted();
-        let Ok(mut routers) = self.routers.lock() else {
+        let Ok(mut kept) = self.routers.lock() else {
             return (self.make)(cp);
         };
-        if let Some((held, router)) = routers.get(&entity)
-            && held.upgrade().is_some_and(|h| Arc::ptr_eq(&h, &cp))
-        {
-            return router.clone();
+        if let Some(router) = kept.get(entity, &cp) {
+            return router;
         }
-        // A deleted entity's API holds its control plane: let both go.
-        routers.retain(|n, _| self.hosting.get(*n).is_some());
         let router = (self.make)(cp.clone());
-        routers.insert(entity, (Arc::downgrade(&cp), router.clone()));
+        kept.keep(entity, &cp, router.clone(), |n| {
+            self.hosting.get(n).is_some()
+        });
         router
     }
 }
@@ -154,5 +224,34 @@ async fn forward(
     match api.oneshot(inner).await {
         Ok(r) => r,
         Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_recently_used_api_goes_first_and_deleted_entities_go_at_once() {
+        let no = |n: i64| EntityNo::new(n).unwrap_or(EntityNo::DEFAULT);
+        let cps: Vec<Arc<()>> = (0..=KEPT_ROUTERS + 1).map(|_| Arc::new(())).collect();
+        let mut kept = Kept::<()>::default();
+        for (i, cp) in cps.iter().enumerate().take(KEPT_ROUTERS) {
+            kept.keep(no(i as i64 + 2), cp, Router::new(), |_| true);
+        }
+        // Entity 2 is used again; entity 3 is now the least recently used.
+        assert!(kept.get(no(2), &cps[0]).is_some());
+        let extra = KEPT_ROUTERS as i64 + 2;
+        kept.keep(no(extra), &cps[KEPT_ROUTERS], Router::new(), |_| true);
+        assert_eq!(kept.by_entity.len(), KEPT_ROUTERS);
+        assert!(kept.get(no(3), &cps[1]).is_none(), "the oldest went");
+        assert!(kept.get(no(2), &cps[0]).is_some());
+        // Another control plane under a kept number (deleted and created again): rebuilt.
+        assert!(kept.get(no(2), &cps[KEPT_ROUTERS + 1]).is_none());
+        // Entities no longer hosted go at the next build.
+        kept.keep(no(99), &cps[KEPT_ROUTERS + 1], Router::new(), |n| {
+            n == no(99)
+        });
+        assert_eq!(kept.by_entity.len(), 1);
     }
 }
