@@ -93,26 +93,7 @@ impl Front {
             peer: None,
         }
     }
-}
 
-impl Fast {
-    /// The ready answer of an anonymous GET to `path` (the request's own, or what is left of
-    /// it once a hosted entity's path is taken off), if there is one.
-    fn answer(&self, req: &Request, path: &str) -> Option<Response> {
-        if req.method() != Method::GET {
-            return None;
-        }
-        if path == ENTITY_CONFIGURATION_PATH {
-            return crate::entity_configuration::ready(&self.dp, req);
-        }
-        if self.foreign.iter().any(|p| path.starts_with(p.as_str())) {
-            return None;
-        }
-        crate::dispatch::ready(&self.dp, req, path)
-    }
-}
-
-impl Front {
     /// A request for the hosted entity `to`: its ready answer when it has one (found from the
     /// rest of the path; the request is not rebuilt), else its router, with the entity's path
     /// taken off the URI.
@@ -140,6 +121,23 @@ impl Front {
             routed: Some(router.call(req)),
             served_by: None,
         }
+    }
+}
+
+impl Fast {
+    /// The ready answer of an anonymous GET to `path` (the request's own, or what is left of
+    /// it once a hosted entity's path is taken off), if there is one.
+    fn answer(&self, req: &Request, path: &str) -> Option<Response> {
+        if req.method() != Method::GET {
+            return None;
+        }
+        if path == ENTITY_CONFIGURATION_PATH {
+            return crate::entity_configuration::ready(&self.dp, req);
+        }
+        if self.foreign.iter().any(|p| path.starts_with(p.as_str())) {
+            return None;
+        }
+        crate::dispatch::ready(&self.dp, req, path)
     }
 }
 

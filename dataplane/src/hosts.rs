@@ -155,20 +155,6 @@ impl HostTable {
         }
     }
 
-    /// The table of `routes` (the port keeping no path for itself).
-    pub fn new(routes: Vec<HostedRoute>) -> Self {
-        let entries = routes
-            .into_iter()
-            .map(|route| {
-                Arc::new(Entry {
-                    route,
-                    near_reserved: false,
-                })
-            })
-            .collect();
-        Self::of(entries, Arc::from([]))
-    }
-
     /// This table with `route` added (replacing the entity's previous route).
     pub fn with(&self, route: HostedRoute) -> Self {
         let mut entries: Vec<Arc<Entry>> = self
@@ -331,6 +317,13 @@ pub(crate) fn strip(uri: &Uri, n: usize) -> Option<Uri> {
 mod tests {
     use super::*;
 
+    /// The table of `routes`, the port keeping no path for itself.
+    fn table(routes: Vec<HostedRoute>) -> HostTable {
+        routes
+            .into_iter()
+            .fold(HostTable::default(), |t, r| t.with(r))
+    }
+
     fn route(no: i64, id: &str) -> HostedRoute {
         let front = Front::new(axum::Router::new());
         HostedRoute::new(EntityNo::new(no).unwrap(), id, front).unwrap()
@@ -338,7 +331,7 @@ mod tests {
 
     #[test]
     fn an_identifier_at_a_host_root_takes_the_whole_host() {
-        let t = HostTable::new(vec![
+        let t = table(vec![
             route(2, "https://fed.example.org/edu"),
             route(3, "https://ta2.example.org/"),
         ]);
@@ -354,7 +347,7 @@ mod tests {
 
     #[test]
     fn the_longest_path_on_the_right_host_wins_by_whole_segments() {
-        let t = HostTable::new(vec![
+        let t = table(vec![
             route(2, "https://fed.example.org/edu"),
             route(3, "https://fed.example.org/edu/test"),
             route(4, "http://127.0.0.1:8080/edu/"),

@@ -20,7 +20,8 @@
 # Usage: deploy/bench/callgrind_paths.sh [BINARY ...]
 #   Each BINARY (default: this checkout's release build, built first) is measured in turn; one
 #   line per binary and path: `BINARY PATH instructions_per_request`.
-# Environment: BENCH_CG_SECONDS (10, wrk's duration per path), OUT (callgrind files, kept).
+# Environment: BENCH_CG_SECONDS (10, wrk's duration per path), OUT (callgrind files, kept),
+# BENCH_CG_HOSTED (1; 0: no hosted entity, the single-entity deployment's paths only).
 # Needs valgrind, wrk, curl, python3.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,7 +86,7 @@ for BIN in "$@"; do
     admin $M POST /trust-anchors "{\"entity_id\":\"http://127.0.0.1:$TA\",\"jwks\":$(jwks_of $TA)}"
     admin $M POST /subordinates "{\"entity_id\":\"http://127.0.0.1:$LEAF\",\"jwks\":$(jwks_of $LEAF)}"
     PATHS="ec fetch resolve"
-    if curl -fsS -o /dev/null -X POST "http://127.0.0.1:$M/api/v1/admin/entities" \
+    if [ "${BENCH_CG_HOSTED:-1}" = 1 ] && curl -fsS -o /dev/null -X POST "http://127.0.0.1:$M/api/v1/admin/entities" \
         -H 'content-type: application/json' -d "{\"entity_id\":\"http://127.0.0.1:$M/h\"}"; then
         admin $M POST /entities/2/federation-endpoints '{"type":"fetch","path":"/fetch"}'
         admin $M POST /entities/2/subordinates "{\"entity_id\":\"http://127.0.0.1:$LEAF\",\"jwks\":$(jwks_of $LEAF)}"
