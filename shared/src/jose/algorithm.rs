@@ -17,6 +17,10 @@ use crate::{Error, Result};
 /// `EdDSA` (RFC 8037) signs with an Ed25519 key; `Ed25519` and `Ed448` are the fully specified
 /// names of RFC 9864. When *verifying*, `EdDSA` accepts Ed25519 and Ed448 keys (as RFC 8037
 /// allows), while `Ed25519`/`Ed448` accept only their own curve.
+///
+/// `ML-DSA-44`, `ML-DSA-65` and `ML-DSA-87` are FIPS 204 signatures as "ML-DSA for JOSE and
+/// COSE" (draft-ietf-cose-dilithium) puts them in a JWS: an `AKP` key whose `alg` names the
+/// parameter set, pure ML-DSA over the JWS signing input with an empty context.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Algorithm {
@@ -46,6 +50,15 @@ pub enum Algorithm {
     RS384,
     /// RSASSA-PKCS1-v1_5 with SHA-512.
     RS512,
+    /// ML-DSA-44 (FIPS 204, security category 2).
+    #[serde(rename = "ML-DSA-44")]
+    MlDsa44,
+    /// ML-DSA-65 (FIPS 204, security category 3).
+    #[serde(rename = "ML-DSA-65")]
+    MlDsa65,
+    /// ML-DSA-87 (FIPS 204, security category 5).
+    #[serde(rename = "ML-DSA-87")]
+    MlDsa87,
 }
 
 /// The key family an algorithm needs, with the curve where the family has several.
@@ -59,6 +72,9 @@ pub(crate) enum KeyKind {
     Rsa,
     /// `kty` "OKP" on one of the named curves (`crv`).
     Okp(&'static [&'static str]),
+    /// `kty` "AKP" (draft-ietf-cose-dilithium): the key's own `alg` names the parameter set,
+    /// so it must equal the algorithm (checked where the key's `alg` is at hand).
+    Akp,
 }
 
 impl Algorithm {
@@ -77,6 +93,9 @@ impl Algorithm {
         Algorithm::RS256,
         Algorithm::RS384,
         Algorithm::RS512,
+        Algorithm::MlDsa44,
+        Algorithm::MlDsa65,
+        Algorithm::MlDsa87,
     ];
 
     /// The JOSE `alg` name, used in headers, JWKs and metadata.
@@ -95,6 +114,9 @@ impl Algorithm {
             Algorithm::RS256 => "RS256",
             Algorithm::RS384 => "RS384",
             Algorithm::RS512 => "RS512",
+            Algorithm::MlDsa44 => "ML-DSA-44",
+            Algorithm::MlDsa65 => "ML-DSA-65",
+            Algorithm::MlDsa87 => "ML-DSA-87",
         }
     }
 
@@ -107,6 +129,11 @@ impl Algorithm {
     /// Whether keys of this algorithm are RSA keys (their modulus size is configured).
     pub fn is_rsa(self) -> bool {
         matches!(self.key_kind(), KeyKind::Rsa)
+    }
+
+    /// Whether this is an ML-DSA algorithm (FIPS 204; `AKP` keys).
+    pub fn is_ml_dsa(self) -> bool {
+        matches!(self.key_kind(), KeyKind::Akp)
     }
 
     /// Which keys can verify this algorithm.
@@ -125,6 +152,7 @@ impl Algorithm {
             | Algorithm::RS256
             | Algorithm::RS384
             | Algorithm::RS512 => KeyKind::Rsa,
+            Algorithm::MlDsa44 | Algorithm::MlDsa65 | Algorithm::MlDsa87 => KeyKind::Akp,
         }
     }
 
@@ -143,6 +171,7 @@ impl Algorithm {
             (KeyKind::Ec(want), Some("EC")) => crv == Some(want),
             (KeyKind::Rsa, Some("RSA")) => true,
             (KeyKind::Okp(curves), Some("OKP")) => crv.is_some_and(|c| curves.contains(&c)),
+            (KeyKind::Akp, Some("AKP")) => true,
             _ => false,
         }
     }
@@ -183,11 +212,25 @@ mod tests {
         }
         assert_eq!(Algorithm::EdDSA.to_string(), "EdDSA");
         assert_eq!(Algorithm::ES256K.to_string(), "ES256K");
+        assert_eq!(Algorithm::MlDsa65.to_string(), "ML-DSA-65");
+        assert_eq!(
+            "ML-DSA-87".parse::<Algorithm>().unwrap(),
+            Algorithm::MlDsa87
+        );
     }
 
     #[test]
     fn none_hmac_and_wrong_case_are_rejected() {
-        for bad in ["none", "HS256", "HS512", "es256", "", "EDDSA"] {
+        for bad in [
+            "none",
+            "HS256",
+            "HS512",
+            "es256",
+            "",
+            "EDDSA",
+            "MlDsa65",
+            "ml-dsa-65",
+        ] {
             assert!(bad.parse::<Algorithm>().is_err(), "{bad} accepted");
             assert!(serde_json::from_str::<Algorithm>(&format!("\"{bad}\"")).is_err());
         }
@@ -202,5 +245,8 @@ mod tests {
         assert!(Algorithm::EdDSA.fits_key(Some("OKP"), Some("Ed448")));
         assert!(!Algorithm::Ed25519.fits_key(Some("OKP"), Some("Ed448")));
         assert!(!Algorithm::Ed448.fits_key(Some("OKP"), None));
+        assert!(Algorithm::MlDsa44.fits_key(Some("AKP"), None));
+        assert!(!Algorithm::MlDsa44.fits_key(Some("OKP"), Some("Ed25519")));
+        assert!(!Algorithm::ES256.fits_key(Some("AKP"), None));
     }
 }

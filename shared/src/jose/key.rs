@@ -8,8 +8,9 @@ use josekit::jwk::KeyPair as _;
 use josekit::jwk::alg::ed::EdCurve;
 use josekit::jws::{self, JwsSigner};
 
+use super::ml_dsa::MlDsaKey;
 use super::thumbprint::{required_public_members, thumbprint};
-use super::{Algorithm, Jwk};
+use super::{Algorithm, Jwk, b64_encode};
 use crate::{Error, Result};
 
 const PEM_BEGIN: &str = "-----BEGIN PRIVATE KEY-----";
@@ -30,11 +31,11 @@ pub trait Signer: Send + Sync + fmt::Debug {
     /// Signature over the JWS signing input, already in JWS form (ECDSA raw r||s).
     fn sign_bytes(&self, signing_input: &[u8]) -> Result<Vec<u8>>;
     /// Whether one signature takes long enough that an async caller must not wait for it on
-    /// its own worker thread: an RSA signature costs about a millisecond (EC and EdDSA tens of
-    /// microseconds), a hardware token a round trip and a lock. Async callers hand these to a
-    /// blocking thread.
+    /// its own worker thread: an RSA signature costs about a millisecond, an ML-DSA one a few
+    /// hundred microseconds with its rejection loop (EC and EdDSA tens of microseconds), a
+    /// hardware token a round trip and a lock. Async callers hand these to a blocking thread.
     fn is_blocking(&self) -> bool {
-        matches!(self.alg().key_kind(), super::algorithm::KeyKind::Rsa)
+        self.alg().is_rsa() || self.alg().is_ml_dsa()
     }
 }
 
@@ -48,7 +49,14 @@ pub struct SigningKey {
     kid: String,
     public_jwk: Jwk,
     private_pem: String,
-    signer: Box<dyn JwsSigner>,
+    signer: Inner,
+}
+
+/// What makes the signatures: josekit (OpenSSL) for the classic algorithms, RustCrypto's
+/// ML-DSA for FIPS 204 (OpenSSL before 3.5 has none).
+enum Inner {
+    Jose(Box<dyn JwsSigner>),
+    MlDsa(MlDsaKey),
 }
 
 fn key_err(what: &str, alg: Algorithm, e: impl fmt::Display) -> Error {
@@ -84,7 +92,7 @@ fn rsassa_pss(alg: Algorithm) -> Option<jws::alg::rsassa_pss::RsassaPssJwsAlgori
 }
 
 /// Decodes a PKCS#8 (`BEGIN PRIVATE KEY`) PEM; errors never echo the input.
-fn pkcs8_der_from_pem(pem: &str) -> Result<Vec<u8>> {
+pub(crate) fn pkcs8_der_from_pem(pem: &str) -> Result<Vec<u8>> {
     let body = pem
         .trim()
         .strip_prefix(PEM_BEGIN)
@@ -120,6 +128,9 @@ impl SigningKey {
     /// The `kid` is the RFC 7638 thumbprint of the public key, as the federation spec
     /// recommends.
     pub fn generate(alg: Algorithm, rsa_bits: u32) -> Result<Self> {
+        if alg.is_ml_dsa() {
+            return Self::from_ml_dsa(alg, MlDsaKey::generate(alg)?);
+        }
         let pem = if let Some(ec) = ecdsa(alg) {
             ec.generate_key_pair()
                 .map_err(|e| key_err("cannot generate key", alg, e))?
@@ -149,6 +160,9 @@ impl SigningKey {
     /// RSA size of at least 2048 bits) fits the algorithm.
     pub fn from_pem(alg: Algorithm, pkcs8_pem: &str) -> Result<Self> {
         let der = pkcs8_der_from_pem(pkcs8_pem)?;
+        if alg.is_ml_dsa() {
+            return Self::from_ml_dsa(alg, MlDsaKey::from_pkcs8_der(alg, &der)?);
+        }
         let bad = |e: josekit::JoseError| key_err("key does not fit", alg, e);
         let (jwk, signer): (josekit::jwk::Jwk, Box<dyn JwsSigner>) = if let Some(a) = ecdsa(alg) {
             let kp = a.key_pair_from_der(&der).map_err(bad)?;
@@ -181,7 +195,24 @@ impl SigningKey {
             let signer = jws::EdDSA.signer_from_der(&der).map_err(bad)?;
             (kp.to_jwk_public_key(), Box::new(signer))
         };
-        let mut public_jwk = required_public_members(jwk.as_ref())?;
+        let public_jwk = required_public_members(jwk.as_ref())?;
+        Self::assemble(alg, public_jwk, &der, Inner::Jose(signer))
+    }
+
+    /// An ML-DSA key: its JWK is `{"alg", "kty": "AKP", "pub"}` (draft-ietf-cose-dilithium),
+    /// its stored form the PKCS#8 seed form of RFC 9881.
+    pub(crate) fn from_ml_dsa(alg: Algorithm, key: MlDsaKey) -> Result<Self> {
+        let mut jwk = Jwk::new();
+        jwk.insert("alg".into(), alg.as_str().into());
+        jwk.insert("kty".into(), "AKP".into());
+        jwk.insert("pub".into(), b64_encode(&key.public_bytes()).into());
+        let der = key.to_pkcs8_der()?;
+        Self::assemble(alg, jwk, &der, Inner::MlDsa(key))
+    }
+
+    /// The key with its thumbprint `kid` and its published JWK (`use`, `alg`, `kid` added to
+    /// the thumbprint's members).
+    fn assemble(alg: Algorithm, mut public_jwk: Jwk, der: &[u8], signer: Inner) -> Result<Self> {
         let kid = thumbprint(&public_jwk)?;
         public_jwk.insert("use".into(), "sig".into());
         public_jwk.insert("alg".into(), alg.as_str().into());
@@ -190,7 +221,7 @@ impl SigningKey {
             alg,
             kid,
             public_jwk,
-            private_pem: pem_from_pkcs8_der(&der),
+            private_pem: pem_from_pkcs8_der(der),
             signer,
         })
     }
@@ -233,9 +264,12 @@ impl Signer for SigningKey {
     }
 
     fn sign_bytes(&self, signing_input: &[u8]) -> Result<Vec<u8>> {
-        self.signer
-            .sign(signing_input)
-            .map_err(|e| Error::Jws(format!("signing with {} failed: {e}", self.alg)))
+        match &self.signer {
+            Inner::Jose(s) => s
+                .sign(signing_input)
+                .map_err(|e| Error::Jws(format!("signing with {} failed: {e}", self.alg))),
+            Inner::MlDsa(k) => k.sign(signing_input),
+        }
     }
 }
 

@@ -10,11 +10,11 @@ use josekit::jwk::alg::ec::EcKeyPair;
 use josekit::jwk::alg::ed::EdKeyPair;
 use josekit::jwk::alg::rsa::RsaKeyPair;
 
-use super::{Algorithm, Jwk, SigningKey};
+use super::{Algorithm, Jwk, Signer as _, SigningKey};
 use crate::{Error, Result};
 
 /// Algorithms tried, in order, for a PEM key when none is named: the key type and curve decide.
-const PEM_GUESSES: [Algorithm; 7] = [
+const PEM_GUESSES: [Algorithm; 10] = [
     Algorithm::ES256,
     Algorithm::ES384,
     Algorithm::ES512,
@@ -22,10 +22,13 @@ const PEM_GUESSES: [Algorithm; 7] = [
     Algorithm::Ed25519,
     Algorithm::Ed448,
     Algorithm::RS256,
+    Algorithm::MlDsa44,
+    Algorithm::MlDsa65,
+    Algorithm::MlDsa87,
 ];
 
 /// Loads a private key from a file's text: a PKCS#8 PEM (`BEGIN PRIVATE KEY`) or a private
-/// JWK (JSON object with `d`). `alg` names the algorithm; without it the JWK's `alg` member, or
+/// JWK (JSON object with `d`, or `priv` for `AKP`). `alg` names the algorithm; without it the JWK's `alg` member, or
 /// else the key type and curve, decide (RSA keys sign with RS256). A JWK's `kid` is kept, so
 /// that the signature names the key as the owner published it.
 pub fn load_private_key(text: &str, alg: Option<Algorithm>) -> Result<SigningKey> {
@@ -51,6 +54,9 @@ pub fn load_private_key(text: &str, alg: Option<Algorithm>) -> Result<SigningKey
 
 /// A private JWK as a [`SigningKey`] (see [`load_private_key`]).
 pub fn from_private_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey> {
+    if jwk.get("kty").and_then(|v| v.as_str()) == Some("AKP") {
+        return from_akp_jwk(jwk, alg);
+    }
     if !jwk.contains_key("d") {
         return Err(Error::Key("the JWK has no private part (d)".into()));
     }
@@ -111,11 +117,42 @@ pub fn from_private_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey>
     })
 }
 
+/// A private `AKP` JWK (draft-ietf-cose-dilithium): `alg` names the parameter set, `priv` is
+/// the 32-byte seed, and `pub` must be the public key that seed makes, or the key is refused
+/// (a `pub` that does not match would publish one key and sign with another).
+fn from_akp_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey> {
+    let member = |name: &str| jwk.get(name).and_then(|v| v.as_str());
+    let named: Algorithm = member("alg")
+        .ok_or_else(|| Error::Key("an AKP JWK needs alg (its parameter set)".into()))?
+        .parse()?;
+    if alg.is_some_and(|a| a != named) || !named.is_ml_dsa() {
+        return Err(Error::Key(format!(
+            "the AKP JWK is for {named}, not {}",
+            alg.unwrap_or(named)
+        )));
+    }
+    let seed = member("priv")
+        .ok_or_else(|| Error::Key("the JWK has no private part (priv)".into()))
+        .and_then(|p| super::b64_decode("priv", p))
+        .map_err(|_| Error::Key("the AKP JWK's priv is not base64url".into()))?;
+    let key = SigningKey::from_ml_dsa(named, super::ml_dsa::MlDsaKey::from_seed(named, &seed)?)?;
+    if member("pub")
+        .is_some_and(|p| Some(p) != key.public_jwk().get("pub").and_then(|v| v.as_str()))
+    {
+        return Err(Error::Key(
+            "the AKP JWK's pub is not the public key of its priv seed".into(),
+        ));
+    }
+    Ok(match member("kid") {
+        None | Some("") => key,
+        Some(kid) => key.with_kid(kid),
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)] // a failing unwrap is a failing test
 mod tests {
     use super::*;
-    use crate::jose::Signer as _;
 
     fn private_jwk(key: &SigningKey) -> Jwk {
         let der = key.private_pem();
@@ -153,6 +190,37 @@ mod tests {
             keys: vec![loaded.public_jwk().clone()],
         };
         crate::jose::verify(&token, &jwks).unwrap();
+    }
+
+    #[test]
+    fn an_akp_jwk_signs_when_its_pub_is_its_seeds_and_is_refused_otherwise() {
+        let k = SigningKey::generate(Algorithm::MlDsa65, 0).unwrap();
+        let pem = k.private_pem();
+        // The seed form's last 32 bytes of DER are the seed (RFC 9881 `[0] IMPLICIT`).
+        let der = super::super::key::pkcs8_der_from_pem(pem).unwrap();
+        let seed = super::super::b64_encode(&der[der.len() - 32..]);
+        let mut jwk = k.public_jwk().clone();
+        jwk.insert("priv".into(), seed.into());
+        let loaded = load_private_key(&serde_json::to_string(&jwk).unwrap(), None).unwrap();
+        assert_eq!(loaded.alg(), Algorithm::MlDsa65);
+        assert_eq!(loaded.public_jwk()["pub"], k.public_jwk()["pub"]);
+        assert_eq!(
+            load_private_key(pem, None).unwrap().alg(),
+            Algorithm::MlDsa65
+        );
+
+        let other = SigningKey::generate(Algorithm::MlDsa65, 0).unwrap();
+        let mut wrong = jwk.clone();
+        wrong.insert("pub".into(), other.public_jwk()["pub"].clone());
+        let e = from_private_jwk(&wrong, None).unwrap_err();
+        assert!(
+            e.to_string().contains("not the public key of its priv"),
+            "{e}"
+        );
+        assert!(from_private_jwk(&jwk, Some(Algorithm::MlDsa44)).is_err());
+        let mut no_alg = jwk.clone();
+        no_alg.remove("alg");
+        assert!(from_private_jwk(&no_alg, None).is_err());
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //!   curve's coordinate size; the point on the curve (checked by OpenSSL, never by curve
 //!   arithmetic of our own).
 //! - `OKP`: `crv` Ed25519, Ed448, X25519 or X448; `x` base64url of the curve's key size.
+//! - `AKP` (draft-ietf-cose-dilithium): `alg` ML-DSA-44, ML-DSA-65 or ML-DSA-87; `pub`
+//!   base64url of exactly that parameter set's public key size.
 //! - `RSA`: `n` and `e` base64url; a modulus of [`RSA_MIN_BITS`]..=[`RSA_MAX_BITS`] bits; an
 //!   odd exponent of at least 3 and at most 256 bits (FIPS 186-5's bound).
 //! - no private members (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`, `k`, `priv`), so no
@@ -39,7 +41,7 @@ const RSA_MAX_E_BITS: u32 = 256;
 const PRIVATE_MEMBERS: [&str; 9] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k", "priv"];
 
 /// The key types parsed in full.
-pub const KNOWN_KEY_TYPES: [&str; 3] = ["EC", "RSA", "OKP"];
+pub const KNOWN_KEY_TYPES: [&str; 4] = ["EC", "RSA", "OKP", "AKP"];
 
 /// An elliptic curve of `kty` `EC`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +135,8 @@ pub enum PublicKey {
     Okp(OkpCurve),
     /// An RSA key of this many modulus bits.
     Rsa(u32),
+    /// An ML-DSA key (`AKP`) of the parameter set its `alg` names.
+    Akp(super::Algorithm),
     /// A key of a `kty` the operator accepts without Pharos parsing it.
     Accepted(String),
 }
@@ -278,6 +282,21 @@ fn rsa(jwk: &Jwk) -> Result<PublicKey, KeyError> {
     Ok(PublicKey::Rsa(bits))
 }
 
+fn akp(jwk: &Jwk) -> Result<PublicKey, KeyError> {
+    let alg = string(jwk, "alg")?;
+    let (alg, len) = super::Algorithm::ALL
+        .iter()
+        .find_map(|a| Some((*a, super::ml_dsa::public_len(*a)?)).filter(|(a, _)| a.as_str() == alg))
+        .ok_or_else(|| {
+            KeyError::new(
+                "alg",
+                format!("{alg:?} is not an AKP algorithm (ML-DSA-44, ML-DSA-65, ML-DSA-87)"),
+            )
+        })?;
+    sized(jwk, "pub", len, alg.as_str())?;
+    Ok(PublicKey::Akp(alg))
+}
+
 /// Parses one public JWK (`accepted`: the `kty` values accepted without parsing, from
 /// `federation.accept.key_types`). `kid` is the key set's business ([`parse_public_key_set`]).
 pub fn parse_public_key(jwk: &Jwk, accepted: &[String]) -> Result<PublicKey, KeyError> {
@@ -291,6 +310,7 @@ pub fn parse_public_key(jwk: &Jwk, accepted: &[String]) -> Result<PublicKey, Key
         "EC" => ec(jwk),
         "OKP" => okp(jwk),
         "RSA" => rsa(jwk),
+        "AKP" => akp(jwk),
         other if accepted.iter().any(|a| a == other) => Ok(PublicKey::Accepted(other.to_owned())),
         other => Err(KeyError::new(
             "kty",

@@ -32,6 +32,7 @@ fn generated_keys_of_every_algorithm_parse() {
             "ES256K" => PublicKey::Ec(EcCurve::Secp256k1),
             "Ed448" => PublicKey::Okp(OkpCurve::Ed448),
             "EdDSA" | "Ed25519" => PublicKey::Okp(OkpCurve::Ed25519),
+            "ML-DSA-44" | "ML-DSA-65" | "ML-DSA-87" => PublicKey::Akp(*alg),
             _ => PublicKey::Rsa(2048),
         };
         assert_eq!(key, expected, "{alg}");
@@ -42,7 +43,7 @@ fn generated_keys_of_every_algorithm_parse() {
 fn the_issue_s_malformed_keys_are_refused_naming_the_member() {
     assert_eq!(
         parse(json!({"kty": "FOO", "kid": "a"})).unwrap_err(),
-        "kty: \"FOO\" is not a key type Pharos knows (EC, RSA, OKP; others only when listed in \
+        "kty: \"FOO\" is not a key type Pharos knows (EC, RSA, OKP, AKP; others only when listed in \
          federation.accept.key_types)"
     );
     assert_eq!(
@@ -159,15 +160,15 @@ fn private_members_and_symmetric_keys_are_refused() {
 
 #[test]
 fn an_accepted_kty_is_kept_as_given() {
-    let accepted = ["AKP".to_owned()];
-    let k = jwk(json!({"kty": "AKP", "kid": "a", "pub": "AAAA"}));
+    let accepted = ["XYZ".to_owned()];
+    let k = jwk(json!({"kty": "XYZ", "kid": "a", "pub": "AAAA"}));
     assert_eq!(
         parse_public_key(&k, &accepted),
-        Ok(PublicKey::Accepted("AKP".into()))
+        Ok(PublicKey::Accepted("XYZ".into()))
     );
     assert!(parse_public_key(&k, &[]).is_err());
     // Private members stay refused whatever the kty.
-    let k = jwk(json!({"kty": "AKP", "kid": "a", "priv": "AAAA"}));
+    let k = jwk(json!({"kty": "XYZ", "kid": "a", "priv": "AAAA"}));
     assert!(parse_public_key(&k, &accepted).is_err());
 }
 
@@ -196,5 +197,37 @@ fn key_sets_name_the_key_and_need_unique_kids() {
         parse_public_key_set(&[a.clone(), a], &[])
             .unwrap_err()
             .starts_with("keys[1].kid: duplicate kid")
+    );
+}
+
+#[test]
+fn akp_keys_need_an_ml_dsa_alg_and_a_pub_of_its_size() {
+    let k = public(Algorithm::MlDsa65);
+    assert_eq!(
+        parse(Value::Object(k.clone())),
+        Ok(PublicKey::Akp(Algorithm::MlDsa65))
+    );
+    let mut wrong = k.clone();
+    wrong.insert("alg".into(), "ML-DSA-44".into());
+    assert_eq!(
+        parse(Value::Object(wrong)).unwrap_err(),
+        "pub: 1952 bytes, ML-DSA-44 needs 1312"
+    );
+    let mut no_alg = k.clone();
+    no_alg.remove("alg");
+    assert_eq!(parse(Value::Object(no_alg)).unwrap_err(), "alg: missing");
+    let mut es = k.clone();
+    es.insert("alg".into(), "ES256".into());
+    assert!(
+        parse(Value::Object(es))
+            .unwrap_err()
+            .starts_with("alg: \"ES256\" is not an AKP")
+    );
+    let mut private = k;
+    private.insert("priv".into(), "AAAA".into());
+    assert!(
+        parse(Value::Object(private))
+            .unwrap_err()
+            .starts_with("priv: a private key member")
     );
 }

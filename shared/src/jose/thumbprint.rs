@@ -12,6 +12,8 @@ fn required_members(kty: &str) -> Option<&'static [&'static str]> {
         "EC" => Some(&["crv", "kty", "x", "y"]),
         "RSA" => Some(&["e", "kty", "n"]),
         "OKP" => Some(&["crv", "kty", "x"]),
+        // draft-ietf-cose-dilithium: the parameter set is part of the key, so `alg` is hashed.
+        "AKP" => Some(&["alg", "kty", "pub"]),
         _ => None,
     }
 }
@@ -37,7 +39,7 @@ pub(crate) fn required_public_members(jwk: &Jwk) -> Result<Jwk> {
 ///
 /// Exists because the federation spec recommends thumbprints as `kid`s and josekit has no
 /// helper. Only the required members are hashed (EC `{crv,kty,x,y}`, RSA `{e,kty,n}`, OKP
-/// `{crv,kty,x}`), in lexicographic order without whitespace; any other `kty` or a missing
+/// `{crv,kty,x}`, AKP `{alg,kty,pub}`), in lexicographic order without whitespace; any other `kty` or a missing
 /// member is an error.
 pub fn thumbprint(jwk: &Jwk) -> Result<String> {
     let members = required_public_members(jwk)?;

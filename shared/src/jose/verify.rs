@@ -18,6 +18,11 @@ use crate::{Error, Result};
 /// [`usable`]). ECDSA keys take [`verify_ecdsa`]; the others josekit's verifiers.
 fn check_signature(alg: Algorithm, key: &Jwk, input: &[u8], signature: &[u8]) -> Result<()> {
     let kid = usable(alg, key)?;
+    if alg.is_ml_dsa() {
+        let public = b64_decode("AKP public key pub", str_member(key, "pub").unwrap_or(""))?;
+        return super::ml_dsa::verify(alg, &public, input, signature)
+            .map_err(|e| Error::Jws(format!("key {kid:?}: signature check failed: {e}")));
+    }
     if let Some(curve) = ecdsa_curve(alg) {
         return verify_ecdsa(&curve?, key, input, signature)
             .map_err(|e| Error::Jws(format!("key {kid:?}: signature check failed: {e}")));
@@ -28,13 +33,19 @@ fn check_signature(alg: Algorithm, key: &Jwk, input: &[u8], signature: &[u8]) ->
 }
 
 /// The key's `kid` (for messages) once the key fits `alg`: its `kty`/`crv`, its own `alg`
-/// member when it has one, and the RSA bounds.
+/// member when it has one (an `AKP` key must have one: it names the parameter set), and the
+/// RSA bounds.
 fn usable(alg: Algorithm, key: &Jwk) -> Result<&str> {
     let kid = str_member(key, "kid").unwrap_or("(none)");
     if !alg.fits_key(str_member(key, "kty"), str_member(key, "crv")) {
         return Err(Error::Jws(format!("key {kid:?} cannot verify {alg}")));
     }
     match key.get("alg") {
+        None if alg.is_ml_dsa() => {
+            return Err(Error::Jws(format!(
+                "key {kid:?} has no alg; an AKP key names its parameter set there"
+            )));
+        }
         None => {}
         Some(Value::String(a)) if a == alg.as_str() => {}
         Some(other) => {
@@ -72,6 +83,11 @@ fn verifier_for(alg: Algorithm, key: &Jwk, kid: &str) -> Result<Box<dyn JwsVerif
         Algorithm::RS256 => jws::RS256.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
         Algorithm::RS384 => jws::RS384.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
         Algorithm::RS512 => jws::RS512.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
+        Algorithm::MlDsa44 | Algorithm::MlDsa65 | Algorithm::MlDsa87 => {
+            return Err(Error::Jws(format!(
+                "key {kid:?}: {alg} is not a josekit algorithm"
+            )));
+        }
     };
     verifier.map_err(|e| Error::Jws(format!("key {kid:?} unusable for {alg}: {e}")))
 }

@@ -47,6 +47,9 @@ fn every_algorithm_round_trips_with_jws_signature_sizes() {
             Algorithm::ES384 => 96,
             Algorithm::ES512 => 132,
             Algorithm::Ed448 => 114,
+            Algorithm::MlDsa44 => 2420,
+            Algorithm::MlDsa65 => 3309,
+            Algorithm::MlDsa87 => 4627,
             _ => 256,
         };
         assert_eq!(sig.len(), want, "{alg} signature length");
@@ -325,4 +328,51 @@ fn spec_4_3_rs256_trust_chain_verifies_link_by_link() {
     for k in &ta.keys {
         assert!(thumbprint(k).is_ok());
     }
+}
+
+/// The JOSE examples of draft-ietf-cose-dilithium-09 (appendix; `examples/jose/examples/` of
+/// cose-wg/draft-ietf-cose-dilithium at 7f2084b): the seed (`priv`, 32 zero bytes) makes the
+/// published `pub` and `kid` (the AKP thumbprint), the draft's compact JWS verifies, a flipped
+/// bit does not, and a signature of ours with the seed's key verifies against the draft's JWK.
+#[test]
+fn draft_cose_dilithium_jose_examples() {
+    let vectors = [
+        include_str!("../../../tests/vectors/cose-dilithium/ML_DSA_44.jose.json"),
+        include_str!("../../../tests/vectors/cose-dilithium/ML_DSA_65.jose.json"),
+        include_str!("../../../tests/vectors/cose-dilithium/ML_DSA_87.jose.json"),
+    ];
+    for text in vectors {
+        let v: Value = serde_json::from_str(text).unwrap();
+        let jwk: Jwk = v["jwk"].as_object().unwrap().clone();
+        let alg: Algorithm = jwk["alg"].as_str().unwrap().parse().unwrap();
+        // The draft's own thumbprint of its key.
+        assert_eq!(thumbprint(&jwk).unwrap(), jwk["kid"], "{alg} kid");
+        // The seed makes the same key: our signer publishes the draft's pub under the same kid.
+        let ours = crate::jose::from_private_jwk(&jwk, None).unwrap();
+        assert_eq!(ours.public_jwk()["pub"], jwk["pub"], "{alg} pub");
+        assert_eq!(ours.kid(), jwk["kid"]);
+        let mut public = jwk.clone();
+        public.remove("priv");
+        // The draft's JWS (its payload is text, not claims: checked below `verify`'s parsing).
+        let token = v["jws"].as_str().unwrap();
+        let (input, sig) = token.rsplit_once('.').unwrap();
+        let sig = b64_decode("sig", sig).unwrap();
+        assert_eq!(
+            hex(input.as_bytes()),
+            v["raw_to_be_signed"],
+            "{alg} signing input"
+        );
+        assert_eq!(hex(&sig), v["raw_signature"]);
+        check_signature(alg, &public, input.as_bytes(), &sig).unwrap();
+        let mut flipped = sig.clone();
+        flipped[7] ^= 1;
+        assert!(check_signature(alg, &public, input.as_bytes(), &flipped).is_err());
+        // Ours, verified with the draft's public JWK.
+        let token = sign(&ours, "entity-statement+jwt", &claims(), None).unwrap();
+        verify(&token, &set(&[&public])).unwrap();
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
