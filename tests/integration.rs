@@ -59,6 +59,7 @@ mod kill9_writes;
 mod large_registry;
 mod list;
 mod logging;
+mod ml_dsa;
 mod openapi;
 mod pkcs11;
 mod rate_limits;

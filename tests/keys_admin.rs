@@ -118,6 +118,73 @@ async fn algorithm_change_is_announced_a_lead_time_ahead() {
     }
 }
 
+/// Issue 35, acceptance 3: moving from ES256 to ML-DSA-65 with a lead time (injected clock). The
+/// ML-DSA key is published in `jwks` (an `AKP` key with `pub`) before it signs; at the switch
+/// it signs the Entity Configuration (verified with the published keys); the ES256 key keeps
+/// verifying for the overlap and then moves to the historical keys, signed by the new key.
+#[tokio::test]
+async fn a_move_from_es256_to_ml_dsa_65_publishes_first_then_signs() {
+    for b in backends() {
+        let db = TestDb::new(b).await;
+        let (p, clock) = start(&db).await;
+        let k0 = p.entity_configuration().await.header["kid"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (s, v) = p
+            .admin_raw(Method::PUT, "/kms/alg", Some("ML-DSA-65"))
+            .await;
+        assert_eq!(s, 200, "{b:?} {v}");
+        let at = T0 + 5 * 86_400;
+        assert_eq!(
+            (&v["pending_alg"], &v["alg_change_at"]),
+            (&json!("ML-DSA-65"), &json!(at))
+        );
+
+        // Published now, not signing yet.
+        let ec = p.entity_configuration().await;
+        assert_eq!(ec.header["alg"], "ES256");
+        let keys = ec.claims["jwks"]["keys"].clone();
+        let new = keys
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["alg"] == "ML-DSA-65")
+            .unwrap()
+            .clone();
+        assert_eq!(new["kty"], "AKP");
+        assert_eq!(
+            new["pub"].as_str().unwrap().len(),
+            2603,
+            "1,952 bytes in base64url"
+        );
+        assert_eq!(new["nbf"], at);
+        tick(&p, &clock, at - 1).await;
+        assert_eq!(p.entity_configuration().await.header["alg"], "ES256");
+
+        // The switch: the ML-DSA key signs; the ES256 key verifies until the overlap ends.
+        tick(&p, &clock, at).await;
+        let ec = p.entity_configuration().await;
+        assert_eq!(
+            (&ec.header["alg"], &ec.header["kid"]),
+            (&json!("ML-DSA-65"), &new["kid"]),
+            "{b:?}"
+        );
+        assert!(kids(&ec).contains(&k0));
+        tick(&p, &clock, at + H).await;
+        let ec = p.entity_configuration().await;
+        assert!(!kids(&ec).contains(&k0));
+        let h = historical(&p).await;
+        assert_eq!(h.header["alg"], "ML-DSA-65");
+        let old = find(&h.claims["keys"], &k0).unwrap();
+        assert_eq!(
+            (&old["alg"], &old["exp"]),
+            (&json!("ES256"), &json!(at + H))
+        );
+        p.stop().await;
+    }
+}
+
 /// Reference §13 item 6: rotating an API-managed key must find the old key and publish the new
 /// one (lighthouse wrote to a different key store).
 #[tokio::test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pharos_shared::config::{Kms as KmsKind, Settings};
-use pharos_shared::jose::{Algorithm, Jwk, Signer, SigningKey};
+use pharos_shared::jose::{Algorithm, Jwk, Signer, SigningKey, thumbprint};
 
 use super::pkcs11::{Token, TokenSigner};
 use crate::db::keys::KeyRow;
@@ -133,12 +133,14 @@ impl Kms {
         self.static_key().map(|p| read_pem_key(p, alg)).transpose()
     }
 
-    /// A signer for a stored key of ours.
+    /// A signer for a stored key of ours. The private key must make the stored public key
+    /// (for ML-DSA: the seed must reproduce `pub`), else it is refused: signing with a key
+    /// other than the one published would make every statement unverifiable.
     pub fn signer(&self, row: &KeyRow) -> Result<Arc<dyn Signer>> {
         let alg: Algorithm = row.alg.parse()?;
         if let Some(stored) = &row.private_pem {
             let pem = self.open_stored(&row.kid, stored)?;
-            return Ok(Arc::new(SigningKey::from_pem(alg, &pem)?));
+            return Ok(Arc::new(published(row, SigningKey::from_pem(alg, &pem)?)?));
         }
         if let Some(token) = &self.token {
             let s = TokenSigner::new(token.clone(), alg, &row.kid, row.public_jwk.clone())?;
@@ -154,7 +156,24 @@ impl Kms {
                 row.kid
             )));
         }
-        Ok(Arc::new(read_pem_key(&path, alg)?))
+        Ok(Arc::new(published(row, read_pem_key(&path, alg)?)?))
+    }
+}
+
+/// `key` when its public key is the one `row` publishes (same RFC 7638 thumbprint members).
+fn published(row: &KeyRow, key: SigningKey) -> Result<SigningKey> {
+    let same = match (thumbprint(key.public_jwk()), thumbprint(&row.public_jwk)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        Ok(key)
+    } else {
+        Err(Error::Internal(format!(
+            "the private key stored for {} does not make its published public key; refusing \
+             to sign with it",
+            row.kid
+        )))
     }
 }
 
@@ -172,4 +191,29 @@ pub fn read_pem_key(path: &Path, alg: Algorithm) -> Result<SigningKey> {
     let pem = std::fs::read_to_string(path)
         .map_err(|e| Error::Internal(format!("cannot read {}: {e}", path.display())))?;
     Ok(SigningKey::from_pem(alg, &pem)?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failing unwrap is a failing test
+mod tests {
+    use super::*;
+
+    /// A database-stored key whose private part does not make the published public key (a
+    /// seed that does not reproduce `pub`, or rows mixed up) is refused, never used.
+    #[test]
+    fn a_stored_key_must_make_its_published_public_key() {
+        let kms = Kms::open(&Settings::default()).unwrap();
+        for alg in [Algorithm::MlDsa44, Algorithm::ES256] {
+            let g = kms.generate(alg, 2048).unwrap();
+            let mut row = super::super::new_row(g, alg, 0, 0, None);
+            assert!(kms.signer(&row).is_ok(), "{alg}");
+            let other = kms.generate(alg, 2048).unwrap();
+            row.public_jwk = other.public_jwk;
+            let e = kms.signer(&row).unwrap_err().to_string();
+            assert!(
+                e.contains("does not make its published public key"),
+                "{alg}: {e}"
+            );
+        }
+    }
 }

@@ -124,6 +124,18 @@ impl SigningSettings {
         }
         if self.kms == Kms::Pkcs11 {
             self.pkcs11.check(problems);
+            if !matches!(
+                self.alg,
+                Algorithm::ES256 | Algorithm::ES384 | Algorithm::ES512
+            ) {
+                // PKCS#11 3.0 (SoftHSM2 2.6) has no ML-DSA or EdDSA mechanism Pharos can use;
+                // the token signs ECDSA only.
+                problems.push(format!(
+                    "signing.alg {} is not available with signing.kms pkcs11: the token signs \
+                     ES256, ES384 or ES512",
+                    self.alg
+                ));
+            }
         }
         if !self.db_encryption_key_file.is_empty() && !self.db_encryption_key.is_empty() {
             problems.push(
@@ -183,6 +195,14 @@ mod tests {
         s.pkcs11.token_slot = Some(0);
         s.pkcs11.no_login = true;
         assert!(problems(&s).is_empty());
+        s.alg = Algorithm::MlDsa65;
+        assert_eq!(
+            problems(&s),
+            [
+                "signing.alg ML-DSA-65 is not available with signing.kms pkcs11: the token signs \
+              ES256, ES384 or ES512"
+            ]
+        );
     }
 
     #[test]
