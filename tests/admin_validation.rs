@@ -106,20 +106,28 @@ async fn a_key_type_pharos_does_not_know_is_stored_only_when_accepted() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;
     let p = Pharos::start_with(
         &db,
-        |s| s.federation.accept.key_types = vec!["AKP".into()],
+        |s| s.federation.accept.key_types = vec!["XYZ".into(), "AKP".into()],
         std::sync::Arc::new(pharos_shared::time::SystemClock),
     )
     .await;
-    let akp = json!({"kty": "AKP", "kid": "pq", "alg": "ML-DSA-44", "pub": "AAAA"});
+    let other = json!({"kty": "XYZ", "kid": "pq", "alg": "XYZ-1", "pub": "AAAA"});
     let body =
-        json!({"entity_id": "https://leaf.example", "jwks": {"keys": [jwk("k1", None), akp]}});
+        json!({"entity_id": "https://leaf.example", "jwks": {"keys": [jwk("k1", None), other]}});
     assert_eq!(
         p.admin(Method::POST, "/subordinates", Some(body)).await.0,
         201
     );
+    // A type Pharos parses (AKP, ML-DSA) is parsed even when listed: a malformed key is refused.
+    let akp = json!({"kty": "AKP", "kid": "pq", "alg": "ML-DSA-44", "pub": "AAAA"});
+    let body = json!({"entity_id": "https://third.example", "jwks": {"keys": [akp]}});
+    refused(
+        p.admin(Method::POST, "/subordinates", Some(body)).await,
+        400,
+        "jwks.keys[0].pub: 3 bytes, ML-DSA-44 needs 1312",
+    );
     // Private members stay refused whatever the type.
     let body = json!({"entity_id": "https://other.example",
-        "jwks": {"keys": [{"kty": "AKP", "kid": "pq", "priv": "AAAA"}]}});
+        "jwks": {"keys": [{"kty": "XYZ", "kid": "pq", "priv": "AAAA"}]}});
     refused(
         p.admin(Method::POST, "/subordinates", Some(body)).await,
         400,

@@ -308,6 +308,65 @@ async fn an_ml_dsa_federation_verifies_with_an_independent_implementation() {
     }
 }
 
+/// Issue 35, acceptance 2: a Pharos signing with each composite of
+/// draft-ietf-jose-pq-composite-sigs-03 (key generated, stored in each database, loaded back to
+/// sign) publishes an Entity Configuration and a subordinate statement that the independent
+/// implementation (dilithium-py with pyca `cryptography` for the classic half) verifies.
+#[tokio::test]
+async fn composite_signatures_verify_with_an_independent_implementation() {
+    if !dilithium_available() {
+        return;
+    }
+    let composites = [
+        Algorithm::MlDsa44Es256,
+        Algorithm::MlDsa65Es256,
+        Algorithm::MlDsa87Es384,
+        Algorithm::MlDsa44Ed25519,
+        Algorithm::MlDsa65Ed25519,
+        Algorithm::MlDsa87Ed448,
+    ];
+    for b in backends() {
+        let mut request = Vec::new();
+        for alg in composites {
+            let n = Node::start(b, alg).await;
+            let cfg = json!({"type": "fetch", "path": "/fetch"});
+            n.admin(Method::POST, "/federation-endpoints", Some(cfg))
+                .await;
+            let body = json!({"entity_id": "https://leaf.example.org",
+                "jwks": {"keys": [crate::support::jwk("k1", None)]}});
+            n.admin(Method::POST, "/subordinates", Some(body)).await;
+            let (ec, jwks) = n.ec().await;
+            assert_eq!(
+                jose::decode_unverified(&ec).unwrap().header["alg"],
+                alg.as_str()
+            );
+            let statement = n.fetch("https://leaf.example.org").await;
+            // Pharos's own verifier agrees, with the published keys.
+            let keys: Jwks = serde_json::from_value(jwks.clone()).unwrap();
+            jose::verify(&statement, &keys).unwrap();
+            request.push(json!({"jws": ec, "jwks": jwks}));
+            request.push(json!({"jws": statement, "jwks": jwks}));
+            // Restarted, it signs with the stored key (read back from the database).
+            let p = n.p.restart().await;
+            let again = p
+                .get("/.well-known/openid-federation")
+                .await
+                .text()
+                .await
+                .unwrap();
+            let kid = |t: &str| jose::decode_unverified(t).unwrap().header["kid"].clone();
+            assert_eq!(kid(&again), kid(&ec), "{b:?} {alg}");
+            request.push(json!({"jws": again, "jwks": jwks}));
+            p.stop().await;
+        }
+        let answer = python(json!({"verify": request})).await;
+        for (i, v) in answer["verified"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(v["ok"], true, "{b:?} {}: {v}", composites[i / 3]);
+            assert_eq!(v["alg"], composites[i / 3].as_str());
+        }
+    }
+}
+
 fn chrono_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -183,7 +183,7 @@ pub struct FederationSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct AcceptSettings {
     /// JWK `kty` values stored as given (only `kid` and the absence of private members are
-    /// checked); `EC`, `RSA` and `OKP` keys are always parsed in full.
+    /// checked); `EC`, `RSA`, `OKP` and `AKP` (ML-DSA) keys are always parsed in full.
     pub key_types: Vec<String>,
     /// Entity types allowed in metadata and policies besides those of the specifications
     /// (their parameters are not type-checked).

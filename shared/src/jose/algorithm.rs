@@ -20,7 +20,9 @@ use crate::{Error, Result};
 ///
 /// `ML-DSA-44`, `ML-DSA-65` and `ML-DSA-87` are FIPS 204 signatures as "ML-DSA for JOSE and
 /// COSE" (draft-ietf-cose-dilithium) puts them in a JWS: an `AKP` key whose `alg` names the
-/// parameter set, pure ML-DSA over the JWS signing input with an empty context.
+/// parameter set, pure ML-DSA over the JWS signing input with an empty context. The six
+/// composites (`ML-DSA-44-ES256` …) are those of draft-ietf-jose-pq-composite-sigs-03: an ML-DSA
+/// and a classic signature over one message representative, concatenated, with `AKP` keys.
 #[allow(clippy::upper_case_acronyms)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Algorithm {
@@ -59,6 +61,24 @@ pub enum Algorithm {
     /// ML-DSA-87 (FIPS 204, security category 5).
     #[serde(rename = "ML-DSA-87")]
     MlDsa87,
+    /// ML-DSA-44 with ECDSA P-256, SHA-256 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-44-ES256")]
+    MlDsa44Es256,
+    /// ML-DSA-65 with ECDSA P-256, SHA-512 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-65-ES256")]
+    MlDsa65Es256,
+    /// ML-DSA-87 with ECDSA P-384, SHA-512 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-87-ES384")]
+    MlDsa87Es384,
+    /// ML-DSA-44 with Ed25519, SHA-512 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-44-Ed25519")]
+    MlDsa44Ed25519,
+    /// ML-DSA-65 with Ed25519, SHA-512 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-65-Ed25519")]
+    MlDsa65Ed25519,
+    /// ML-DSA-87 with Ed448, SHAKE256 pre-hash (draft-ietf-jose-pq-composite-sigs-03).
+    #[serde(rename = "ML-DSA-87-Ed448")]
+    MlDsa87Ed448,
 }
 
 /// The key family an algorithm needs, with the curve where the family has several.
@@ -96,6 +116,12 @@ impl Algorithm {
         Algorithm::MlDsa44,
         Algorithm::MlDsa65,
         Algorithm::MlDsa87,
+        Algorithm::MlDsa44Es256,
+        Algorithm::MlDsa65Es256,
+        Algorithm::MlDsa87Es384,
+        Algorithm::MlDsa44Ed25519,
+        Algorithm::MlDsa65Ed25519,
+        Algorithm::MlDsa87Ed448,
     ];
 
     /// The JOSE `alg` name, used in headers, JWKs and metadata.
@@ -117,6 +143,12 @@ impl Algorithm {
             Algorithm::MlDsa44 => "ML-DSA-44",
             Algorithm::MlDsa65 => "ML-DSA-65",
             Algorithm::MlDsa87 => "ML-DSA-87",
+            Algorithm::MlDsa44Es256 => "ML-DSA-44-ES256",
+            Algorithm::MlDsa65Es256 => "ML-DSA-65-ES256",
+            Algorithm::MlDsa87Es384 => "ML-DSA-87-ES384",
+            Algorithm::MlDsa44Ed25519 => "ML-DSA-44-Ed25519",
+            Algorithm::MlDsa65Ed25519 => "ML-DSA-65-Ed25519",
+            Algorithm::MlDsa87Ed448 => "ML-DSA-87-Ed448",
         }
     }
 
@@ -131,7 +163,8 @@ impl Algorithm {
         matches!(self.key_kind(), KeyKind::Rsa)
     }
 
-    /// Whether this is an ML-DSA algorithm (FIPS 204; `AKP` keys).
+    /// Whether this is an ML-DSA algorithm, alone (FIPS 204) or composite with a classic one:
+    /// the algorithms of `AKP` keys.
     pub fn is_ml_dsa(self) -> bool {
         matches!(self.key_kind(), KeyKind::Akp)
     }
@@ -152,7 +185,15 @@ impl Algorithm {
             | Algorithm::RS256
             | Algorithm::RS384
             | Algorithm::RS512 => KeyKind::Rsa,
-            Algorithm::MlDsa44 | Algorithm::MlDsa65 | Algorithm::MlDsa87 => KeyKind::Akp,
+            Algorithm::MlDsa44
+            | Algorithm::MlDsa65
+            | Algorithm::MlDsa87
+            | Algorithm::MlDsa44Es256
+            | Algorithm::MlDsa65Es256
+            | Algorithm::MlDsa87Es384
+            | Algorithm::MlDsa44Ed25519
+            | Algorithm::MlDsa65Ed25519
+            | Algorithm::MlDsa87Ed448 => KeyKind::Akp,
         }
     }
 

@@ -8,6 +8,7 @@ use josekit::jwk::KeyPair as _;
 use josekit::jwk::alg::ed::EdCurve;
 use josekit::jws::{self, JwsSigner};
 
+use super::composite::{self, CompositeKey};
 use super::ml_dsa::MlDsaKey;
 use super::thumbprint::{required_public_members, thumbprint};
 use super::{Algorithm, Jwk, b64_encode};
@@ -53,10 +54,11 @@ pub struct SigningKey {
 }
 
 /// What makes the signatures: josekit (OpenSSL) for the classic algorithms, RustCrypto's
-/// ML-DSA for FIPS 204 (OpenSSL before 3.5 has none).
+/// ML-DSA for FIPS 204 (OpenSSL before 3.5 has none), both for the composites.
 enum Inner {
     Jose(Box<dyn JwsSigner>),
     MlDsa(MlDsaKey),
+    Composite(CompositeKey),
 }
 
 fn key_err(what: &str, alg: Algorithm, e: impl fmt::Display) -> Error {
@@ -128,6 +130,9 @@ impl SigningKey {
     /// The `kid` is the RFC 7638 thumbprint of the public key, as the federation spec
     /// recommends.
     pub fn generate(alg: Algorithm, rsa_bits: u32) -> Result<Self> {
+        if composite::params(alg).is_some() {
+            return Self::from_composite(alg, CompositeKey::generate(alg)?);
+        }
         if alg.is_ml_dsa() {
             return Self::from_ml_dsa(alg, MlDsaKey::generate(alg)?);
         }
@@ -157,8 +162,14 @@ impl SigningKey {
     }
 
     /// Loads a PKCS#8 PEM private key for `alg`, checking that the key type (and curve, and
-    /// RSA size of at least 2048 bits) fits the algorithm.
+    /// RSA size of at least 2048 bits) fits the algorithm. A composite algorithm's key is in
+    /// its stored form instead, the private `AKP` JWK (see [`Self::private_pem`]).
     pub fn from_pem(alg: Algorithm, pkcs8_pem: &str) -> Result<Self> {
+        if composite::params(alg).is_some() {
+            let jwk: Jwk = serde_json::from_str(pkcs8_pem)
+                .map_err(|_| Error::Key(format!("an {alg} key is stored as its private JWK")))?;
+            return super::from_private_jwk(&jwk, Some(alg));
+        }
         let der = pkcs8_der_from_pem(pkcs8_pem)?;
         if alg.is_ml_dsa() {
             return Self::from_ml_dsa(alg, MlDsaKey::from_pkcs8_der(alg, &der)?);
@@ -196,7 +207,12 @@ impl SigningKey {
             (kp.to_jwk_public_key(), Box::new(signer))
         };
         let public_jwk = required_public_members(jwk.as_ref())?;
-        Self::assemble(alg, public_jwk, &der, Inner::Jose(signer))
+        Self::assemble(
+            alg,
+            public_jwk,
+            pem_from_pkcs8_der(&der),
+            Inner::Jose(signer),
+        )
     }
 
     /// An ML-DSA key: its JWK is `{"alg", "kty": "AKP", "pub"}` (draft-ietf-cose-dilithium),
@@ -206,13 +222,33 @@ impl SigningKey {
         jwk.insert("alg".into(), alg.as_str().into());
         jwk.insert("kty".into(), "AKP".into());
         jwk.insert("pub".into(), b64_encode(&key.public_bytes()).into());
-        let der = key.to_pkcs8_der()?;
-        Self::assemble(alg, jwk, &der, Inner::MlDsa(key))
+        let pem = pem_from_pkcs8_der(&key.to_pkcs8_der()?);
+        Self::assemble(alg, jwk, pem, Inner::MlDsa(key))
+    }
+
+    /// A composite key (draft-ietf-jose-pq-composite-sigs-03): an `AKP` JWK like ML-DSA's, its
+    /// `pub` and `priv` the two components concatenated. No PKCS#8 form of these keys is
+    /// settled, so the stored form is the private JWK `{"alg", "kty", "priv"}`.
+    pub(crate) fn from_composite(alg: Algorithm, key: CompositeKey) -> Result<Self> {
+        let mut jwk = Jwk::new();
+        jwk.insert("alg".into(), alg.as_str().into());
+        jwk.insert("kty".into(), "AKP".into());
+        let mut stored = jwk.clone();
+        jwk.insert("pub".into(), b64_encode(&key.public_bytes()?).into());
+        stored.insert("priv".into(), b64_encode(&key.private_bytes()?).into());
+        let stored = serde_json::to_string(&stored)
+            .map_err(|e| Error::Key(format!("cannot encode the {alg} key: {e}")))?;
+        Self::assemble(alg, jwk, stored, Inner::Composite(key))
     }
 
     /// The key with its thumbprint `kid` and its published JWK (`use`, `alg`, `kid` added to
     /// the thumbprint's members).
-    fn assemble(alg: Algorithm, mut public_jwk: Jwk, der: &[u8], signer: Inner) -> Result<Self> {
+    fn assemble(
+        alg: Algorithm,
+        mut public_jwk: Jwk,
+        private: String,
+        signer: Inner,
+    ) -> Result<Self> {
         let kid = thumbprint(&public_jwk)?;
         public_jwk.insert("use".into(), "sig".into());
         public_jwk.insert("alg".into(), alg.as_str().into());
@@ -221,12 +257,13 @@ impl SigningKey {
             alg,
             kid,
             public_jwk,
-            private_pem: pem_from_pkcs8_der(der),
+            private_pem: private,
             signer,
         })
     }
 
-    /// PKCS#8 PEM of the private key, for storing in the database or in files.
+    /// The private key's stored form, for the database or a file: a PKCS#8 PEM, except for the
+    /// composite algorithms, whose private `AKP` JWK it is ([`Self::from_pem`] reads both).
     pub fn private_pem(&self) -> &str {
         &self.private_pem
     }
@@ -269,6 +306,7 @@ impl Signer for SigningKey {
                 .sign(signing_input)
                 .map_err(|e| Error::Jws(format!("signing with {} failed: {e}", self.alg))),
             Inner::MlDsa(k) => k.sign(signing_input),
+            Inner::Composite(k) => k.sign(signing_input),
         }
     }
 }

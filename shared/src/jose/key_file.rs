@@ -118,8 +118,9 @@ pub fn from_private_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey>
 }
 
 /// A private `AKP` JWK (draft-ietf-cose-dilithium): `alg` names the parameter set, `priv` is
-/// the 32-byte seed, and `pub` must be the public key that seed makes, or the key is refused
-/// (a `pub` that does not match would publish one key and sign with another).
+/// the 32-byte seed (for a composite, the seed and then the classic private key), and `pub`,
+/// when present, must be the public key that `priv` makes, or the key is refused (a `pub` that
+/// does not match would publish one key and sign with another).
 fn from_akp_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey> {
     let member = |name: &str| jwk.get(name).and_then(|v| v.as_str());
     let named: Algorithm = member("alg")
@@ -131,16 +132,21 @@ fn from_akp_jwk(jwk: &Jwk, alg: Option<Algorithm>) -> Result<SigningKey> {
             alg.unwrap_or(named)
         )));
     }
-    let seed = member("priv")
+    let private = member("priv")
         .ok_or_else(|| Error::Key("the JWK has no private part (priv)".into()))
         .and_then(|p| super::b64_decode("priv", p))
         .map_err(|_| Error::Key("the AKP JWK's priv is not base64url".into()))?;
-    let key = SigningKey::from_ml_dsa(named, super::ml_dsa::MlDsaKey::from_seed(named, &seed)?)?;
+    let key = if super::composite::params(named).is_some() {
+        let key = super::composite::CompositeKey::from_private(named, &private)?;
+        SigningKey::from_composite(named, key)?
+    } else {
+        SigningKey::from_ml_dsa(named, super::ml_dsa::MlDsaKey::from_seed(named, &private)?)?
+    };
     if member("pub")
         .is_some_and(|p| Some(p) != key.public_jwk().get("pub").and_then(|v| v.as_str()))
     {
         return Err(Error::Key(
-            "the AKP JWK's pub is not the public key of its priv seed".into(),
+            "the AKP JWK's pub is not the public key of its priv".into(),
         ));
     }
     Ok(match member("kid") {

@@ -28,6 +28,16 @@ pub(crate) fn public_len(alg: Algorithm) -> Option<usize> {
     }
 }
 
+/// The signature's length in bytes for an ML-DSA `alg` (FIPS 204 Table 2), `None` for others.
+pub(crate) fn signature_len(alg: Algorithm) -> Option<usize> {
+    match alg {
+        Algorithm::MlDsa44 => Some(2420),
+        Algorithm::MlDsa65 => Some(3309),
+        Algorithm::MlDsa87 => Some(4627),
+        _ => None,
+    }
+}
+
 /// An ML-DSA private key of one of the three parameter sets.
 pub(crate) enum MlDsaKey {
     L44(Box<Key<MlDsa44>>),
@@ -71,9 +81,9 @@ where
         self.expanded.verifying_key().encode().to_vec()
     }
 
-    fn sign(&self, input: &[u8]) -> Result<Vec<u8>> {
+    fn sign(&self, input: &[u8], context: &[u8]) -> Result<Vec<u8>> {
         self.expanded
-            .sign_randomized(input, &[], &mut SysRng)
+            .sign_randomized(input, context, &mut SysRng)
             .map(|s| s.encode().to_vec())
             .map_err(|_| Error::Jws("ML-DSA signing failed (no randomness?)".into()))
     }
@@ -147,11 +157,26 @@ impl MlDsaKey {
     /// A hedged ML-DSA signature (FIPS 204 Algorithm 2 with fresh randomness) over `input`
     /// with the empty context, as the JOSE draft requires.
     pub(crate) fn sign(&self, input: &[u8]) -> Result<Vec<u8>> {
+        self.sign_with_context(input, &[])
+    }
+
+    /// The same with a context string (the composite algorithms pass their label).
+    pub(crate) fn sign_with_context(&self, input: &[u8], context: &[u8]) -> Result<Vec<u8>> {
         match self {
-            Self::L44(k) => k.sign(input),
-            Self::L65(k) => k.sign(input),
-            Self::L87(k) => k.sign(input),
+            Self::L44(k) => k.sign(input, context),
+            Self::L65(k) => k.sign(input, context),
+            Self::L87(k) => k.sign(input, context),
         }
+    }
+
+    /// The 32-byte seed (the private key as the JOSE drafts encode it).
+    pub(crate) fn seed(&self) -> [u8; SEED_LEN] {
+        let seed = match self {
+            Self::L44(k) => &k.seed,
+            Self::L65(k) => &k.seed,
+            Self::L87(k) => &k.seed,
+        };
+        seed.0
     }
 }
 
@@ -163,10 +188,21 @@ pub(crate) fn verify(
     input: &[u8],
     signature: &[u8],
 ) -> std::result::Result<(), String> {
+    verify_with_context(alg, public, input, signature, &[])
+}
+
+/// [`verify`] with a context string (the composite algorithms' label).
+pub(crate) fn verify_with_context(
+    alg: Algorithm,
+    public: &[u8],
+    input: &[u8],
+    signature: &[u8],
+    context: &[u8],
+) -> std::result::Result<(), String> {
     match alg {
-        Algorithm::MlDsa44 => verify_with::<MlDsa44>(public, input, signature),
-        Algorithm::MlDsa65 => verify_with::<MlDsa65>(public, input, signature),
-        Algorithm::MlDsa87 => verify_with::<MlDsa87>(public, input, signature),
+        Algorithm::MlDsa44 => verify_with::<MlDsa44>(public, input, signature, context),
+        Algorithm::MlDsa65 => verify_with::<MlDsa65>(public, input, signature, context),
+        Algorithm::MlDsa87 => verify_with::<MlDsa87>(public, input, signature, context),
         other => Err(format!("{other} is not an ML-DSA algorithm")),
     }
 }
@@ -175,6 +211,7 @@ fn verify_with<P: MlDsaParams>(
     public: &[u8],
     input: &[u8],
     signature: &[u8],
+    context: &[u8],
 ) -> std::result::Result<(), String> {
     let public = EncodedVerifyingKey::<P>::try_from(public).map_err(|_| {
         format!(
@@ -190,7 +227,7 @@ fn verify_with<P: MlDsaParams>(
     })?;
     let signature =
         Signature::<P>::decode(&encoded).ok_or("the signature is not a valid encoding")?;
-    if VerifyingKey::<P>::decode(&public).verify_with_context(input, &[], &signature) {
+    if VerifyingKey::<P>::decode(&public).verify_with_context(input, context, &signature) {
         Ok(())
     } else {
         Err("the signature does not match".into())

@@ -8,6 +8,7 @@
 //! be mistaken for validation.
 
 mod algorithm;
+mod composite;
 mod jws;
 mod key;
 mod key_file;

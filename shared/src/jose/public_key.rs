@@ -9,7 +9,9 @@
 //!   arithmetic of our own).
 //! - `OKP`: `crv` Ed25519, Ed448, X25519 or X448; `x` base64url of the curve's key size.
 //! - `AKP` (draft-ietf-cose-dilithium): `alg` ML-DSA-44, ML-DSA-65 or ML-DSA-87; `pub`
-//!   base64url of exactly that parameter set's public key size.
+//!   base64url of exactly that parameter set's public key size; or one of the composites of
+//!   draft-ietf-jose-pq-composite-sigs-03, whose `pub` is the ML-DSA key and the classic one
+//!   (an ECDSA point must lie on its curve).
 //! - `RSA`: `n` and `e` base64url; a modulus of [`RSA_MIN_BITS`]..=[`RSA_MAX_BITS`] bits; an
 //!   odd exponent of at least 3 and at most 256 bits (FIPS 186-5's bound).
 //! - no private members (`d`, `p`, `q`, `dp`, `dq`, `qi`, `oth`, `k`, `priv`), so no
@@ -286,15 +288,21 @@ fn akp(jwk: &Jwk) -> Result<PublicKey, KeyError> {
     let alg = string(jwk, "alg")?;
     let (alg, len) = super::Algorithm::ALL
         .iter()
-        .find_map(|a| Some((*a, super::ml_dsa::public_len(*a)?)).filter(|(a, _)| a.as_str() == alg))
+        .find_map(|a| Some((*a, akp_public_len(*a)?)).filter(|(a, _)| a.as_str() == alg))
         .ok_or_else(|| {
             KeyError::new(
                 "alg",
-                format!("{alg:?} is not an AKP algorithm (ML-DSA-44, ML-DSA-65, ML-DSA-87)"),
+                format!("{alg:?} is not an AKP algorithm (ML-DSA-44, ML-DSA-65, ML-DSA-87 or a composite)"),
             )
         })?;
-    sized(jwk, "pub", len, alg.as_str())?;
+    let public = sized(jwk, "pub", len, alg.as_str())?;
+    super::composite::check_public(alg, &public).map_err(|e| KeyError::new("pub", e))?;
     Ok(PublicKey::Akp(alg))
+}
+
+/// The `pub` length of an `AKP` algorithm: ML-DSA's, or a composite's two parts.
+fn akp_public_len(alg: super::Algorithm) -> Option<usize> {
+    super::ml_dsa::public_len(alg).or_else(|| Some(super::composite::params(alg)?.public_len()))
 }
 
 /// Parses one public JWK (`accepted`: the `kty` values accepted without parsing, from

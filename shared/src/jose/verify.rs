@@ -20,7 +20,12 @@ fn check_signature(alg: Algorithm, key: &Jwk, input: &[u8], signature: &[u8]) ->
     let kid = usable(alg, key)?;
     if alg.is_ml_dsa() {
         let public = b64_decode("AKP public key pub", str_member(key, "pub").unwrap_or(""))?;
-        return super::ml_dsa::verify(alg, &public, input, signature)
+        let checked = if super::composite::params(alg).is_some() {
+            super::composite::verify(alg, &public, input, signature)
+        } else {
+            super::ml_dsa::verify(alg, &public, input, signature)
+        };
+        return checked
             .map_err(|e| Error::Jws(format!("key {kid:?}: signature check failed: {e}")));
     }
     if let Some(curve) = ecdsa_curve(alg) {
@@ -83,7 +88,15 @@ fn verifier_for(alg: Algorithm, key: &Jwk, kid: &str) -> Result<Box<dyn JwsVerif
         Algorithm::RS256 => jws::RS256.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
         Algorithm::RS384 => jws::RS384.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
         Algorithm::RS512 => jws::RS512.verifier_from_jwk(&jwk).map(|v| Box::new(v) as _),
-        Algorithm::MlDsa44 | Algorithm::MlDsa65 | Algorithm::MlDsa87 => {
+        Algorithm::MlDsa44
+        | Algorithm::MlDsa65
+        | Algorithm::MlDsa87
+        | Algorithm::MlDsa44Es256
+        | Algorithm::MlDsa65Es256
+        | Algorithm::MlDsa87Es384
+        | Algorithm::MlDsa44Ed25519
+        | Algorithm::MlDsa65Ed25519
+        | Algorithm::MlDsa87Ed448 => {
             return Err(Error::Jws(format!(
                 "key {kid:?}: {alg} is not a josekit algorithm"
             )));
@@ -167,19 +180,47 @@ fn verify_ecdsa(
     input: &[u8],
     signature: &[u8],
 ) -> std::result::Result<(), String> {
+    let member = |name: &str| {
+        b64_decode(name, str_member(key, name).unwrap_or("")).map_err(|e| e.to_string())
+    };
+    ecdsa_check(curve, &member("x")?, &member("y")?, input, signature)
+}
+
+/// An ECDSA check of `signature` (`r || s`) over `input` with `alg`'s curve and the public point
+/// (`x`, `y`, each the curve's full coordinate size): the JWS path above and the classic
+/// component of a composite signature (`super::composite`).
+pub(crate) fn verify_ecdsa_raw(
+    alg: Algorithm,
+    x: &[u8],
+    y: &[u8],
+    input: &[u8],
+    signature: &[u8],
+) -> std::result::Result<(), String> {
+    let curve = ecdsa_curve(alg)
+        .ok_or_else(|| format!("{alg} is not an ECDSA algorithm"))?
+        .map_err(|e| e.to_string())?;
+    ecdsa_check(&curve, x, y, input, signature)
+}
+
+fn ecdsa_check(
+    curve: &EcdsaCurve,
+    x: &[u8],
+    y: &[u8],
+    input: &[u8],
+    signature: &[u8],
+) -> std::result::Result<(), String> {
     let (group, p) = curve.group;
-    let coordinate = |name: &str| {
-        let b = b64_decode(name, str_member(key, name).unwrap_or("")).map_err(|e| e.to_string())?;
+    let coordinate = |name: &str, b: &[u8]| {
         if b.len() != curve.len {
             return Err(format!("{name} is not {} bytes", curve.len));
         }
-        let n = BigNum::from_slice(&b).map_err(|e| e.to_string())?;
+        let n = BigNum::from_slice(b).map_err(|e| e.to_string())?;
         if n >= *p {
             return Err(format!("{name} lies outside the curve's field"));
         }
         Ok(n)
     };
-    let (x, y) = (coordinate("x")?, coordinate("y")?);
+    let (x, y) = (coordinate("x", x)?, coordinate("y", y)?);
     let off_curve = "the key's point is not on its curve";
     let mut ctx = BigNumContext::new().map_err(|e| e.to_string())?;
     let mut point = EcPoint::new(group).map_err(|e| e.to_string())?;

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::jose::{Signer, SigningKey, b64_decode, b64_encode, sign, thumbprint};
+use crate::jose::{Signer, SigningKey, b64_decode, b64_encode, parse_public_key, sign, thumbprint};
 
 fn claims() -> Map<String, Value> {
     json!({"iss": "https://op.example", "sub": "https://op.example", "iat": 1})
@@ -50,6 +50,10 @@ fn every_algorithm_round_trips_with_jws_signature_sizes() {
             Algorithm::MlDsa44 => 2420,
             Algorithm::MlDsa65 => 3309,
             Algorithm::MlDsa87 => 4627,
+            Algorithm::MlDsa44Es256 | Algorithm::MlDsa44Ed25519 => 2420 + 64,
+            Algorithm::MlDsa65Es256 | Algorithm::MlDsa65Ed25519 => 3309 + 64,
+            Algorithm::MlDsa87Es384 => 4627 + 96,
+            Algorithm::MlDsa87Ed448 => 4627 + 114,
             _ => 256,
         };
         assert_eq!(sig.len(), want, "{alg} signature length");
@@ -375,4 +379,91 @@ fn draft_cose_dilithium_jose_examples() {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A client assertion signed with ML-DSA (`private_key_jwt` of an ML-DSA client): without
+/// `kid`, only `AKP` keys are candidates, and one of another parameter set is tried and
+/// refused by its `alg`, not misread; a header `alg` other than the key's is refused with a
+/// `kid` too.
+#[test]
+fn ml_dsa_client_assertions_and_alg_strictness() {
+    let k = key(Algorithm::MlDsa44);
+    let other_set = key(Algorithm::MlDsa65);
+    let es = key(Algorithm::ES256);
+    let no_kid = sign_raw(&k, json!({"alg": "ML-DSA-44", "typ": "jwt"}));
+    let keys = set(&[es.public_jwk(), other_set.public_jwk(), k.public_jwk()]);
+    assert_eq!(
+        verify_client_assertion(&no_kid, &keys).unwrap().claims,
+        claims()
+    );
+    assert!(verify_client_assertion(&no_kid, &set(&[other_set.public_jwk()])).is_err());
+    // The header names ML-DSA-65 for an ML-DSA-44 key (signature made with that key).
+    let lying = sign_raw(
+        &k,
+        json!({"alg": "ML-DSA-65", "kid": k.kid(), "typ": "jwt"}),
+    );
+    let e = verify(&lying, &set(&[k.public_jwk()]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is for alg \"ML-DSA-44\", not ML-DSA-65"), "{e}");
+    // An AKP key without its alg cannot verify anything.
+    let mut bare = k.public_jwk().clone();
+    bare.remove("alg");
+    let signed = sign_raw(
+        &k,
+        json!({"alg": "ML-DSA-44", "kid": k.kid(), "typ": "jwt"}),
+    );
+    let e = verify(&signed, &set(&[&bare])).unwrap_err().to_string();
+    assert!(e.contains("has no alg"), "{e}");
+}
+
+/// The JOSE examples of draft-ietf-jose-pq-composite-sigs-03 (`examples/jose/examples/` of
+/// ietf-wg-jose/draft-ietf-jose-pq-composite-sigs at tag -03): the private JWK (`priv`: the
+/// ML-DSA seed, then the classic private key) makes the published `pub` and `kid`; our message
+/// representative is the draft's `raw_to_be_signed`; the draft's JWS verifies, a flipped bit in
+/// either half does not; our signature verifies with the draft's public JWK.
+#[test]
+fn draft_jose_pq_composite_sigs_examples() {
+    let vectors = [
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-44-ES256.jose.json"),
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-65-ES256.jose.json"),
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-87-ES384.jose.json"),
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-44-Ed25519.jose.json"),
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-65-Ed25519.jose.json"),
+        include_str!("../../../tests/vectors/jose-pq-composite/ML-DSA-87-Ed448.jose.json"),
+    ];
+    for text in vectors {
+        let v: Value = serde_json::from_str(text).unwrap();
+        let jwk: Jwk = v["jwk"].as_object().unwrap().clone();
+        let alg: Algorithm = jwk["alg"].as_str().unwrap().parse().unwrap();
+        assert_eq!(thumbprint(&jwk).unwrap(), jwk["kid"], "{alg} kid");
+        let ours = crate::jose::from_private_jwk(&jwk, None).unwrap();
+        assert_eq!(ours.public_jwk()["pub"], jwk["pub"], "{alg} pub");
+        assert_eq!(ours.kid(), jwk["kid"]);
+        let mut public = jwk.clone();
+        public.remove("priv");
+        parse_public_key(&public, &[]).unwrap();
+        let token = v["jws"].as_str().unwrap();
+        let (input, sig) = token.rsplit_once('.').unwrap();
+        let sig = b64_decode("sig", sig).unwrap();
+        let params = super::super::composite::params(alg).unwrap();
+        let m = params.message(input.as_bytes()).unwrap();
+        assert_eq!(
+            hex(&m),
+            v["raw_to_be_signed"],
+            "{alg} message representative"
+        );
+        assert_eq!(hex(&sig), v["raw_composite_signature"], "{alg}");
+        check_signature(alg, &public, input.as_bytes(), &sig).unwrap();
+        for at in [9, sig.len() - 9] {
+            let mut flipped = sig.clone();
+            flipped[at] ^= 1;
+            assert!(
+                check_signature(alg, &public, input.as_bytes(), &flipped).is_err(),
+                "{alg}"
+            );
+        }
+        let token = sign(&ours, "entity-statement+jwt", &claims(), None).unwrap();
+        verify(&token, &set(&[&public])).unwrap();
+    }
 }

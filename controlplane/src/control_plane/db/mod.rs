@@ -305,6 +305,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../../migrations/postgres/0017_hosted_entities.sql"),
         ],
     ),
+    (
+        18,
+        "composite_alg_names",
+        [
+            include_str!("../../../../migrations/sqlite/0018_composite_alg_names.sql"),
+            include_str!("../../../../migrations/mysql/0018_composite_alg_names.sql"),
+            include_str!("../../../../migrations/postgres/0018_composite_alg_names.sql"),
+        ],
+    ),
 ];
 
 /// Migrations that run outside sqlx's transaction (their text begins `-- no-transaction` and
