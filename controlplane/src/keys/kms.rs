@@ -216,4 +216,33 @@ mod tests {
             );
         }
     }
+    /// Keys in `signing.filesystem.key_dir` (`<kid>.pem`) are read back for every kind:
+    /// PKCS#8 for ML-DSA (RFC 9881 seed form), the private AKP JWK for a composite.
+    #[test]
+    fn filesystem_keys_of_ml_dsa_and_composites_are_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = Settings::default();
+        settings.signing.kms = KmsKind::Filesystem;
+        settings.signing.filesystem.key_dir = dir.path().display().to_string();
+        let kms = Kms::open(&settings).unwrap();
+        for alg in [
+            Algorithm::MlDsa87,
+            Algorithm::MlDsa65Es256,
+            Algorithm::MlDsa87Ed448,
+        ] {
+            let g = kms.generate(alg, 2048).unwrap();
+            assert!(
+                g.private_pem.is_none(),
+                "the private key is in the file, not the row"
+            );
+            let file = std::fs::read_to_string(dir.path().join(format!("{}.pem", g.kid))).unwrap();
+            assert_eq!(
+                file.starts_with("-----BEGIN PRIVATE KEY-----"),
+                alg == Algorithm::MlDsa87
+            );
+            let row = super::super::new_row(g, alg, 0, 0, None);
+            let signer = kms.signer(&row).unwrap();
+            assert_eq!((signer.alg(), signer.kid()), (alg, row.kid.as_str()));
+        }
+    }
 }
