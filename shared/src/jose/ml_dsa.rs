@@ -2,20 +2,116 @@
 //! `AKP` key type with the encoded public key in `pub` and the 32-byte seed as the private key,
 //! pure ML-DSA over the JWS signing input with an empty context.
 //!
-//! The arithmetic is RustCrypto's `ml-dsa`; this module only chooses the parameter set from the
+//! Keys, signatures and their checks are Cryspen's `libcrux-ml-dsa` (formally verified, with
+//! AVX2 code chosen at run time: signing is about 4.7 times as fast as RustCrypto's `ml-dsa` on
+//! the benchmark machine, 264 µs against 1.25 ms for ML-DSA-65); RustCrypto's `ml-dsa` only reads
+//! and writes the PKCS#8 seed form of RFC 9881. This module chooses the parameter set from the
 //! JOSE `alg`, so that the rest of the JOSE code handles one key type whatever the set.
 
 use ::ml_dsa::common::getrandom::SysRng;
 use ::ml_dsa::common::rand_core::TryRng as _;
 use ::ml_dsa::pkcs8::{DecodePrivateKey as _, EncodePrivateKey as _};
-use ::ml_dsa::{EncodedSignature, EncodedVerifyingKey, ExpandedSigningKey, MlDsaParams, Seed};
-use ::ml_dsa::{MlDsa44, MlDsa65, MlDsa87, Signature, SigningKey, VerifyingKey};
+use ::ml_dsa::{MlDsa44, MlDsa65, MlDsa87, MlDsaParams, SigningKey};
 
 use super::Algorithm;
 use crate::{Error, Result};
 
 /// The length of the private seed (FIPS 204 ξ), the `priv` member of an `AKP` JWK.
 pub(crate) const SEED_LEN: usize = 32;
+
+/// Fresh randomness from the operating system (a seed, or a hedged signature's `rnd`).
+fn random() -> Result<[u8; 32]> {
+    let mut out = [0u8; 32];
+    SysRng
+        .try_fill_bytes(&mut out)
+        .map_err(|e| Error::Key(format!("no randomness from the operating system: {e}")))?;
+    Ok(out)
+}
+
+/// One parameter set of libcrux as a module: its key (the seed, kept for storing, and the key
+/// pair libcrux derived from it, FIPS 204 ML-DSA.KeyGen_internal) and its verification.
+macro_rules! parameter_set {
+    ($set:ident, $module:ident, $pair:ident, $public:ident, $signature:ident) => {
+        mod $set {
+            use libcrux_ml_dsa::$module as m;
+
+            pub(crate) struct Key {
+                pub(super) seed: [u8; super::SEED_LEN],
+                pair: m::$pair,
+            }
+
+            impl Key {
+                pub(super) fn of_seed(seed: [u8; super::SEED_LEN]) -> Box<Self> {
+                    Box::new(Self {
+                        pair: m::generate_key_pair(seed),
+                        seed,
+                    })
+                }
+
+                pub(super) fn public(&self) -> Vec<u8> {
+                    self.pair.verification_key.as_slice().to_vec()
+                }
+
+                /// `None` when the rejection loop gave up (probability below 2⁻¹²⁸ per FIPS 204's
+                /// bound on its iterations) or the context is longer than 255 bytes.
+                pub(super) fn sign(
+                    &self,
+                    input: &[u8],
+                    context: &[u8],
+                    rnd: [u8; 32],
+                ) -> Option<Vec<u8>> {
+                    m::sign(&self.pair.signing_key, input, context, rnd)
+                        .ok()
+                        .map(|s| s.as_slice().to_vec())
+                }
+            }
+
+            pub(super) fn verify(
+                public: &[u8],
+                input: &[u8],
+                signature: &[u8],
+                context: &[u8],
+            ) -> std::result::Result<(), String> {
+                let public = m::$public::new(public.try_into().map_err(|_| {
+                    format!(
+                        "the public key is {} bytes, not the set's size",
+                        public.len()
+                    )
+                })?);
+                let signature = m::$signature::new(signature.try_into().map_err(|_| {
+                    format!(
+                        "the signature is {} bytes, not the set's size",
+                        signature.len()
+                    )
+                })?);
+                m::verify(&public, input, context, &signature)
+                    .map_err(|_| "the signature does not match".to_owned())
+            }
+        }
+    };
+}
+
+parameter_set!(
+    set44,
+    ml_dsa_44,
+    MLDSA44KeyPair,
+    MLDSA44VerificationKey,
+    MLDSA44Signature
+);
+parameter_set!(
+    set65,
+    ml_dsa_65,
+    MLDSA65KeyPair,
+    MLDSA65VerificationKey,
+    MLDSA65Signature
+);
+parameter_set!(
+    set87,
+    ml_dsa_87,
+    MLDSA87KeyPair,
+    MLDSA87VerificationKey,
+    MLDSA87Signature
+);
 
 /// The encoded public key's length in bytes for an ML-DSA `alg` (FIPS 204 Table 2), `None` for
 /// other algorithms.
@@ -38,55 +134,35 @@ pub(crate) fn signature_len(alg: Algorithm) -> Option<usize> {
     }
 }
 
-/// An ML-DSA private key of one of the three parameter sets.
+/// An ML-DSA private key of one of the three parameter sets (boxed: the key pair is several
+/// kilobytes, and a key is moved into its signer once).
 pub(crate) enum MlDsaKey {
-    L44(Box<Key<MlDsa44>>),
-    L65(Box<Key<MlDsa65>>),
-    L87(Box<Key<MlDsa87>>),
+    L44(Box<set44::Key>),
+    L65(Box<set65::Key>),
+    L87(Box<set87::Key>),
 }
 
-/// One parameter set's key: the seed (what is stored) and the expanded key (what signs, made
-/// once; boxed in [`MlDsaKey`], as it is tens of kilobytes).
-pub(crate) struct Key<P: MlDsaParams> {
-    seed: Seed,
-    expanded: ExpandedSigningKey<P>,
-}
-
-impl<P> Key<P>
+/// The seed of a PKCS#8 DER in RFC 9881's seed form for parameter set `P`.
+fn seed_of_pkcs8<P>(der: &[u8]) -> std::result::Result<[u8; SEED_LEN], ::ml_dsa::pkcs8::Error>
 where
     P: MlDsaParams
         + ::ml_dsa::pkcs8::spki::AssociatedAlgorithmIdentifier<
             Params = ::ml_dsa::pkcs8::der::AnyRef<'static>,
         >,
 {
-    fn of_seed(seed: Seed) -> Box<Self> {
-        Box::new(Self {
-            expanded: ExpandedSigningKey::from_seed(&seed),
-            seed,
-        })
-    }
+    Ok(SigningKey::<P>::from_pkcs8_der(der)?.to_seed().0)
+}
 
-    fn of_pkcs8(der: &[u8]) -> std::result::Result<Box<Self>, ::ml_dsa::pkcs8::Error> {
-        Ok(Self::of_seed(
-            SigningKey::<P>::from_pkcs8_der(der)?.to_seed(),
-        ))
-    }
-
-    fn to_pkcs8(&self) -> std::result::Result<Vec<u8>, ::ml_dsa::pkcs8::Error> {
-        let der = SigningKey::<P>::from_seed(&self.seed).to_pkcs8_der()?;
-        Ok(der.as_bytes().to_vec())
-    }
-
-    fn public(&self) -> Vec<u8> {
-        self.expanded.verifying_key().encode().to_vec()
-    }
-
-    fn sign(&self, input: &[u8], context: &[u8]) -> Result<Vec<u8>> {
-        self.expanded
-            .sign_randomized(input, context, &mut SysRng)
-            .map(|s| s.encode().to_vec())
-            .map_err(|_| Error::Jws("ML-DSA signing failed (no randomness?)".into()))
-    }
+/// RFC 9881's seed form of `seed` for parameter set `P`, as PKCS#8 DER.
+fn pkcs8_of_seed<P>(seed: &[u8; SEED_LEN]) -> std::result::Result<Vec<u8>, ::ml_dsa::pkcs8::Error>
+where
+    P: MlDsaParams
+        + ::ml_dsa::pkcs8::spki::AssociatedAlgorithmIdentifier<
+            Params = ::ml_dsa::pkcs8::der::AnyRef<'static>,
+        >,
+{
+    let der = SigningKey::<P>::from_seed(&(*seed).into()).to_pkcs8_der()?;
+    Ok(der.as_bytes().to_vec())
 }
 
 fn not_ml_dsa(alg: Algorithm) -> Error {
@@ -96,25 +172,21 @@ fn not_ml_dsa(alg: Algorithm) -> Error {
 impl MlDsaKey {
     /// A fresh key from the operating system's randomness.
     pub(crate) fn generate(alg: Algorithm) -> Result<Self> {
-        let mut seed = Seed::default();
-        SysRng
-            .try_fill_bytes(&mut seed)
-            .map_err(|e| Error::Key(format!("no randomness for an {alg} key: {e}")))?;
-        Self::from_seed(alg, &seed)
+        Self::from_seed(alg, &random()?)
     }
 
     /// The key of a 32-byte seed (a JWK's `priv`).
     pub(crate) fn from_seed(alg: Algorithm, seed: &[u8]) -> Result<Self> {
-        let seed = Seed::try_from(seed).map_err(|_| {
+        let seed: [u8; SEED_LEN] = seed.try_into().map_err(|_| {
             Error::Key(format!(
                 "an ML-DSA private key is a {SEED_LEN}-byte seed, not {} bytes",
                 seed.len()
             ))
         })?;
         Ok(match alg {
-            Algorithm::MlDsa44 => Self::L44(Key::of_seed(seed)),
-            Algorithm::MlDsa65 => Self::L65(Key::of_seed(seed)),
-            Algorithm::MlDsa87 => Self::L87(Key::of_seed(seed)),
+            Algorithm::MlDsa44 => Self::L44(set44::Key::of_seed(seed)),
+            Algorithm::MlDsa65 => Self::L65(set65::Key::of_seed(seed)),
+            Algorithm::MlDsa87 => Self::L87(set87::Key::of_seed(seed)),
             other => return Err(not_ml_dsa(other)),
         })
     }
@@ -122,25 +194,27 @@ impl MlDsaKey {
     /// The key of a PKCS#8 DER in the seed form of RFC 9881 (`id-ml-dsa-*` with the
     /// `[0]` seed); the OID must be the one of `alg`.
     pub(crate) fn from_pkcs8_der(alg: Algorithm, der: &[u8]) -> Result<Self> {
-        let bad = |e: ::ml_dsa::pkcs8::Error| {
+        let seed = match alg {
+            Algorithm::MlDsa44 => seed_of_pkcs8::<MlDsa44>(der),
+            Algorithm::MlDsa65 => seed_of_pkcs8::<MlDsa65>(der),
+            Algorithm::MlDsa87 => seed_of_pkcs8::<MlDsa87>(der),
+            other => return Err(not_ml_dsa(other)),
+        }
+        .map_err(|e| {
             Error::Key(format!(
                 "key does not fit for {alg}: not an {alg} PKCS#8 key in seed form ({e})"
             ))
-        };
-        Ok(match alg {
-            Algorithm::MlDsa44 => Self::L44(Key::of_pkcs8(der).map_err(bad)?),
-            Algorithm::MlDsa65 => Self::L65(Key::of_pkcs8(der).map_err(bad)?),
-            Algorithm::MlDsa87 => Self::L87(Key::of_pkcs8(der).map_err(bad)?),
-            other => return Err(not_ml_dsa(other)),
-        })
+        })?;
+        Self::from_seed(alg, &seed)
     }
 
     /// PKCS#8 DER in the seed form (what Pharos stores and writes to key files).
     pub(crate) fn to_pkcs8_der(&self) -> Result<Vec<u8>> {
+        let seed = self.seed();
         match self {
-            Self::L44(k) => k.to_pkcs8(),
-            Self::L65(k) => k.to_pkcs8(),
-            Self::L87(k) => k.to_pkcs8(),
+            Self::L44(_) => pkcs8_of_seed::<MlDsa44>(&seed),
+            Self::L65(_) => pkcs8_of_seed::<MlDsa65>(&seed),
+            Self::L87(_) => pkcs8_of_seed::<MlDsa87>(&seed),
         }
         .map_err(|e| Error::Key(format!("cannot encode the ML-DSA key: {e}")))
     }
@@ -162,21 +236,22 @@ impl MlDsaKey {
 
     /// The same with a context string (the composite algorithms pass their label).
     pub(crate) fn sign_with_context(&self, input: &[u8], context: &[u8]) -> Result<Vec<u8>> {
+        let rnd = random()?;
         match self {
-            Self::L44(k) => k.sign(input, context),
-            Self::L65(k) => k.sign(input, context),
-            Self::L87(k) => k.sign(input, context),
+            Self::L44(k) => k.sign(input, context, rnd),
+            Self::L65(k) => k.sign(input, context, rnd),
+            Self::L87(k) => k.sign(input, context, rnd),
         }
+        .ok_or_else(|| Error::Jws("ML-DSA signing failed (rejection sampling gave up)".into()))
     }
 
     /// The 32-byte seed (the private key as the JOSE drafts encode it).
     pub(crate) fn seed(&self) -> [u8; SEED_LEN] {
-        let seed = match self {
-            Self::L44(k) => &k.seed,
-            Self::L65(k) => &k.seed,
-            Self::L87(k) => &k.seed,
-        };
-        seed.0
+        match self {
+            Self::L44(k) => k.seed,
+            Self::L65(k) => k.seed,
+            Self::L87(k) => k.seed,
+        }
     }
 }
 
@@ -200,37 +275,10 @@ pub(crate) fn verify_with_context(
     context: &[u8],
 ) -> std::result::Result<(), String> {
     match alg {
-        Algorithm::MlDsa44 => verify_with::<MlDsa44>(public, input, signature, context),
-        Algorithm::MlDsa65 => verify_with::<MlDsa65>(public, input, signature, context),
-        Algorithm::MlDsa87 => verify_with::<MlDsa87>(public, input, signature, context),
+        Algorithm::MlDsa44 => set44::verify(public, input, signature, context),
+        Algorithm::MlDsa65 => set65::verify(public, input, signature, context),
+        Algorithm::MlDsa87 => set87::verify(public, input, signature, context),
         other => Err(format!("{other} is not an ML-DSA algorithm")),
-    }
-}
-
-fn verify_with<P: MlDsaParams>(
-    public: &[u8],
-    input: &[u8],
-    signature: &[u8],
-    context: &[u8],
-) -> std::result::Result<(), String> {
-    let public = EncodedVerifyingKey::<P>::try_from(public).map_err(|_| {
-        format!(
-            "the public key is {} bytes, not the set's size",
-            public.len()
-        )
-    })?;
-    let encoded = EncodedSignature::<P>::try_from(signature).map_err(|_| {
-        format!(
-            "the signature is {} bytes, not the set's size",
-            signature.len()
-        )
-    })?;
-    let signature =
-        Signature::<P>::decode(&encoded).ok_or("the signature is not a valid encoding")?;
-    if VerifyingKey::<P>::decode(&public).verify_with_context(input, context, &signature) {
-        Ok(())
-    } else {
-        Err("the signature does not match".into())
     }
 }
 
