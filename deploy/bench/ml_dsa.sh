@@ -6,8 +6,9 @@
 #   - first-signature throughput per algorithm: fetch of subjects in order, each for the first
 #     time (every answer is signed on the request; a 3 s run stays within the subjects);
 #   - the Entity Configuration and the cached fetch (ML-DSA-65 vs ES256, interleaved rounds);
-#   - the answers' sizes, and the statement cache's cost: what one held statement takes, and
-#     what a million would (bytes, and signing time on this machine's cores).
+#   - the answers' sizes, and what a million statements cost: the bytes the statement cache
+#     would need to hold them all (`cache.statements_max_bytes`) and the time to sign them all
+#     once on this machine.
 #
 # Usage: deploy/bench/ml_dsa.sh [--no-append]   (appends to BENCHMARKS.md, "ML-DSA")
 # Environment: SUBORDINATES (50000), BENCH_DURATION, BENCH_CONNECTIONS, BENCH_THREADS,
@@ -73,15 +74,13 @@ request = function()
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", i))
 end
 LUA
-declare -A FIRST=() RSS0=() RSS1=() SIGNED=()
+declare -A FIRST=() SIGNED=()
 for alg in "${ALGS[@]}"; do
     n=$(name_of "$alg")
-    RSS0[$alg]=$(rss_mb "$n")
     out=$(DURATION=3s wrk_run "http://127.0.0.1:${PORT[$alg]}" "$WORK/seq.lua")
     FIRST[$alg]=$(rps_of <<<"$out")
     SIGNED[$alg]=$(awk '/requests in/ {print $1}' <<<"$out")
     [ "${SIGNED[$alg]}" -lt "$SUBS" ] || die "$alg: the first-signature run went past the $SUBS subjects"
-    RSS1[$alg]=$(rss_mb "$n")
     curl -fsS "http://127.0.0.1:${PORT[$alg]}/fetch?sub=https%3A%2F%2Fs0000001.example.org" >"$WORK/$n.fetch"
 done
 
@@ -126,15 +125,14 @@ ratio "fetch, cached statement (1,000 random subjects), req/s ($(wc -c <"$WORK/e
     echo
     echo "First signatures (fetch of $SUBS subjects in order, each signed on its request, 3 s, $CONNS connections):"
     echo
-    echo "| algorithm | first signatures/s | / ES256 | statement, bytes | RSS growth per held statement, bytes | a million statements held, GB | a million first signatures, s |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| algorithm | first signatures/s | / ES256 | statement, bytes | a million statements held, GB | a million first signatures, s |"
+    echo "|---|---|---|---|---|---|"
     for alg in "${ALGS[@]}"; do
         n=$(name_of "$alg")
         py "
 first, es = float('${FIRST[$alg]}'), float('${FIRST[ES256]}')
 size = $(wc -c <"$WORK/$n.fetch")
-per = (${RSS1[$alg]} - ${RSS0[$alg]}) * 1024 * 1024 / ${SIGNED[$alg]}
-print(f'| $alg | {first:.0f} | **{first / es:.2f}** | {size} | {per:.0f} | {per * 1e6 / 1e9:.1f} | {1e6 / first:.0f} |')
+print(f'| $alg | {first:.0f} | **{first / es:.2f}** | {size} | {size * 1e6 / 1e9:.1f} | {1e6 / first:.0f} |')
 "
     done
     echo

@@ -105,10 +105,13 @@ pub struct CacheSettings {
     pub disabled: bool,
     /// Upper bound on any cache entry's lifetime; 0 = none.
     pub max_lifetime: Duration,
-    /// Bytes of signed Subordinate Statements kept for reuse (about 1 KB each); past it the
-    /// statements not asked for lately make room (CLOCK eviction), so the often-fetched
-    /// subjects stay signed. 0 = no bound. The default (128 MiB) holds every statement of
-    /// about 125,000 subordinates.
+    /// Bytes of signed Subordinate Statements kept for reuse (about 1 KB each under ES256; an
+    /// ML-DSA signature adds 3.2 KB with ML-DSA-44, 4.4 KB with ML-DSA-65, 6.2 KB with
+    /// ML-DSA-87); past it the statements not asked for lately make room (CLOCK eviction), so
+    /// the often-fetched subjects stay signed. 0 = no bound. The default (128 MiB) holds every
+    /// statement of about 125,000 subordinates under ES256, about 25,000 under ML-DSA-65: raise
+    /// it in proportion when signing with ML-DSA, whose first signatures run at about half
+    /// the rate of ES256's (BENCHMARKS.md, "ML-DSA").
     pub statements_max_bytes: u64,
     /// Accepted for compatibility; ignored (warning).
     pub redis_addr: String,
