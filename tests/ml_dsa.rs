@@ -317,14 +317,7 @@ async fn composite_signatures_verify_with_an_independent_implementation() {
     if !dilithium_available() {
         return;
     }
-    let composites = [
-        Algorithm::MlDsa44Es256,
-        Algorithm::MlDsa65Es256,
-        Algorithm::MlDsa87Es384,
-        Algorithm::MlDsa44Ed25519,
-        Algorithm::MlDsa65Ed25519,
-        Algorithm::MlDsa87Ed448,
-    ];
+    let composites = Algorithm::COMPOSITES;
     for b in backends() {
         let mut request = Vec::new();
         for alg in composites {

@@ -38,23 +38,7 @@ pharos_start one $ONE
 admin $ONE POST /federation-endpoints '{"type":"fetch","path":"/fetch"}'
 pharos_stop one
 log "one: bulk-loading $TOTAL subordinates"
-python3 - "$WORK/one.sql" "$TOTAL" <<'PY'
-import json, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-now = int(time.time())
-key = {"kty": "EC", "crv": "P-256", "kid": "k",
-       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-with open(path, "w") as f:
-    f.write("BEGIN;\n")
-    for i in range(1, n + 1):
-        key["kid"] = f"k{i}"
-        jwks = json.dumps({"keys": [key]})
-        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
-                f"created_at, updated_at) VALUES ({i}, 1, 'https://s{i:07d}.example.org', '', "
-                f"'active', '{jwks}', {now}, {now});\n")
-    f.write("COMMIT;\n")
-PY
+subordinates_sql "$WORK/one.sql" "$TOTAL"
 sqlite3 "$WORK/one/data/pharos.db" <"$WORK/one.sql"
 
 # ---- many entities, SUBS subordinates each ------------------------------------------------

@@ -72,6 +72,29 @@ build_all() {
 
 py() { python3 -c "$@"; }
 
+# subordinates_sql FILE N: SQL that bulk-loads N active subordinates https://s0000001.example.org
+# … of the default entity into SQLite, each with one EC key (for `sqlite3 DB <FILE` while
+# Pharos is stopped).
+subordinates_sql() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+now = int(time.time())
+key = {"kty": "EC", "crv": "P-256", "kid": "k",
+       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+with open(path, "w") as f:
+    f.write("BEGIN;\n")
+    for i in range(1, n + 1):
+        key["kid"] = f"k{i}"
+        jwks = json.dumps({"keys": [key]})
+        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
+                f"created_at, updated_at) VALUES ({i}, 1, 'https://s{i:07d}.example.org', '', "
+                f"'active', '{jwks}', {now}, {now});\n")
+    f.write("COMMIT;\n")
+PY
+}
+
 # ---- Pharos -------------------------------------------------------------------------------
 
 # pharos_config NAME PORT: writes $WORK/NAME/config.yaml (append scenario YAML to it freely).

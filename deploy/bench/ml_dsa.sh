@@ -32,23 +32,7 @@ ALGS=(ES256 ML-DSA-44 ML-DSA-65 ML-DSA-87 ML-DSA-65-ES256)
 declare -A PORT=([ES256]=17820 [ML-DSA-44]=17821 [ML-DSA-65]=17822 [ML-DSA-87]=17823 [ML-DSA-65-ES256]=17824)
 name_of() { echo "${1//-/}" | tr '[:upper:]' '[:lower:]'; }
 
-python3 - "$WORK/subs.sql" "$SUBS" <<'PY'
-import json, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-now = int(time.time())
-key = {"kty": "EC", "crv": "P-256", "kid": "k",
-       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-with open(path, "w") as f:
-    f.write("BEGIN;\n")
-    for i in range(1, n + 1):
-        key["kid"] = f"k{i}"
-        jwks = json.dumps({"keys": [key]})
-        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
-                f"created_at, updated_at) VALUES ({i}, 1, 'https://s{i:07d}.example.org', '', "
-                f"'active', '{jwks}', {now}, {now});\n")
-    f.write("COMMIT;\n")
-PY
+subordinates_sql "$WORK/subs.sql" "$SUBS"
 
 for alg in "${ALGS[@]}"; do
     n=$(name_of "$alg")

@@ -124,6 +124,16 @@ impl Algorithm {
         Algorithm::MlDsa87Ed448,
     ];
 
+    /// The composite ML-DSA algorithms (draft-ietf-jose-pq-composite-sigs-03).
+    pub const COMPOSITES: [Algorithm; 6] = [
+        Algorithm::MlDsa44Es256,
+        Algorithm::MlDsa65Es256,
+        Algorithm::MlDsa87Es384,
+        Algorithm::MlDsa44Ed25519,
+        Algorithm::MlDsa65Ed25519,
+        Algorithm::MlDsa87Ed448,
+    ];
+
     /// The JOSE `alg` name, used in headers, JWKs and metadata.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -9,7 +9,7 @@
 //! JOSE's raw encodings: ECDSA `r || s`, the private scalar `d` and the point `x || y` at the
 //! curve's full size; EdDSA its raw keys (RFC 8032).
 //!
-//! The arithmetic is RustCrypto's `ml-dsa` and OpenSSL's ECDSA and EdDSA; this module only
+//! The arithmetic is libcrux's ML-DSA and OpenSSL's ECDSA and EdDSA; this module only
 //! frames them.
 
 use openssl::bn::{BigNum, BigNumContext};
@@ -402,18 +402,9 @@ pub(crate) fn check_public(alg: Algorithm, public: &[u8]) -> std::result::Result
 mod tests {
     use super::*;
 
-    const ALL: [Algorithm; 6] = [
-        Algorithm::MlDsa44Es256,
-        Algorithm::MlDsa65Es256,
-        Algorithm::MlDsa87Es384,
-        Algorithm::MlDsa44Ed25519,
-        Algorithm::MlDsa65Ed25519,
-        Algorithm::MlDsa87Ed448,
-    ];
-
     #[test]
     fn each_half_is_needed_and_the_private_form_gives_back_the_key() {
-        for alg in ALL {
+        for alg in Algorithm::COMPOSITES {
             let key = CompositeKey::generate(alg).unwrap();
             let public = key.public_bytes().unwrap();
             let p = params(alg).unwrap();

@@ -53,7 +53,7 @@ pub struct SigningKey {
     signer: Inner,
 }
 
-/// What makes the signatures: josekit (OpenSSL) for the classic algorithms, RustCrypto's
+/// What makes the signatures: josekit (OpenSSL) for the classic algorithms, libcrux
 /// ML-DSA for FIPS 204 (OpenSSL before 3.5 has none), both for the composites.
 enum Inner {
     Jose(Box<dyn JwsSigner>),

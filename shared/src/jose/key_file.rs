@@ -28,9 +28,9 @@ const PEM_GUESSES: [Algorithm; 10] = [
 ];
 
 /// Loads a private key from a file's text: a PKCS#8 PEM (`BEGIN PRIVATE KEY`) or a private
-/// JWK (JSON object with `d`, or `priv` for `AKP`). `alg` names the algorithm; without it the JWK's `alg` member, or
-/// else the key type and curve, decide (RSA keys sign with RS256). A JWK's `kid` is kept, so
-/// that the signature names the key as the owner published it.
+/// JWK (JSON object with `d`, or `priv` for `AKP`). `alg` names the algorithm; without it the
+/// JWK's `alg` member, or else the key type and curve, decide (RSA keys sign with RS256). A
+/// JWK's `kid` is kept, so that the signature names the key as the owner published it.
 pub fn load_private_key(text: &str, alg: Option<Algorithm>) -> Result<SigningKey> {
     let text = text.trim();
     if text.starts_with('{') {

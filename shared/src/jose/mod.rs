@@ -1,11 +1,11 @@
 //! JOSE for Pharos: JWS algorithms, JWKs and JWK Sets, RFC 7638 thumbprints, signing keys and
 //! compact JWS signing and verification.
 //!
-//! josekit (OpenSSL) does the raw cryptography only, RustCrypto's `ml-dsa` that of ML-DSA. The JWS framing (header, base64url,
-//! signing input), key selection and algorithm checks are done here, so that josekit can later
-//! be swapped (e.g. for RustCrypto or a PKCS#11 token behind [`Signer`]) without touching
-//! callers, and so that none of josekit's JWT conveniences (which check only signatures) can
-//! be mistaken for validation.
+//! josekit (OpenSSL) does the raw cryptography only, libcrux-ml-dsa that of ML-DSA. The JWS
+//! framing (header, base64url, signing input), key selection and algorithm checks are done
+//! here, so that josekit can later be swapped (e.g. for RustCrypto or a PKCS#11 token behind
+//! [`Signer`]) without touching callers, and so that none of josekit's JWT conveniences (which
+//! check only signatures) can be mistaken for validation.
 
 mod algorithm;
 mod composite;

@@ -292,7 +292,10 @@ fn akp(jwk: &Jwk) -> Result<PublicKey, KeyError> {
         .ok_or_else(|| {
             KeyError::new(
                 "alg",
-                format!("{alg:?} is not an AKP algorithm (ML-DSA-44, ML-DSA-65, ML-DSA-87 or a composite)"),
+                format!(
+                    "{alg:?} is not an AKP algorithm (ML-DSA-44, ML-DSA-65, ML-DSA-87 or a \
+                     composite)"
+                ),
             )
         })?;
     let public = sized(jwk, "pub", len, alg.as_str())?;

@@ -39,8 +39,8 @@ pub(crate) fn required_public_members(jwk: &Jwk) -> Result<Jwk> {
 ///
 /// Exists because the federation spec recommends thumbprints as `kid`s and josekit has no
 /// helper. Only the required members are hashed (EC `{crv,kty,x,y}`, RSA `{e,kty,n}`, OKP
-/// `{crv,kty,x}`, AKP `{alg,kty,pub}`), in lexicographic order without whitespace; any other `kty` or a missing
-/// member is an error.
+/// `{crv,kty,x}`, AKP `{alg,kty,pub}`), in lexicographic order without whitespace; any other
+/// `kty` or a missing member is an error.
 pub fn thumbprint(jwk: &Jwk) -> Result<String> {
     let members = required_public_members(jwk)?;
     // serde_json writes a map compactly and in insertion order, which is already sorted.
