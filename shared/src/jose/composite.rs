@@ -303,9 +303,10 @@ impl CompositeKey {
         let p = &self.params;
         let m = p.message(input)?;
         let mut out = self.ml.sign_with_context(&m, p.label)?;
-        match (&self.classic, p.classic.ecdsa()) {
-            (ClassicKey::Ecdsa(k), Some((alg, _))) => {
-                let digest = if alg == Algorithm::ES384 {
+        match &self.classic {
+            ClassicKey::Ecdsa(k) => {
+                // ES384's digest for P-384, ES256's for P-256 (RFC 7518 §3.4).
+                let digest = if p.classic == Classic::P384 {
                     sha2::Sha384::digest(&m).to_vec()
                 } else {
                     sha2::Sha256::digest(&m).to_vec()
@@ -315,11 +316,10 @@ impl CompositeKey {
                 out.extend(sig.r().to_vec_padded(len).map_err(ossl)?);
                 out.extend(sig.s().to_vec_padded(len).map_err(ossl)?);
             }
-            (ClassicKey::Ed(k), _) => {
+            ClassicKey::Ed(k) => {
                 let mut signer = openssl::sign::Signer::new_without_digest(k).map_err(ossl)?;
                 out.extend(signer.sign_oneshot_to_vec(&m).map_err(ossl)?);
             }
-            (ClassicKey::Ecdsa(_), None) => return Err(not_composite(Algorithm::ES256)),
         }
         Ok(out)
     }
