@@ -66,6 +66,7 @@ pub struct DataPlane {
     // answer a list, a collection or a trust mark question (issue 38, BENCHMARKS.md).
     historical_cache: LazyLock<endpoints::historical_keys::HistoricalKeysCache>,
     list_cache: LazyLock<endpoints::list::ListCache>,
+    extended_list_cache: LazyLock<endpoints::extended_list::PageCache>,
     collection_cache: LazyLock<endpoints::entity_collection::PageCache>,
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_status_cache: LazyLock<endpoints::trust_mark_status::StatusCache>,
@@ -185,6 +186,7 @@ impl DataPlane {
             ec_cache: entity_configuration::EcCache::new(),
             historical_cache: LazyLock::new(Default::default),
             list_cache: LazyLock::new(endpoints::list::ListCache::new),
+            extended_list_cache: LazyLock::new(Default::default),
             collection_cache: LazyLock::new(Default::default),
             // Unbounded per key: the burst is bounded by the requests in progress.
             fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),

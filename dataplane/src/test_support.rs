@@ -203,6 +203,8 @@ impl SnapshotBuilder {
             metadata_policy: None,
             constraints: None,
             additional_claims: Vec::new(),
+            registered: 0,
+            updated: 0,
             version,
             statement: StatementSlot::default(),
         }));

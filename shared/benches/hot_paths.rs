@@ -46,6 +46,8 @@ fn subordinate(i: usize, keys: Vec<Jwk>) -> Subordinate {
         )),
         constraints: None,
         additional_claims: vec![],
+        registered: 0,
+        updated: 0,
         version: 1,
         statement: Default::default(),
     }

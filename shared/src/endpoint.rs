@@ -56,11 +56,13 @@ pub enum EndpointType {
     JwksUpdateTrigger,
     /// Signed JWK Set push by a subordinate (custom).
     JwksUpdate,
+    /// Extended subordinate listing (OpenID Federation Extended Subordinate Listing 1.0).
+    ExtendedList,
 }
 
 impl EndpointType {
     /// Every type, in a stable order (used for listing and validation messages).
-    pub const ALL: [EndpointType; 13] = [
+    pub const ALL: [EndpointType; 14] = [
         Self::Fetch,
         Self::List,
         Self::Resolve,
@@ -74,6 +76,7 @@ impl EndpointType {
         Self::EntityCollection,
         Self::JwksUpdateTrigger,
         Self::JwksUpdate,
+        Self::ExtendedList,
     ];
 
     /// The identifier used in the Admin API and the database.
@@ -92,6 +95,7 @@ impl EndpointType {
             Self::EntityCollection => "entity_collection",
             Self::JwksUpdateTrigger => "jwks_update_trigger",
             Self::JwksUpdate => "jwks_update",
+            Self::ExtendedList => "extended_list",
         }
     }
 
@@ -116,6 +120,7 @@ impl EndpointType {
             Self::EntityCollection => "federation_collection_endpoint",
             Self::JwksUpdateTrigger => "federation_jwks_update_trigger_endpoint",
             Self::JwksUpdate => "federation_jwks_update_endpoint",
+            Self::ExtendedList => "federation_extended_list_endpoint",
         }
     }
 
@@ -177,6 +182,23 @@ impl Default for FetchConfig {
     fn default() -> Self {
         Self {
             statement_lifetime: 600_000,
+        }
+    }
+}
+
+/// `extended_list` endpoint configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExtendedListConfig {
+    /// The most entries one page holds (the draft's "practical upper limit", §3.1.2): the
+    /// page size without `limit`, and the cap of a larger `limit`. 1 … 10,000.
+    pub max_page_size: u32,
+}
+
+impl Default for ExtendedListConfig {
+    fn default() -> Self {
+        Self {
+            max_page_size: 1000,
         }
     }
 }
@@ -441,6 +463,8 @@ pub enum EndpointConfig {
     Enroll(EnrollConfig),
     /// `entity_collection`.
     EntityCollection(EntityCollectionConfig),
+    /// `extended_list`.
+    ExtendedList(ExtendedListConfig),
     /// `trust_mark`: the list of issuance specs (validated for `trust_mark_type`).
     TrustMark(Vec<Map<String, Value>>),
     /// Types without settings of their own: any object is kept as given.
@@ -509,6 +533,13 @@ impl EndpointConfig {
                     );
                 }
                 Self::EntityCollection(c)
+            }
+            EndpointType::ExtendedList => {
+                let c: ExtendedListConfig = serde_json::from_value(value).map_err(bad)?;
+                if !(1..=10_000).contains(&c.max_page_size) {
+                    return Err("max_page_size must be between 1 and 10000".into());
+                }
+                Self::ExtendedList(c)
             }
             EndpointType::TrustMark => {
                 let specs = match obj.get("trust_mark_specs") {

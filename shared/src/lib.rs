@@ -16,6 +16,7 @@ pub mod config;
 pub mod endpoint;
 pub mod entity_configuration;
 pub mod error;
+pub mod extended_listing;
 pub mod hosted;
 pub mod http_cache;
 pub mod interop;

@@ -33,6 +33,8 @@ fn sub(keys: Vec<Jwk>) -> Subordinate {
         metadata_policy: None,
         constraints: None,
         additional_claims: vec![],
+        registered: 0,
+        updated: 0,
         version: 1,
         statement: Default::default(),
     }

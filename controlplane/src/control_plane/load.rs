@@ -84,11 +84,14 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
             metadata_policy: doc(r.metadata_policy),
             constraints: doc(r.constraints),
             additional_claims: claims.into_iter().map(claim).collect(),
+            registered: r.created_at,
+            updated: r.updated_at,
             version,
             statement: Default::default(),
         }));
     })
     .await?;
+    db::subordinates::for_each_tombstone(db, |entity_id, t| subs.bury(&entity_id, t)).await?;
     Ok(subs)
 }
 
@@ -109,6 +112,8 @@ pub fn subordinate(r: SubordinateRow, version: u64, registry: &Subordinates) -> 
         metadata_policy: r.metadata_policy.map(Box::new),
         constraints: r.constraints.map(Box::new),
         additional_claims: r.additional_claims.into_iter().map(claim).collect(),
+        registered: r.created_at,
+        updated: r.updated_at,
         version,
         statement: Default::default(),
     }
@@ -144,6 +149,10 @@ pub async fn general(db: &Db) -> Result<GeneralSettings> {
             .into_iter()
             .map(claim)
             .collect(),
+        changed_at: get("changed_at")
+            .await?
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0),
     })
 }
 

@@ -94,6 +94,16 @@ impl Changes {
         self.collections.insert(trust_anchor.to_owned());
     }
 
+    /// Whether section `s` was touched.
+    pub(super) fn touches(&self, s: Section) -> bool {
+        self.sections.contains(&s)
+    }
+
+    /// The subordinates touched one by one.
+    pub(super) fn touched_subordinates(&self) -> impl Iterator<Item = &str> {
+        self.subordinates.iter().map(String::as_str)
+    }
+
     /// Nothing touched.
     pub fn is_empty(&self) -> bool {
         self.sections.is_empty()
@@ -215,14 +225,19 @@ impl ControlPlane {
         for id in &c.subordinates {
             changed = true;
             let row = crate::db::subordinates::get(&self.db, SubKey::EntityId(id)).await?;
-            let sub = row.map(|r| {
-                Arc::new(load::subordinate(
-                    r,
-                    self.next_version(),
-                    &next.subordinates,
-                ))
+            next.subordinates = Arc::new(match row {
+                Some(r) => {
+                    let sub = load::subordinate(r, self.next_version(), &next.subordinates);
+                    next.subordinates.with(id, Some(Arc::new(sub)))
+                }
+                None => {
+                    let mut subs = next.subordinates.with(id, None);
+                    if let Some(t) = crate::db::subordinates::tombstone(&self.db, id).await? {
+                        subs.bury(id, t);
+                    }
+                    subs
+                }
             });
-            next.subordinates = Arc::new(next.subordinates.with(id, sub));
         }
         let one_by_one = !c.issued_marks.is_empty() || !c.mark_subjects.is_empty();
         if one_by_one && !c.sections.contains(&Section::TrustMarks) {

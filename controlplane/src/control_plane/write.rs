@@ -209,6 +209,7 @@ impl<'a> Write<'a> {
             self.cp.publish(changes).await;
             return Ok(());
         };
+        stamp(&self.cp.db, &mut tx, &changes, self.cp.now()).await?;
         if self.cp.announces() && !changes.is_empty() {
             self.cp.announce(&mut tx, &changes).await?;
         }
@@ -230,6 +231,22 @@ impl<'a> Write<'a> {
             }
         }
     }
+}
+
+/// Moves the change times that the extended listing reports and filters by: `updated_at` of
+/// every subordinate the write touched, and the general settings' `changed_at` when they
+/// changed (every statement changes with them). Here, once, rather than in each write path,
+/// so that no change to what a statement says leaves its time behind.
+async fn stamp(db: &Db, c: &mut AnyConnection, changes: &Changes, now: i64) -> Result<()> {
+    for entity_id in changes.touched_subordinates() {
+        crate::db::subordinates::stamp_updated(db, c, entity_id, now).await?;
+    }
+    if changes.touches(Section::SubordinateGeneral) {
+        let at = serde_json::Value::from(now);
+        crate::db::settings::set(db, c, crate::db::settings::SUBORDINATE, "changed_at", &at)
+            .await?;
+    }
+    Ok(())
 }
 
 /// A phase of a write slower than this is logged: a write that waits seconds is one an

@@ -132,7 +132,7 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
         .unwrap()
         .unwrap()
         .id;
-    subs::delete(&cp.db, tx, id).await.unwrap();
+    subs::delete(&cp.db, tx, id, T0).await.unwrap();
     wr.touch_subordinate(SUB);
     wr.commit().await.unwrap();
     r.tick(T0 + 563).await;

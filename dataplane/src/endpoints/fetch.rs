@@ -181,7 +181,7 @@ pub(crate) async fn statement_about(
 }
 
 /// `sub`'s statement from its record's slot, or signed once for all concurrent callers.
-async fn statement(
+pub(crate) async fn statement(
     dp: &DataPlane,
     snap: &Arc<Snapshot>,
     sub: &Arc<Subordinate>,

@@ -15,6 +15,7 @@
 pub mod enroll;
 pub mod enroll_request;
 pub mod entity_collection;
+pub mod extended_list;
 pub mod fetch;
 pub mod historical_keys;
 pub mod jwks_update;
@@ -185,6 +186,7 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::Enroll => Box::pin(enroll::serve(call)).await,
         EndpointType::EnrollRequest => Box::pin(enroll_request::serve(call)).await,
         EndpointType::EntityCollection => entity_collection::serve(call).await,
+        EndpointType::ExtendedList => extended_list::serve(call).await,
     }
 }
 

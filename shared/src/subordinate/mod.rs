@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::claims::AdditionalClaim;
 use crate::jose::Jwks;
 
-pub use registry::Subordinates;
+pub use registry::{Subordinates, TimeKey, Tombstone};
 pub use statement_cache::{SignedStatement, StatementBudget, StatementSlot};
 
 /// Lifetime of subordinate statements when nothing else is configured, seconds.
@@ -94,6 +94,11 @@ pub struct Subordinate {
     pub constraints: Option<Box<Value>>,
     /// Additional claims; empty = use the general ones.
     pub additional_claims: Vec<AdditionalClaim>,
+    /// When it was registered (`created_at`), seconds since the epoch.
+    pub registered: i64,
+    /// When anything that goes into its statement or its listing last changed (`updated_at`,
+    /// moved by every write that touches it), seconds since the epoch.
+    pub updated: i64,
     /// Changes with every write to this subordinate.
     pub version: u64,
     /// The signed statement about this version, once the fetch endpoint has made one.
@@ -159,6 +164,12 @@ impl Subordinate {
             .any(|k| fe.and_then(|f| f.get(*k)).is_some())
     }
 
+    /// When its statement last changed: its own last update, or the general settings' last
+    /// change if that came later.
+    pub fn updated_since(&self, general: &GeneralSettings) -> i64 {
+        self.updated.max(general.changed_at)
+    }
+
     /// Whether it has any of `types` registered (an empty filter matches everything).
     pub fn has_any_type(&self, types: &[String]) -> bool {
         types.is_empty()
@@ -184,6 +195,9 @@ pub struct GeneralSettings {
     pub constraints: Option<Value>,
     /// General additional claims.
     pub additional_claims: Vec<AdditionalClaim>,
+    /// When any of the above last changed (0: never): every statement changed then, so no
+    /// subordinate was updated earlier than this (see [`Subordinate::updated_since`]).
+    pub changed_at: i64,
 }
 
 #[cfg(test)]
@@ -202,6 +216,8 @@ mod tests {
             metadata_policy: None,
             constraints: None,
             additional_claims: vec![],
+            registered: 0,
+            updated: 0,
             version: 1,
             statement: StatementSlot::default(),
         })

@@ -1,8 +1,10 @@
 //! The registry of subordinates in a snapshot: two persistent maps of the records (identifier
 //! order for the list endpoint, a hash index for fetch), the active ones by entity type, the
-//! general settings, and the entity type names the records share.
+//! records and tombstones by the time they last changed (the extended listing's time filters),
+//! the general settings, and the entity type names the records share.
 
 use std::collections::HashSet;
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{GeneralSettings, Subordinate, SubordinateStatus};
@@ -13,6 +15,20 @@ use super::{GeneralSettings, Subordinate, SubordinateStatus};
 /// full rebuild of the registry starts a new one.
 #[derive(Debug, Default)]
 struct TypeNames(Mutex<HashSet<Arc<str>>>);
+
+/// A deleted subordinate: when it was registered and when it was deleted. Kept (in the
+/// database and the snapshot) so that a client following changes with the extended listing's
+/// time filters learns that it is gone (`revoked`); re-registering the identifier removes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tombstone {
+    /// When it was registered, seconds since the epoch.
+    pub registered: i64,
+    /// When it was deleted.
+    pub revoked: i64,
+}
+
+/// A position in time order: the time an entry last changed, then its identifier.
+pub type TimeKey = (i64, Arc<str>);
 
 /// Every subordinate by entity identifier, plus the general settings.
 ///
@@ -27,6 +43,12 @@ pub struct Subordinates {
     /// Active subordinates by registered entity type, in identifier order: the list
     /// endpoint's `entity_type` filter reads these instead of walking every record.
     by_type: imbl::HashMap<Arc<str>, imbl::OrdSet<Arc<str>>>,
+    /// Deleted subordinates by identifier.
+    tombstones: imbl::OrdMap<Arc<str>, Tombstone>,
+    /// Every record that is or was served (all but pending ones) by its `updated` time, and
+    /// every tombstone by its `revoked` time: a time filter reads a range of this instead of
+    /// walking every record.
+    by_time: imbl::OrdSet<TimeKey>,
     /// General settings.
     pub general: Arc<GeneralSettings>,
     /// Changes with every change to the general settings; part of the statement cache key.
@@ -62,16 +84,82 @@ impl Subordinates {
     fn put(&mut self, s: Arc<Subordinate>) {
         if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
             self.index_types(&old, false);
+            self.index_time(&old, false);
         }
+        self.unbury(&s.entity_id);
         self.index_types(&s, true);
+        self.index_time(&s, true);
         self.sorted.insert(s.entity_id.clone(), s);
     }
 
     fn remove(&mut self, entity_id: &str) {
         if let Some(old) = self.index.remove(entity_id) {
             self.index_types(&old, false);
+            self.index_time(&old, false);
         }
         self.sorted.remove(entity_id);
+    }
+
+    fn unbury(&mut self, entity_id: &str) {
+        if let Some(t) = self.tombstones.remove(entity_id) {
+            self.by_time.remove(&(t.revoked, Arc::from(entity_id)));
+        }
+    }
+
+    /// Adds `s` to (or takes it out of) the time index; pending records were never served and
+    /// are not in it.
+    fn index_time(&mut self, s: &Subordinate, add: bool) {
+        if s.status == SubordinateStatus::Pending {
+            return;
+        }
+        let key = (s.updated, s.entity_id.clone());
+        if add {
+            self.by_time.insert(key);
+        } else {
+            self.by_time.remove(&key);
+        }
+    }
+
+    /// Records that `entity_id` was deleted (`tombstone`), replacing its record if there is
+    /// one; O(log n).
+    pub fn bury(&mut self, entity_id: &str, tombstone: Tombstone) {
+        self.remove(entity_id);
+        self.unbury(entity_id);
+        let id: Arc<str> = entity_id.into();
+        self.by_time.insert((tombstone.revoked, id.clone()));
+        self.tombstones.insert(id, tombstone);
+    }
+
+    /// The tombstone of `entity_id`, if it was deleted and not registered again.
+    pub fn tombstone(&self, entity_id: &str) -> Option<&Tombstone> {
+        self.tombstones.get(entity_id)
+    }
+
+    /// How many tombstones there are.
+    pub fn tombstones(&self) -> usize {
+        self.tombstones.len()
+    }
+
+    /// Records in identifier order from `from` (inclusive), whatever their status.
+    pub fn all_from<'a>(
+        &'a self,
+        from: &str,
+    ) -> impl Iterator<Item = &'a Arc<Subordinate>> + use<'a> {
+        self.sorted
+            .range::<_, str>((Bound::Included(from), Bound::Unbounded))
+            .map(|(_, s)| s)
+    }
+
+    /// Records and tombstones that changed at `from.0` or later, in time order from `from`
+    /// (inclusive), up to time `until` (inclusive).
+    pub fn changed_from<'a>(
+        &'a self,
+        from: &TimeKey,
+        until: i64,
+    ) -> impl Iterator<Item = &'a TimeKey> + use<'a> {
+        self.by_time
+            .range((Bound::Included(from.clone()), Bound::Unbounded))
+            .take_while(move |(t, _)| *t <= until)
     }
 
     /// Adds `s` to (or takes it out of) the per-type sets; only active records are in them.
@@ -108,24 +196,33 @@ impl Subordinates {
     /// Identifiers of the active subordinates registered with any of `types`, in identifier
     /// order, without walking the records: a merge of the per-type sets.
     pub fn active_ids_with_any_type(&self, types: &[String]) -> Vec<&Arc<str>> {
+        self.active_ids_with_any_type_from(types, "").collect()
+    }
+
+    /// [`Self::active_ids_with_any_type`] from identifier `from` (inclusive) on, lazily: a
+    /// page reads as many as it keeps.
+    pub fn active_ids_with_any_type_from<'a>(
+        &'a self,
+        types: &[String],
+        from: &str,
+    ) -> impl Iterator<Item = &'a Arc<str>> + use<'a> {
         let mut sets: Vec<_> = types
             .iter()
             .filter_map(|t| self.by_type.get(t.as_str()))
-            .map(|ids| ids.iter().peekable())
+            .map(|ids| {
+                ids.range::<_, str>((Bound::Included(from), Bound::Unbounded))
+                    .peekable()
+            })
             .collect();
-        let mut out = Vec::new();
-        loop {
-            let next = sets.iter_mut().filter_map(|it| it.peek().copied()).min();
-            let Some(id) = next else {
-                return out;
-            };
+        std::iter::from_fn(move || {
+            let id = sets.iter_mut().filter_map(|it| it.peek().copied()).min()?;
             for it in &mut sets {
                 if it.peek().copied() == Some(id) {
                     it.next();
                 }
             }
-            out.push(id);
-        }
+            Some(id)
+        })
     }
 
     /// The shared name of entity type `name` (see [`TypeNames`]).

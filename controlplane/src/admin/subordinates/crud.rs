@@ -339,8 +339,9 @@ pub async fn patch(
 pub async fn delete(State(cp): Cp, actor: Actor, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let mut w = cp.write(actor.name()).await;
     let row = find(&cp, &id).await?;
+    let now = cp.now();
     let tx = w.tx().await?;
-    repo::delete(&cp.db, tx, row.id).await?;
+    repo::delete(&cp.db, tx, row.id, now).await?;
     w.touch_subordinate(&row.entity_id);
     w.commit().await?;
     Ok(StatusCode::NO_CONTENT)

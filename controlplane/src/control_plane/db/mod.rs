@@ -314,6 +314,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../../migrations/postgres/0018_composite_alg_names.sql"),
         ],
     ),
+    (
+        19,
+        "subordinate_tombstones",
+        [
+            include_str!("../../../../migrations/sqlite/0019_subordinate_tombstones.sql"),
+            include_str!("../../../../migrations/mysql/0019_subordinate_tombstones.sql"),
+            include_str!("../../../../migrations/postgres/0019_subordinate_tombstones.sql"),
+        ],
+    ),
 ];
 
 /// Migrations that run outside sqlx's transaction (their text begins `-- no-transaction` and

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use futures_util::TryStreamExt;
 use pharos_shared::jose::Jwks;
-use pharos_shared::subordinate::SubordinateStatus;
+use pharos_shared::subordinate::{SubordinateStatus, Tombstone};
 use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
@@ -119,6 +119,10 @@ pub struct SnapshotRow {
     pub constraints: Option<String>,
     /// Registered entity types.
     pub registered_entity_types: Vec<String>,
+    /// Creation time.
+    pub created_at: i64,
+    /// Last update.
+    pub updated_at: i64,
 }
 
 /// Rows per batch (about 6 MB of JSON text at one key per subordinate).
@@ -134,7 +138,7 @@ pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> 
     // MariaDB truncates JSON aggregates at `group_concat_max_len` (1 MB by default): rows.
     let mut types = entity_types(db).await?;
     let sql = db.sql(concat!(
-        "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json ",
+        "SELECT id, entity_id, status, jwks, metadata, metadata_policy, constraints_json, created_at, updated_at ",
         "FROM subordinates WHERE entity = ?"
     ));
     let mut rows = sqlx::query(sql).bind(db.entity()).fetch(&db.pool);
@@ -149,6 +153,8 @@ pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> 
             metadata_policy: r.try_get("metadata_policy")?,
             constraints: r.try_get("constraints_json")?,
             registered_entity_types: types.remove(&id).unwrap_or_default(),
+            created_at: r.try_get("created_at")?,
+            updated_at: r.try_get("updated_at")?,
         });
     }
     Ok(())
@@ -163,14 +169,14 @@ async fn for_each_batch(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()
         db.sql(concat!(
             "SELECT json_group_array(json_array(id, entity_id, status, jwks, metadata, ",
             "metadata_policy, constraints_json, json((SELECT json_group_array(entity_type) ",
-            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))) AS batch, ",
+            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)), created_at, updated_at)) AS batch, ",
             "max(id) AS last FROM (SELECT * FROM subordinates WHERE entity = ? AND id > ? ORDER BY id LIMIT ?) b"
         ))
     } else {
         db.sql(concat!(
             "SELECT json_agg(json_build_array(id, entity_id, status, jwks, metadata, ",
             "metadata_policy, constraints_json, (SELECT coalesce(json_agg(entity_type), '[]') ",
-            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id)))::text AS batch, ",
+            "FROM subordinate_entity_types t WHERE t.subordinate_id = b.id), created_at, updated_at))::text AS batch, ",
             "max(id) AS last FROM (SELECT * FROM subordinates WHERE entity = ? AND id > ? ORDER BY id LIMIT ?) b"
         ))
     };
@@ -380,6 +386,12 @@ pub async fn insert(
     .execute(&mut *c)
     .await
     .map_err(|e| Error::from_db(e, "subordinate"))?;
+    // Registered again: no longer gone.
+    sqlx::query(db.sql("DELETE FROM subordinate_tombstones WHERE entity = ? AND entity_id = ?"))
+        .bind(db.entity())
+        .bind(entity_id)
+        .execute(&mut *c)
+        .await?;
     let row = sqlx::query(db.sql("SELECT id FROM subordinates WHERE entity = ? AND entity_id = ?"))
         .bind(db.entity())
         .bind(entity_id)
@@ -526,6 +538,60 @@ pub async fn set_doc(
     Ok(())
 }
 
+/// The tombstone of `entity_id`, if it was deleted and not registered again.
+pub async fn tombstone(db: &Db, entity_id: &str) -> Result<Option<Tombstone>> {
+    let row = sqlx::query(db.sql(
+        "SELECT registered_at, revoked_at FROM subordinate_tombstones WHERE entity = ? AND entity_id = ?",
+    ))
+    .bind(db.entity())
+    .bind(entity_id)
+    .fetch_optional(&db.pool)
+    .await?;
+    row.map(|r| {
+        Ok(Tombstone {
+            registered: r.try_get("registered_at")?,
+            revoked: r.try_get("revoked_at")?,
+        })
+    })
+    .transpose()
+}
+
+/// Every tombstone of this entity, handed to `each` as it streams in.
+pub async fn for_each_tombstone(db: &Db, mut each: impl FnMut(String, Tombstone)) -> Result<()> {
+    let mut rows = sqlx::query(db.sql(
+        "SELECT entity_id, registered_at, revoked_at FROM subordinate_tombstones WHERE entity = ?",
+    ))
+    .bind(db.entity())
+    .fetch(&db.pool);
+    while let Some(r) = rows.try_next().await? {
+        let t = Tombstone {
+            registered: r.try_get("registered_at")?,
+            revoked: r.try_get("revoked_at")?,
+        };
+        each(r.try_get("entity_id")?, t);
+    }
+    Ok(())
+}
+
+/// Sets `updated_at` of subordinate `entity_id` to `now` (no row: nothing).
+pub async fn stamp_updated(
+    db: &Db,
+    c: &mut AnyConnection,
+    entity_id: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(db.sql(
+        "UPDATE subordinates SET updated_at = ? WHERE entity = ? AND entity_id = ? AND updated_at <> ?",
+    ))
+    .bind(now)
+    .bind(db.entity())
+    .bind(entity_id)
+    .bind(now)
+    .execute(&mut *c)
+    .await?;
+    Ok(())
+}
+
 /// Replaces the registered entity types of subordinate `id`.
 pub async fn set_types(db: &Db, c: &mut AnyConnection, id: i64, types: &[String]) -> Result<()> {
     sqlx::query(db.sql("DELETE FROM subordinate_entity_types WHERE subordinate_id = ?"))
@@ -545,8 +611,19 @@ pub async fn set_types(db: &Db, c: &mut AnyConnection, id: i64, types: &[String]
     Ok(())
 }
 
-/// Deletes subordinate `id` with its types, claims and events (hard delete).
-pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64) -> Result<()> {
+/// Deletes subordinate `id` with its types, claims and events (hard delete), leaving a
+/// tombstone at `now` unless it was pending (never served, so never listed).
+pub async fn delete(db: &Db, c: &mut AnyConnection, id: i64, now: i64) -> Result<()> {
+    sqlx::query(db.sql(
+        "INSERT INTO subordinate_tombstones (entity, entity_id, registered_at, revoked_at) \
+         SELECT entity, entity_id, created_at, ? FROM subordinates \
+         WHERE id = ? AND entity = ? AND status <> 'pending'",
+    ))
+    .bind(now)
+    .bind(id)
+    .bind(db.entity())
+    .execute(&mut *c)
+    .await?;
     // The child tables without an `entity` column are addressed by the parent id alone (the
     // caller found it through an entity-scoped read); the per-entity tables also by entity.
     for (sql, scoped) in [

@@ -1,0 +1,288 @@
+//! The extended subordinate listing endpoint ("OpenID Federation Extended Subordinate Listing
+//! 1.0", Implementer's Draft 1): pages of subordinates with their signed statements, selected
+//! claims and audit timestamps. The parameters, cursor and page selection are
+//! [`pharos_shared::extended_listing`]; this module adds what needs the data plane: the trust
+//! mark holders a filter reads, the signed statements, and the answer's bytes.
+//!
+//! Bounds (SECURITY.md): a page holds at most the endpoint's `max_page_size` entries and
+//! examines at most
+//! [`SCAN_BUDGET`](pharos_shared::extended_listing::SCAN_BUDGET) index entries; statements come from the fetch endpoint's
+//! cache, and at most [`SIGNINGS_PER_PAGE`] are signed for one page (a page that would need
+//! more ends early, with `next` at the first entry left out); selecting a page of a large
+//! registry runs on the blocking pool. Answers are kept per snapshot generation and
+//! normalised request for [`PAGE_TTL`] seconds, bounded in bytes, so a client re-reading the
+//! first pages costs a lookup; trust mark filtered answers are not kept (marks expire with the
+//! clock).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use pharos_shared::endpoint::{EndpointConfig, EndpointType};
+use pharos_shared::extended_listing::{
+    Entry, ListingQuery, QueryError, SUBORDINATE_STATEMENT, Source,
+};
+use pharos_shared::snapshot::Snapshot;
+use pharos_shared::subordinate_statement::payload;
+use pharos_shared::trust_mark_issuer::MarkStatus;
+use serde_json::{Map, Value, json};
+
+use super::Call;
+use super::list::INLINE_LIMIT;
+use crate::DataPlane;
+use crate::error::FedError;
+
+/// Statements one page may sign; the rest of a cold page comes on the next one.
+pub const SIGNINGS_PER_PAGE: usize = 100;
+
+/// How long a page is kept, seconds.
+const PAGE_TTL: u64 = 60;
+
+/// Upper bound of the page cache, in bytes.
+const CACHE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Serialised pages by snapshot generation and normalised request.
+#[derive(Debug)]
+pub struct PageCache(moka::sync::Cache<(u64, Arc<ListingQuery>), Bytes>);
+
+impl Default for PageCache {
+    fn default() -> Self {
+        Self(
+            moka::sync::Cache::builder()
+                .max_capacity(CACHE_BYTES)
+                .time_to_live(Duration::from_secs(PAGE_TTL))
+                .weigher(|_, v: &Bytes| u32::try_from(v.len() + 256).unwrap_or(u32::MAX))
+                .build(),
+        )
+    }
+}
+
+impl From<QueryError> for FedError {
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::Invalid(d) => FedError::invalid_request(d),
+            QueryError::PageNotFound(d) => {
+                FedError::new(StatusCode::NOT_FOUND, "page_not_found", d)
+            }
+        }
+    }
+}
+
+/// Answers an extended listing request.
+pub(crate) async fn serve(call: Call<'_>) -> Response {
+    let (dp, snap, now) = (call.dp, call.snap.clone(), call.now);
+    let max = match &call.entry.config {
+        EndpointConfig::ExtendedList(c) => usize::try_from(c.max_page_size).unwrap_or(1000),
+        _ => 1000,
+    };
+    let query = match call.query().await {
+        Ok(q) => q,
+        Err(e) => return e.into_response(),
+    };
+    match answer(dp, &snap, &query, max, now).await {
+        Ok(body) => {
+            let mut r = (StatusCode::OK, body).into_response();
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            r
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer(
+    dp: &DataPlane,
+    snap: &Arc<Snapshot>,
+    query: &str,
+    max: usize,
+    now: i64,
+) -> Result<Bytes, FedError> {
+    let q = Arc::new(ListingQuery::parse(super::query::borrowed(
+        query.as_bytes(),
+    ))?);
+    let key = (snap.generation, q.clone());
+    let cache = &dp.extended_list_cache;
+    if let Some(body) = cache.0.get(&key) {
+        return Ok(body);
+    }
+    let body = page(dp, snap, &q, max, now).await?;
+    if !q.by_trust_marks() {
+        cache.0.insert(key, body.clone());
+    }
+    Ok(body)
+}
+
+/// The page `q` asks for, serialised.
+async fn page(
+    dp: &DataPlane,
+    snap: &Arc<Snapshot>,
+    q: &Arc<ListingQuery>,
+    max: usize,
+    now: i64,
+) -> Result<Bytes, FedError> {
+    let limit = q.limit.unwrap_or(max).min(max);
+    let selected = if snap.subordinates.len() <= INLINE_LIMIT {
+        select(snap, q, limit, now)
+    } else {
+        let (snap, q) = (snap.clone(), q.clone());
+        tokio::task::spawn_blocking(move || select(&snap, &q, limit, now))
+            .await
+            .map_err(|e| FedError::server_error(format!("selecting a page failed: {e}")))?
+    };
+    let (mut entries, mut next) = (selected.entries, selected.next);
+    // Statements name our fetch endpoint as their `source_endpoint`, as fetch answers do.
+    let source = snap
+        .registry
+        .by_type
+        .get(&EndpointType::Fetch)
+        .and_then(|e| e.published_url(&snap.entity_id));
+    // The statements: from the fetch endpoint's cache, or signed now within the page's budget.
+    let mut statements: Vec<Option<Bytes>> = Vec::with_capacity(entries.len());
+    if q.wants_statement() {
+        let (general_version, generation) = (
+            snap.subordinates.general_version,
+            snap.statements_generation,
+        );
+        let mut signed = 0;
+        for (i, e) in entries.iter().enumerate() {
+            let Entry::Listed(s, _) = e else {
+                statements.push(None);
+                continue;
+            };
+            if s.statement.get(general_version, generation, now).is_none() {
+                if signed == SIGNINGS_PER_PAGE {
+                    // Not reached for the first entry: the budget is above zero.
+                    next = i.checked_sub(1).map(|j| entries[j].cursor(q)).or(next);
+                    entries.truncate(i);
+                    break;
+                }
+                signed += 1;
+            }
+            let t = super::fetch::statement(dp, snap, s, source.as_deref(), now).await?;
+            statements.push(Some(t.body));
+        }
+    }
+    let items: Vec<Value> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let statement = statements.get(i).cloned().flatten();
+            item(snap, q, e, statement, source.as_deref(), now)
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("immediate_subordinate_entities".into(), Value::Array(items));
+    if let Some(n) = next {
+        body.insert("next".into(), Value::String(n.encode()));
+    }
+    serde_json::to_vec(&Value::Object(body))
+        .map(Bytes::from)
+        .map_err(FedError::server_error)
+}
+
+/// The page's entries: the holders a trust mark filter reads are found first.
+fn select(
+    snap: &Snapshot,
+    q: &ListingQuery,
+    limit: usize,
+    now: i64,
+) -> pharos_shared::extended_listing::Page {
+    let holders = q.by_trust_marks().then(|| holders(snap, q, now));
+    Source {
+        subordinates: &snap.subordinates,
+        holders: holders.as_ref(),
+    }
+    .page(q, limit)
+}
+
+/// Subjects holding a valid mark issued here: of one of `q.trust_mark_types` (any of), or of
+/// any type.
+fn holders(snap: &Snapshot, q: &ListingQuery, now: i64) -> HashSet<Arc<str>> {
+    let types: Vec<Option<&str>> = if q.trust_mark_types.is_empty() {
+        vec![None]
+    } else {
+        q.trust_mark_types
+            .iter()
+            .map(|t| Some(t.as_str()))
+            .collect()
+    };
+    types
+        .into_iter()
+        .flat_map(|t| snap.trust_marks.valid_holders(t, now).0)
+        .map(Arc::from)
+        .collect()
+}
+
+/// One entry of `immediate_subordinate_entities` (§3.3, Table 4).
+fn item(
+    snap: &Snapshot,
+    q: &ListingQuery,
+    e: &Entry,
+    statement: Option<Bytes>,
+    source: Option<&str>,
+    now: i64,
+) -> Value {
+    let mut o = Map::new();
+    o.insert("id".into(), json!(e.id()));
+    match e {
+        Entry::Listed(s, updated) => {
+            if let Some(jwt) = statement {
+                let jwt = String::from_utf8_lossy(&jwt).into_owned();
+                o.insert(SUBORDINATE_STATEMENT.into(), Value::String(jwt));
+            }
+            let mut claims = q.statement_claims().peekable();
+            if claims.peek().is_some() {
+                let mut p = payload(snap, s, now, source);
+                for c in claims {
+                    if let Some(v) = p.remove(c) {
+                        o.insert(c.to_owned(), v);
+                    }
+                }
+            }
+            if q.wants_trust_marks() {
+                let marks = trust_marks(snap, &s.entity_id, now);
+                if !marks.is_empty() {
+                    o.insert("trust_marks".into(), Value::Array(marks));
+                }
+            }
+            if q.timestamps() {
+                o.insert("registered".into(), json!(s.registered));
+                o.insert("updated".into(), json!(updated));
+            }
+        }
+        Entry::Departed {
+            registered,
+            revoked,
+            ..
+        } => {
+            if q.timestamps() {
+                o.insert("registered".into(), json!(registered));
+            }
+            o.insert("revoked".into(), json!(revoked));
+        }
+    }
+    Value::Object(o)
+}
+
+/// The valid marks issued here to `subject`, as an Entity Configuration lists them
+/// (`trust_mark_type`, `trust_mark`): the latest instance of each type we issue.
+fn trust_marks(snap: &Snapshot, subject: &str, now: i64) -> Vec<Value> {
+    let tm = &snap.trust_marks;
+    let mut types: Vec<&String> = tm.specs.keys().collect();
+    types.sort_unstable();
+    types
+        .into_iter()
+        .filter_map(|t| {
+            let jti = tm.latest.get(&(t.clone(), subject.to_owned()))?;
+            let mark = tm.issued.get(jti)?;
+            let signed = mark.signed.as_ref()?;
+            (mark.status(now) == MarkStatus::Active)
+                .then(|| json!({"trust_mark_type": t, "trust_mark": &*signed.token}))
+        })
+        .collect()
+}
