@@ -241,13 +241,22 @@ impl ListingQuery {
             .is_some_and(|c| c.iter().any(|c| c == TRUST_MARKS))
     }
 
-    /// The other requested claims: top-level claims of the Subordinate Statement.
+    /// The other requested claims: top-level claims of the Subordinate Statement. The
+    /// entry's own members (Table 4: `id`, `registered`, `updated`) are not among them:
+    /// `claims` names "additional claims beyond those defined in this table".
     pub fn statement_claims(&self) -> impl Iterator<Item = &str> {
+        const OWN: [&str; 5] = [
+            SUBORDINATE_STATEMENT,
+            TRUST_MARKS,
+            "id",
+            "registered",
+            "updated",
+        ];
         self.claims
             .iter()
             .flatten()
             .map(String::as_str)
-            .filter(|c| *c != SUBORDINATE_STATEMENT && *c != TRUST_MARKS)
+            .filter(|c| !OWN.contains(c))
     }
 
     /// Whether a trust mark filter is given.

@@ -92,6 +92,9 @@ fn parameters_are_read_and_normalised() {
         q.statement_claims().collect::<Vec<_>>(),
         ["jwks", "metadata"]
     );
+    let own = query("claims=id,updated,registered").unwrap();
+    assert_eq!(own.statement_claims().count(), 0);
+    assert!(!own.wants_statement());
     // No claims: the statement alone; an empty claims parameter is no claims.
     assert!(query("").unwrap().wants_statement());
     assert_eq!(query("claims=").unwrap().claims, None);

@@ -286,3 +286,63 @@ fn trust_marks(snap: &Snapshot, subject: &str, now: i64) -> Vec<Value> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
+
+    use super::*;
+    use crate::test_support::{SnapshotBuilder, data_plane, get};
+
+    #[tokio::test]
+    async fn a_cold_page_signs_a_bounded_number_of_statements() {
+        let mut b = SnapshotBuilder::new()
+            .endpoint(EndpointType::Fetch, "/fetch")
+            .endpoint(EndpointType::ExtendedList, "/x");
+        let n = SIGNINGS_PER_PAGE + 30;
+        for i in 0..n {
+            b = b.subordinate(&format!("https://{i:04}.example"));
+        }
+        let (dp, publisher) = data_plane(b.build());
+        let snap = publisher.load_full();
+        let keys = snap.keys.jwks();
+        let page = |uri: String| {
+            let dp = dp.clone();
+            async move {
+                let a = get(&dp, &uri).await;
+                assert_eq!(a.status, StatusCode::OK);
+                assert_eq!(a.content_type(), "application/json");
+                a.json()
+            }
+        };
+        // Cold: the first page stops after the budget's signatures, with `next`.
+        let first = page("/x".into()).await;
+        let entries = first["immediate_subordinate_entities"].as_array().unwrap();
+        assert_eq!(entries.len(), SIGNINGS_PER_PAGE);
+        for (i, e) in entries.iter().enumerate() {
+            let jwt = e[SUBORDINATE_STATEMENT].as_str().unwrap();
+            let d = pharos_shared::jose::verify(jwt, &keys).unwrap();
+            assert_eq!(d.header["typ"], ENTITY_STATEMENT_TYP);
+            assert_eq!(d.claims["sub"], format!("https://{i:04}.example"));
+        }
+        let next = first["next"].as_str().unwrap();
+        let second = page(format!("/x?from={next}")).await;
+        let rest = second["immediate_subordinate_entities"].as_array().unwrap();
+        assert_eq!(rest.len(), n - SIGNINGS_PER_PAGE);
+        assert!(second.get("next").is_none());
+        // Warm (the statements are cached now): one page holds them all, a kept page answers
+        // the same bytes.
+        let all = page("/x?limit=1000&claims=subordinate_statement".into()).await;
+        assert_eq!(
+            all["immediate_subordinate_entities"]
+                .as_array()
+                .unwrap()
+                .len(),
+            n
+        );
+        assert_eq!(
+            page("/x?claims=subordinate_statement&limit=1000".into()).await,
+            all
+        );
+    }
+}
