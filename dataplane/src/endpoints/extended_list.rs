@@ -9,10 +9,11 @@
 //! [`SCAN_BUDGET`](pharos_shared::extended_listing::SCAN_BUDGET) index entries; statements come from the fetch endpoint's
 //! cache, and at most [`SIGNINGS_PER_PAGE`] are signed for one page (a page that would need
 //! more ends early, with `next` at the first entry left out); selecting a page of a large
-//! registry runs on the blocking pool. Answers are kept per snapshot generation and
-//! normalised request for [`PAGE_TTL`] seconds, bounded in bytes, so a client re-reading the
-//! first pages costs a lookup; trust mark filtered answers are not kept (marks expire with the
-//! clock).
+//! registry runs on the blocking pool. First pages (no `from`) are kept per snapshot
+//! generation and normalised request for [`PAGE_TTL`] seconds, bounded in bytes, so clients
+//! starting the same listing cost a lookup; later pages are not kept (a client follows each
+//! cursor once, and a million subordinates make a thousand of them per filter), nor trust mark
+//! filtered ones (marks expire with the clock).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -111,7 +112,7 @@ async fn answer(
         return Ok(body);
     }
     let body = page(dp, snap, &q, max, now).await?;
-    if !q.by_trust_marks() {
+    if q.from.is_none() && !q.by_trust_marks() {
         cache.0.insert(key, body.clone());
     }
     Ok(body)
