@@ -75,6 +75,7 @@ mod stats_cli;
 mod stats_client;
 mod stats_jobs;
 mod subordinate_docs;
+mod subordinate_events;
 mod subordinate_settings;
 mod subordinates;
 mod tls;

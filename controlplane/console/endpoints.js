@@ -6,7 +6,8 @@ import { announce, clearErrors, field, h, mount, parseJson, showError } from './
 
 export const TYPES = ['fetch', 'list', 'resolve', 'trust_mark_status', 'trust_mark_listing',
   'trust_mark', 'historical_keys', 'enroll', 'enroll_request', 'trust_mark_request',
-  'entity_collection', 'jwks_update_trigger', 'jwks_update', 'extended_list'];
+  'entity_collection', 'jwks_update_trigger', 'jwks_update', 'extended_list',
+  'subordinate_events'];
 
 /** Which field an API message concerns (anything unrecognised is about the configuration). */
 const ALIASES = { auth_trust_anchors: ['trust anchor', 'auth_enabled'], url: ['URL'] };

@@ -67,6 +67,7 @@ pub struct DataPlane {
     historical_cache: LazyLock<endpoints::historical_keys::HistoricalKeysCache>,
     list_cache: LazyLock<endpoints::list::ListCache>,
     extended_list_cache: LazyLock<endpoints::extended_list::PageCache>,
+    subordinate_events_cache: LazyLock<endpoints::subordinate_events::EventsCache>,
     collection_cache: LazyLock<endpoints::entity_collection::PageCache>,
     fetch_flights: endpoints::fetch::Flights,
     trust_mark_status_cache: LazyLock<endpoints::trust_mark_status::StatusCache>,
@@ -187,6 +188,7 @@ impl DataPlane {
             historical_cache: LazyLock::new(Default::default),
             list_cache: LazyLock::new(endpoints::list::ListCache::new),
             extended_list_cache: LazyLock::new(Default::default),
+            subordinate_events_cache: LazyLock::new(Default::default),
             collection_cache: LazyLock::new(Default::default),
             // Unbounded per key: the burst is bounded by the requests in progress.
             fetch_flights: pharos_runtime::single_flight::Flights::new(usize::MAX),

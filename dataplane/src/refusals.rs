@@ -7,8 +7,8 @@
 
 use axum::http::StatusCode;
 use pharos_runtime::command::{
-    CheckError, CollectError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError,
-    Refused, TriggerError,
+    CheckError, CollectError, EnrollError, HistoryError, JtiError, MarkRequestError, PushError,
+    RecordMarkError, Refused, TriggerError,
 };
 
 use crate::endpoints::trust_mark_eligibility::{Refusal, refusal};
@@ -75,6 +75,15 @@ impl From<PushError> for FedError {
                 FedError::new(StatusCode::UNAUTHORIZED, "invalid_client", d)
             }
             PushError::Internal => internal(),
+        }
+    }
+}
+
+impl From<HistoryError> for FedError {
+    fn from(e: HistoryError) -> Self {
+        match e {
+            HistoryError::Refused(r) => refused(r),
+            HistoryError::Internal => internal(),
         }
     }
 }

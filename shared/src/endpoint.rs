@@ -58,11 +58,13 @@ pub enum EndpointType {
     JwksUpdate,
     /// Extended subordinate listing (OpenID Federation Extended Subordinate Listing 1.0).
     ExtendedList,
+    /// A subordinate's public history (OpenID Federation Subordinate Events Endpoint 1.0).
+    SubordinateEvents,
 }
 
 impl EndpointType {
     /// Every type, in a stable order (used for listing and validation messages).
-    pub const ALL: [EndpointType; 14] = [
+    pub const ALL: [EndpointType; 15] = [
         Self::Fetch,
         Self::List,
         Self::Resolve,
@@ -77,6 +79,7 @@ impl EndpointType {
         Self::JwksUpdateTrigger,
         Self::JwksUpdate,
         Self::ExtendedList,
+        Self::SubordinateEvents,
     ];
 
     /// The identifier used in the Admin API and the database.
@@ -96,6 +99,7 @@ impl EndpointType {
             Self::JwksUpdateTrigger => "jwks_update_trigger",
             Self::JwksUpdate => "jwks_update",
             Self::ExtendedList => "extended_list",
+            Self::SubordinateEvents => "subordinate_events",
         }
     }
 
@@ -121,6 +125,7 @@ impl EndpointType {
             Self::JwksUpdateTrigger => "federation_jwks_update_trigger_endpoint",
             Self::JwksUpdate => "federation_jwks_update_endpoint",
             Self::ExtendedList => "federation_extended_list_endpoint",
+            Self::SubordinateEvents => "federation_subordinate_events_endpoint",
         }
     }
 

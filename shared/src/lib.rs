@@ -29,6 +29,7 @@ pub mod rate_limit;
 pub mod refresh;
 pub mod snapshot;
 pub mod subordinate;
+pub mod subordinate_events;
 pub mod subordinate_statement;
 pub mod suggest;
 pub mod time;

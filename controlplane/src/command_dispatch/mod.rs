@@ -47,7 +47,9 @@ mod trust_marks_tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pharos_runtime::command::{Command, JtiError, Refused, Reply, TriggerError};
+use pharos_runtime::command::{
+    Command, HistoryError, JtiError, Recorded, Refused, Reply, TriggerError,
+};
 use pharos_runtime::single_flight::Flights;
 use pharos_shared::chain::Fetcher;
 use tokio::sync::Semaphore;
@@ -66,6 +68,8 @@ pub const JTI_RECORDS_AT_ONCE: usize = 64;
 pub const MARK_RECORDS_AT_ONCE: usize = 64;
 /// Trust mark requests stored at once (each takes the writer lock).
 pub const MARK_REQUESTS_AT_ONCE: usize = 8;
+/// Subordinate histories read at once (one indexed read each; the data plane caches answers).
+pub const HISTORIES_AT_ONCE: usize = 8;
 /// Triggers that may wait for one subordinate's fetch (each is one stored reply channel).
 pub const TRIGGER_WAITERS: usize = 1_024;
 
@@ -81,6 +85,7 @@ pub struct Dispatcher<F> {
     jti_records: Arc<Semaphore>,
     mark_records: Arc<Semaphore>,
     mark_requests: Arc<Semaphore>,
+    histories: Arc<Semaphore>,
     enrollments: enroll::Enrollments,
     eligibility: Eligibility,
     collections: Arc<crate::collector::demand::OnDemand>,
@@ -97,6 +102,7 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
             jti_records: Arc::new(Semaphore::new(JTI_RECORDS_AT_ONCE)),
             mark_records: Arc::new(Semaphore::new(MARK_RECORDS_AT_ONCE)),
             mark_requests: Arc::new(Semaphore::new(MARK_REQUESTS_AT_ONCE)),
+            histories: Arc::new(Semaphore::new(HISTORIES_AT_ONCE)),
             enrollments: enroll::Enrollments::default(),
             eligibility: Eligibility::default(),
         }
@@ -203,6 +209,18 @@ impl<F: Fetcher + 'static> Dispatcher<F> {
                 trust_anchor,
                 reply,
             } => self.collections.admit(trust_anchor, reply),
+            Command::SubordinateHistory { sub, reply } => {
+                let Ok(permit) = self.histories.clone().try_acquire_owned() else {
+                    let _ = reply.send(Err(Refused::Busy.into()));
+                    return;
+                };
+                let cp = self.refreshers.control().clone();
+                tokio::spawn(async move {
+                    let result = history(&cp, &sub).await;
+                    drop(permit);
+                    let _ = reply.send(result);
+                });
+            }
         }
     }
 
@@ -241,6 +259,30 @@ pub fn spawn<F: Fetcher + 'static>(
             };
             let Some(cmd) = cmd else { break };
             dispatcher.admit(cmd);
+        }
+    })
+}
+
+/// Subordinate `sub`'s `created_at` and recorded history; `None` when there is none.
+async fn history(
+    cp: &ControlPlane,
+    sub: &str,
+) -> Result<Option<(i64, Vec<Recorded>)>, HistoryError> {
+    let read = async {
+        let Some(row) =
+            db::subordinates::get(&cp.db, db::subordinates::SubKey::EntityId(sub)).await?
+        else {
+            return Ok(None);
+        };
+        let rows = db::subordinate_events::public_rows(&cp.db, row.id).await?;
+        Ok::<_, crate::error::Error>(Some((row.created_at, rows)))
+    };
+    read.await.map_err(|e| {
+        tracing::error!(error = %e, "cannot read a subordinate's history");
+        if e.is_unavailable() {
+            HistoryError::Refused(Refused::Unavailable)
+        } else {
+            HistoryError::Internal
         }
     })
 }

@@ -148,3 +148,29 @@ async fn jti_records_answer_first_use_once() {
     assert_eq!(record("x").await.unwrap(), Ok(true));
     assert_eq!(record("x").await.unwrap(), Ok(false));
 }
+
+#[tokio::test]
+async fn history_reads_are_bounded_and_answer_none_for_strangers() {
+    let (d, _gate, _dir) = setup(1).await;
+    let ask = |sub: &str| {
+        let (reply, rx) = oneshot::channel();
+        d.admit(Command::SubordinateHistory {
+            sub: sub.into(),
+            reply,
+        });
+        rx
+    };
+    assert_eq!(ask("https://stranger.example").await.unwrap(), Ok(None));
+    let held = d
+        .histories
+        .clone()
+        .try_acquire_many_owned(u32::try_from(super::HISTORIES_AT_ONCE).unwrap())
+        .unwrap();
+    assert_eq!(
+        ask("https://stranger.example").await.unwrap(),
+        Err(pharos_runtime::command::HistoryError::Refused(Refused::Busy)),
+        "every read slot taken: refused at once"
+    );
+    drop(held);
+    assert_eq!(ask("https://stranger.example").await.unwrap(), Ok(None));
+}

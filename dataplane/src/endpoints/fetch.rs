@@ -65,7 +65,7 @@ fn form_decode(raw: &str) -> Cow<'_, str> {
 }
 
 /// The one query parameter that matters, or the error to answer with.
-fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
+pub(crate) fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
     let mut sub = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));

@@ -22,6 +22,7 @@ pub mod jwks_update;
 pub mod list;
 mod query;
 pub mod resolve;
+pub mod subordinate_events;
 pub mod trust_mark;
 pub(crate) mod trust_mark_eligibility;
 pub mod trust_mark_listing;
@@ -187,6 +188,7 @@ pub async fn serve(call: Call<'_>) -> Response {
         EndpointType::EnrollRequest => Box::pin(enroll_request::serve(call)).await,
         EndpointType::EntityCollection => entity_collection::serve(call).await,
         EndpointType::ExtendedList => extended_list::serve(call).await,
+        EndpointType::SubordinateEvents => subordinate_events::serve(call).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `subordinate_events`: the audit trail of each subordinate, written in the same transaction
 //! as the change it records and read newest first by the history route.
 
+use pharos_shared::subordinate_events::Recorded;
 use sqlx::{AnyConnection, Row};
 
 use super::Db;
@@ -130,3 +131,32 @@ pub async fn history(db: &Db, subordinate_id: i64, q: &HistoryQuery) -> Result<(
         .collect::<Result<_>>()?;
     Ok((events, total))
 }
+
+/// The newest [`PUBLIC_ROWS`] rows of subordinate `subordinate_id` for its public history
+/// (time, type and status; never the actor or the message), oldest first.
+pub async fn public_rows(db: &Db, subordinate_id: i64) -> Result<Vec<Recorded>> {
+    let rows = sqlx::query(db.sql(
+        "SELECT occurred_at, type, status FROM subordinate_events WHERE subordinate_id = ? \
+         ORDER BY occurred_at DESC, id DESC LIMIT ?",
+    ))
+    .bind(subordinate_id)
+    .bind(PUBLIC_ROWS)
+    .fetch_all(&db.pool)
+    .await?;
+    let mut out = rows
+        .iter()
+        .map(|r| {
+            Ok(Recorded {
+                at: r.try_get("occurred_at")?,
+                kind: r.try_get("type")?,
+                status: r.try_get("status")?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.reverse();
+    Ok(out)
+}
+
+/// Rows one public history reads at most: a subordinate whose keys rotate hourly for a year
+/// has fewer; a longer history answers its newest part.
+pub const PUBLIC_ROWS: i64 = 10_000;

@@ -93,6 +93,17 @@ pub enum JtiError {
     Internal,
 }
 
+/// Why a subordinate's history could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// Not run.
+    #[error(transparent)]
+    Refused(#[from] Refused),
+    /// Database failure (logged by the control plane).
+    #[error("internal error")]
+    Internal,
+}
+
 /// Why an issued trust mark could not be recorded (it is then not handed out: a mark the
 /// status endpoint cannot find would be answered 404 there).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -31,9 +31,10 @@ use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
 pub use errors::{
-    CheckError, CollectError, EnrollError, JtiError, MarkRequestError, PushError, RecordMarkError,
-    Refused, TriggerError,
+    CheckError, CollectError, EnrollError, HistoryError, JtiError, MarkRequestError, PushError,
+    RecordMarkError, Refused, TriggerError,
 };
+pub use pharos_shared::subordinate_events::Recorded;
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
 /// The dispatcher never waits while taking a command (it admits or refuses at once), so the
@@ -137,6 +138,15 @@ pub enum Command {
         trust_anchor: String,
         /// The collection (possibly cached for a short while).
         reply: CollectReply,
+    },
+    /// Read a subordinate's recorded history (subordinate_events). Changes no state: the
+    /// history is in the database only (the snapshot would carry every subordinate's rows).
+    /// `None` when there is no such subordinate.
+    SubordinateHistory {
+        /// The subordinate's entity identifier (the data plane has checked that it is one).
+        sub: String,
+        /// Its `created_at` and its history rows.
+        reply: Reply<Option<(i64, Vec<Recorded>)>, HistoryError>,
     },
 }
 
