@@ -60,10 +60,16 @@ const MEDIA_TYPE: &str = "application/entity-statement+jwt";
 /// An Entity Configuration of `about` (iss = sub) naming `superior` in its
 /// `authority_hints`, listing and signed with `key`.
 fn configuration(key: &SigningKey, about: &str, superior: &str) -> String {
+    let metadata = json!({"openid_relying_party": {"client_name": "fake"}});
+    configuration_with(key, about, superior, metadata)
+}
+
+/// [`configuration`] with `metadata`.
+fn configuration_with(key: &SigningKey, about: &str, superior: &str, metadata: Value) -> String {
     let now = pharos_shared::time::Clock::now(&pharos_shared::time::SystemClock);
     let claims = json!({"iss": about, "sub": about, "iat": now, "exp": now + 3600,
         "jwks": {"keys": [key.public_jwk()]}, "authority_hints": [superior],
-        "metadata": {"openid_relying_party": {"client_name": "fake"}}});
+        "metadata": metadata});
     jose::sign(
         key,
         "entity-statement+jwt",
@@ -77,7 +83,8 @@ fn key() -> SigningKey {
     SigningKey::generate(Algorithm::ES256, 0).unwrap()
 }
 
-/// The three faults of acceptance 4, each with what its description must mention.
+/// The three faults of acceptance 4, and a wallet profile fault, each with what its description
+/// must mention.
 async fn faulty_entities(sup: &str) -> Vec<(Entity, &'static str)> {
     let broken = Entity::start(Duration::ZERO, |id| {
         let jws = configuration(&key(), id, sup);
@@ -102,10 +109,22 @@ async fn faulty_entities(sup: &str) -> Vec<(Entity, &'static str)> {
         body: configuration(&key(), "https://someone-else.example", sup),
     })
     .await;
+    // A Credential Issuer naming another issuer (Wallet Architectures §6.2.1).
+    let impostor = Entity::start(Duration::ZERO, |id| Served {
+        content_type: MEDIA_TYPE,
+        body: configuration_with(
+            &key(),
+            id,
+            sup,
+            json!({"openid_credential_issuer": {"credential_issuer": "https://pid.example"}}),
+        ),
+    })
+    .await;
     vec![
         (broken, "signature"),
         (wrong_type, "content type"),
         (other_sub, "self-issued"),
+        (impostor, "credential_issuer"),
     ]
 }
 

@@ -19,8 +19,10 @@
 //!   (`oauth_resource`), with RFC 9126 (PAR) and RFC 9449 (DPoP) parameters;
 //! - OpenID for Verifiable Credential Issuance 1.0 §12.2 (`openid_credential_issuer`), OpenID
 //!   for Verifiable Presentations 1.0 (`openid_credential_verifier`, client metadata) and the
-//!   OpenID Federation Wallet Architectures draft (`openid_wallet_provider`, whose own
-//!   parameters are not settled: only the common ones are typed).
+//!   OpenID Federation for Wallet Architectures draft 05 (`openid_wallet_provider`: wallet
+//!   metadata, authorization server metadata with `vp_formats_supported` and
+//!   `client_id_prefixes_supported`; the verifier's `request_uris`), whose profile rule
+//!   [`check_wallet_profile`] applies at enrollment.
 
 use serde_json::{Map, Value};
 
@@ -281,6 +283,15 @@ const CREDENTIAL_VERIFIER: &[Param] = &[
     ("vp_formats_supported", Object),
     ("encrypted_response_enc_values_supported", Strs),
     ("response_uris", Uris),
+    ("request_uris", Uris),
+];
+
+/// `openid_wallet_provider` beyond [`AUTHORIZATION_SERVER`]: the Wallet Architectures draft
+/// (§6.1) gives a Wallet Provider OpenID for Verifiable Presentations' wallet metadata, which
+/// is authorization server metadata with these.
+const WALLET_PROVIDER: &[Param] = &[
+    ("vp_formats_supported", Object),
+    ("client_id_prefixes_supported", Strs),
 ];
 
 /// The entity types of the specifications with their own parameters (besides [`COMMON`]).
@@ -291,10 +302,36 @@ pub const ENTITY_TYPES: &[(&str, &[&[Param]])] = &[
     ("oauth_authorization_server", &[AUTHORIZATION_SERVER]),
     ("oauth_client", &[CLIENT]),
     ("oauth_resource", &[OAUTH_RESOURCE]),
-    ("openid_wallet_provider", &[]),
+    (
+        "openid_wallet_provider",
+        &[AUTHORIZATION_SERVER, WALLET_PROVIDER],
+    ),
     ("openid_credential_issuer", &[CREDENTIAL_ISSUER]),
     ("openid_credential_verifier", &[CLIENT, CREDENTIAL_VERIFIER]),
 ];
+
+/// The Wallet Architectures draft's rule for an Entity Configuration's metadata (§6.2.1): a
+/// Credential Issuer's `credential_issuer` "MUST be a case-sensitive `https` URL and MUST be
+/// equal to the `iss`/`sub` pair value in the Credential Issuer's Entity Configuration". A
+/// wallet takes the issuer's identity from that parameter, so enrolling an entity that names
+/// another would vouch for that other. Metadata without the type passes.
+pub fn check_wallet_profile(entity_id: &str, metadata: &Map<String, Value>) -> Result<(), String> {
+    let Some(issuer) = metadata.get("openid_credential_issuer") else {
+        return Ok(());
+    };
+    match issuer.get("credential_issuer").and_then(Value::as_str) {
+        Some(ci) if ci == entity_id && ci.starts_with("https://") => Ok(()),
+        Some(ci) => Err(format!(
+            "openid_credential_issuer.credential_issuer {ci:?} must be the entity identifier \
+             {entity_id:?}, an https URL (OpenID Federation for Wallet Architectures §6.2.1)"
+        )),
+        None => Err(
+            "openid_credential_issuer.credential_issuer is missing (OpenID Federation for \
+             Wallet Architectures §6.2.1)"
+                .into(),
+        ),
+    }
+}
 
 /// Whether `t` is an entity type of the specifications.
 pub fn is_known_entity_type(t: &str) -> bool {

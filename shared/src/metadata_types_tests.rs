@@ -106,3 +106,63 @@ fn uris_need_a_scheme() {
         assert!(Uri.accepts(&json!(good)), "{good}");
     }
 }
+
+#[test]
+fn wallet_entity_types_have_their_parameters_and_the_issuer_profile_rule() {
+    assert!(
+        check(
+            json!({"openid_wallet_provider": {"vp_formats_supported": "jwt"}}),
+            &[]
+        )
+        .is_err()
+    );
+    assert!(
+        check(
+            json!({"openid_wallet_provider": {"vp_formats_supported": {"dc+sd-jwt": {}},
+                "client_id_prefixes_supported": ["openid_federation"],
+                "authorization_endpoint": "https://w.example/authorize"}}),
+            &[]
+        )
+        .is_ok()
+    );
+    assert!(
+        check(
+            json!({"openid_credential_verifier": {"request_uris": "x"}}),
+            &[]
+        )
+        .is_err()
+    );
+    let id = "https://issuer.example";
+    let md = |v: Value| v.as_object().unwrap().clone();
+    assert_eq!(
+        check_wallet_profile(id, &md(json!({"openid_provider": {}}))),
+        Ok(())
+    );
+    assert_eq!(
+        check_wallet_profile(
+            id,
+            &md(json!({"openid_credential_issuer": {"credential_issuer": id}}))
+        ),
+        Ok(())
+    );
+    for bad in [
+        json!({"openid_credential_issuer": {"credential_issuer": "https://other.example"}}),
+        json!({"openid_credential_issuer": {"credential_issuer": "https://ISSUER.example"}}),
+        json!({"openid_credential_issuer": {}}),
+    ] {
+        let e = check_wallet_profile(id, &md(bad)).unwrap_err();
+        assert!(
+            e.contains("credential_issuer") && e.contains("§6.2.1"),
+            "{e}"
+        );
+    }
+    assert!(
+        check_wallet_profile(
+            "http://issuer.example",
+            &md(json!(
+                {"openid_credential_issuer": {"credential_issuer": "http://issuer.example"}}
+            ))
+        )
+        .is_err()
+    );
+}

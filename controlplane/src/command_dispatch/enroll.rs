@@ -32,6 +32,7 @@ use pharos_shared::chain::Fetcher;
 use pharos_shared::checks::{Candidate, Verdict, check};
 use pharos_shared::jose::Jwks;
 use pharos_shared::key_update::check_new_keys;
+use pharos_shared::metadata_types::check_wallet_profile;
 use pharos_shared::subordinate::SubordinateStatus;
 use tokio::sync::Semaphore;
 
@@ -166,6 +167,11 @@ async fn run<F: Fetcher>(
         Ok(t) => t,
         Err(m) => return Ok(Err(EnrollError::Configuration(m))),
     };
+    let metadata = fetched.claims.get("metadata").and_then(|m| m.as_object());
+    if let Some(Err(m)) = metadata.map(|m| check_wallet_profile(&e.sub, m)) {
+        let m = format!("the entity configuration's metadata: {m}");
+        return Ok(Err(EnrollError::Configuration(m)));
+    }
     let candidate = Candidate {
         entity_id: &e.sub,
         entity_types: &types,

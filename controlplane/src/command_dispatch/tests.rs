@@ -168,7 +168,9 @@ async fn history_reads_are_bounded_and_answer_none_for_strangers() {
         .unwrap();
     assert_eq!(
         ask("https://stranger.example").await.unwrap(),
-        Err(pharos_runtime::command::HistoryError::Refused(Refused::Busy)),
+        Err(pharos_runtime::command::HistoryError::Refused(
+            Refused::Busy
+        )),
         "every read slot taken: refused at once"
     );
     drop(held);

@@ -82,7 +82,36 @@ fn ui_info(meta: &Map<String, Value>) -> Map<String, Value> {
         };
         out.entry(target).or_insert_with(|| value.clone());
     }
+    display_array(meta, &mut out);
     out
+}
+
+/// OpenID for Verifiable Credential Issuance's `display` (a Credential Issuer's metadata, which
+/// the Wallet Architectures draft puts under `openid_credential_issuer`): an array of
+/// `{name, locale, logo: {uri}, description}`, one per language. Each becomes the UI claims of
+/// its language (`display_name#de`, `logo_uri#de`; without `locale`, the untagged ones), where
+/// the metadata has none of its own: a wallet lists issuers by these names.
+fn display_array(meta: &Map<String, Value>, out: &mut Map<String, Value>) {
+    let Some(Value::Array(displays)) = meta.get("display") else {
+        return;
+    };
+    for d in displays {
+        let Value::Object(d) = d else { continue };
+        let tagged = |base: &str| match d.get("locale").and_then(Value::as_str) {
+            Some(locale) if !locale.is_empty() => format!("{base}#{locale}"),
+            _ => base.to_owned(),
+        };
+        let logo = d.get("logo").and_then(|l| l.get("uri"));
+        for (base, value) in [
+            ("display_name", d.get("name")),
+            ("description", d.get("description")),
+            ("logo_uri", logo),
+        ] {
+            if let Some(v) = value.filter(|v| v.is_string()) {
+                out.entry(tagged(base)).or_insert_with(|| v.clone());
+            }
+        }
+    }
 }
 
 fn well_typed(base: &str, value: &Value) -> bool {

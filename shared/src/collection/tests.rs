@@ -322,3 +322,47 @@ fn equivalent_requests_parse_to_one_query_and_repeated_values_are_bounded() {
         }
     }
 }
+
+#[test]
+fn a_credential_issuers_display_array_gives_its_ui_claims_per_language() {
+    let issuer = leaf(
+        "https://issuer.example",
+        json!({
+            "federation_entity": {"organization_name": "Issuer Org"},
+            "openid_credential_issuer": {
+                "credential_issuer": "https://issuer.example",
+                "display": [
+                    {"name": "PID Issuer", "locale": "en", "logo": {"uri": "https://i/en.png"}},
+                    {"name": "PID-Aussteller", "locale": "de", "description": "Amtlich"},
+                    {"name": "Issuer", "logo": {"uri": 7}},
+                    "not an object"
+                ]
+            },
+            "openid_credential_verifier": {"client_name": "Verifier", "display_name": "Own"}
+        }),
+        &[],
+    );
+    assert_eq!(
+        issuer.entity_types,
+        [
+            "federation_entity",
+            "openid_credential_issuer",
+            "openid_credential_verifier"
+        ]
+    );
+    assert_eq!(
+        issuer.ui_infos["openid_credential_issuer"],
+        json!({
+            "display_name#en": "PID Issuer",
+            "logo_uri#en": "https://i/en.png",
+            "display_name#de": "PID-Aussteller",
+            "description#de": "Amtlich",
+            "display_name": "Issuer"
+        })
+    );
+    // The metadata's own display_name wins over client_name.
+    assert_eq!(
+        issuer.ui_infos["openid_credential_verifier"],
+        json!({"display_name": "Own"})
+    );
+}
