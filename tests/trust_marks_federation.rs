@@ -246,3 +246,87 @@ async fn an_anchors_resolve_answer_leaves_out_a_mark_it_revoked() {
         p.stop().await;
     }
 }
+
+/// Issue 36: a resolver whose trust anchor record says `trust_mark_status: fail_closed` asks
+/// the issuer's status endpoint (a real POST to the issuing Pharos) and leaves out a mark the
+/// issuer revoked once its kept answer is older than one status lifetime, while a resolver
+/// that does not ask keeps returning it; on every database.
+#[tokio::test]
+async fn a_resolver_asking_trust_mark_status_drops_a_revoked_mark_within_one_lifetime() {
+    for b in crate::support::backends() {
+        let (db_ta, db_l, db_r) = (
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+            TestDb::new(b).await,
+        );
+        let ta = Pharos::start(&db_ta).await;
+        let clock = ManualClock::new(SystemClock.now());
+        let leaf = Pharos::start_with(&db_l, |_| {}, clock.clone() as Arc<dyn Clock>).await;
+        let r_clock = ManualClock::new(SystemClock.now());
+        let r = Pharos::start_with(&db_r, |_| {}, r_clock.clone() as Arc<dyn Clock>).await;
+        let (ta_id, l_id) = (ta.entity_id().to_owned(), leaf.entity_id().to_owned());
+
+        // The anchor issues the type itself and answers status requests.
+        for t in ["fetch", "trust_mark", "trust_mark_status"] {
+            let e = json!({"type": t, "path": format!("/{}", t.replace('_', "-")), "config": {}});
+            ok(&ta, Method::POST, "/federation-endpoints", e).await;
+        }
+        let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
+        let sub = json!({"entity_id": l_id, "jwks": leaf_keys});
+        ok(&ta, Method::POST, "/subordinates", sub).await;
+        let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": ta_id}]});
+        ok(&ta, Method::POST, "/trust-marks/types", tm_type).await;
+        let spec = json!({"trust_mark_type": TM, "lifetime": "24h"});
+        ok(&ta, Method::POST, "/trust-marks/issuance-spec", spec).await;
+        let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
+        ok(&ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
+        let (_, marks) = hold_mark(&leaf, &clock, &ta_id, &ta_id, 3600).await;
+        assert_eq!(marks.as_array().map(Vec::len), Some(1), "{marks}");
+
+        // The resolver: the anchor in its repository, asking status; a bad value is refused.
+        let ta_keys = ta.entity_configuration().await.claims["jwks"].clone();
+        let bad = json!({"entity_id": ta_id, "jwks": ta_keys, "trust_mark_status": "sometimes"});
+        let (s, v) = r.admin(Method::POST, "/trust-anchors", Some(bad)).await;
+        assert_eq!(s, 400, "{v}");
+        let rec = json!({"entity_id": ta_id, "jwks": ta_keys, "trust_mark_status": "fail_closed"});
+        let stored = ok(&r, Method::POST, "/trust-anchors", rec).await;
+        assert_eq!(stored["trust_mark_status"], "fail_closed");
+        enable_resolve(&r, json!({"allowed_trust_anchors": [ta_id]})).await;
+        let carried = |body: &str| {
+            let c = jose::decode_unverified(body).unwrap().claims;
+            c.get("trust_marks")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len)
+        };
+        let (s, body) = resolve(&r, &l_id, &[&ta_id], &[]).await;
+        assert_eq!((s, carried(&body)), (200, 1), "{b:?} {body}");
+
+        // Revoked at the issuer: kept for the rest of the status lifetime, then left out.
+        let status = format!("{subjects}/{}/status", enc(&l_id));
+        let (s, v) = ta.admin(Method::PUT, &status, Some(json!("blocked"))).await;
+        assert_eq!(s, 200, "{v}");
+        r_clock.advance(pharos_dataplane::TRUST_MARK_STATUS_TTL - 10);
+        assert_eq!(carried(&resolve(&r, &l_id, &[&ta_id], &[]).await.1), 1);
+        r_clock.advance(10);
+        let (s, body) = resolve(&r, &l_id, &[&ta_id], &[]).await;
+        assert_eq!(
+            (s, carried(&body)),
+            (200, 0),
+            "{b:?}: a revoked mark is still returned"
+        );
+
+        // Not asking: the mark's signature and exp decide, and it is returned.
+        let off = json!({"jwks": ta_keys, "trust_mark_status": "off"});
+        ok(
+            &r,
+            Method::PUT,
+            &format!("/trust-anchors/{}", enc(&ta_id)),
+            off,
+        )
+        .await;
+        assert_eq!(carried(&resolve(&r, &l_id, &[&ta_id], &[]).await.1), 1);
+        for p in [ta, leaf, r] {
+            p.stop().await;
+        }
+    }
+}

@@ -41,6 +41,10 @@ mod trust_mark_router_tests;
 #[cfg(test)]
 mod trust_mark_test_support;
 
+/// How long a resolver trusts an issuer's answer about a Trust Mark's status, seconds (for
+/// anchors whose record asks for it): the longest a revoked mark stays in resolve answers.
+pub use resolver::mark_status::STATUS_TTL as TRUST_MARK_STATUS_TTL;
+
 use std::sync::{Arc, LazyLock};
 
 use axum::Router;

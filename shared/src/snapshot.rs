@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::chain::AnchorSpec;
+use crate::chain::{AnchorSpec, TrustMarkStatusCheck};
 use crate::claims::AdditionalClaim;
 use crate::endpoint::{EndpointConfig, EndpointType};
 use crate::interop::{AnchorEcConstraints, Interop, Profile};
@@ -194,6 +194,8 @@ pub struct TrustAnchor {
     /// Trust Mark Issuers this anchor lists may be trusted on their self-signed Entity
     /// Configuration when they have no trust chain to it (off by default).
     pub trust_mark_issuer_self_signed: bool,
+    /// Whether resolvers ask the status of Trust Marks returned for chains to this anchor.
+    pub trust_mark_status: TrustMarkStatusCheck,
 }
 
 /// The trust anchor repository: every anchor and its keys, read live by every usage, and the
@@ -233,6 +235,7 @@ impl TrustAnchors {
             jwks: stored.and_then(|a| a.jwks.clone()),
             interop: self.interop(entity_id),
             trust_mark_issuer_self_signed: stored.is_some_and(|a| a.trust_mark_issuer_self_signed),
+            trust_mark_status: stored.map_or_else(Default::default, |a| a.trust_mark_status),
         }
     }
 }

@@ -15,6 +15,8 @@
 //!   `trust_mark_issuers` names the issuer for the mark's type (an empty list, "anyone may
 //!   issue", is not enough): a federation whose issuers sit outside it must say so per anchor.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::chain::{self, AnchorSpec, DEFAULT_MAX_DEPTH, Fetcher, ResolveRequest};
@@ -47,7 +49,21 @@ pub struct IssuerKeys {
     pub keys: Jwks,
     /// How they were established.
     pub trust: IssuerTrust,
+    /// Its `federation_trust_mark_status_endpoint`, from the same configuration (resolved
+    /// metadata when established through a chain).
+    pub status_endpoint: Option<String>,
 }
+
+/// The `federation_entity` member `name` of `metadata`, when it is a string.
+fn federation_endpoint(metadata: Option<&Value>, name: &str) -> Option<String> {
+    metadata?
+        .get("federation_entity")?
+        .get(name)?
+        .as_str()
+        .map(str::to_owned)
+}
+
+const STATUS_ENDPOINT: &str = "federation_trust_mark_status_endpoint";
 
 fn jwks_of(claims: &Map<String, Value>) -> Option<Jwks> {
     serde_json::from_value(claims.get("jwks")?.clone()).ok()
@@ -82,16 +98,18 @@ pub async fn issuer_keys<F: Fetcher>(
     issuer: &str,
     now: i64,
 ) -> Result<IssuerKeys> {
-    let found = |keys, trust| IssuerKeys {
+    let found = |keys, trust, status_endpoint| IssuerKeys {
         issuer: issuer.to_owned(),
         keys,
         trust,
+        status_endpoint,
     };
     if issuer == anchor.entity_id {
         let keys = jwks_of(anchor_claims).ok_or_else(|| {
             Error::InvalidTrustChain(format!("trust anchor {issuer} publishes no jwks"))
         })?;
-        return Ok(found(keys, IssuerTrust::Anchor));
+        let endpoint = federation_endpoint(anchor_claims.get("metadata"), STATUS_ENDPOINT);
+        return Ok(found(keys, IssuerTrust::Anchor, endpoint));
     }
     let req = ResolveRequest {
         subject: issuer,
@@ -105,7 +123,8 @@ pub async fn issuer_keys<F: Fetcher>(
             let keys = jwks_of(&c.subject_claims).ok_or_else(|| {
                 Error::InvalidTrustChain(format!("trust mark issuer {issuer} publishes no jwks"))
             })?;
-            Ok(found(keys, IssuerTrust::Chain))
+            let endpoint = federation_endpoint(Some(&c.metadata), STATUS_ENDPOINT);
+            Ok(found(keys, IssuerTrust::Chain, endpoint))
         }
         Err(_)
             if anchor.trust_mark_issuer_self_signed
@@ -113,7 +132,10 @@ pub async fn issuer_keys<F: Fetcher>(
         {
             let ec = fetcher.entity_configuration(issuer).await?;
             let keys = trust_mark::self_signed_keys(&ec, issuer, now)?;
-            Ok(found(keys, IssuerTrust::SelfSigned))
+            let claims = crate::jose::verify(&ec, &keys).map(|d| d.claims).ok();
+            let metadata = claims.as_ref().and_then(|c| c.get("metadata"));
+            let endpoint = federation_endpoint(metadata, STATUS_ENDPOINT);
+            Ok(found(keys, IssuerTrust::SelfSigned, endpoint))
         }
         Err(e) => Err(Error::InvalidTrustChain(format!(
             "trust mark issuer {issuer} has no trust chain to {}: {e}",
@@ -158,8 +180,24 @@ pub async fn verified_marks<F: Fetcher>(
     subject: &str,
     now: i64,
 ) -> (Vec<VerifiedTrustMark>, Vec<String>) {
+    let (marks, refused) =
+        verified_marks_with_issuers(fetcher, anchor, anchor_claims, subject_claims, subject, now)
+            .await;
+    (marks.into_iter().map(|(m, _)| m).collect(), refused)
+}
+
+/// [`verified_marks`], each with its issuer's keys and status endpoint (for a resolver that
+/// asks the issuer whether the mark is still active).
+pub async fn verified_marks_with_issuers<F: Fetcher>(
+    fetcher: &F,
+    anchor: &AnchorSpec,
+    anchor_claims: &Map<String, Value>,
+    subject_claims: &Map<String, Value>,
+    subject: &str,
+    now: i64,
+) -> (Vec<(VerifiedTrustMark, Arc<IssuerKeys>)>, Vec<String>) {
     let draft = anchor.interop.draft_shapes;
-    let mut issuers: Vec<(String, std::result::Result<IssuerKeys, String>)> = Vec::new();
+    let mut issuers: Vec<(String, std::result::Result<Arc<IssuerKeys>, String>)> = Vec::new();
     let (mut marks, mut refused) = (Vec::new(), Vec::new());
     for (entry, issuer) in trust_mark::candidates(subject_claims, anchor_claims, draft) {
         let pos = match issuers.iter().position(|(i, _)| *i == issuer) {
@@ -173,6 +211,7 @@ pub async fn verified_marks<F: Fetcher>(
             None => {
                 let keys = issuer_keys(fetcher, anchor, anchor_claims, &issuer, now)
                     .await
+                    .map(Arc::new)
                     .map_err(|e| e.to_string());
                 issuers.push((issuer.clone(), keys));
                 issuers.len() - 1
@@ -180,6 +219,7 @@ pub async fn verified_marks<F: Fetcher>(
         };
         let checked = match &issuers[pos].1 {
             Ok(keys) => verify_mark(entry, subject, anchor, anchor_claims, keys, now)
+                .map(|m| (m, keys.clone()))
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.clone()),
         };

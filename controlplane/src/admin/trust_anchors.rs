@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use pharos_shared::chain::TrustMarkStatusCheck;
 use pharos_shared::interop::AnchorEcConstraints;
 use pharos_shared::jose::Jwks;
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,24 @@ pub struct TrustAnchorRecord {
     /// self-signed Entity Configuration when they have no trust chain to it (default false:
     /// the chain is required, `docs/roles/resolver.md`).
     pub trust_mark_issuer_self_signed: bool,
+    /// Whether the resolver asks each returned Trust Mark's issuer for its status:
+    /// `off` (default), `fail_closed` (an issuer that cannot be asked drops its marks) or
+    /// `fail_open` (keeps them).
+    #[schema(value_type = TrustMarkStatusValue)]
+    pub trust_mark_status: TrustMarkStatusCheck,
+}
+
+/// The values of `trust_mark_status`, for the OpenAPI document.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // never built: it only describes the shared enum's JSON form
+pub enum TrustMarkStatusValue {
+    /// Not asked: signatures and `exp` decide.
+    Off,
+    /// Asked; marks whose issuer cannot be asked are dropped.
+    FailClosed,
+    /// Asked; marks whose issuer cannot be asked are kept.
+    FailOpen,
 }
 
 /// The values of `anchor_ec_constraints`, for the OpenAPI document (the type itself lives in
@@ -80,6 +99,7 @@ impl From<TrustAnchorRow> for TrustAnchorRecord {
             key_poll_interval: r.key_poll_interval,
             anchor_ec_constraints: r.anchor_ec_constraints,
             trust_mark_issuer_self_signed: r.trust_mark_issuer_self_signed,
+            trust_mark_status: r.trust_mark_status,
         }
     }
 }
@@ -109,6 +129,11 @@ pub struct TrustAnchorInput {
     /// (the issuer must chain to the anchor).
     #[serde(default)]
     pub trust_mark_issuer_self_signed: bool,
+    /// Ask each returned Trust Mark's issuer for its status: `off`, `fail_closed` or
+    /// `fail_open`; absent: `off`.
+    #[serde(default)]
+    #[schema(value_type = Option<TrustMarkStatusValue>)]
+    pub trust_mark_status: TrustMarkStatusCheck,
 }
 
 /// Checks a JWK Set given for a trust anchor, subordinate or trust mark owner (the shared
@@ -207,6 +232,7 @@ pub async fn create(
             key_poll_interval: input.key_poll_interval,
             anchor_ec_constraints: input.anchor_ec_constraints,
             trust_mark_issuer_self_signed: input.trust_mark_issuer_self_signed,
+            trust_mark_status: input.trust_mark_status,
         },
         now,
     )
@@ -257,6 +283,7 @@ pub async fn update(
             key_poll_interval: input.key_poll_interval,
             anchor_ec_constraints: input.anchor_ec_constraints,
             trust_mark_issuer_self_signed: input.trust_mark_issuer_self_signed,
+            trust_mark_status: input.trust_mark_status,
         },
         now,
     )

@@ -236,6 +236,7 @@ pub async fn trust_anchors(db: &Db, settings: &Settings) -> Result<TrustAnchors>
                     key_poll_interval: r.key_poll_interval,
                     anchor_ec_constraints: r.anchor_ec_constraints,
                     trust_mark_issuer_self_signed: r.trust_mark_issuer_self_signed,
+                    trust_mark_status: r.trust_mark_status,
                 };
                 (r.entity_id, Arc::new(ta))
             })

@@ -39,6 +39,7 @@ async fn insert_anchor(cp: &ControlPlane, w: &mut super::Write<'_>, entity_id: &
         key_poll_interval: 0,
         anchor_ec_constraints: None,
         trust_mark_issuer_self_signed: false,
+        trust_mark_status: Default::default(),
     };
     trust_anchors::insert(&cp.db, w.tx().await.unwrap(), &row, cp.now())
         .await

@@ -105,6 +105,7 @@ impl<F: Fetcher + 'static> Refreshers<F> {
                 key_poll_interval: row.key_poll_interval,
                 anchor_ec_constraints: row.anchor_ec_constraints,
                 trust_mark_issuer_self_signed: row.trust_mark_issuer_self_signed,
+                trust_mark_status: row.trust_mark_status,
             };
             trust_anchors::update(&self.cp.db, tx, row.id, &update, now).await?;
             w.touch(Section::TrustAnchors);

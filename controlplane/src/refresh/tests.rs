@@ -111,6 +111,7 @@ async fn add_anchor(r: &Refreshers<Memory>, jwks: Option<Jwks>, interval: i64) {
         key_poll_interval: interval,
         anchor_ec_constraints: None,
         trust_mark_issuer_self_signed: false,
+        trust_mark_status: Default::default(),
     };
     let mut wr = cp.write(None).await;
     let tx = wr.tx().await.unwrap();

@@ -214,7 +214,9 @@ async fn answer(
         .map_err(FedError::server_error)?;
     Ok(Answer {
         body,
-        valid_until: resign_at.min(rule.refresh_at(res.computed_at, res.exp())),
+        valid_until: resign_at
+            .min(rule.refresh_at(res.computed_at, res.exp()))
+            .min(res.recheck_at.unwrap_or(i64::MAX)),
     })
 }
 

@@ -12,6 +12,7 @@
 //! The resolver does network and file I/O only; it never touches the database.
 
 pub mod front;
+pub mod mark_status;
 pub mod proactive;
 pub mod service;
 pub mod signed;
@@ -25,12 +26,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use moka::future::Cache;
 use pharos_shared::chain::{
     self, AnchorSpec, DEFAULT_MAX_DEPTH, Fetcher, Freshness, GraceRule, ResolveRequest,
-    ResolvedChain,
+    ResolvedChain, TrustMarkStatusCheck,
 };
 use pharos_shared::endpoint::{AnchorRule, EndpointConfig, EndpointType, ResolveConfig};
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::trust_mark::VerifiedTrustMark;
-use pharos_shared::trust_mark_issuer_keys;
+use pharos_shared::trust_mark_issuer_keys::{self, IssuerKeys};
 use pharos_shared::{Error, Result};
 
 use statements::{CachedFetcher, StatementCache};
@@ -96,6 +97,7 @@ impl Query {
                 .hash(&mut h);
             a.interop.hash(&mut h);
             a.trust_mark_issuer_self_signed.hash(&mut h);
+            a.trust_mark_status.hash(&mut h);
             k.push_str(&format!("\n{}#{:x}", a.entity_id, h.finish()));
         }
         // The count first: no filter (`[]`) and a filter no type matches (`[""]`) differ.
@@ -114,6 +116,9 @@ pub struct Resolution {
     pub marks: Vec<VerifiedTrustMark>,
     /// When this resolution was computed.
     pub computed_at: i64,
+    /// When its Trust Marks' statuses, asked of their issuers, are to be asked again: the
+    /// resolution is recomputed then (`None`: not asked).
+    pub recheck_at: Option<i64>,
     /// The snapshot generation it was computed in, when it used a statement of ours.
     generation: Option<u64>,
     refreshing: AtomicBool,
@@ -139,6 +144,7 @@ impl Resolution {
             chain,
             marks,
             computed_at,
+            recheck_at: None,
             generation: None,
             refreshing: AtomicBool::new(false),
             bytes: u32::try_from(bytes).unwrap_or(u32::MAX),
@@ -175,6 +181,8 @@ pub struct Resolver<F> {
     failures: Cache<String, Arc<Failed>>,
     /// Signed responses (see [`signed`]).
     pub signed: signed::SignedCache,
+    /// Trust Mark statuses asked of their issuers (see [`mark_status`]).
+    mark_status: mark_status::StatusCache,
 }
 
 impl<F: Fetcher + 'static> Resolver<F> {
@@ -185,6 +193,7 @@ impl<F: Fetcher + 'static> Resolver<F> {
             resolutions: resolutions_cache(MAX_RESOLUTION_BYTES),
             failures: Cache::builder().max_capacity(MAX_FAILURES).build(),
             signed: signed::SignedCache::new(),
+            mark_status: mark_status::StatusCache::default(),
         })
     }
 
@@ -243,8 +252,9 @@ impl<F: Fetcher + 'static> Resolver<F> {
             self.failures.invalidate(&key).await;
         }
         if let Some(hit) = self.resolutions.get(&key).await {
-            let judged = match hit.generation {
-                Some(g) if g != local.generation => Freshness::Expired,
+            let judged = match (hit.generation, hit.recheck_at) {
+                (Some(g), _) if g != local.generation => Freshness::Expired,
+                (_, Some(at)) if now >= at => Freshness::Expired,
                 _ => rule.judge(hit.computed_at, hit.exp(), now),
             };
             match judged {
@@ -351,7 +361,19 @@ impl<F: Fetcher + 'static> Resolver<F> {
             .cloned()
             .unwrap_or_default();
         let marks = verified_marks(fetcher, &chain, &anchor, now).await;
+        let asked = anchor.trust_mark_status != TrustMarkStatusCheck::Off && !marks.is_empty();
+        let marks = if asked {
+            let upstream = self.statements.upstream();
+            self.mark_status
+                .keep(upstream, anchor.trust_mark_status, &q.subject, marks, now)
+                .await
+        } else {
+            marks.into_iter().map(|(m, _)| m).collect()
+        };
         let mut resolution = Resolution::new(chain, marks, now);
+        if asked {
+            resolution.recheck_at = Some(now.saturating_add(mark_status::STATUS_TTL));
+        }
         if fetcher.used_ours() {
             resolution.generation = Some(q.local.generation);
         }
@@ -407,18 +429,19 @@ mod json_len {
 /// The subject's Trust Marks that the chosen anchor admits (`trust_mark_issuers`) and that
 /// verify with their issuer's keys, established through a trust chain to the same anchor
 /// ([`trust_mark_issuer_keys`]; statements through the same cache), including delegation
-/// when the anchor names an owner. Others are dropped.
+/// when the anchor names an owner. Others are dropped. Each with its issuer (its keys and
+/// status endpoint).
 async fn verified_marks<F: Fetcher + 'static>(
     fetcher: &CachedFetcher<'_, F>,
     chain: &ResolvedChain,
     anchor: &AnchorSpec,
     now: i64,
-) -> Vec<VerifiedTrustMark> {
+) -> Vec<(VerifiedTrustMark, Arc<IssuerKeys>)> {
     let subject = chain.subject_claims.get("sub").and_then(|s| s.as_str());
     let Some(subject) = subject else {
         return Vec::new();
     };
-    let (marks, refused) = trust_mark_issuer_keys::verified_marks(
+    let (marks, refused) = trust_mark_issuer_keys::verified_marks_with_issuers(
         fetcher,
         anchor,
         &chain.anchor_claims,

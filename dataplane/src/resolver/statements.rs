@@ -98,6 +98,11 @@ pub struct StatementCache<F> {
 }
 
 impl<F: Fetcher + 'static> StatementCache<F> {
+    /// What the cache fetches through (for requests that are not statements).
+    pub fn upstream(&self) -> &F {
+        &self.upstream
+    }
+
     /// A cache in front of `upstream`.
     pub fn new(upstream: Arc<F>) -> Self {
         let cache = Cache::builder()

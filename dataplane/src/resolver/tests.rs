@@ -31,6 +31,8 @@ struct Upstream {
     clock: Arc<ManualClock>,
     counts: Mutex<HashMap<String, usize>>,
     hold: RwLock<()>,
+    /// What the issuer's status endpoint answers: a status, or `None` to hang.
+    status: Mutex<Option<&'static str>>,
 }
 
 impl Upstream {
@@ -48,6 +50,7 @@ impl Upstream {
             clock,
             counts: Mutex::new(HashMap::new()),
             hold: RwLock::new(()),
+            status: Mutex::new(Some("active")),
         })
     }
 
@@ -103,7 +106,9 @@ impl Upstream {
             ),
             "tmi" => self.statement(
                 &self.tmi,
-                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi), "authority_hints": [TA]}),
+                json!({"iss": TMI, "sub": TMI, "jwks": jwks(&self.tmi), "authority_hints": [TA],
+                       "metadata": {"federation_entity":
+                           {"federation_trust_mark_status_endpoint": TMI_STATUS}}}),
             ),
             // The issuer is trusted through its own chain to the anchor.
             "ss-tmi" => self.statement(
@@ -139,6 +144,33 @@ impl Fetcher for Upstream {
     async fn subordinate_statement(&self, _endpoint: &str, sub: &str) -> Result<String> {
         self.serve(if sub == TMI { "ss-tmi" } else { "ss" }).await
     }
+
+    /// The issuer's signed answer (§8.4.2), or no answer at all.
+    async fn trust_mark_status(&self, endpoint: &str, trust_mark: &str) -> Result<String> {
+        assert_eq!(endpoint, TMI_STATUS);
+        *self
+            .counts
+            .lock()
+            .unwrap()
+            .entry("status".into())
+            .or_default() += 1;
+        let status = *self.status.lock().unwrap();
+        let Some(status) = status else {
+            return std::future::pending().await;
+        };
+        let c = json!({"iss": TMI, "iat": self.clock.now(), "trust_mark": trust_mark, "status": status});
+        let typ = "trust-mark-status-response+jwt";
+        Ok(sign(&self.tmi, typ, c.as_object().unwrap(), None).unwrap())
+    }
+}
+
+const TMI_STATUS: &str = "https://tmi.example/status";
+
+/// [`query`] towards an anchor whose record asks Trust Mark status with `check`.
+fn checking(check: TrustMarkStatusCheck) -> Query {
+    let mut q = query();
+    q.anchors[0].trust_mark_status = check;
+    q
 }
 
 fn query() -> Query {
@@ -519,4 +551,105 @@ async fn failures_are_cached_briefly_and_then_retried_afresh() {
     resolver.flush(Some(LEAF)).await;
     assert!(resolver.resolve(&q, rule, T0 + 7).await.is_err());
     assert_eq!(up.count("leaf"), 4, "flushed: fetched anew");
+}
+
+#[tokio::test]
+async fn a_revoked_mark_leaves_the_answer_within_one_status_lifetime() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::build(clock.clone(), true);
+    let resolver = Resolver::new(up.clone());
+    let q = checking(TrustMarkStatusCheck::FailClosed);
+    let marks = |r: &Resolution| r.marks.len();
+    let r = resolver
+        .resolve(&q, GraceRule::default(), T0)
+        .await
+        .unwrap();
+    assert_eq!(
+        (marks(&r), up.count("status")),
+        (1, 1),
+        "active: kept, asked once"
+    );
+    *up.status.lock().unwrap() = Some("revoked");
+    let now = T0 + mark_status::STATUS_TTL - 1;
+    let r = resolver
+        .resolve(&q, GraceRule::default(), now)
+        .await
+        .unwrap();
+    assert_eq!(
+        (marks(&r), up.count("status")),
+        (1, 1),
+        "within the lifetime: the kept answer"
+    );
+    let now = T0 + mark_status::STATUS_TTL;
+    let r = resolver
+        .resolve(&q, GraceRule::default(), now)
+        .await
+        .unwrap();
+    assert_eq!(
+        (marks(&r), up.count("status")),
+        (0, 2),
+        "asked again, and left out"
+    );
+    // Without the check the same mark is returned: only its signature and exp decide.
+    let off = resolver
+        .resolve(&query(), GraceRule::default(), now)
+        .await
+        .unwrap();
+    assert_eq!((marks(&off), up.count("status")), (1, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_issuer_that_does_not_answer_costs_the_timeout_once_and_fails_as_configured() {
+    let clock = ManualClock::new(T0);
+    let up = Upstream::build(clock.clone(), true);
+    *up.status.lock().unwrap() = None;
+    let resolver = Resolver::new(up.clone());
+    let started = tokio::time::Instant::now();
+    let closed = resolver
+        .resolve(
+            &checking(TrustMarkStatusCheck::FailClosed),
+            GraceRule::default(),
+            T0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        closed.marks.len(),
+        0,
+        "fail_closed: an unknown status drops the mark"
+    );
+    assert_eq!(
+        started.elapsed(),
+        mark_status::TIMEOUT,
+        "bounded by the timeout"
+    );
+    // The failure is remembered: the other mode decides without asking (or waiting) again.
+    let started = tokio::time::Instant::now();
+    let open = resolver
+        .resolve(
+            &checking(TrustMarkStatusCheck::FailOpen),
+            GraceRule::default(),
+            T0,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        open.marks.len(),
+        1,
+        "fail_open: an unknown status keeps the mark"
+    );
+    assert_eq!(started.elapsed(), std::time::Duration::ZERO);
+    assert_eq!(up.count("status"), 1);
+    // After the failure's lifetime the issuer is asked again.
+    let later = T0 + mark_status::FAILURE_TTL;
+    *up.status.lock().unwrap() = Some("active");
+    let r = resolver
+        .resolve(
+            &checking(TrustMarkStatusCheck::FailClosed),
+            GraceRule::default(),
+            later + mark_status::STATUS_TTL,
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.marks.len(), up.count("status")), (1, 2));
 }

@@ -83,6 +83,46 @@ pub struct AnchorSpec {
     /// trust anchor record's `trust_mark_issuer_self_signed`, off by default; see
     /// [`crate::trust_mark_issuer_keys`]).
     pub trust_mark_issuer_self_signed: bool,
+    /// Whether the resolver asks each admitted Trust Mark's issuer for its status before
+    /// returning it (the trust anchor record's `trust_mark_status`, off by default).
+    pub trust_mark_status: TrustMarkStatusCheck,
+}
+
+/// How a resolver treats the status of the Trust Marks it returns for chains to an anchor:
+/// not asked (the marks' signatures and `exp` decide), or asked at each mark's issuer's
+/// `federation_trust_mark_status_endpoint` (§8.4), dropping marks that are not `active`; an
+/// issuer that cannot be asked drops its marks (`fail_closed`) or keeps them (`fail_open`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustMarkStatusCheck {
+    /// Not asked.
+    #[default]
+    Off,
+    /// Asked; an issuer that cannot be asked drops its marks.
+    FailClosed,
+    /// Asked; an issuer that cannot be asked keeps its marks.
+    FailOpen,
+}
+
+impl TrustMarkStatusCheck {
+    /// Every value, in the order the Admin API documents them.
+    pub const ALL: [Self; 3] = [Self::Off, Self::FailClosed, Self::FailOpen];
+
+    /// The word used in the Admin API and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::FailClosed => "fail_closed",
+            Self::FailOpen => "fail_open",
+        }
+    }
+
+    /// Parses the Admin API / database word.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
 }
 
 /// What [`resolve`] needs: one request of the resolve endpoint, plus the clock and the depth

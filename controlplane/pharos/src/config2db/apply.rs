@@ -178,6 +178,7 @@ pub async fn execute(db: &Db, plan: &Plan, decisions: &[Decision], now: i64) -> 
             key_poll_interval: a.key_poll_interval,
             anchor_ec_constraints: None,
             trust_mark_issuer_self_signed: false,
+            trust_mark_status: Default::default(),
         };
         match &d.change {
             Change::Create => ta_repo::insert(db, &mut tx, &w, now).await?,
@@ -186,6 +187,7 @@ pub async fn execute(db: &Db, plan: &Plan, decisions: &[Decision], now: i64) -> 
                     // The override is not a legacy setting: keep what the operator chose.
                     w.anchor_ec_constraints = row.anchor_ec_constraints;
                     w.trust_mark_issuer_self_signed = row.trust_mark_issuer_self_signed;
+                    w.trust_mark_status = row.trust_mark_status;
                     ta_repo::update(db, &mut tx, row.id, &w, now).await?;
                 }
             }
@@ -249,6 +251,7 @@ mod tests {
             key_poll_interval: 0,
             anchor_ec_constraints: None,
             trust_mark_issuer_self_signed: false,
+            trust_mark_status: Default::default(),
             created_at: 0,
             updated_at: 0,
         }

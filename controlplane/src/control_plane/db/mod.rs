@@ -323,6 +323,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../../migrations/postgres/0019_subordinate_tombstones.sql"),
         ],
     ),
+    (
+        20,
+        "anchor_trust_mark_status",
+        [
+            include_str!("../../../../migrations/sqlite/0020_anchor_trust_mark_status.sql"),
+            include_str!("../../../../migrations/mysql/0020_anchor_trust_mark_status.sql"),
+            include_str!("../../../../migrations/postgres/0020_anchor_trust_mark_status.sql"),
+        ],
+    ),
 ];
 
 /// Migrations that run outside sqlx's transaction (their text begins `-- no-transaction` and

@@ -1,5 +1,6 @@
 //! `trust_anchors`: the persistent side of the trust anchor repository.
 
+use pharos_shared::chain::TrustMarkStatusCheck;
 use pharos_shared::interop::AnchorEcConstraints;
 use pharos_shared::jose::Jwks;
 use sqlx::{AnyConnection, Row};
@@ -25,6 +26,8 @@ pub struct TrustAnchorRow {
     /// Listed Trust Mark Issuers without a trust chain to the anchor are trusted on their
     /// self-signed Entity Configuration.
     pub trust_mark_issuer_self_signed: bool,
+    /// Whether resolvers ask the status of Trust Marks returned for chains to this anchor.
+    pub trust_mark_status: TrustMarkStatusCheck,
     /// Creation time.
     pub created_at: i64,
     /// Last update time.
@@ -48,6 +51,12 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
         key_poll_interval: r.try_get("key_poll_interval")?,
         anchor_ec_constraints,
         trust_mark_issuer_self_signed: r.try_get::<i64, _>("trust_mark_issuer_self_signed")? != 0,
+        trust_mark_status: {
+            let word: String = r.try_get("trust_mark_status")?;
+            TrustMarkStatusCheck::parse(&word).ok_or_else(|| {
+                Error::Internal(format!("trust_anchors.trust_mark_status: {word:?}"))
+            })?
+        },
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -57,7 +66,7 @@ fn from_row(r: &sqlx::any::AnyRow) -> Result<TrustAnchorRow> {
 pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
     let rows = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
-         trust_mark_issuer_self_signed, created_at, updated_at \
+         trust_mark_issuer_self_signed, trust_mark_status, created_at, updated_at \
          FROM trust_anchors WHERE entity = ? ORDER BY entity_id",
     ))
     .bind(db.entity())
@@ -70,7 +79,7 @@ pub async fn list(db: &Db) -> Result<Vec<TrustAnchorRow>> {
 pub async fn get(db: &Db, entity_id: &str) -> Result<Option<TrustAnchorRow>> {
     let row = sqlx::query(db.sql(
         "SELECT id, entity_id, jwks, enable_jwks_update, key_poll_interval, anchor_ec_constraints, \
-         trust_mark_issuer_self_signed, created_at, updated_at \
+         trust_mark_issuer_self_signed, trust_mark_status, created_at, updated_at \
          FROM trust_anchors WHERE entity = ? AND entity_id = ?",
     ))
     .bind(db.entity())
@@ -96,6 +105,8 @@ pub struct TrustAnchorWrite {
     /// Listed Trust Mark Issuers without a trust chain to the anchor are trusted on their
     /// self-signed Entity Configuration.
     pub trust_mark_issuer_self_signed: bool,
+    /// Whether resolvers ask the status of Trust Marks returned for chains to this anchor.
+    pub trust_mark_status: TrustMarkStatusCheck,
 }
 
 fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
@@ -108,8 +119,8 @@ fn jwks_text(j: &Option<Jwks>) -> Result<Option<String>> {
 pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i64) -> Result<()> {
     sqlx::query(db.sql(
         "INSERT INTO trust_anchors (entity, entity_id, jwks, enable_jwks_update, key_poll_interval, \
-         anchor_ec_constraints, trust_mark_issuer_self_signed, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         anchor_ec_constraints, trust_mark_issuer_self_signed, trust_mark_status, created_at, \
+         updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     ))
     .bind(db.entity())
     .bind(&w.entity_id)
@@ -118,6 +129,7 @@ pub async fn insert(db: &Db, c: &mut AnyConnection, w: &TrustAnchorWrite, now: i
     .bind(w.key_poll_interval)
     .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
     .bind(flag(w.trust_mark_issuer_self_signed))
+    .bind(w.trust_mark_status.as_str())
     .bind(now)
     .bind(now)
     .execute(&mut *c)
@@ -136,7 +148,8 @@ pub async fn update(
 ) -> Result<()> {
     sqlx::query(db.sql(
         "UPDATE trust_anchors SET entity_id = ?, jwks = ?, enable_jwks_update = ?, key_poll_interval = ?, \
-         anchor_ec_constraints = ?, trust_mark_issuer_self_signed = ?, updated_at = ? \
+         anchor_ec_constraints = ?, trust_mark_issuer_self_signed = ?, trust_mark_status = ?, \
+         updated_at = ? \
          WHERE id = ? AND entity = ?",
     ))
     .bind(&w.entity_id)
@@ -145,6 +158,7 @@ pub async fn update(
     .bind(w.key_poll_interval)
     .bind(w.anchor_ec_constraints.map(AnchorEcConstraints::as_str))
     .bind(flag(w.trust_mark_issuer_self_signed))
+    .bind(w.trust_mark_status.as_str())
     .bind(now)
     .bind(id)
     .bind(db.entity())
