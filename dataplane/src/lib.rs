@@ -71,6 +71,7 @@ pub struct DataPlane {
     historical_cache: LazyLock<endpoints::historical_keys::HistoricalKeysCache>,
     list_cache: LazyLock<endpoints::list::ListCache>,
     extended_list_cache: LazyLock<endpoints::extended_list::PageCache>,
+    extended_list_holders: LazyLock<endpoints::extended_list::HoldersCache>,
     subordinate_events_cache: LazyLock<endpoints::subordinate_events::EventsCache>,
     collection_cache: LazyLock<endpoints::entity_collection::PageCache>,
     fetch_flights: endpoints::fetch::Flights,
@@ -192,6 +193,7 @@ impl DataPlane {
             historical_cache: LazyLock::new(Default::default),
             list_cache: LazyLock::new(endpoints::list::ListCache::new),
             extended_list_cache: LazyLock::new(Default::default),
+            extended_list_holders: LazyLock::new(Default::default),
             subordinate_events_cache: LazyLock::new(Default::default),
             collection_cache: LazyLock::new(Default::default),
             // Unbounded per key: the burst is bounded by the requests in progress.

@@ -127,13 +127,19 @@ async fn page(
     now: i64,
 ) -> Result<Bytes, FedError> {
     let limit = q.limit.unwrap_or(max).min(max);
+    let holders = match q.by_trust_marks() {
+        true => Some(holders(dp, snap, q, now).await?),
+        false => None,
+    };
     let selected = if snap.subordinates.len() <= INLINE_LIMIT {
-        select(snap, q, limit, now)
+        select(snap, q, limit, holders.as_ref().map(|h| &h.subjects))
     } else {
         let (snap, q) = (snap.clone(), q.clone());
-        tokio::task::spawn_blocking(move || select(&snap, &q, limit, now))
-            .await
-            .map_err(|e| FedError::server_error(format!("selecting a page failed: {e}")))?
+        tokio::task::spawn_blocking(move || {
+            select(&snap, &q, limit, holders.as_ref().map(|h| &h.subjects))
+        })
+        .await
+        .map_err(|e| FedError::server_error(format!("selecting a page failed: {e}")))?
     };
     let (mut entries, mut next) = (selected.entries, selected.next);
     // Statements name our fetch endpoint as their `source_endpoint`, as fetch answers do.
@@ -186,37 +192,109 @@ async fn page(
         .map_err(FedError::server_error)
 }
 
-/// The page's entries: the holders a trust mark filter reads are found first.
+/// The page's entries, with `holders` when a trust mark filter reads them.
 fn select(
     snap: &Snapshot,
     q: &ListingQuery,
     limit: usize,
-    now: i64,
+    holders: Option<&HashSet<Arc<str>>>,
 ) -> pharos_shared::extended_listing::Page {
-    let holders = q.by_trust_marks().then(|| holders(snap, q, now));
     Source {
         subordinates: &snap.subordinates,
-        holders: holders.as_ref(),
+        holders,
     }
     .page(q, limit)
 }
 
-/// Subjects holding a valid mark issued here: of one of `q.trust_mark_types` (any of), or of
-/// any type.
-fn holders(snap: &Snapshot, q: &ListingQuery, now: i64) -> HashSet<Arc<str>> {
-    let types: Vec<Option<&str>> = if q.trust_mark_types.is_empty() {
+/// Subjects holding a valid mark issued here of one of some types (any of; no type: any type
+/// issued here), and until when (exclusive) the clock leaves that true.
+#[derive(Debug)]
+struct Holders {
+    subjects: HashSet<Arc<str>>,
+    until: i64,
+}
+
+/// Holder sets by snapshot generation and trust mark types: computing one reads every issued
+/// mark, so it is done once per generation and filter, not per request (a client repeating a
+/// `trust_marked=true` page would otherwise make the server walk a million issued marks each
+/// time). Bounded in bytes of identifiers.
+#[derive(Debug)]
+pub struct HoldersCache(moka::future::Cache<(u64, Vec<String>), Arc<Holders>>);
+
+impl Default for HoldersCache {
+    fn default() -> Self {
+        Self(
+            moka::future::Cache::builder()
+                .max_capacity(HOLDERS_BYTES)
+                .weigher(|_, h: &Arc<Holders>| {
+                    let bytes: usize = h.subjects.iter().map(|s| s.len() + 48).sum();
+                    u32::try_from(bytes + 64).unwrap_or(u32::MAX)
+                })
+                .build(),
+        )
+    }
+}
+
+/// Upper bound of the holders cache, in bytes.
+const HOLDERS_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The holders `q`'s trust mark filter reads at `now`: cached per generation and types (the
+/// types we do not issue dropped first, so made-up ones make no entry), computed on the
+/// blocking pool when many marks were issued.
+async fn holders(
+    dp: &DataPlane,
+    snap: &Arc<Snapshot>,
+    q: &ListingQuery,
+    now: i64,
+) -> Result<Arc<Holders>, FedError> {
+    let issued = &snap.trust_marks.specs;
+    let types: Vec<String> = q
+        .trust_mark_types
+        .iter()
+        .filter(|t| issued.contains_key(*t))
+        .cloned()
+        .collect();
+    if types.is_empty() && !q.trust_mark_types.is_empty() {
+        return Ok(Arc::new(Holders {
+            subjects: HashSet::new(),
+            until: i64::MAX,
+        }));
+    }
+    let key = (snap.generation, types.clone());
+    if let Some(h) = dp.extended_list_holders.0.get(&key).await
+        && now < h.until
+    {
+        return Ok(h);
+    }
+    let made = if snap.trust_marks.issued.len() <= INLINE_LIMIT {
+        make_holders(snap, &types, now)
+    } else {
+        let snap = snap.clone();
+        tokio::task::spawn_blocking(move || make_holders(&snap, &types, now))
+            .await
+            .map_err(|e| {
+                FedError::server_error(format!("finding trust mark holders failed: {e}"))
+            })?
+    };
+    let made = Arc::new(made);
+    dp.extended_list_holders.0.insert(key, made.clone()).await;
+    Ok(made)
+}
+
+fn make_holders(snap: &Snapshot, types: &[String], now: i64) -> Holders {
+    let types: Vec<Option<&str>> = if types.is_empty() {
         vec![None]
     } else {
-        q.trust_mark_types
-            .iter()
-            .map(|t| Some(t.as_str()))
-            .collect()
+        types.iter().map(|t| Some(t.as_str())).collect()
     };
-    types
-        .into_iter()
-        .flat_map(|t| snap.trust_marks.valid_holders(t, now).0)
-        .map(Arc::from)
-        .collect()
+    let mut until = i64::MAX;
+    let mut subjects = HashSet::new();
+    for t in types {
+        let (ids, u) = snap.trust_marks.valid_holders(t, now);
+        until = until.min(u);
+        subjects.extend(ids.into_iter().map(Arc::from));
+    }
+    Holders { subjects, until }
 }
 
 /// One entry of `immediate_subordinate_entities` (§3.3, Table 4).
@@ -344,6 +422,55 @@ mod tests {
         assert_eq!(
             page("/x?claims=subordinate_statement&limit=1000".into()).await,
             all
+        );
+    }
+
+    #[tokio::test]
+    async fn trust_mark_holders_are_found_once_per_generation_and_filter() {
+        use pharos_shared::trust_mark_issuer::IssuedMark;
+        let tm = "https://tm.example";
+        let mark = |jti: &str, sub: &str| IssuedMark {
+            jti: jti.into(),
+            trust_mark_type: tm.into(),
+            subject: sub.into(),
+            issued_at: 0,
+            expires_at: None,
+            revoked_at: None,
+            signed: None,
+        };
+        let snap = SnapshotBuilder::new()
+            .endpoint(EndpointType::ExtendedList, "/x")
+            .subordinate("https://a.example")
+            .subordinate("https://b.example")
+            .mark_spec(tm, |_| {})
+            .issued_mark(mark("1", "https://b.example"))
+            .build();
+        let (dp, _publisher) = data_plane(snap);
+        let ids = |v: Value| -> Vec<String> {
+            v["immediate_subordinate_entities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let enc = "https%3A%2F%2Ftm.example";
+        for q in [
+            "trust_marked=true&claims=id".to_owned(),
+            "claims=id&trust_marked=true".to_owned(),
+            format!("trust_mark_type={enc}&claims=id"),
+            format!("trust_mark_type={enc}&trust_mark_type=https%3A%2F%2Fmade-up&claims=id"),
+        ] {
+            let a = get(&dp, &format!("/x?{q}")).await;
+            assert_eq!(ids(a.json()), ["https://b.example"], "{q}");
+        }
+        let made_up = get(&dp, "/x?trust_mark_type=https%3A%2F%2Fmade-up&claims=id").await;
+        assert!(ids(made_up.json()).is_empty());
+        dp.extended_list_holders.0.run_pending_tasks().await;
+        assert_eq!(
+            dp.extended_list_holders.0.entry_count(),
+            2,
+            "any type, and the one type issued here; made-up types make no entry"
         );
     }
 }
