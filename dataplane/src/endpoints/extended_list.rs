@@ -7,8 +7,9 @@
 //! Bounds (SECURITY.md): a page holds at most the endpoint's `max_page_size` entries and
 //! examines at most
 //! [`SCAN_BUDGET`](pharos_shared::extended_listing::SCAN_BUDGET) index entries; statements come from the fetch endpoint's
-//! cache, and at most [`SIGNINGS_PER_PAGE`] are signed for one page (a page that would need
-//! more ends early, with `next` at the first entry left out); selecting a page of a large
+//! cache, and at most [`SIGNINGS_PER_PAGE`] are signed for one page; entries are serialised
+//! one by one into at most [`PAGE_BYTES`] (a page that would need more of either ends early,
+//! with `next` after the last entry kept); selecting a page of a large
 //! registry runs on the blocking pool. First pages (no `from`) are kept per snapshot
 //! generation and normalised request for [`PAGE_TTL`] seconds, bounded in bytes, so clients
 //! starting the same listing cost a lookup; later pages are not kept (a client follows each
@@ -24,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
 use pharos_shared::extended_listing::{
-    Entry, ListingQuery, QueryError, SUBORDINATE_STATEMENT, Source,
+    Cursor, Entry, ListingQuery, QueryError, SUBORDINATE_STATEMENT, Source,
 };
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate_statement::payload;
@@ -174,22 +175,54 @@ async fn page(
             statements.push(Some(t.body));
         }
     }
-    let items: Vec<Value> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let statement = statements.get(i).cloned().flatten();
-            item(snap, q, e, statement, source.as_deref(), now)
-        })
-        .collect();
-    let mut body = Map::new();
-    body.insert("immediate_subordinate_entities".into(), Value::Array(items));
-    if let Some(n) = next {
-        body.insert("next".into(), Value::String(n.encode()));
+    let items = entries.iter().enumerate().map(|(i, e)| {
+        let statement = statements.get(i).cloned().flatten();
+        item(snap, q, e, statement, source.as_deref(), now)
+    });
+    let (body, kept) = assemble(items, PAGE_BYTES).map_err(FedError::server_error)?;
+    if kept < entries.len() {
+        // Not reached with nothing kept: the first entry is always kept.
+        next = kept.checked_sub(1).map(|j| entries[j].cursor(q)).or(next);
     }
-    serde_json::to_vec(&Value::Object(body))
-        .map(Bytes::from)
-        .map_err(FedError::server_error)
+    finish(body, next).map_err(FedError::server_error)
+}
+
+/// The most bytes a page's entries take: a page of 10,000 entries with ML-DSA-87 statements
+/// would be about 80 MB; past this the page ends early, with `next`.
+const PAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// `{"immediate_subordinate_entities":[` and as many of `items` as fit in `budget` bytes
+/// (the first always), serialised one by one so that no page is held twice; and how many.
+fn assemble(
+    items: impl Iterator<Item = Value>,
+    budget: usize,
+) -> serde_json::Result<(Vec<u8>, usize)> {
+    let mut out = b"{\"immediate_subordinate_entities\":[".to_vec();
+    let mut kept = 0;
+    for item in items {
+        let mark = out.len();
+        if kept > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, &item)?;
+        if kept > 0 && out.len() > budget {
+            out.truncate(mark);
+            break;
+        }
+        kept += 1;
+    }
+    out.push(b']');
+    Ok((out, kept))
+}
+
+/// Closes an [`assemble`]d page, with `next` when more may follow.
+fn finish(mut out: Vec<u8>, next: Option<Cursor>) -> serde_json::Result<Bytes> {
+    if let Some(n) = next {
+        out.extend_from_slice(b",\"next\":");
+        serde_json::to_writer(&mut out, &n.encode())?;
+    }
+    out.push(b'}');
+    Ok(Bytes::from(out))
 }
 
 /// The page's entries, with `holders` when a trust mark filter reads them.
@@ -472,5 +505,32 @@ mod tests {
             2,
             "any type, and the one type issued here; made-up types make no entry"
         );
+    }
+
+    #[test]
+    fn a_page_ends_where_its_byte_budget_does() {
+        let items = || (0..5).map(|i| json!({"id": format!("https://{i}.example")}));
+        let (all, kept) = assemble(items(), usize::MAX).unwrap();
+        assert_eq!(kept, 5);
+        let v: Value = serde_json::from_slice(&finish(all, None).unwrap()).unwrap();
+        assert_eq!(
+            v["immediate_subordinate_entities"]
+                .as_array()
+                .unwrap()
+                .len(),
+            5
+        );
+        // Room for two entries: two, and a well-formed body with `next`.
+        let (two, kept) = assemble(items(), 90).unwrap();
+        assert_eq!(kept, 2);
+        let next = Cursor::Id("https://1.example".into());
+        let v: Value = serde_json::from_slice(&finish(two, Some(next.clone())).unwrap()).unwrap();
+        assert_eq!(
+            v["immediate_subordinate_entities"][1]["id"],
+            "https://1.example"
+        );
+        assert_eq!(Cursor::decode(v["next"].as_str().unwrap()).unwrap(), next);
+        // The first entry is kept whatever its size: a page is never empty for want of room.
+        assert_eq!(assemble(items(), 0).unwrap().1, 1);
     }
 }
