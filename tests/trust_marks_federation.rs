@@ -26,6 +26,26 @@ async fn ok(p: &Pharos, method: Method, path: &str, body: Value) -> Value {
     v
 }
 
+/// `ta` as a superior of `leaf` that issues [`TM`] itself (fetch, trust mark and status
+/// endpoints) and entitles `leaf`; the path of the type's subjects.
+async fn issue_to(ta: &Pharos, leaf: &Pharos) -> String {
+    let (ta_id, l_id) = (ta.entity_id(), leaf.entity_id());
+    for t in ["fetch", "trust_mark", "trust_mark_status"] {
+        let e = json!({"type": t, "path": format!("/{}", t.replace('_', "-")), "config": {}});
+        ok(ta, Method::POST, "/federation-endpoints", e).await;
+    }
+    let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
+    let sub = json!({"entity_id": l_id, "jwks": leaf_keys});
+    ok(ta, Method::POST, "/subordinates", sub).await;
+    let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": ta_id}]});
+    ok(ta, Method::POST, "/trust-marks/types", tm_type).await;
+    let spec = json!({"trust_mark_type": TM, "lifetime": "24h"});
+    ok(ta, Method::POST, "/trust-marks/issuance-spec", spec).await;
+    let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
+    ok(ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
+    subjects
+}
+
 /// The verified payload of a held trust mark entry, checked against the issuer's keys.
 fn verify_mark(entry: &Value, issuer_keys: &Jwks) -> Value {
     assert_eq!(entry["trust_mark_type"], TM, "{entry}");
@@ -194,25 +214,8 @@ async fn an_anchors_resolve_answer_leaves_out_a_mark_it_revoked() {
     let (ta_id, l_id) = (ta.entity_id().to_owned(), leaf.entity_id().to_owned());
 
     // The anchor issues the type itself, and resolves.
-    for t in ["fetch", "trust_mark", "trust_mark_status"] {
-        let e = json!({"type": t, "path": format!("/{}", t.replace('_', "-")), "config": {}});
-        ok(&ta, Method::POST, "/federation-endpoints", e).await;
-    }
+    let subjects = issue_to(&ta, &leaf).await;
     enable_resolve(&ta, json!({"allowed_trust_anchors": [ta_id]})).await;
-    let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
-    ok(
-        &ta,
-        Method::POST,
-        "/subordinates",
-        json!({"entity_id": l_id, "jwks": leaf_keys}),
-    )
-    .await;
-    let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": ta_id}]});
-    ok(&ta, Method::POST, "/trust-marks/types", tm_type).await;
-    let spec = json!({"trust_mark_type": TM, "lifetime": "24h"});
-    ok(&ta, Method::POST, "/trust-marks/issuance-spec", spec).await;
-    let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
-    ok(&ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
 
     // The leaf holds the anchor's mark, checking its status only hourly.
     let (_, marks) = hold_mark(&leaf, &clock, &ta_id, &ta_id, 3600).await;
@@ -267,19 +270,7 @@ async fn a_resolver_asking_trust_mark_status_drops_a_revoked_mark_within_one_lif
         let (ta_id, l_id) = (ta.entity_id().to_owned(), leaf.entity_id().to_owned());
 
         // The anchor issues the type itself and answers status requests.
-        for t in ["fetch", "trust_mark", "trust_mark_status"] {
-            let e = json!({"type": t, "path": format!("/{}", t.replace('_', "-")), "config": {}});
-            ok(&ta, Method::POST, "/federation-endpoints", e).await;
-        }
-        let leaf_keys = leaf.entity_configuration().await.claims["jwks"].clone();
-        let sub = json!({"entity_id": l_id, "jwks": leaf_keys});
-        ok(&ta, Method::POST, "/subordinates", sub).await;
-        let tm_type = json!({"trust_mark_type": TM, "trust_mark_issuers": [{"issuer": ta_id}]});
-        ok(&ta, Method::POST, "/trust-marks/types", tm_type).await;
-        let spec = json!({"trust_mark_type": TM, "lifetime": "24h"});
-        ok(&ta, Method::POST, "/trust-marks/issuance-spec", spec).await;
-        let subjects = format!("/trust-marks/issuance-spec/{}/subjects", enc(TM));
-        ok(&ta, Method::POST, &subjects, json!({"entity_id": l_id})).await;
+        let subjects = issue_to(&ta, &leaf).await;
         let (_, marks) = hold_mark(&leaf, &clock, &ta_id, &ta_id, 3600).await;
         assert_eq!(marks.as_array().map(Vec::len), Some(1), "{marks}");
 

@@ -12,6 +12,11 @@ pub fn jwt(content_type: &'static str, body: Bytes) -> Response {
     jwt_with_status(StatusCode::OK, content_type, body)
 }
 
+/// A `200` JSON answer (the listings), `application/json` as the specification names it.
+pub fn json(body: Bytes) -> Response {
+    jwt_with_status(StatusCode::OK, "application/json", body)
+}
+
 /// As [`jwt`] with another success status (e.g. `201` for enrollment).
 pub fn jwt_with_status(status: StatusCode, content_type: &'static str, body: Bytes) -> Response {
     let mut resp = Response::new(axum::body::Body::from(body));

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::collection::Collection;
@@ -139,14 +139,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
         }),
     };
     match result {
-        Ok(body) => {
-            let mut r = (StatusCode::OK, body).into_response();
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            r
-        }
+        Ok(body) => crate::jwt_response::json(body),
         Err(e) => e.into_response(),
     }
 }

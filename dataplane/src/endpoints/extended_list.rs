@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::endpoint::{EndpointConfig, EndpointType};
@@ -85,14 +85,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
         Err(e) => return e.into_response(),
     };
     match answer(dp, &snap, &query, max, now).await {
-        Ok(body) => {
-            let mut r = (StatusCode::OK, body).into_response();
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            r
-        }
+        Ok(body) => crate::jwt_response::json(body),
         Err(e) => e.into_response(),
     }
 }

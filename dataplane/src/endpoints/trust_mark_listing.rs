@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::snapshot::Snapshot;
@@ -89,14 +88,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
         Err(e) => return e.into_response(),
     };
     match holders(&dp.trust_mark_listing_cache, &snap, &params, now).await {
-        Ok(body) => {
-            let mut r = (StatusCode::OK, body).into_response();
-            r.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            r
-        }
+        Ok(body) => crate::jwt_response::json(body),
         Err(e) => e.into_response(),
     }
 }
@@ -215,7 +207,7 @@ mod tests {
         // An unknown type is 404 and makes no entry.
         let q = p(&[("trust_mark_type", "https://other.example")]);
         let e = holders(&cache, &snap, &q, 50).await.unwrap_err();
-        assert_eq!(e.status, StatusCode::NOT_FOUND);
+        assert_eq!(e.status, axum::http::StatusCode::NOT_FOUND);
         cache.0.run_pending_tasks().await;
         assert_eq!(cache.0.entry_count(), 1);
     }
