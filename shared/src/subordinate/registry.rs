@@ -135,11 +135,6 @@ impl Subordinates {
         self.tombstones.get(entity_id)
     }
 
-    /// How many tombstones there are.
-    pub fn tombstones(&self) -> usize {
-        self.tombstones.len()
-    }
-
     /// Records in identifier order from `from` (inclusive), whatever their status.
     pub fn all_from<'a>(
         &'a self,
