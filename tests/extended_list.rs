@@ -339,7 +339,7 @@ async fn the_extended_listing_follows_the_draft_section_by_section() {
 }
 
 #[tokio::test]
-async fn max_page_size_is_validated_and_the_type_is_listed() {
+async fn max_page_size_is_validated() {
     let db = TestDb::new(crate::support::Backend::Sqlite).await;
     let p = Pharos::start(&db).await;
     for bad in [
@@ -353,5 +353,10 @@ async fn max_page_size_is_validated_and_the_type_is_listed() {
             .await;
         assert_eq!(s, 400, "{v}");
     }
+    let body = json!({"type": "extended_list", "path": "/x", "config": {"max_page_size": 10000}});
+    let (s, v) = p
+        .admin(Method::POST, "/federation-endpoints", Some(body))
+        .await;
+    assert_eq!(s, 201, "{v}");
     p.stop().await;
 }

@@ -26,6 +26,16 @@ pub fn bound_values(name: &str, count: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// A boolean request parameter (`intermediate`, `trust_marked`, `audit_timestamps`): exactly
+/// `true` or `false`; anything else is refused, naming the parameter.
+pub fn boolean_parameter(name: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("parameter '{name}' must be true or false")),
+    }
+}
+
 /// The kinds of federation endpoint Pharos can serve (one row per kind at most).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use crate::endpoint::bound_values;
+use crate::endpoint::{boolean_parameter, bound_values};
 use crate::subordinate::{Subordinate, SubordinateStatus, Subordinates, TimeKey};
 
 /// Index entries one page may examine (see the module documentation).
@@ -116,13 +116,7 @@ pub struct ListingQuery {
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, QueryError> {
-    match v {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(QueryError::Invalid(format!(
-            "parameter '{name}' must be true or false"
-        ))),
-    }
+    boolean_parameter(name, v).map_err(QueryError::Invalid)
 }
 
 fn time(name: &str, v: &str) -> Result<i64, QueryError> {

@@ -33,7 +33,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use moka::future::Cache;
-use pharos_shared::endpoint::bound_values;
+use pharos_shared::endpoint::{boolean_parameter, bound_values};
 use pharos_shared::http_cache::Tagged;
 use pharos_shared::snapshot::Snapshot;
 use pharos_shared::subordinate::Subordinate;
@@ -100,13 +100,7 @@ impl Filters {
 }
 
 fn flag(name: &str, v: &str) -> Result<bool, FedError> {
-    match v {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(FedError::invalid_request(format!(
-            "parameter '{name}' must be true or false"
-        ))),
-    }
+    boolean_parameter(name, v).map_err(FedError::invalid_request)
 }
 
 fn filters(query: &str) -> Result<Filters, FedError> {

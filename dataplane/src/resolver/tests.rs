@@ -604,6 +604,14 @@ async fn an_issuer_that_does_not_answer_costs_the_timeout_once_and_fails_as_conf
     let up = Upstream::build(clock.clone(), true);
     *up.status.lock().unwrap() = None;
     let resolver = Resolver::new(up.clone());
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
     let started = tokio::time::Instant::now();
     let closed = resolver
         .resolve(
@@ -622,6 +630,13 @@ async fn an_issuer_that_does_not_answer_costs_the_timeout_once_and_fails_as_conf
         started.elapsed(),
         mark_status::TIMEOUT,
         "bounded by the timeout"
+    );
+    let logged = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("WARN")
+            && logged.contains("fail_closed")
+            && logged.contains("did not answer within 3 s"),
+        "the reason is in the log: {logged}"
     );
     // The failure is remembered: the other mode decides without asking (or waiting) again.
     let started = tokio::time::Instant::now();
@@ -652,4 +667,18 @@ async fn an_issuer_that_does_not_answer_costs_the_timeout_once_and_fails_as_conf
         .await
         .unwrap();
     assert_eq!((r.marks.len(), up.count("status")), (1, 2));
+}
+
+/// A log sink the tests read back.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
