@@ -79,6 +79,7 @@ mod subordinate_events;
 mod subordinate_settings;
 mod subordinates;
 mod tls;
+mod traces;
 mod trust_marks_admin;
 mod trust_marks_bounded;
 mod trust_marks_checkers;

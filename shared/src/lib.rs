@@ -28,6 +28,7 @@ pub mod policy;
 pub mod rate_limit;
 pub mod refresh;
 pub mod snapshot;
+pub mod spans;
 pub mod subordinate;
 pub mod subordinate_events;
 pub mod subordinate_statement;

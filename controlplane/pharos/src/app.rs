@@ -248,8 +248,11 @@ impl App {
                     Some(l) => l,
                     None => bind(&settings.server.ip_listen, 80).await?,
                 };
-                let router =
-                    layers::common(tls::redirect_router(settings.server.port), &settings.server);
+                let router = layers::common(
+                    tls::redirect_router(settings.server.port),
+                    &settings.server,
+                    "redirect",
+                );
                 tasks.push(http::serve(l, router, shutdown.clone()));
             }
         } else {
@@ -267,7 +270,7 @@ impl App {
                 pharos_controlplane::admin::error::ApiError::NotFound("no such admin route".into())
                     .into_response()
             });
-            let router = layers::common(router, &settings.server);
+            let router = layers::common(router, &settings.server, "admin");
             if admin.tls.enabled {
                 let files = (admin.tls.cert.as_str(), admin.tls.key.as_str());
                 let served =

@@ -21,3 +21,4 @@ pub mod open_anchors;
 pub mod preflight;
 pub mod setup;
 pub mod startup;
+pub mod traces;

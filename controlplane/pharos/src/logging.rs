@@ -10,6 +10,8 @@
 use std::io::IsTerminal;
 
 use pharos_shared::config::{LogFormat, Settings};
+
+use crate::traces::Traces;
 use tracing::Dispatch;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
@@ -18,8 +20,10 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{Layer, Registry};
 
 pub use crate::http::layers::ACCESS_TARGET;
+use pharos_runtime::telemetry::TARGET as TRACE_TARGET;
 
-type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
+/// A layer of the process's subscriber.
+pub type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
 
 /// Keeps the file writers' background threads alive; dropping it flushes them.
 #[derive(Debug, Default)]
@@ -36,8 +40,11 @@ fn output(format: LogFormat, ansi: bool, writer: BoxMakeWriter) -> Boxed {
 fn internal_filter(level: &str) -> EnvFilter {
     let mut filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(level.to_ascii_lowercase()));
-    if let Ok(off) = format!("{ACCESS_TARGET}=off").parse() {
-        filter = filter.add_directive(off);
+    // Access lines have their own outputs, trace spans theirs (the exporter).
+    for target in [ACCESS_TARGET, TRACE_TARGET] {
+        if let Ok(off) = format!("{target}=off").parse() {
+            filter = filter.add_directive(off);
+        }
     }
     filter
 }
@@ -54,15 +61,17 @@ fn file(dir: &str, name: &str, guards: &mut Guards) -> Result<BoxMakeWriter, Str
     Ok(BoxMakeWriter::new(writer))
 }
 
-/// Builds the subscriber for `settings`, writing stderr output to `stderr` (tests pass a buffer).
+/// Builds the subscriber for `settings`, writing stderr output to `stderr` (tests pass a buffer),
+/// with the trace exporter's layer when traces are on.
 pub fn dispatch(
     settings: &Settings,
     stderr: impl Fn() -> BoxMakeWriter,
     ansi: bool,
+    traces: Option<Boxed>,
 ) -> Result<(Dispatch, Guards), String> {
     let log = &settings.logging;
     let mut guards = Guards::default();
-    let mut layers: Vec<Boxed> = Vec::new();
+    let mut layers: Vec<Boxed> = traces.into_iter().collect();
     let internal = &log.internal;
     if internal.stderr {
         layers.push(
@@ -98,10 +107,12 @@ pub fn dispatch(
     Ok((Dispatch::new(subscriber), guards))
 }
 
-/// Installs the global subscriber for the process (`pharos serve`); keep the guards.
-pub fn init(settings: &Settings) -> Result<Guards, String> {
+/// Installs the global subscriber for the process (`pharos serve`), with `traces`' layer
+/// when traces are exported; keep the guards.
+pub fn init(settings: &Settings, traces: Option<&Traces>) -> Result<Guards, String> {
     let ansi = std::io::stderr().is_terminal();
-    let (dispatch, guards) = dispatch(settings, || BoxMakeWriter::new(std::io::stderr), ansi)?;
+    let stderr = || BoxMakeWriter::new(std::io::stderr);
+    let (dispatch, guards) = dispatch(settings, stderr, ansi, traces.map(Traces::layer))?;
     tracing::dispatcher::set_global_default(dispatch)
         .map_err(|e| format!("cannot install the logger: {e}"))?;
     Ok(guards)
@@ -140,7 +151,7 @@ mod tests {
             let b = b.clone();
             BoxMakeWriter::new(move || b.clone())
         };
-        let (d, guards) = dispatch(&s, make, false).unwrap();
+        let (d, guards) = dispatch(&s, make, false, None).unwrap();
         tracing::dispatcher::with_default(&d, || {
             tracing::info!(answer = 42, "internal line");
             tracing::debug!("hidden at info");

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use pharos::app::App;
+use pharos::traces::Traces;
 use pharos_shared::config::{self, Settings};
 use pharos_shared::time::SystemClock;
 
@@ -226,17 +227,6 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
         eprintln!("{}", pharos_shared::Error::Config(missing));
         return ExitCode::from(EXIT_CONFIG);
     }
-    // Held until the end of `serve` so that buffered file output is flushed on exit.
-    let _log_guards = match pharos::logging::init(&settings) {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
-    };
-    for w in &warnings {
-        tracing::warn!("{w}");
-    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -247,7 +237,29 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    rt.block_on(async move {
+    // Inside the runtime: the gRPC exporter's channel spawns its worker on it.
+    let traces = match pharos::traces::wanted(&settings).and_then(|wanted| {
+        let _in_runtime = rt.enter();
+        wanted.as_ref().map(Traces::start).transpose()
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    // Held until the end of `serve` so that buffered file output is flushed on exit.
+    let _log_guards = match pharos::logging::init(&settings, traces.as_ref()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    let code = rt.block_on(async move {
         let signalled = tokio_util::sync::CancellationToken::new();
         let on_signal = signalled.clone();
         tokio::spawn(async move {
@@ -277,7 +289,13 @@ fn serve(settings: Settings, warnings: Vec<String>) -> ExitCode {
         });
         app.run_until_stopped().await;
         ExitCode::SUCCESS
-    })
+    });
+    if let Some(t) = traces {
+        // The runtime is still there for the gRPC channel; this thread may block.
+        let _in_runtime = rt.enter();
+        t.shutdown();
+    }
+    code
 }
 
 async fn shutdown_signal() {

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use pharos_shared::subordinate::SubordinateStatus;
 use sqlx::{Any, AnyConnection, Transaction};
 use tokio::sync::MutexGuard;
+use tracing::Instrument as _;
 
 use super::{Changes, ControlPlane, Section};
 use crate::db::Db;
@@ -61,6 +62,9 @@ pub struct Write<'a> {
     tx: Option<Transaction<'static, Any>>,
     changes: Changes,
     actor: Option<String>,
+    /// The change's trace span (issue 41), from the writer lock to commit or rollback; a
+    /// no-op unless traces are exported.
+    span: tracing::Span,
 }
 
 impl<'a> Write<'a> {
@@ -75,6 +79,11 @@ impl<'a> Write<'a> {
             tx: None,
             changes: Changes::default(),
             actor,
+            span: tracing::info_span!(
+                target: pharos_shared::spans::TARGET,
+                "db.write",
+                db.system.name = cp.db.dialect.system_name()
+            ),
         }
     }
 
@@ -203,7 +212,16 @@ impl<'a> Write<'a> {
     /// With `cluster.enabled` the other replicas are told what was touched in the same
     /// transaction (`pg_notify`, or the change log on MariaDB): delivered on commit, never for
     /// a rolled-back write.
-    pub async fn commit(mut self) -> Result<()> {
+    pub async fn commit(self) -> Result<()> {
+        let span = tracing::info_span!(
+            target: pharos_shared::spans::TARGET,
+            parent: &self.span,
+            "db.commit"
+        );
+        self.commit_traced().instrument(span).await
+    }
+
+    async fn commit_traced(mut self) -> Result<()> {
         let changes = std::mem::take(&mut self.changes);
         let Some(mut tx) = self.tx.take() else {
             self.cp.publish(changes).await;

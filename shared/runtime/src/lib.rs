@@ -18,3 +18,4 @@ pub mod resolver_caches;
 pub mod signing;
 pub mod single_flight;
 pub mod stats_ring;
+pub mod telemetry;

@@ -21,6 +21,9 @@ use pharos_shared::config::FederationSettings;
 use pharos_shared::{Error, Result};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::redirect;
+use tracing::Instrument as _;
+
+use crate::telemetry;
 
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_MEDIA_TYPE as CONTENT_TYPE;
 
@@ -111,15 +114,38 @@ impl HttpFetcher {
         let fail = |e: reqwest::Error| Error::Fetch(transport_failure(url, &e));
         let client = self.client.as_ref().map_err(|e| Error::Fetch(e.clone()))?;
         self.started.fetch_add(1, Ordering::Relaxed);
+        let span = telemetry::client_span(if form.is_some() { "POST" } else { "GET" }, &parsed);
+        let mut trace_headers = reqwest::header::HeaderMap::new();
+        telemetry::inject(&span, &mut trace_headers);
         let request = match form {
             Some(f) => client.post(parsed).form(f),
             None => client.get(parsed),
         };
-        let mut resp = request
-            .header(reqwest::header::ACCEPT, media_type)
-            .send()
-            .await
-            .map_err(fail)?;
+        let answer = async {
+            let resp = request
+                .header(reqwest::header::ACCEPT, media_type)
+                .headers(trace_headers)
+                .send()
+                .await
+                .map_err(fail)?;
+            span.record("http.response.status_code", resp.status().as_u16());
+            self.body(url, media_type, resp).await
+        };
+        let result = answer.instrument(span.clone()).await;
+        if result.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
+        result
+    }
+
+    /// The checked body of `resp`, the answer to `url`.
+    async fn body(
+        &self,
+        url: &str,
+        media_type: &str,
+        mut resp: reqwest::Response,
+    ) -> Result<String> {
+        let fail = |e: reqwest::Error| Error::Fetch(transport_failure(url, &e));
         if resp.status() != reqwest::StatusCode::OK {
             return Err(Error::Fetch(format!("{url}: HTTP {}", resp.status())));
         }

@@ -18,7 +18,7 @@ const LEGACY: [&str; 7] = [
     "signing.{kms,pk_backend,auto_generate_keys,filesystem,pkcs11}",
 ];
 
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "server.",
     "storage.",
     "signing.",
@@ -28,6 +28,7 @@ const SECTIONS: [&str; 9] = [
     "cache.",
     "federation.",
     "cluster.",
+    "tracing.",
 ];
 
 fn repo() -> PathBuf {

@@ -225,7 +225,7 @@ fn env_name_table_has_no_collisions_and_covers_keys() {
         "None-valued leaves included"
     );
     // One name per leaf of the key tree (update when a key is added).
-    assert_eq!(table.len(), 138);
+    assert_eq!(table.len(), 144);
 }
 
 #[test]

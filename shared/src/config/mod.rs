@@ -15,6 +15,7 @@ mod server;
 mod signing;
 mod stats;
 mod storage;
+mod traces;
 mod tree;
 
 #[cfg(test)]
@@ -43,6 +44,7 @@ pub use storage::{
     AcceptSettings, CacheSettings, EndpointAuth, FederationSettings, JtiBackend, StorageDriver,
     StorageSettings,
 };
+pub use traces::{OtlpProtocol, TraceExport, TracingSettings};
 
 /// The whole static configuration; everything else is managed in the database.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +71,8 @@ pub struct Settings {
     pub federation: FederationSettings,
     /// Several replicas on one database.
     pub cluster: ClusterSettings,
+    /// OpenTelemetry traces.
+    pub tracing: TracingSettings,
 }
 
 impl Default for Settings {
@@ -84,6 +88,7 @@ impl Default for Settings {
             stats: StatsSettings::default(),
             federation: FederationSettings::default(),
             cluster: ClusterSettings::default(),
+            tracing: TracingSettings::default(),
         }
     }
 }
@@ -151,6 +156,7 @@ impl Settings {
         self.stats.check(problems);
         self.federation.check(problems);
         self.cluster.check(&self.storage, problems);
+        self.tracing.check(problems);
     }
 }
 

@@ -19,7 +19,7 @@ use super::Settings;
 use crate::jose::Algorithm;
 
 /// The sources whose structs and enums make up `Settings`.
-const SOURCES: [&str; 9] = [
+const SOURCES: [&str; 10] = [
     include_str!("mod.rs"),
     include_str!("cluster.rs"),
     include_str!("server.rs"),
@@ -27,6 +27,7 @@ const SOURCES: [&str; 9] = [
     include_str!("storage.rs"),
     include_str!("signing.rs"),
     include_str!("stats.rs"),
+    include_str!("traces.rs"),
     include_str!("duration.rs"),
     include_str!("../interop.rs"),
 ];

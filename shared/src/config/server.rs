@@ -321,7 +321,7 @@ impl LoggingSettings {
 }
 
 /// `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`.
-fn is_ip_or_cidr(text: &str) -> bool {
+pub(super) fn is_ip_or_cidr(text: &str) -> bool {
     let (addr, prefix) = text.split_once('/').unwrap_or((text, ""));
     let Ok(ip) = addr.trim().parse::<IpAddr>() else {
         return false;

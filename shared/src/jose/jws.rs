@@ -108,7 +108,16 @@ pub fn sign(
     let mut token = b64_encode(&header);
     token.push('.');
     token.push_str(&b64_encode(&payload));
-    let signature = signer.sign_bytes(token.as_bytes())?;
+    let signature = {
+        let _span = tracing::info_span!(
+            target: crate::spans::TARGET,
+            "sign",
+            jws.alg = signer.alg().as_str(),
+            jws.typ = typ
+        )
+        .entered();
+        signer.sign_bytes(token.as_bytes())?
+    };
     token.push('.');
     token.push_str(&b64_encode(&signature));
     Ok(token)

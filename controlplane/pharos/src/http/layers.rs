@@ -31,10 +31,12 @@ use http_body_util::Limited;
 use pharos_dataplane::front::Front;
 use pharos_dataplane::hosts::ServedBy;
 use pharos_dataplane::stats::capture::{Capture, Observation};
+use pharos_runtime::telemetry;
 use pharos_shared::config::ServerSettings;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 use tower::Service;
+use tracing::Span;
 
 /// Tracing target of access-log lines.
 pub const ACCESS_TARGET: &str = "pharos::access";
@@ -55,13 +57,16 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// The result wraps the router once, around its routing: `Router::layer` would wrap every
 /// route instead, so each request would pass through two boxed route services (a clone of
 /// each, and a future of each) instead of one.
-pub fn common(router: Router, server: &ServerSettings) -> Served {
-    common_front(Front::new(router), server)
+///
+/// `listener` names the listener in trace spans (`admin`, `redirect`).
+pub fn common(router: Router, server: &ServerSettings, listener: &'static str) -> Served {
+    common_front(Front::new(router), server, listener)
 }
 
-fn common_front(front: Front, server: &ServerSettings) -> Served {
+fn common_front(front: Front, server: &ServerSettings, listener: &'static str) -> Served {
     Common {
         inner: front,
+        listener,
         ids: CounterRequestId::new(),
         timeout: server.request_timeout.into(),
         limit: server.body_limit,
@@ -77,7 +82,7 @@ fn common_front(front: Front, server: &ServerSettings) -> Served {
 pub fn common_measured(front: Front, server: &ServerSettings, capture: Arc<Capture>) -> Served {
     Common {
         capture: Some(capture),
-        ..common_front(front, server)
+        ..common_front(front, server, "public")
     }
 }
 
@@ -106,6 +111,8 @@ pub struct Common<S> {
     capture: Option<Arc<Capture>>,
     /// The connection's peer, when served through [`PerConnection`].
     peer: Option<SocketAddr>,
+    /// The listener's name in trace spans.
+    listener: &'static str,
 }
 
 impl Served {
@@ -199,6 +206,15 @@ where
                     .unwrap_or_default(),
             })
         });
+        // `None` unless traces are exported (see `pharos_runtime::telemetry`).
+        let span = telemetry::server_span(
+            self.listener,
+            req.method(),
+            req.uri().path(),
+            req.headers(),
+            self.peer.map(|p| p.ip()),
+        );
+        let entered = span.as_ref().map(Span::enter);
         let declared = req
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -227,6 +243,7 @@ where
                 .and_then(|c| c.start(&mut req, self.peer));
             (Some(self.inner.call(req)), None, observation)
         };
+        drop(entered);
         CommonFuture {
             inner,
             early,
@@ -235,6 +252,7 @@ where
             id: Some(id),
             access,
             observation,
+            span,
         }
     }
 }
@@ -254,6 +272,8 @@ pin_project! {
         // Measured when the inner service answers (not the early 413 nor the 408, which no
         // route saw).
         observation: Option<Observation>,
+        // The request's trace span, entered while the inner service runs.
+        span: Option<Span>,
     }
 }
 
@@ -267,6 +287,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let _entered = this.span.as_ref().map(Span::enter);
         let served_by = this.inner.as_ref().as_pin_ref().and_then(|f| f.served_by());
         let response = match this.inner.as_pin_mut().map(|inner| inner.poll(cx)) {
             None => this
@@ -297,6 +318,9 @@ where
             response.headers_mut().entry(REQUEST_ID).or_insert(id);
         }
         security_headers(response.headers_mut());
+        if let Some(span) = this.span.as_ref() {
+            telemetry::record_status(span, response.status().as_u16());
+        }
         if let Some(a) = this.access.take() {
             tracing::info!(
                 target: ACCESS_TARGET,
@@ -483,7 +507,7 @@ mod tests {
         let routes = Router::new()
             .route("/slow", get(slow))
             .route("/echo", post(echo));
-        common(extractor_limit(routes, &server), &server)
+        common(extractor_limit(routes, &server), &server, "admin")
     }
 
     async fn json_error(r: Response) -> serde_json::Value {

@@ -73,6 +73,15 @@ impl Dialect {
             other => Err(Error::DatabaseScheme(other.to_owned())),
         }
     }
+
+    /// The OpenTelemetry `db.system.name` of this dialect, for trace spans.
+    pub fn system_name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Mysql => "mariadb",
+            Self::Postgres => "postgresql",
+        }
+    }
 }
 
 /// How long `/readyz` waits for the database before answering "not ready".

@@ -1,0 +1,95 @@
+//! OTLP trace export (issue 41): the OpenTelemetry SDK's tracer provider behind a tracing
+//! layer that receives only the spans of target [`pharos_runtime::telemetry::TARGET`].
+//!
+//! Off by default (`tracing.*`, `OTEL_*`, see [`TracingSettings::export`]). When on, spans are
+//! batched on the SDK's own thread (its queue is bounded: a collector that cannot keep up
+//! loses spans, never memory or request time) and sent over OTLP/HTTP with protobuf bodies or
+//! OTLP/gRPC. The sampler decides new traces by ratio and follows the parent's decision for a
+//! request that continues a trusted peer's trace (`tracing.trusted_peers`, see
+//! `pharos_runtime::telemetry`). The exporter also reads the standard variables it knows
+//! itself (`OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT`, `…_COMPRESSION`, `OTEL_BSP_*`,
+//! `OTEL_RESOURCE_ATTRIBUTES`).
+
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use pharos_runtime::telemetry;
+use pharos_shared::client_ip::TrustedProxies;
+use pharos_shared::config::{OtlpProtocol, Settings, TraceExport};
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::{Layer, Registry};
+
+/// The running exporter; [`Traces::shutdown`] sends what is still queued.
+#[derive(Debug)]
+pub struct Traces {
+    provider: SdkTracerProvider,
+}
+
+/// What the process's environment says about traces, with `settings`.
+pub fn wanted(settings: &Settings) -> Result<Option<TraceExport>, String> {
+    settings.tracing.export(|name| std::env::var(name).ok())
+}
+
+impl Traces {
+    /// Starts exporting as `export` says and makes the process continue W3C trace context from
+    /// its trusted peers. Must run inside the Tokio runtime (the gRPC channel's worker is
+    /// spawned on it).
+    pub fn start(export: &TraceExport) -> Result<Self, String> {
+        let exporter = match export.protocol {
+            OtlpProtocol::Http => SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(export.endpoint.as_str())
+                .build(),
+            OtlpProtocol::Grpc => SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(export.endpoint.as_str())
+                .build(),
+        }
+        .map_err(|e| format!("tracing: cannot export to {}: {e}", export.endpoint))?;
+        let ratio = Sampler::TraceIdRatioBased(export.sample_ratio);
+        let sampler = if export.parent_based {
+            Sampler::ParentBased(Box::new(ratio))
+        } else {
+            ratio
+        };
+        let resource = Resource::builder()
+            .with_service_name(export.service_name.clone())
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_sampler(sampler)
+            .with_resource(resource)
+            .with_batch_exporter(exporter)
+            .build();
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        telemetry::trust_peers(TrustedProxies::parse(&export.trusted_peers));
+        Ok(Self { provider })
+    }
+
+    /// The layer that turns our spans into OpenTelemetry spans. Thread, source location and
+    /// busy/idle timings are left out: they cost work on every span enter and say nothing an
+    /// operator reads in a federation trace.
+    pub fn layer(&self) -> Box<dyn Layer<Registry> + Send + Sync> {
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("pharos"))
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
+            .with_target(false)
+            .with_filter(Targets::new().with_target(telemetry::TARGET, Level::INFO))
+            .boxed()
+    }
+
+    /// Sends the queued spans and stops the exporter; blocks, so call it off the async
+    /// workers.
+    pub fn shutdown(self) {
+        if let Err(e) = self.provider.shutdown() {
+            tracing::warn!(error = %e, "tracing: the last spans could not be sent");
+        }
+    }
+}
