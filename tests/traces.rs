@@ -11,7 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
@@ -46,36 +51,45 @@ fn text(kv: &[KeyValue]) -> HashMap<String, String> {
         .collect()
 }
 
+/// Keeps the spans of one export request.
+fn keep(req: ExportTraceServiceRequest, kept: &Mutex<Vec<Exported>>) {
+    let mut out = kept.lock().unwrap();
+    for rs in req.resource_spans {
+        let resource = rs.resource.map(|r| text(&r.attributes)).unwrap_or_default();
+        let service = resource.get("service.name").cloned().unwrap_or_default();
+        for s in rs.scope_spans.into_iter().flat_map(|ss| ss.spans) {
+            out.push(Exported {
+                service: service.clone(),
+                name: s.name,
+                kind: s.kind,
+                trace_id: s.trace_id,
+                span_id: s.span_id,
+                parent: s.parent_span_id,
+                attributes: text(&s.attributes),
+            });
+        }
+    }
+}
+
+type Kept = Arc<Mutex<Vec<Exported>>>;
+
 /// A loopback OTLP/HTTP receiver (`POST /v1/traces`, protobuf) keeping every span it is sent.
-async fn receiver() -> (String, Arc<Mutex<Vec<Exported>>>) {
-    let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
+async fn receiver() -> (String, Kept) {
+    let spans: Kept = Arc::default();
     let kept = spans.clone();
     let app = axum::Router::new().route(
         "/v1/traces",
         axum::routing::post(move |body: Bytes| {
             let kept = kept.clone();
             async move {
-                let Ok(req) = ExportTraceServiceRequest::decode(body) else {
-                    return (axum::http::StatusCode::BAD_REQUEST, Vec::new());
-                };
-                let mut out = kept.lock().unwrap();
-                for rs in req.resource_spans {
-                    let resource = rs.resource.map(|r| text(&r.attributes)).unwrap_or_default();
-                    let service = resource.get("service.name").cloned().unwrap_or_default();
-                    for s in rs.scope_spans.into_iter().flat_map(|ss| ss.spans) {
-                        out.push(Exported {
-                            service: service.clone(),
-                            name: s.name,
-                            kind: s.kind,
-                            trace_id: s.trace_id,
-                            span_id: s.span_id,
-                            parent: s.parent_span_id,
-                            attributes: text(&s.attributes),
-                        });
+                match ExportTraceServiceRequest::decode(body) {
+                    Ok(req) => {
+                        keep(req, &kept);
+                        // An empty ExportTraceServiceResponse.
+                        (axum::http::StatusCode::OK, Vec::new())
                     }
+                    Err(_) => (axum::http::StatusCode::BAD_REQUEST, Vec::new()),
                 }
-                // An empty ExportTraceServiceResponse.
-                (axum::http::StatusCode::OK, Vec::new())
             }
         }),
     );
@@ -83,6 +97,42 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Exported>>>) {
     let url = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, app).await });
     (url, spans)
+}
+
+/// The OTLP/gRPC trace service of [`grpc_receiver`].
+struct GrpcReceiver(Kept);
+
+#[tonic::async_trait]
+impl TraceService for GrpcReceiver {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        keep(request.into_inner(), &self.0);
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+/// A loopback OTLP/gRPC receiver (tonic's server with the published service definition).
+async fn grpc_receiver() -> (String, Kept) {
+    let spans: Kept = Arc::default();
+    let port = free_port();
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let service = TraceServiceServer::new(GrpcReceiver(spans.clone()));
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve(addr),
+    );
+    (format!("http://127.0.0.1:{port}"), spans)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// One `pharos serve` process exporting traces.
@@ -106,11 +156,7 @@ fn http() -> reqwest::Client {
 impl Node {
     /// Starts `name` with `vars` (its trace settings) on a free port; returns once ready.
     async fn start(dir: &std::path::Path, name: &str, vars: &[(&str, String)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let log = dir.join(format!("{name}.log"));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_pharos"));
         for (k, _) in std::env::vars() {
@@ -437,4 +483,52 @@ fn anchor_or<'a>(anchor: &'a Node, intermediate: &'a Node, peer: &str) -> &'a st
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[tokio::test]
+async fn spans_are_exported_over_otlp_grpc_and_queued_ones_are_sent_at_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (otlp, spans) = grpc_receiver().await;
+    let node = Node::start(
+        dir.path(),
+        "grpc",
+        &[
+            ("SVC_TRACING_ENABLED", "true".into()),
+            ("SVC_TRACING_PROTOCOL", "grpc".into()),
+            ("SVC_TRACING_ENDPOINT", otlp),
+            ("SVC_TRACING_SERVICE_NAME", "over-grpc".into()),
+            // Nothing is sent on schedule: only the shutdown can deliver the spans.
+            ("OTEL_BSP_SCHEDULE_DELAY", "3600000".into()),
+        ],
+    )
+    .await;
+    let r = http()
+        .get(format!("{}/.well-known/openid-federation", node.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let ok = Command::new("kill")
+        .args(["-TERM", &node.child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM failed");
+    let mut found = false;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        found = spans.lock().unwrap().iter().any(|s| {
+            s.service == "over-grpc"
+                && s.name == "GET /.well-known/openid-federation"
+                && s.attributes
+                    .get("http.response.status_code")
+                    .map(String::as_str)
+                    == Some("200")
+        });
+        if found {
+            break;
+        }
+    }
+    let log = std::fs::read_to_string(&node.log).unwrap_or_default();
+    assert!(found, "no span arrived over gRPC:\n{log}");
 }

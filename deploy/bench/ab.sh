@@ -13,7 +13,11 @@
 # median of the per-round ratios NEW/OLD (min–max in parentheses).
 #
 # Usage: deploy/bench/ab.sh OLD_BINARY NEW_BINARY
-# Environment: BENCH_DURATION (5s), BENCH_REPEATS (5), BENCH_CONNECTIONS (32), BENCH_THREADS (1).
+# Environment: BENCH_DURATION (5s), BENCH_REPEATS (5), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
+# BENCH_NEW_ENV (space-separated VAR=value pairs for the measured NEW instance only, e.g. to
+# compare one binary with a setting on and off: deploy/bench/traces.sh).
+# Rounds alternate which side goes first, so a machine that speeds up or slows down during a
+# round does not favour one side.
 # Rate limits are turned off on a binary that has them (an old one may not know the setting).
 # Needs wrk, curl, python3.
 set -euo pipefail
@@ -44,9 +48,9 @@ logging: {internal: {level: warn}}
 federation: {block_private_addresses: false}
 EOC
 }
-start() { # NAME PORT BINARY
+start() { # NAME PORT BINARY [VAR=value ...]
     config "$1" "$2" "$3"
-    "$3" serve --config "$WORK/$1/config.yaml" >"$WORK/$1.log" 2>&1 &
+    env "${@:4}" "$3" serve --config "$WORK/$1/config.yaml" >"$WORK/$1.log" 2>&1 &
     PIDS+=("$!")
     for _ in $(seq 1 600); do curl -fs -o /dev/null "http://127.0.0.1:$2/readyz" && return 0; sleep 0.1; done
     cat "$WORK/$1.log" >&2; echo "ab: $1 never ready" >&2; exit 1
@@ -66,7 +70,10 @@ admin $TA POST /subordinates "{\"entity_id\":\"http://127.0.0.1:$LEAF\",\"jwks\"
 admin $LEAF POST /entity-configuration/authority-hints "{\"entity_id\":\"http://127.0.0.1:$TA\"}"
 for side in old:$PORT_OLD:$OLD new:$PORT_NEW:$NEW; do
     IFS=: read -r name port bin <<<"$side"
-    start "$name" "$port" "$bin"
+    extra=()
+    # shellcheck disable=SC2206 # word splitting of the pairs is the point
+    if [ "$name" = new ]; then extra=(${BENCH_NEW_ENV:-}); fi
+    start "$name" "$port" "$bin" "${extra[@]}"
     admin "$port" POST /federation-endpoints '{"type":"fetch","path":"/fetch"}'
     admin "$port" POST /federation-endpoints '{"type":"resolve","path":"/resolve"}'
     admin "$port" POST /trust-anchors "{\"entity_id\":\"http://127.0.0.1:$TA\",\"jwks\":$(jwks_of $TA)}"
@@ -87,8 +94,10 @@ for path in ec fetch resolve; do
 done
 : >"$WORK/rps"
 for round in $(seq 1 "$REPEATS"); do
+    order="old:$PORT_OLD new:$PORT_NEW"
+    if [ $((round % 2)) -eq 0 ]; then order="new:$PORT_NEW old:$PORT_OLD"; fi
     for path in ec fetch resolve; do
-        for side in old:$PORT_OLD new:$PORT_NEW; do
+        for side in $order; do
             rps=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" "$(url "${side#*:}" $path)" | awk '/Requests\/sec/ {print $2}')
             echo "$round $path ${side%%:*} $rps" >>"$WORK/rps"
         done
