@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
     DescriptorEncoder, EncodeLabel as _, EncodeLabelSet, EncodeMetric as _, LabelSetEncoder,
+    MetricEncoder,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
@@ -142,12 +143,12 @@ impl Entities {
     }
 }
 
-fn gauge<S: EncodeLabelSet>(
-    family: &mut prometheus_client::encoding::MetricEncoder,
-    labels: &S,
-    v: i64,
-) -> std::fmt::Result {
-    ConstGauge::new(v).encode(family.encode_family(labels)?)
+/// One sample of `entity`: the default entity's has no labels at all (not even `{}`).
+fn entity_gauge(family: &mut MetricEncoder, entity: &Entity, v: i64) -> std::fmt::Result {
+    match entity.0 {
+        None => family.encode_gauge(&v),
+        Some(_) => family.encode_family(entity)?.encode_gauge(&v),
+    }
 }
 
 impl Collector for Entities {
@@ -165,7 +166,7 @@ impl Collector for Entities {
         )?;
         for (entity, e) in &expiry {
             if let Some(t) = e.signing {
-                gauge(&mut family, entity, t)?;
+                entity_gauge(&mut family, entity, t)?;
             }
         }
         let mut family = enc.encode_descriptor(
@@ -176,7 +177,7 @@ impl Collector for Entities {
         )?;
         for (entity, e) in &expiry {
             if let Some(t) = e.published {
-                gauge(&mut family, entity, t)?;
+                entity_gauge(&mut family, entity, t)?;
             }
         }
         // Leader-only figures (see the module documentation).
@@ -192,7 +193,7 @@ impl Collector for Entities {
         )?;
         for (n, cp, _) in all.iter().filter(|_| leading) {
             if let Some(t) = cp.next_key_transition() {
-                gauge(&mut family, &Entity::of(*n), t)?;
+                entity_gauge(&mut family, &Entity::of(*n), t)?;
             }
         }
         let mut family = enc.encode_descriptor(
@@ -207,39 +208,28 @@ impl Collector for Entities {
                     entity: Entity::of(*n),
                     trust_anchor: &id,
                 };
-                gauge(&mut family, &labels, i64::from(count))?;
+                ConstGauge::new(i64::from(count)).encode(family.encode_family(&labels)?)?;
             }
         }
-        let mut family = enc.encode_descriptor(
-            "pharos_subordinates_refresh_failing",
-            "Polled subordinates whose last key refresh failed (leader only)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (n, _, failures) in all.iter().filter(|_| leading) {
-            if let Some(f) = failures {
-                let count = f.subordinates_failing.load(Relaxed);
-                gauge(
-                    &mut family,
-                    &Entity::of(*n),
-                    i64::try_from(count).unwrap_or(i64::MAX),
-                )?;
-            }
-        }
-        let mut family = enc.encode_descriptor(
-            "pharos_subordinates_polled",
-            "Subordinates whose keys are polled (enable_jwks_update; leader only)",
-            None,
-            MetricType::Gauge,
-        )?;
-        for (n, _, failures) in all.iter().filter(|_| leading) {
-            if let Some(f) = failures {
-                let count = f.subordinates_polled.load(Relaxed);
-                gauge(
-                    &mut family,
-                    &Entity::of(*n),
-                    i64::try_from(count).unwrap_or(i64::MAX),
-                )?;
+        let subordinates: [(&str, &str, fn(&Failures) -> u64); 2] = [
+            (
+                "pharos_subordinates_refresh_failing",
+                "Polled subordinates whose last key refresh failed (leader only)",
+                |f| f.subordinates_failing.load(Relaxed),
+            ),
+            (
+                "pharos_subordinates_polled",
+                "Subordinates whose keys are polled (enable_jwks_update; leader only)",
+                |f| f.subordinates_polled.load(Relaxed),
+            ),
+        ];
+        for (name, help, read) in subordinates {
+            let mut family = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (n, _, failures) in all.iter().filter(|_| leading) {
+                if let Some(f) = failures {
+                    let count = i64::try_from(read(f)).unwrap_or(i64::MAX);
+                    entity_gauge(&mut family, &Entity::of(*n), count)?;
+                }
             }
         }
         let mut family = enc.encode_descriptor(
