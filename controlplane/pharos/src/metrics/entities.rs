@@ -143,6 +143,9 @@ impl Entities {
     }
 }
 
+/// Reads one count of an entity's refresh failures.
+type ReadCount = fn(&Failures) -> u64;
+
 /// One sample of `entity`: the default entity's has no labels at all (not even `{}`).
 fn entity_gauge(family: &mut MetricEncoder, entity: &Entity, v: i64) -> std::fmt::Result {
     match entity.0 {
@@ -211,7 +214,7 @@ impl Collector for Entities {
                 ConstGauge::new(i64::from(count)).encode(family.encode_family(&labels)?)?;
             }
         }
-        let subordinates: [(&str, &str, fn(&Failures) -> u64); 2] = [
+        let subordinates: [(&str, &str, ReadCount); 2] = [
             (
                 "pharos_subordinates_refresh_failing",
                 "Polled subordinates whose last key refresh failed (leader only)",
