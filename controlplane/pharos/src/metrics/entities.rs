@@ -95,16 +95,16 @@ impl EncodeLabelSet for Refresh {
 
 /// What one entity's key set says about expiry, at scrape time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyExpiry {
+struct KeyExpiry {
     /// `exp` of the key signing now, when it has one.
-    pub signing: Option<i64>,
+    signing: Option<i64>,
     /// The latest `exp` of all published keys; `None` when one never expires. Past it the
     /// entity has no valid key at all.
-    pub published: Option<i64>,
+    published: Option<i64>,
 }
 
 /// The expiry figures of `cp`'s published keys.
-pub fn key_expiry(cp: &ControlPlane) -> KeyExpiry {
+fn key_expiry(cp: &ControlPlane) -> KeyExpiry {
     let snap = cp.snapshot();
     let keys = &snap.keys;
     let kid = keys.signer.kid();
