@@ -610,6 +610,12 @@ async fn paused_leader(backend: Backend) {
         a.metric("pharos_leader").await == Some(0.0)
     })
     .await;
+    // Each change of hands is counted where it happened (PharosLeaderFlapping alerts on them).
+    let changes = |change: &str| format!(r#"pharos_leader_changes_total{{change="{change}"}}"#);
+    assert_eq!(a.metric(&changes("acquired")).await, Some(1.0));
+    assert_eq!(a.metric(&changes("lost")).await, Some(1.0));
+    assert_eq!(b.metric(&changes("acquired")).await, Some(1.0));
+    assert_eq!(b.metric(&changes("lost")).await, Some(0.0));
     assert!(
         a.logged().contains("leader-only write refused"),
         "{}",

@@ -245,6 +245,21 @@ async fn a_trigger_flood_is_bounded_and_refused_quickly() {
         slowest_refusal < HTTP_TIMEOUT,
         "a refusal took {slowest_refusal:?}, not before the fetch timeout"
     );
+    // Every refusal is counted for alerting (PharosCommandRefusals); requests whose client
+    // gave up may have been refused after it left, so there may be more than were seen here.
+    let metrics = p.get("/metrics").await.text().await.unwrap();
+    let counted: f64 = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"pharos_command_refusals_total{command="jwks_update_trigger"} "#)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no trigger refusals in\n{metrics}"));
+    assert!(
+        counted >= refused as f64 && counted <= (refused + gave_up) as f64,
+        "{counted} refusals counted, {refused} seen, {gave_up} given up"
+    );
     assert!(
         !probes.is_empty() && probes.iter().all(|s| *s == 200),
         "{probes:?}"

@@ -61,6 +61,7 @@ mod large_registry;
 mod list;
 mod logging;
 mod ml_dsa;
+mod monitoring;
 mod openapi;
 mod pkcs11;
 mod rate_limits;

@@ -36,7 +36,7 @@ pub(crate) fn client(ca: &CertifiedIssuer<'static, KeyPair>) -> reqwest::Client 
         .unwrap()
 }
 
-fn sighup() {
+pub(crate) fn sighup() {
     let status = std::process::Command::new("kill")
         .args(["-HUP", &std::process::id().to_string()])
         .status()

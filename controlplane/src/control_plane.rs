@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod db;
 mod durable;
 pub mod key_lifecycle;
+mod lag;
 mod load;
 mod publish;
 mod write;
@@ -62,6 +63,9 @@ pub struct ControlPlane {
     generation: AtomicU64,
     /// When the current snapshot was published, Unix seconds (for `/metrics`).
     published_at: std::sync::atomic::AtomicI64,
+    /// The next key transition the key task planned, Unix seconds (`i64::MIN`: none planned,
+    /// or the task has not run); a failed run leaves it, so it falls into the past.
+    next_key_transition: std::sync::atomic::AtomicI64,
     versions: AtomicU64,
     /// Serialises writers: held from the first read that decides a write to its publication.
     write: Mutex<()>,
@@ -77,7 +81,7 @@ pub struct ControlPlane {
     /// Whether this process leads the replicas, and the fencing tokens of its leader-only jobs.
     pub leadership: Arc<crate::leadership::Leadership>,
     /// Whether changes of other replicas may be missing (see [`Self::is_behind`]).
-    behind: std::sync::atomic::AtomicBool,
+    behind: lag::Lag,
     /// Snapshots built from the whole database: the first, and each full reload.
     full_builds: AtomicU64,
     /// This process's other hosted entities, for announcements naming one of them (set once
@@ -188,6 +192,7 @@ impl ControlPlane {
             snapshot: SnapshotPublisher::new(snapshot),
             generation: AtomicU64::new(1),
             published_at: std::sync::atomic::AtomicI64::new(now),
+            next_key_transition: std::sync::atomic::AtomicI64::new(i64::MIN),
             versions,
             write: Mutex::new(()),
             group,
@@ -195,7 +200,7 @@ impl ControlPlane {
             dirty_events: tokio::sync::Notify::new(),
             origin: shared.origin,
             leadership: shared.leadership,
-            behind: std::sync::atomic::AtomicBool::new(shared.behind),
+            behind: lag::Lag::new(shared.behind, now),
             full_builds: AtomicU64::new(1),
             peers: std::sync::OnceLock::new(),
             #[cfg(test)]

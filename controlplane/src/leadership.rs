@@ -52,6 +52,18 @@ pub struct Leadership {
     cluster: Option<Cluster>,
     /// Leader-only writes refused by a fence since start (for `/metrics`).
     refused: AtomicU64,
+    /// Terms begun and ended since start (for `/metrics`: a lease that changes hands often
+    /// means renewals that do not reach the database in time).
+    changes: Changes,
+}
+
+/// Terms of this process begun and ended since start.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Terms begun: the lease taken, or taken again under a new generation.
+    pub acquired: AtomicU64,
+    /// Terms ended: stepped down, deposed, or released at shutdown.
+    pub lost: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -70,6 +82,7 @@ impl Leadership {
             term: watch::Sender::new(Some(0)),
             cluster: None,
             refused: AtomicU64::new(0),
+            changes: Changes::default(),
         })
     }
 
@@ -92,6 +105,7 @@ impl Leadership {
                 lease: settings.cluster.leader_lease.get(),
             }),
             refused: AtomicU64::new(0),
+            changes: Changes::default(),
         })
     }
 
@@ -109,6 +123,11 @@ impl Leadership {
     /// Leader-only writes refused by a fence since start.
     pub fn refused_writes(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Terms begun and ended since start (a process that always leads has neither).
+    pub fn changes(&self) -> &Changes {
+        &self.changes
     }
 
     /// The fencing token of a leader-only job: take it before the reads that decide the write
@@ -221,6 +240,13 @@ impl Leadership {
                 .map(|c| c.holder.as_str())
                 .unwrap_or("");
             tracing::info!(holder, leader = term.is_some(), generation = ?term, "leadership changed");
+            // A new generation while leading ends one term and begins another.
+            if before.is_some() {
+                self.changes.lost.fetch_add(1, Ordering::Relaxed);
+            }
+            if term.is_some() {
+                self.changes.acquired.fetch_add(1, Ordering::Relaxed);
+            }
             self.term.send_replace(term);
         }
     }
@@ -523,6 +549,7 @@ mod tests {
                 lease: Duration::from_secs(2),
             }),
             refused: AtomicU64::new(0),
+            changes: Changes::default(),
         });
         sqlx::any::install_default_drivers();
         let mut c = AnyConnection::connect("sqlite::memory:").await.unwrap();
@@ -534,6 +561,17 @@ mod tests {
         l.step(Some(8));
         assert!(matches!(old.check(&mut c).await, Err(Error::Fenced(_))));
         assert_eq!(l.refused_writes(), 2);
+        // Two terms begun, one ended: what `/metrics` counts as leader changes.
+        let changes = l.changes();
+        assert_eq!(changes.acquired.load(Ordering::Relaxed), 2);
+        assert_eq!(changes.lost.load(Ordering::Relaxed), 1);
+        l.step(Some(9));
+        assert_eq!(changes.acquired.load(Ordering::Relaxed), 3);
+        assert_eq!(
+            changes.lost.load(Ordering::Relaxed),
+            2,
+            "a new generation ends a term"
+        );
         // Writes any replica may make are not fenced.
         Fence::any_replica().check(&mut c).await.unwrap();
     }

@@ -128,15 +128,6 @@ impl App {
         let auth = &settings.storage.endpoint_auth;
         let (data, command_rx) = crate::entity::data_plane(&control, clock.clone());
         let refreshers = Refreshers::new(control.clone(), Arc::new(control.outbound.clone()));
-        let metrics = Metrics::new(
-            control.clone(),
-            &requests,
-            stats.ring.clone(),
-            refreshers.failures.clone(),
-            data.caches.clone(),
-            data.statement_budget.clone(),
-            data.rate_limits.clone(),
-        );
 
         let admin = &settings.api.admin;
         let separate_admin = admin.enabled && admin.port != 0;
@@ -144,6 +135,7 @@ impl App {
         let admin_cors = cors::layer("api.admin.cors", &admin.cors)?;
         let admin_here = admin.enabled && !separate_admin;
         let shutdown = CancellationToken::new();
+        let mut tasks = Vec::new();
         // The other hosted entities: each served where its identifier says, with jobs of its
         // own (see `entity.rs`); the port's own paths are never theirs.
         let reserved = other_routes(admin_here);
@@ -163,6 +155,24 @@ impl App {
             shutdown.clone(),
         )
         .await?;
+        let metrics = Metrics::new(
+            &requests,
+            crate::metrics::Parts {
+                cp: control.clone(),
+                ring: stats.ring.clone(),
+                caches: data.caches.clone(),
+                statements: data.statement_budget.clone(),
+                rate_limits: data.rate_limits.clone(),
+                refusals: data.commands.refusals().clone(),
+                certificates: served_certificates(&settings, separate_admin, &shutdown, &mut tasks)
+                    .await,
+                entities: crate::metrics::entities::Entities {
+                    hosting: hosting.clone(),
+                    failures: refreshers.failures.clone(),
+                    launcher: launcher.clone(),
+                },
+            },
+        );
         let bootstrap = Arc::new(admin::bootstrap::Bootstrap::generate(&settings.entity_id));
         let resolver: Arc<dyn pharos_runtime::resolver_caches::ResolverCaches> =
             data.resolve.clone();
@@ -213,8 +223,13 @@ impl App {
         // process without clustering); serving, commands and the reconciler run everywhere.
         let leadership = control.leadership.clone();
         let campaign = leadership.start(&settings, shutdown.clone());
-        let mut tasks =
-            crate::entity::spawn_jobs(&control, &refreshers, command_rx, &leadership, &shutdown);
+        tasks.extend(crate::entity::spawn_jobs(
+            &control,
+            &refreshers,
+            command_rx,
+            &leadership,
+            &shutdown,
+        ));
         tasks.extend(campaign);
         tasks.extend(control.spawn_follower(subscription, shutdown.clone())?);
         tasks.push(crate::open_anchors::spawn(
@@ -365,6 +380,39 @@ impl App {
         self.shutdown.cancelled().await;
         self.shutdown().await;
     }
+}
+
+/// The certificates of the TLS listeners, for `/metrics`: the main port's (which serves the
+/// Admin API too unless it has a port of its own) and the admin port's; each read again on
+/// SIGHUP as the listener reloads it, by a task added to `tasks`.
+async fn served_certificates(
+    settings: &Settings,
+    separate_admin: bool,
+    stop: &CancellationToken,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Vec<Arc<crate::metrics::tls_expiry::Served>> {
+    let admin_tls = &settings.api.admin.tls;
+    let listeners = [
+        (
+            "main",
+            settings.server.tls.enabled,
+            &settings.server.tls.cert,
+        ),
+        (
+            "admin",
+            separate_admin && admin_tls.enabled,
+            &admin_tls.cert,
+        ),
+    ];
+    let mut served = Vec::new();
+    for (listener, enabled, cert) in listeners {
+        if enabled {
+            let s = crate::metrics::tls_expiry::Served::load(listener, cert).await;
+            tasks.extend(s.reload_on_sighup(stop.clone()));
+            served.push(s);
+        }
+    }
+    served
 }
 
 fn io(e: std::io::Error) -> Error {

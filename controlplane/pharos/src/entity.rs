@@ -11,7 +11,7 @@ use pharos_controlplane::command_dispatch;
 use pharos_controlplane::control_plane::ControlPlane;
 use pharos_controlplane::hosting::Launch;
 use pharos_controlplane::leadership::Leadership;
-use pharos_controlplane::refresh::Refreshers;
+use pharos_controlplane::refresh::{Failures, Refreshers};
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::front::Front;
 use pharos_dataplane::hosts::{HostedRoute, Hosts};
@@ -78,6 +78,8 @@ pub struct Launcher {
     cors: Option<tower_http::cors::CorsLayer>,
     /// Each entity's resolver caches, for its Admin API's `/resolver` routes.
     resolvers: Mutex<HashMap<EntityNo, Arc<dyn ResolverCaches>>>,
+    /// Each entity's refresh failures, for `/metrics`.
+    failures: Mutex<HashMap<EntityNo, Arc<Failures>>>,
     /// The jobs of every entity launched, awaited at shutdown.
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -103,6 +105,7 @@ impl Launcher {
             hosts,
             cors,
             resolvers: Mutex::default(),
+            failures: Mutex::default(),
             tasks: Mutex::default(),
         }
     }
@@ -110,6 +113,15 @@ impl Launcher {
     /// Entity `entity`'s resolver caches, while it is hosted.
     pub fn resolver(&self, entity: EntityNo) -> Option<Arc<dyn ResolverCaches>> {
         self.resolvers.lock().ok()?.get(&entity).cloned()
+    }
+
+    /// The refresh failures of every launched entity (not the default one's, which
+    /// [`crate::app`] keeps).
+    pub fn failures(&self) -> Vec<(EntityNo, Arc<Failures>)> {
+        self.failures
+            .lock()
+            .map(|f| f.iter().map(|(n, f)| (*n, f.clone())).collect())
+            .unwrap_or_default()
     }
 
     /// The jobs of the launched entities (they end with the app's shutdown token).
@@ -135,7 +147,7 @@ impl Launcher {
 impl Launch for Launcher {
     fn launch(&self, cp: Arc<ControlPlane>, stop: CancellationToken) {
         let entity = cp.db.hosted();
-        let (commands, command_rx) = Commands::channel();
+        let (commands, command_rx) = self.default.commands.sibling();
         let data = self.default.beside(
             cp.snapshot_handle(),
             Arc::new(cp.outbound.clone()),
@@ -150,6 +162,9 @@ impl Launch for Launcher {
         if let Ok(mut r) = self.resolvers.lock() {
             r.insert(entity, data.resolve.clone());
         }
+        if let Ok(mut f) = self.failures.lock() {
+            f.insert(entity, refreshers.failures.clone());
+        }
         match HostedRoute::new(entity, &cp.settings.entity_id, self.front(&data)) {
             Some(route) => self.hosts.update(|t| t.with(route.clone())),
             None => tracing::error!(%entity, entity_id = %cp.settings.entity_id,
@@ -161,6 +176,9 @@ impl Launch for Launcher {
         self.hosts.update(|t| t.without(entity));
         if let Ok(mut r) = self.resolvers.lock() {
             r.remove(&entity);
+        }
+        if let Ok(mut f) = self.failures.lock() {
+            f.remove(&entity);
         }
     }
 }

@@ -4,6 +4,12 @@
 //! Request counters and the latency histogram are kept by the data plane's statistics layer
 //! whether `stats.enabled` is on or off; everything else is read at scrape time from where it
 //! already lives (the ring, the pool, the snapshot, the refreshers), so nothing is counted twice.
+//! What each hosted entity's alerts need is in [`entities`], the served certificates' expiry in
+//! [`tls_expiry`]; `deploy/prometheus/pharos-alerts.yml` and `deploy/grafana/pharos.json` use
+//! these names, and `tests/monitoring.rs` checks that every name they use is exported.
+
+pub mod entities;
+pub mod tls_expiry;
 
 use std::sync::Arc;
 
@@ -13,6 +19,8 @@ use axum::response::{IntoResponse, Response};
 use pharos_dataplane::cache_counters::{Cache, CacheCounters};
 use pharos_dataplane::rate_limit::{Limited, RateLimiter};
 use pharos_dataplane::stats::metrics::RequestMetrics;
+use pharos_runtime::command::Refusals;
+use pharos_runtime::command::refusals::Kind as CommandKind;
 use pharos_runtime::stats_ring::Ring;
 use pharos_shared::subordinate::StatementBudget;
 use prometheus_client::collector::Collector;
@@ -24,7 +32,8 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
 use pharos_controlplane::control_plane::ControlPlane;
-use pharos_controlplane::refresh::Failures;
+
+use tls_expiry::Served;
 
 /// OpenMetrics media type, which Prometheus negotiates first.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -40,10 +49,32 @@ pub struct Metrics {
 struct Sources {
     cp: Arc<ControlPlane>,
     ring: Option<Arc<Ring>>,
-    failures: Arc<Failures>,
     caches: Arc<CacheCounters>,
     statements: Arc<StatementBudget>,
     rate_limits: Arc<RateLimiter>,
+    refusals: Arc<Refusals>,
+    certificates: Vec<Arc<Served>>,
+}
+
+/// What feeds `/metrics` besides the request metrics: the scrape-time sources.
+#[derive(Debug)]
+pub struct Parts {
+    /// The default entity's control plane (process-wide figures: leadership, pool, ring).
+    pub cp: Arc<ControlPlane>,
+    /// The statistics ring, when statistics are on.
+    pub ring: Option<Arc<Ring>>,
+    /// The data plane's cache counters.
+    pub caches: Arc<CacheCounters>,
+    /// The signed-statement budget.
+    pub statements: Arc<StatementBudget>,
+    /// The public port's rate limiter.
+    pub rate_limits: Arc<RateLimiter>,
+    /// Busy refusals of the command channels.
+    pub refusals: Arc<Refusals>,
+    /// The certificates the TLS listeners serve.
+    pub certificates: Vec<Arc<Served>>,
+    /// Every hosted entity's figures.
+    pub entities: entities::Entities,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -59,8 +90,18 @@ struct CacheResult {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Kind {
-    kind: &'static str,
+struct Change {
+    change: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CommandLabel {
+    command: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Listener {
+    listener: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -156,20 +197,51 @@ impl Collector for Sources {
             self.cp.outbound.fetches(),
         )?;
         // Counters with labels, read at scrape time: one descriptor, one sample per label set.
-        let f = &self.failures;
         use std::sync::atomic::Ordering::Relaxed;
+        let changes = l.changes();
         let mut family = enc.encode_descriptor(
-            "pharos_refresh_failures",
-            "Failed refreshes since start, by kind",
+            "pharos_leader_changes",
+            "Leadership terms this process began (acquired) and ended (lost) since start; often means lease renewals that do not reach the database in time",
             None,
             MetricType::Counter,
         )?;
-        for (kind, n) in [
-            ("anchor_keys", f.anchor_keys.load(Relaxed)),
-            ("subordinate_keys", f.subordinate_keys.load(Relaxed)),
-            ("held_marks", f.held_marks.load(Relaxed)),
+        for (change, n) in [
+            ("acquired", changes.acquired.load(Relaxed)),
+            ("lost", changes.lost.load(Relaxed)),
         ] {
-            ConstCounter::new(n).encode(family.encode_family(&Kind { kind })?)?;
+            ConstCounter::new(n).encode(family.encode_family(&Change { change })?)?;
+        }
+        gauge(
+            &mut enc,
+            "pharos_replica_behind_seconds",
+            "Seconds since this replica may have missed changes of the others (listener lost, poll failing, full reload pending); 0 when up to date",
+            self.cp.behind_seconds(),
+        )?;
+        let mut family = enc.encode_descriptor(
+            "pharos_command_refusals",
+            "Commands of the public endpoints refused at once (503) because their queue or their share of the control plane was full, by command",
+            None,
+            MetricType::Counter,
+        )?;
+        for kind in CommandKind::ALL {
+            let labels = CommandLabel {
+                command: kind.name(),
+            };
+            ConstCounter::new(self.refusals.get(kind)).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = enc.encode_descriptor(
+            "pharos_tls_certificate_expiry_timestamp_seconds",
+            "notAfter of the certificate a TLS listener serves (main or admin), Unix seconds, as loaded at start and on SIGHUP",
+            None,
+            MetricType::Gauge,
+        )?;
+        for c in &self.certificates {
+            if let Some(t) = c.not_after() {
+                let labels = Listener {
+                    listener: c.listener,
+                };
+                ConstGauge::new(t).encode(family.encode_family(&labels)?)?;
+            }
         }
         let mut family = enc.encode_descriptor(
             "pharos_cache_requests",
@@ -247,25 +319,19 @@ impl Collector for Sources {
 
 impl Metrics {
     /// The registry over the data plane's request metrics and the scrape-time sources.
-    pub fn new(
-        cp: Arc<ControlPlane>,
-        requests: &RequestMetrics,
-        ring: Option<Arc<Ring>>,
-        failures: Arc<Failures>,
-        caches: Arc<CacheCounters>,
-        statements: Arc<StatementBudget>,
-        rate_limits: Arc<RateLimiter>,
-    ) -> Arc<Self> {
+    pub fn new(requests: &RequestMetrics, parts: Parts) -> Arc<Self> {
         let mut registry = Registry::default();
         requests.register(&mut registry);
         registry.register_collector(Box::new(Sources {
-            cp,
-            ring,
-            failures,
-            caches,
-            statements,
-            rate_limits,
+            cp: parts.cp,
+            ring: parts.ring,
+            caches: parts.caches,
+            statements: parts.statements,
+            rate_limits: parts.rate_limits,
+            refusals: parts.refusals,
+            certificates: parts.certificates,
         }));
+        registry.register_collector(Box::new(parts.entities));
         Arc::new(Self { registry })
     }
 

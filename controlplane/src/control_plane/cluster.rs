@@ -14,7 +14,6 @@
 //! a reconnection the replica reloads everything, and `/readyz` says not ready until it has.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pharos_shared::config::Settings;
@@ -268,7 +267,7 @@ impl ControlPlane {
                 Some(g) => g,
                 // Everything up to the generation read before the reload is in it.
                 None => loop {
-                    cp.behind.store(true, Ordering::SeqCst);
+                    cp.behind.fell_behind(cp.now());
                     if let Ok(g) = current_generation(&cp.db).await
                         && cp.reload_everything().await
                     {
@@ -279,7 +278,7 @@ impl ControlPlane {
                     }
                 },
             };
-            cp.behind.store(false, Ordering::SeqCst);
+            cp.behind.caught_up();
             let mut polls: u64 = 0;
             while pause().await {
                 let rows = match changes_after(&cp.db, last).await {
@@ -287,14 +286,14 @@ impl ControlPlane {
                     Err(e) => {
                         // The log stays in the database: nothing is lost, only late.
                         tracing::warn!(error = %e, "cluster poll failed; retrying");
-                        cp.behind.store(true, Ordering::SeqCst);
+                        cp.behind.fell_behind(cp.now());
                         continue;
                     }
                 };
                 if rows.first().is_some_and(|(g, _)| *g > last + 1) {
                     // Pruned before this replica read it: reload everything.
                     if !cp.reload_everything().await {
-                        cp.behind.store(true, Ordering::SeqCst);
+                        cp.behind.fell_behind(cp.now());
                         continue;
                     }
                 } else {
@@ -305,7 +304,7 @@ impl ControlPlane {
                 if let Some((g, _)) = rows.last() {
                     last = *g;
                 }
-                cp.behind.store(false, Ordering::SeqCst);
+                cp.behind.caught_up();
                 polls += 1;
                 if polls.is_multiple_of(PRUNE_EVERY) {
                     prune(&cp.db, last).await;
@@ -317,7 +316,13 @@ impl ControlPlane {
     /// Whether this replica may have missed changes of the others (its listener is not
     /// connected, or it has not reloaded since reconnecting): `/readyz` is not ready then.
     pub fn is_behind(&self) -> bool {
-        self.behind.load(Ordering::SeqCst)
+        self.behind.is_behind()
+    }
+
+    /// Seconds since this replica may have missed changes of the others (0 when it has not):
+    /// how stale its snapshot may be, for `/metrics`.
+    pub fn behind_seconds(&self) -> i64 {
+        self.behind.seconds(self.now())
     }
 
     /// Applies another replica's announcement: exactly the reload a local write would do, by
@@ -433,7 +438,7 @@ impl ControlPlane {
         opts: &PgConnectOptions,
         stop: &CancellationToken,
     ) -> Option<PgListener> {
-        self.behind.store(true, Ordering::SeqCst);
+        self.behind.fell_behind(self.now());
         let mut backoff = Backoff::between(Duration::from_millis(100), MAX_BACKOFF);
         loop {
             let listener = tokio::select! {
@@ -445,7 +450,7 @@ impl ControlPlane {
                 // reload and announced, never in neither.
                 Ok(l) => {
                     if self.reload_everything().await {
-                        self.behind.store(false, Ordering::SeqCst);
+                        self.behind.caught_up();
                         tracing::info!("cluster listener connected; snapshot up to date");
                         return Some(l);
                     }

@@ -4,6 +4,7 @@
 //! and the scheduled algorithm change.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pharos_shared::jose::Algorithm;
@@ -191,6 +192,22 @@ impl ControlPlane {
         Ok(new_row(g, alg, now, nbf, exp))
     }
 
+    /// The next key transition (a key announced, starting to sign or retired) the key task
+    /// planned at its last successful run; `None` before it ran or when nothing is planned.
+    /// Past it by more than a few seconds, a rotation is overdue: the task failed since, or
+    /// stopped running (no replica leads). Read by `/metrics`.
+    pub fn next_key_transition(&self) -> Option<i64> {
+        match self.next_key_transition.load(Ordering::Relaxed) {
+            i64::MIN => None,
+            t => Some(t),
+        }
+    }
+
+    fn planned_key_transition(&self, next: Option<i64>) {
+        self.next_key_transition
+            .store(next.unwrap_or(i64::MIN), Ordering::Relaxed);
+    }
+
     /// The background task: runs [`Self::rotate_keys`] at every planned instant (and when an
     /// admin change wakes it) until `stop`.
     pub fn spawn_key_task(
@@ -202,7 +219,10 @@ impl ControlPlane {
             loop {
                 let now = cp.now();
                 let next = match cp.rotate_keys_fenced(now, &cp.fence()).await {
-                    Ok(n) => n,
+                    Ok(n) => {
+                        cp.planned_key_transition(n);
+                        n
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "key rotation failed; retrying in a minute");
                         Some(now + 60)

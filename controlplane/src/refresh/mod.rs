@@ -114,7 +114,11 @@ pub struct Refreshers<F> {
     pub failures: Arc<Failures>,
 }
 
-/// Failed refreshes since start, by kind.
+/// Failed refreshes since start, by kind, and what is failing now, for `/metrics`. The
+/// schedules live behind the refreshers' async locks, which a scrape must not wait for, so
+/// each tick copies what alerts need here: one figure per polled trust anchor (a handful,
+/// configured by the operator) and one count for all subordinates (never one per subordinate:
+/// a registry may hold a million).
 #[derive(Debug, Default)]
 pub struct Failures {
     /// Trust anchor key refreshes.
@@ -123,12 +127,32 @@ pub struct Failures {
     pub subordinate_keys: std::sync::atomic::AtomicU64,
     /// Renewals of trust marks we hold.
     pub held_marks: std::sync::atomic::AtomicU64,
+    /// Polled subordinates whose last poll failed.
+    pub subordinates_failing: std::sync::atomic::AtomicU64,
+    /// Subordinates polled (the denominator of `subordinates_failing`).
+    pub subordinates_polled: std::sync::atomic::AtomicU64,
+    /// Polled trust anchors with their failed polls since their last success.
+    anchors: std::sync::Mutex<Vec<(String, u32)>>,
 }
 
 impl Failures {
     /// Counts one failure.
     pub fn count(counter: &std::sync::atomic::AtomicU64) {
         counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Every polled trust anchor with its failed polls since its last success, as of the last
+    /// tick.
+    pub fn anchors(&self) -> Vec<(String, u32)> {
+        // A poisoned lock only means a tick panicked while copying; the figures are whole.
+        self.anchors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_anchors(&self, anchors: Vec<(String, u32)>) {
+        *self.anchors.lock().unwrap_or_else(|e| e.into_inner()) = anchors;
     }
 }
 
@@ -191,6 +215,32 @@ impl<F: Fetcher + 'static> Refreshers<F> {
         self.poll_due_anchors(now, &fence).await;
         self.poll_due_subordinates(now, &fence).await;
         self.tick_held_marks(now, &fence).await;
+        self.report_failing().await;
+    }
+
+    /// Copies what is failing now into [`Failures`] for `/metrics`.
+    async fn report_failing(&self) {
+        let anchors = self
+            .anchors
+            .lock()
+            .await
+            .failures()
+            .map(|(id, n)| (id.to_owned(), n))
+            .collect();
+        self.failures.set_anchors(anchors);
+        let (failing, polled) = {
+            let s = self.subordinates.lock().await;
+            (s.failing(), s.len())
+        };
+        for (into, n) in [
+            (&self.failures.subordinates_failing, failing),
+            (&self.failures.subordinates_polled, polled),
+        ] {
+            into.store(
+                u64::try_from(n).unwrap_or(u64::MAX),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
     }
 
     async fn sync(&self, now: i64) -> crate::error::Result<()> {

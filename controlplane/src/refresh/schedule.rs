@@ -34,14 +34,23 @@ pub enum Synced {
 #[derive(Debug)]
 pub struct Schedule<S> {
     entries: HashMap<String, Entry<S>>,
+    /// Entries whose last poll failed, kept as entries change so that `/metrics` reads it
+    /// without walking a million subordinates.
+    failing: usize,
 }
 
 impl<S> Default for Schedule<S> {
     fn default() -> Self {
         Self {
             entries: HashMap::new(),
+            failing: 0,
         }
     }
+}
+
+/// Whether `e`'s last poll failed.
+fn is_failing<S>(e: &Entry<S>) -> bool {
+    e.backoff.failures() > 0
 }
 
 impl<S: PartialEq + Clone> Schedule<S> {
@@ -50,7 +59,7 @@ impl<S: PartialEq + Clone> Schedule<S> {
         match (wanted, self.entries.get(id)) {
             (None, None) => Synced::Unchanged,
             (None, Some(_)) => {
-                self.entries.remove(id);
+                self.forget(id);
                 Synced::Stopped
             }
             (Some(s), Some(e)) if e.settings == s => Synced::Unchanged,
@@ -65,15 +74,31 @@ impl<S: PartialEq + Clone> Schedule<S> {
                     next_at: now,
                     backoff: Backoff::default(),
                 };
+                self.forget(id);
                 self.entries.insert(id.to_owned(), entry);
                 outcome
             }
         }
     }
 
+    /// Removes `id`'s entry, if any, from the entries and the failing count.
+    fn forget(&mut self, id: &str) {
+        if self.entries.remove(id).is_some_and(|e| is_failing(&e)) {
+            self.failing -= 1;
+        }
+    }
+
     /// Stops every entry whose id `keep` rejects.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        self.entries.retain(|id, _| keep(id));
+        let mut failing = self.failing;
+        self.entries.retain(|id, e| {
+            let kept = keep(id);
+            if !kept && is_failing(e) {
+                failing -= 1;
+            }
+            kept
+        });
+        self.failing = failing;
     }
 
     /// Entities due at `now`, with the settings to poll them with.
@@ -89,6 +114,9 @@ impl<S: PartialEq + Clone> Schedule<S> {
     /// Ignored when the entry was stopped or restarted with other settings meanwhile.
     pub fn succeeded(&mut self, id: &str, settings: &S, now: i64, interval: i64) {
         if let Some(e) = self.entries.get_mut(id).filter(|e| e.settings == *settings) {
+            if is_failing(e) {
+                self.failing -= 1;
+            }
             e.backoff.reset();
             e.next_at = now + interval.max(1);
         }
@@ -101,6 +129,9 @@ impl<S: PartialEq + Clone> Schedule<S> {
             .entries
             .get_mut(id)
             .filter(|e| e.settings == *settings)?;
+        if !is_failing(e) {
+            self.failing += 1;
+        }
         let delay = e.backoff.fail_secs();
         e.next_at = now + delay;
         Some(delay)
@@ -119,6 +150,9 @@ impl<S: PartialEq + Clone> Schedule<S> {
             .entries
             .get_mut(id)
             .filter(|e| e.settings == *settings)?;
+        if !is_failing(e) {
+            self.failing += 1;
+        }
         e.backoff.fail();
         let d = delay(e.backoff.failures()).max(1);
         e.next_at = now + d;
@@ -133,6 +167,18 @@ impl<S: PartialEq + Clone> Schedule<S> {
     /// One entry (tests and diagnostics).
     pub fn get(&self, id: &str) -> Option<&Entry<S>> {
         self.entries.get(id)
+    }
+
+    /// How many polled entities failed their last poll.
+    pub fn failing(&self) -> usize {
+        self.failing
+    }
+
+    /// Every polled entity with its failures since its last success.
+    pub fn failures(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.entries
+            .iter()
+            .map(|(id, e)| (id.as_str(), e.backoff.failures()))
     }
 
     /// How many entities are polled.
@@ -188,6 +234,32 @@ mod tests {
         assert_eq!(s.get("a").unwrap().next_at, 180);
         s.succeeded("a", &(), 200, 10);
         assert_eq!(s.failed_with("a", &(), 210, rule), Some(60));
+    }
+
+    #[test]
+    fn the_failing_count_follows_failures_successes_restarts_and_removals() {
+        let mut s = Schedule::default();
+        for id in ["a", "b", "c", "d"] {
+            s.sync(id, Some(1), 0);
+        }
+        s.failed("a", &1, 0);
+        s.failed("a", &1, 1);
+        s.failed_with("b", &1, 0, |_| 5);
+        s.failed("c", &1, 0);
+        s.failed("d", &1, 0);
+        assert_eq!(s.failing(), 4, "a failing entry counts once");
+        s.succeeded("a", &1, 2, 10);
+        assert_eq!(s.failing(), 3);
+        // A restart starts over with no failures; a stop forgets the entry.
+        s.sync("b", Some(2), 3);
+        s.sync("c", None, 3);
+        assert_eq!(s.failing(), 1);
+        s.retain(|id| id != "d");
+        assert_eq!(s.failing(), 0);
+        s.failed("a", &1, 4);
+        let failures: Vec<_> = s.failures().collect();
+        assert_eq!(failures.len(), 2);
+        assert!(failures.contains(&("a", 1)) && failures.contains(&("b", 0)));
     }
 
     #[test]

@@ -181,9 +181,12 @@ async fn anchor_failures_back_off_to_five_minutes_and_reset_after_success() {
         now = next;
     }
     assert_eq!(delays, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+    // What `/metrics` reads: the anchor and its failed polls since its last success.
+    assert_eq!(r.failures.anchors(), [(TA.to_owned(), 11)]);
     r.fetcher.serve(TA, &k1, &[&k1], Some(now + 9_999));
     r.tick(now).await;
     assert_eq!(next_anchor_poll(&r).await, now + 50);
+    assert_eq!(r.failures.anchors(), [(TA.to_owned(), 0)]);
     r.fetcher.fail(TA);
     r.tick(now + 50).await;
     assert_eq!(

@@ -96,6 +96,12 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
         .unwrap();
     assert_eq!(kids(&row.jwks), both);
     assert_eq!(next(r.clone()).await, Some(T0 + 61));
+    let failing = |r: &Refreshers<Memory>| {
+        r.failures
+            .subordinates_failing
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    assert_eq!(failing(&r), 1, "counted for /metrics");
 
     // PATCH of the interval restarts the poll at once with the new setting.
     r.fetcher.serve(SUB, &k2, &[&k2], Some(T0 + 9_000));
@@ -112,6 +118,7 @@ async fn subordinate_polls_start_restart_on_change_and_stop_on_delete() {
     r.tick(T0 + 60).await;
     assert_eq!(r.fetcher.fetches(), before + 1);
     assert_eq!(next(r.clone()).await, Some(T0 + 560));
+    assert_eq!(failing(&r), 0);
 
     // A missing exp is a failure for subordinates.
     r.fetcher.serve(SUB, &k2, &[&k2], None);

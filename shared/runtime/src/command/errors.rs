@@ -23,6 +23,39 @@ pub enum Refused {
     Unavailable,
 }
 
+/// A command kind's error type: one of its variants carries a [`Refused`], which
+/// [`super::Commands::call`] reads to count busy refusals.
+pub trait CommandError: From<Refused> {
+    /// The refusal, when the command was not run.
+    fn refused(&self) -> Option<Refused>;
+}
+
+/// Implements [`CommandError`] for error types whose `Refused` variant holds the refusal.
+macro_rules! command_errors {
+    ($($t:ty),+ $(,)?) => {$(
+        impl CommandError for $t {
+            fn refused(&self) -> Option<Refused> {
+                match self {
+                    Self::Refused(r) => Some(*r),
+                    _ => None,
+                }
+            }
+        }
+    )+};
+}
+
+command_errors!(
+    TriggerError,
+    PushError,
+    JtiError,
+    HistoryError,
+    RecordMarkError,
+    MarkRequestError,
+    EnrollError,
+    CheckError,
+    CollectError,
+);
+
 /// Why a jwks_update_trigger did not refresh keys.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TriggerError {

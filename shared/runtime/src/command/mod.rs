@@ -20,6 +20,7 @@
 //! changes.
 
 pub mod errors;
+pub mod refusals;
 
 use std::sync::Arc;
 
@@ -31,10 +32,11 @@ use pharos_shared::trust_mark_issuer::IssuedMark;
 use tokio::sync::{mpsc, oneshot};
 
 pub use errors::{
-    CheckError, CollectError, EnrollError, HistoryError, JtiError, MarkRequestError, PushError,
-    RecordMarkError, Refused, TriggerError,
+    CheckError, CollectError, CommandError, EnrollError, HistoryError, JtiError, MarkRequestError,
+    PushError, RecordMarkError, Refused, TriggerError,
 };
 pub use pharos_shared::subordinate_events::Recorded;
+pub use refusals::Refusals;
 
 /// Commands that may sit in the channel before the control plane's dispatcher takes them.
 /// The dispatcher never waits while taking a command (it admits or refuses at once), so the
@@ -204,7 +206,11 @@ pub enum MarkRequestOutcome {
 /// entities, 8 MB; BENCHMARKS.md, "Hosted entities"). A box per command is nothing beside
 /// the database write each command makes.
 #[derive(Debug, Clone)]
-pub struct Commands(mpsc::Sender<Box<Command>>);
+pub struct Commands {
+    tx: mpsc::Sender<Box<Command>>,
+    /// Busy refusals of the commands sent here, for `/metrics`.
+    refusals: Arc<Refusals>,
+}
 
 /// The control plane's end of the channel.
 #[derive(Debug)]
@@ -235,23 +241,53 @@ impl Commands {
 
     /// A pair with another queue length (tests fill it).
     pub fn with_capacity(capacity: usize) -> (Self, CommandQueue) {
+        Self::counting(capacity, Arc::default())
+    }
+
+    fn counting(capacity: usize, refusals: Arc<Refusals>) -> (Self, CommandQueue) {
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Self(tx), CommandQueue(rx))
+        (Self { tx, refusals }, CommandQueue(rx))
+    }
+
+    /// A new channel (another hosted entity's) whose refusals count with this one's, so that
+    /// `/metrics` has one series per command kind, not per entity.
+    pub fn sibling(&self) -> (Self, CommandQueue) {
+        Self::counting(CHANNEL_CAPACITY, self.refusals.clone())
+    }
+
+    /// Busy refusals of the commands sent through this channel and its siblings.
+    pub fn refusals(&self) -> &Arc<Refusals> {
+        &self.refusals
     }
 
     /// Sends the command built by `make` around a fresh reply channel and waits for the
     /// answer. A full queue is [`Refused::Busy`] at once (never a wait for room); a control
     /// plane that has stopped, or dropped the command, is [`Refused::Stopped`], never a hang.
-    pub async fn call<T, E: From<Refused>>(
+    /// Either side's [`Refused::Busy`] is counted in [`Self::refusals`].
+    pub async fn call<T, E: CommandError>(
         &self,
         make: impl FnOnce(Reply<T, E>) -> Command,
     ) -> Result<T, E> {
         let (tx, rx) = oneshot::channel();
-        self.0.try_send(Box::new(make(tx))).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => Refused::Busy,
-            mpsc::error::TrySendError::Closed(_) => Refused::Stopped,
-        })?;
-        rx.await.map_err(|_| Refused::Stopped)?
+        let command = make(tx);
+        let kind = command.kind();
+        if let Err(e) = self.tx.try_send(Box::new(command)) {
+            let refused = match e {
+                mpsc::error::TrySendError::Full(_) => Refused::Busy,
+                mpsc::error::TrySendError::Closed(_) => Refused::Stopped,
+            };
+            if refused == Refused::Busy {
+                self.refusals.count(kind);
+            }
+            return Err(refused.into());
+        }
+        let answer = rx.await.map_err(|_| Refused::Stopped)?;
+        if let Err(e) = &answer
+            && e.refused() == Some(Refused::Busy)
+        {
+            self.refusals.count(kind);
+        }
+        answer
     }
 }
 
@@ -290,12 +326,53 @@ mod tests {
         }
         let e = c.call(record).await.unwrap_err();
         assert_eq!(e, JtiError::Refused(Refused::Busy));
+        assert_eq!(c.refusals().get(refusals::Kind::RecordJti), 1);
         // Answering the first still works.
         match rx.recv().await.unwrap() {
             Command::RecordJti { reply, .. } => reply.send(Ok(true)).unwrap(),
             other => panic!("unexpected {other:?}"),
         }
         assert_eq!(first.await.unwrap(), Ok(true));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_by_the_control_plane_counts_like_a_full_queue_and_siblings_share() {
+        let (c, mut rx) = Commands::channel();
+        let (sibling, mut sibling_rx) = c.sibling();
+        let refuse = |rx: &mut CommandQueue| {
+            let cmd = rx.try_recv();
+            async move {
+                match cmd {
+                    Ok(Command::RecordJti { reply, .. }) => {
+                        reply.send(Err(Refused::Busy.into())).unwrap()
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        };
+        let call = tokio::spawn({
+            let c = c.clone();
+            async move { c.call(record).await }
+        });
+        while rx.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        refuse(&mut rx).await;
+        assert_eq!(call.await.unwrap(), Err(JtiError::Refused(Refused::Busy)));
+        let call = tokio::spawn(async move { sibling.call(record).await });
+        while sibling_rx.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        refuse(&mut sibling_rx).await;
+        assert!(call.await.unwrap().is_err());
+        assert_eq!(c.refusals().get(refusals::Kind::RecordJti), 2);
+        // Other failures are not refusals.
+        drop(rx);
+        assert_eq!(
+            c.call(record).await,
+            Err(JtiError::Refused(Refused::Stopped))
+        );
+        assert_eq!(c.refusals().get(refusals::Kind::RecordJti), 2);
     }
 
     #[tokio::test]
