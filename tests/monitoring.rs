@@ -547,5 +547,13 @@ async fn the_admin_certificate_s_expiry_is_exported_and_follows_a_reload() {
         sample(&scrape(&p).await, series) == Some(renewed as f64)
     })
     .await;
+
+    // A botched renewal (a new certificate beside a key that does not load) is not served:
+    // the listener keeps the certificate it has, and so does the figure.
+    write_leaf_expiring(&ca, certs.path(), 2033);
+    std::fs::write(certs.path().join("key.pem"), "not a key").unwrap();
+    crate::tls::sighup();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(sample(&scrape(&p).await, series), Some(renewed as f64));
     p.stop().await;
 }

@@ -37,6 +37,7 @@ use pharos_controlplane::stats::Statistics;
 
 use crate::http::{self, cors, layers, tls};
 use crate::metrics::Metrics;
+use crate::metrics::tls_expiry::Served;
 
 /// How long shutdown waits for borrowed database connections to be returned.
 const POOL_CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -155,6 +156,11 @@ impl App {
             shutdown.clone(),
         )
         .await?;
+        // The certificates the TLS listeners serve, recorded by them for `/metrics`: the main
+        // port's (which serves the Admin API too unless it has a port of its own) and the
+        // admin port's.
+        let main_cert = settings.server.tls.enabled.then(|| Served::new("main"));
+        let admin_cert = (separate_admin && admin.tls.enabled).then(|| Served::new("admin"));
         let metrics = Metrics::new(
             &requests,
             crate::metrics::Parts {
@@ -164,8 +170,7 @@ impl App {
                 statements: data.statement_budget.clone(),
                 rate_limits: data.rate_limits.clone(),
                 refusals: data.commands.refusals().clone(),
-                certificates: served_certificates(&settings, separate_admin, &shutdown, &mut tasks)
-                    .await,
+                certificates: main_cert.iter().chain(&admin_cert).cloned().collect(),
                 entities: crate::metrics::entities::Entities {
                     hosting: hosting.clone(),
                     failures: refreshers.failures.clone(),
@@ -255,8 +260,9 @@ impl App {
         let server_tls = &settings.server.tls;
         if server_tls.enabled {
             let files = (server_tls.cert.as_str(), server_tls.key.as_str());
-            let served =
-                tls::serve_reloading("server.tls", files, main_listener, main, &shutdown, drain);
+            let cert = main_cert.unwrap_or_else(|| Served::new("main"));
+            let stop = (&shutdown, drain);
+            let served = tls::serve_reloading("server.tls", files, main_listener, main, stop, cert);
             tasks.extend(served.await?);
             if server_tls.redirect_http {
                 let l = match listeners.redirect {
@@ -288,8 +294,9 @@ impl App {
             let router = layers::common(router, &settings.server, "admin");
             if admin.tls.enabled {
                 let files = (admin.tls.cert.as_str(), admin.tls.key.as_str());
-                let served =
-                    tls::serve_reloading("api.admin.tls", files, l, router, &shutdown, drain);
+                let cert = admin_cert.unwrap_or_else(|| Served::new("admin"));
+                let stop = (&shutdown, drain);
+                let served = tls::serve_reloading("api.admin.tls", files, l, router, stop, cert);
                 tasks.extend(served.await?);
             } else {
                 tasks.push(http::serve(l, router, shutdown.clone()));
@@ -380,39 +387,6 @@ impl App {
         self.shutdown.cancelled().await;
         self.shutdown().await;
     }
-}
-
-/// The certificates of the TLS listeners, for `/metrics`: the main port's (which serves the
-/// Admin API too unless it has a port of its own) and the admin port's; each read again on
-/// SIGHUP as the listener reloads it, by a task added to `tasks`.
-async fn served_certificates(
-    settings: &Settings,
-    separate_admin: bool,
-    stop: &CancellationToken,
-    tasks: &mut Vec<JoinHandle<()>>,
-) -> Vec<Arc<crate::metrics::tls_expiry::Served>> {
-    let admin_tls = &settings.api.admin.tls;
-    let listeners = [
-        (
-            "main",
-            settings.server.tls.enabled,
-            &settings.server.tls.cert,
-        ),
-        (
-            "admin",
-            separate_admin && admin_tls.enabled,
-            &admin_tls.cert,
-        ),
-    ];
-    let mut served = Vec::new();
-    for (listener, enabled, cert) in listeners {
-        if enabled {
-            let s = crate::metrics::tls_expiry::Served::load(listener, cert).await;
-            tasks.extend(s.reload_on_sighup(stop.clone()));
-            served.push(s);
-        }
-    }
-    served
 }
 
 fn io(e: std::io::Error) -> Error {

@@ -4,8 +4,10 @@
 //! A reload reads both PEM files and swaps the server configuration atomically; connections in
 //! flight keep the old one, the listener is never closed. If the new files are missing or
 //! invalid the old certificate stays in use and the failure is logged, so a botched renewal does
-//! not take the Admin API down.
+//! not take the Admin API down. Each certificate put in service is recorded for `/metrics`
+//! ([`Served`]), from the bytes rustls was given.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -17,25 +19,51 @@ use tokio_util::sync::CancellationToken;
 
 use pharos_controlplane::error::{Error, Result};
 
+use crate::metrics::tls_expiry::Served;
+
 /// Makes aws-lc-rs the process's rustls provider. Idempotent; call before building any TLS
 /// configuration, because with two providers in the dependency tree rustls cannot choose one.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
+/// The certificate chain and key files' bytes.
+async fn read(cert: &str, key: &str) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    Ok((tokio::fs::read(cert).await?, tokio::fs::read(key).await?))
+}
+
 /// Loads the certificate chain and key; a clear error names the setting (`scope`, e.g.
 /// `server.tls`) and the files.
-async fn load(scope: &str, cert: &str, key: &str) -> Result<RustlsConfig> {
+async fn load(scope: &str, cert: &str, key: &str, served: &Served) -> Result<RustlsConfig> {
     install_crypto_provider();
-    RustlsConfig::from_pem_file(cert, key)
+    let fail =
+        |e: std::io::Error| Error::Internal(format!("{scope}: cannot load {cert} / {key}: {e}"));
+    let (chain, private) = read(cert, key).await.map_err(fail)?;
+    let config = RustlsConfig::from_pem(chain.clone(), private)
         .await
-        .map_err(|e| Error::Internal(format!("{scope}: cannot load {cert} / {key}: {e}")))
+        .map_err(fail)?;
+    served.record(&chain);
+    Ok(config)
 }
 
 /// Reloads `config` from the files; keeps the current certificate when they are invalid.
-async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -> bool {
-    match config.reload_from_pem_file(cert, key).await {
-        Ok(()) => {
+async fn reload(
+    scope: &str,
+    config: &RustlsConfig,
+    cert: &str,
+    key: &str,
+    served: &Served,
+) -> bool {
+    let reloaded = match read(cert, key).await {
+        Ok((chain, private)) => config
+            .reload_from_pem(chain.clone(), private)
+            .await
+            .map(|()| chain),
+        Err(e) => Err(e),
+    };
+    match reloaded {
+        Ok(chain) => {
+            served.record(&chain);
             tracing::info!(scope, cert, "TLS certificate reloaded");
             true
         }
@@ -50,8 +78,8 @@ async fn reload(scope: &str, config: &RustlsConfig, cert: &str, key: &str) -> bo
 fn reload_on_sighup(
     scope: &'static str,
     config: RustlsConfig,
-    cert: String,
-    key: String,
+    (cert, key): (String, String),
+    served: Arc<Served>,
     stop: CancellationToken,
 ) -> Result<JoinHandle<()>> {
     #[cfg(unix)]
@@ -65,7 +93,7 @@ fn reload_on_sighup(
                     _ = stop.cancelled() => break,
                     got = hup.recv() => {
                         if got.is_none() { break; }
-                        reload(scope, &config, &cert, &key).await;
+                        reload(scope, &config, &cert, &key, &served).await;
                     }
                 }
             }
@@ -73,24 +101,26 @@ fn reload_on_sighup(
     }
     #[cfg(not(unix))]
     {
-        let _ = (scope, config, cert, key);
+        let _ = (scope, config, cert, key, served);
         Ok(tokio::spawn(async move { stop.cancelled().await }))
     }
 }
 
 /// Serves `app` over HTTPS on `listener` with the certificate and key `files` (`scope` names
-/// the setting in messages), reloading them on SIGHUP: the server task and the reload task.
+/// the setting in messages), reloading them on SIGHUP, and recording each certificate put in
+/// service in `served`: the server task and the reload task.
 pub async fn serve_reloading(
     scope: &'static str,
     files: (&str, &str),
     listener: TcpListener,
     app: super::layers::Served,
-    stop: &CancellationToken,
-    drain: Duration,
+    (stop, drain): (&CancellationToken, Duration),
+    served: Arc<Served>,
 ) -> Result<Vec<JoinHandle<()>>> {
     let (cert, key) = files;
-    let config = load(scope, cert, key).await?;
-    let reload = reload_on_sighup(scope, config.clone(), cert.into(), key.into(), stop.clone())?;
+    let config = load(scope, cert, key, &served).await?;
+    let paths = (cert.to_owned(), key.to_owned());
+    let reload = reload_on_sighup(scope, config.clone(), paths, served, stop.clone())?;
     Ok(vec![
         reload,
         serve(listener, config, app, stop.clone(), drain)?,

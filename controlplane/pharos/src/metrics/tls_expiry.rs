@@ -2,21 +2,18 @@
 //! certificate that expires takes the Admin API (or the public port) down for every client at
 //! once, and renewals fail silently (a cron job that stopped, a reload never signalled).
 //!
-//! The listeners load their certificate at start and again on SIGHUP (`http::tls`), so this
-//! reads the file at the same moments rather than at every scrape: a renewed file that was
-//! never reloaded must still show the old certificate's expiry, which is the one served. A
-//! file that cannot be read or parsed keeps the last value, as the listener keeps its last
-//! certificate.
+//! `http::tls` records the certificate here each time it loads one (at start and on a SIGHUP
+//! reload that succeeds), from the same bytes it hands to rustls: the figure is the served
+//! certificate's, so a renewed file that was never reloaded, or whose reload failed, still
+//! shows the old certificate's expiry.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-/// `not_after` before a certificate was read.
+/// `not_after` before a certificate was recorded.
 const UNKNOWN: i64 = i64::MIN;
 
 /// The served certificate of one listener.
@@ -24,23 +21,19 @@ const UNKNOWN: i64 = i64::MIN;
 pub struct Served {
     /// The `listener` label: `main` or `admin`.
     pub listener: &'static str,
-    path: String,
     not_after: AtomicI64,
 }
 
 impl Served {
-    /// The certificate of `listener` in the PEM file `path`, read now.
-    pub async fn load(listener: &'static str, path: &str) -> Arc<Self> {
-        let me = Arc::new(Self {
+    /// The certificate of `listener`, none recorded yet.
+    pub fn new(listener: &'static str) -> Arc<Self> {
+        Arc::new(Self {
             listener,
-            path: path.to_owned(),
             not_after: AtomicI64::new(UNKNOWN),
-        });
-        me.read().await;
-        me
+        })
     }
 
-    /// Unix seconds after which the certificate is no longer valid, when it was read.
+    /// Unix seconds after which the certificate is no longer valid, when one was recorded.
     pub fn not_after(&self) -> Option<i64> {
         match self.not_after.load(Ordering::Relaxed) {
             UNKNOWN => None,
@@ -48,47 +41,14 @@ impl Served {
         }
     }
 
-    async fn read(&self) {
-        let parsed = match tokio::fs::read(&self.path).await {
-            Ok(pem) => not_after_pem(&pem).ok_or("no X.509 certificate with a validity"),
-            Err(_) => Err("unreadable"),
-        };
-        match parsed {
-            Ok(t) => self.not_after.store(t, Ordering::Relaxed),
-            Err(why) => tracing::warn!(listener = self.listener, path = %self.path, why,
-                "cannot read the TLS certificate's expiry for /metrics; keeping the last one"),
-        }
-    }
-
-    /// Reads the file again on every SIGHUP, as the listener reloads it, until `stop`.
-    pub fn reload_on_sighup(self: &Arc<Self>, stop: CancellationToken) -> Option<JoinHandle<()>> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut hup = match signal(SignalKind::hangup()) {
-                Ok(h) => h,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot watch SIGHUP; the TLS expiry in /metrics is the one read at start");
-                    return None;
-                }
-            };
-            let me = self.clone();
-            Some(tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = stop.cancelled() => break,
-                        got = hup.recv() => {
-                            if got.is_none() { break; }
-                            me.read().await;
-                        }
-                    }
-                }
-            }))
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = stop;
-            None
+    /// The listener now serves the chain `pem`.
+    pub fn record(&self, pem: &[u8]) {
+        match not_after_pem(pem) {
+            Some(t) => self.not_after.store(t, Ordering::Relaxed),
+            None => tracing::warn!(
+                listener = self.listener,
+                "the served TLS certificate has no readable expiry; /metrics keeps the last one"
+            ),
         }
     }
 }
