@@ -9,9 +9,8 @@
 
 use std::io::IsTerminal;
 
+use pharos_runtime::telemetry::TARGET as TRACE_TARGET;
 use pharos_shared::config::{LogFormat, Settings};
-
-use crate::traces::Traces;
 use tracing::Dispatch;
 use tracing_appender::non_blocking::WorkerGuard;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
@@ -20,7 +19,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::{Layer, Registry};
 
 pub use crate::http::layers::ACCESS_TARGET;
-use pharos_runtime::telemetry::TARGET as TRACE_TARGET;
+use crate::traces::Traces;
 
 /// A layer of the process's subscriber.
 pub type Boxed = Box<dyn Layer<Registry> + Send + Sync>;
@@ -176,5 +175,35 @@ mod tests {
             access.contains("status=200") && !access.contains("internal"),
             "{access}"
         );
+    }
+
+    #[test]
+    fn trace_spans_reach_the_exporter_only_and_leave_log_lines_as_they_were() {
+        let s = Settings::default();
+        let (logs, spans) = (Buf::default(), Buf::default());
+        let b = logs.clone();
+        let make = move || {
+            let b = b.clone();
+            BoxMakeWriter::new(move || b.clone())
+        };
+        // Stands in for the exporter's layer: the same filter, written to a buffer.
+        let sp = spans.clone();
+        let exporter = tracing_subscriber::fmt::layer()
+            .with_writer(move || sp.clone())
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_filter(Targets::new().with_target(TRACE_TARGET, tracing::Level::INFO))
+            .boxed();
+        let (d, _guards) = dispatch(&s, make, false, Some(exporter)).unwrap();
+        tracing::dispatcher::with_default(&d, || {
+            let span = tracing::info_span!(target: TRACE_TARGET, "sign", jws.typ = "x");
+            let _in = span.enter();
+            tracing::info!("inside a traced span");
+        });
+        let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert!(logs.contains("inside a traced span"), "{logs}");
+        assert!(!logs.contains("sign") && !logs.contains("jws"), "{logs}");
+        let spans = String::from_utf8(spans.0.lock().unwrap().clone()).unwrap();
+        assert!(spans.contains("sign") && spans.contains("close"), "{spans}");
+        assert!(!spans.contains("inside a traced span"), "{spans}");
     }
 }

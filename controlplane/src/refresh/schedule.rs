@@ -84,7 +84,7 @@ impl<S: PartialEq + Clone> Schedule<S> {
     /// Removes `id`'s entry, if any, from the entries and the failing count.
     fn forget(&mut self, id: &str) {
         if self.entries.remove(id).is_some_and(|e| is_failing(&e)) {
-            self.failing -= 1;
+            self.failing = self.failing.saturating_sub(1);
         }
     }
 
@@ -94,7 +94,7 @@ impl<S: PartialEq + Clone> Schedule<S> {
         self.entries.retain(|id, e| {
             let kept = keep(id);
             if !kept && is_failing(e) {
-                failing -= 1;
+                failing = failing.saturating_sub(1);
             }
             kept
         });
@@ -115,7 +115,7 @@ impl<S: PartialEq + Clone> Schedule<S> {
     pub fn succeeded(&mut self, id: &str, settings: &S, now: i64, interval: i64) {
         if let Some(e) = self.entries.get_mut(id).filter(|e| e.settings == *settings) {
             if is_failing(e) {
-                self.failing -= 1;
+                self.failing = self.failing.saturating_sub(1);
             }
             e.backoff.reset();
             e.next_at = now + interval.max(1);
