@@ -532,3 +532,68 @@ async fn spans_are_exported_over_otlp_grpc_and_queued_ones_are_sent_at_shutdown(
     let log = std::fs::read_to_string(&node.log).unwrap_or_default();
     assert!(found, "no span arrived over gRPC:\n{log}");
 }
+
+#[tokio::test]
+async fn an_unsampled_request_makes_no_span_and_a_trusted_peers_decision_stands() {
+    let dir = tempfile::tempdir().unwrap();
+    let (otlp, spans) = receiver().await;
+    // No new trace is sampled here; a trusted caller's sampled trace is continued.
+    let node = Node::start(
+        dir.path(),
+        "ratio-zero",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp),
+            ("OTEL_SERVICE_NAME", "ratio-zero".into()),
+            ("SVC_TRACING_SAMPLE_RATIO", "0".into()),
+            ("SVC_TRACING_TRUSTED_PEERS", "127.0.0.1".into()),
+        ],
+    )
+    .await;
+    let ec = format!("{}/.well-known/openid-federation", node.id);
+    // Unsampled: a new trace, and a trusted caller's trace whose flags say "not sampled". The
+    // Admin API write signs a new Entity Configuration and commits: none of it may turn up
+    // as a trace of its own either.
+    assert_eq!(http().get(&ec).send().await.unwrap().status(), 200);
+    let not_sampled = "00-1bf7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+    let r = http()
+        .get(&ec)
+        .header("traceparent", not_sampled)
+        .send()
+        .await;
+    assert_eq!(r.unwrap().status(), 200);
+    node.admin(
+        reqwest::Method::POST,
+        "/entity-configuration/authority-hints",
+        json!({"entity_id": "https://ta.example"}),
+    )
+    .await;
+    assert_eq!(http().get(&ec).send().await.unwrap().status(), 200);
+    // Sampled by the trusted caller: exported, after everything above had ended.
+    let sampled = "2af7651916cd43dd8448eb211c80319c";
+    let r = http()
+        .get(&ec)
+        .header("traceparent", format!("00-{sampled}-b7ad6b7169203331-01"))
+        .send()
+        .await;
+    assert_eq!(r.unwrap().status(), 200);
+    let mut exported = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        exported = of(&spans.lock().unwrap(), "ratio-zero")
+            .into_iter()
+            .cloned()
+            .collect();
+        if exported.iter().any(|s| hex(&s.trace_id) == sampled) {
+            break;
+        }
+    }
+    let names: Vec<(String, String)> = exported
+        .iter()
+        .map(|s| (hex(&s.trace_id), s.name.clone()))
+        .collect();
+    assert!(
+        exported.iter().all(|s| hex(&s.trace_id) == sampled) && !exported.is_empty(),
+        "only the trusted caller's sampled trace is exported: {names:?}"
+    );
+    assert_eq!(exported[0].name, "GET /.well-known/openid-federation");
+}

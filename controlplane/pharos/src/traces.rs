@@ -4,24 +4,51 @@
 //! Off by default (`tracing.*`, `OTEL_*`, see [`TracingSettings::export`]). When on, spans are
 //! batched on the SDK's own thread (its queue is bounded: a collector that cannot keep up
 //! loses spans, never memory or request time) and sent over OTLP/HTTP with protobuf bodies or
-//! OTLP/gRPC. The sampler decides new traces by ratio and follows the parent's decision for a
-//! request that continues a trusted peer's trace (`tracing.trusted_peers`, see
-//! `pharos_runtime::telemetry`). The exporter also reads the standard variables it knows
+//! OTLP/gRPC. New traces are sampled by ratio and a request that continues a trusted peer's
+//! trace (`tracing.trusted_peers`) follows the peer's decision; a request's decision is made
+//! before its span exists (see `pharos_runtime::telemetry`), so an unsampled request costs no
+//! span at all. The exporter also reads the standard variables it knows
 //! itself (`OTEL_EXPORTER_OTLP_HEADERS`, `…_TIMEOUT`, `…_COMPRESSION`, `OTEL_BSP_*`,
 //! `OTEL_RESOURCE_ATTRIBUTES`).
 
+use opentelemetry::Context;
 use opentelemetry::KeyValue;
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::trace::{Link, SpanKind, TraceId};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler, SamplingResult, SdkTracerProvider, ShouldSample};
 use pharos_runtime::telemetry;
 use pharos_shared::client_ip::TrustedProxies;
 use pharos_shared::config::{OtlpProtocol, Settings, TraceExport};
 use tracing::Level;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::{Layer, Registry};
+
+/// The sampler: requests are decided before their span is made (`telemetry::server_span`)
+/// and arrive marked when sampled; every other root (a background job's write or fetch) and
+/// every span continuing a trusted peer's trace is decided by `0`, the configured sampler.
+#[derive(Debug, Clone)]
+struct Decided(Sampler);
+
+impl ShouldSample for Decided {
+    fn should_sample(
+        &self,
+        parent: Option<&Context>,
+        trace_id: TraceId,
+        name: &str,
+        kind: &SpanKind,
+        attributes: &[KeyValue],
+        links: &[Link],
+    ) -> SamplingResult {
+        let decided = attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == telemetry::SAMPLED_HERE);
+        let sampler = if decided { &Sampler::AlwaysOn } else { &self.0 };
+        sampler.should_sample(parent, trace_id, name, kind, attributes, links)
+    }
+}
 
 /// The running exporter; [`Traces::shutdown`] sends what is still queued.
 #[derive(Debug)]
@@ -52,11 +79,11 @@ impl Traces {
         }
         .map_err(|e| format!("tracing: cannot export to {}: {e}", export.endpoint))?;
         let ratio = Sampler::TraceIdRatioBased(export.sample_ratio);
-        let sampler = if export.parent_based {
+        let sampler = Decided(if export.parent_based {
             Sampler::ParentBased(Box::new(ratio))
         } else {
             ratio
-        };
+        });
         let resource = Resource::builder()
             .with_service_name(export.service_name.clone())
             .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
@@ -67,7 +94,11 @@ impl Traces {
             .with_batch_exporter(exporter)
             .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-        telemetry::trust_peers(TrustedProxies::parse(&export.trusted_peers));
+        telemetry::configure(
+            TrustedProxies::parse(&export.trusted_peers),
+            export.sample_ratio,
+            export.parent_based,
+        );
         Ok(Self { provider })
     }
 

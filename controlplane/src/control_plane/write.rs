@@ -79,8 +79,7 @@ impl<'a> Write<'a> {
             tx: None,
             changes: Changes::default(),
             actor,
-            span: tracing::info_span!(
-                target: pharos_shared::spans::TARGET,
+            span: pharos_shared::trace_span!(
                 "db.write",
                 db.system.name = cp.db.dialect.system_name()
             ),
@@ -213,11 +212,7 @@ impl<'a> Write<'a> {
     /// transaction (`pg_notify`, or the change log on MariaDB): delivered on commit, never for
     /// a rolled-back write.
     pub async fn commit(self) -> Result<()> {
-        let span = tracing::info_span!(
-            target: pharos_shared::spans::TARGET,
-            parent: &self.span,
-            "db.commit"
-        );
+        let span = pharos_shared::trace_span!(parent: &self.span, "db.commit");
         self.commit_traced().instrument(span).await
     }
 

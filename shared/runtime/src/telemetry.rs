@@ -12,36 +12,122 @@ use std::sync::OnceLock;
 
 use http::{HeaderMap, Method};
 use opentelemetry::global;
+use opentelemetry::trace::TraceContextExt as _;
 use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use pharos_shared::client_ip::TrustedProxies;
 pub use pharos_shared::spans::TARGET;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-/// Peers whose `traceparent` is continued (`tracing.trusted_peers`), set once at start-up.
-static TRUSTED_PEERS: OnceLock<TrustedProxies> = OnceLock::new();
-
-/// Continues trace context from `peers` only; called by the binary when it turns traces on.
-pub fn trust_peers(peers: TrustedProxies) {
-    let _ = TRUSTED_PEERS.set(peers);
+/// What the process samples, set once at start-up when traces are turned on.
+#[derive(Debug)]
+struct Sampling {
+    /// Peers whose `traceparent` is continued (`tracing.trusted_peers`).
+    trusted: TrustedProxies,
+    /// New traces are sampled when a random `u64` is below this.
+    threshold: u64,
+    /// A trusted parent's decision stands (`parentbased_*`).
+    parent_based: bool,
 }
 
-/// Whether a request from `peer` may continue the trace its headers name.
-fn trusted(peer: Option<IpAddr>) -> bool {
-    peer.is_some_and(|ip| TRUSTED_PEERS.get().is_some_and(|t| t.contains(ip)))
+static SAMPLING: OnceLock<Sampling> = OnceLock::new();
+
+/// The attribute that tells the exporter's sampler a request was sampled here already.
+pub const SAMPLED_HERE: &str = "pharos.sampled";
+
+/// Turns the request decisions on: new traces at `ratio` (0 to 1), a `traceparent` continued
+/// only from `trusted` peers, their decision standing when `parent_based`. Called by the
+/// binary when it turns traces on.
+pub fn configure(trusted: TrustedProxies, ratio: f64, parent_based: bool) {
+    // `as` saturates: ratio 1 gives u64::MAX, which every draw but one is below; the
+    // comparison below treats ratio 1 as "always" explicitly.
+    let threshold = if ratio >= 1.0 {
+        u64::MAX
+    } else {
+        (ratio.max(0.0) * u64::MAX as f64) as u64
+    };
+    let _ = SAMPLING.set(Sampling {
+        trusted,
+        threshold,
+        parent_based,
+    });
 }
 
-/// The span of a request on `listener` (`public` or `admin`), or `None` when traces are off.
+/// Whether a new trace is sampled: a draw from a per-thread xorshift generator, seeded from
+/// the standard library's randomly keyed hasher (sampling needs spread, not secrecy).
+fn draw(threshold: u64) -> bool {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(0x5eed);
+            h.finish() | 1
+        });
+    }
+    if threshold == u64::MAX {
+        return true;
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x < threshold
+    })
+}
+
+/// A request's part in tracing.
+#[derive(Debug)]
+pub enum Trace {
+    /// Traces are off.
+    Off,
+    /// Traced, and this trace is not sampled: no span, and none made while serving it
+    /// ([`pharos_shared::spans::Unsampled`]).
+    Unsampled,
+    /// The request's span.
+    Span(Span),
+}
+
+/// The trace of a request on `listener` (`public` or `admin`).
 ///
-/// Its parent is the caller's trace when `peer` is trusted and sent a `traceparent`; anyone
-/// else's header is ignored, so the request starts a new trace under the sampler's ratio.
+/// A request from a trusted peer that sent a `traceparent` continues that trace (and, when
+/// parent-based, follows its sampling decision); anyone else's header is ignored and the
+/// request starts a new trace, sampled at the configured ratio. The decision is made here,
+/// before any span exists, because a tracing span costs its allocations even when the
+/// exporter's sampler would drop it.
 pub fn server_span(
     listener: &'static str,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
     peer: Option<IpAddr>,
-) -> Option<Span> {
+) -> Trace {
+    if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+        return Trace::Off;
+    }
+    let Some(sampling) = SAMPLING.get() else {
+        return Trace::Off;
+    };
+    let parent = peer
+        .filter(|ip| sampling.trusted.contains(*ip))
+        .map(|_| global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers))))
+        .filter(|cx| cx.span().span_context().is_valid());
+    let sampled_here = match &parent {
+        Some(cx) if sampling.parent_based => {
+            if !cx.span().span_context().is_sampled() {
+                return Trace::Unsampled;
+            }
+            false
+        }
+        _ => {
+            if !draw(sampling.threshold) {
+                return Trace::Unsampled;
+            }
+            true
+        }
+    };
     let span = tracing::info_span!(
         target: TARGET,
         "request",
@@ -52,16 +138,16 @@ pub fn server_span(
         url.path = path,
         http.response.status_code = tracing::field::Empty,
         pharos.listener = listener,
+        pharos.sampled = tracing::field::Empty,
     );
-    if span.is_disabled() {
-        return None;
+    if sampled_here {
+        span.record(SAMPLED_HERE, true);
     }
-    if trusted(peer) {
-        let cx = global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    if let Some(cx) = parent {
         // Fails only once the span has been entered, which it has not.
         let _ = span.set_parent(cx);
     }
-    Some(span)
+    Trace::Span(span)
 }
 
 /// Records the answer's status on a request span; 5xx marks the span as an error.
@@ -72,10 +158,10 @@ pub fn record_status(span: &Span, status: u16) {
     }
 }
 
-/// The span of an outbound `method` request to `url`; disabled when traces are off.
+/// The span of an outbound `method` request to `url`; disabled when traces are off or the
+/// request it serves is not sampled.
 pub fn client_span(method: &str, url: &url::Url) -> Span {
-    tracing::info_span!(
-        target: TARGET,
+    pharos_shared::trace_span!(
         "fetch",
         otel.name = method,
         otel.kind = "client",

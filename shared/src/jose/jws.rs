@@ -109,13 +109,8 @@ pub fn sign(
     token.push('.');
     token.push_str(&b64_encode(&payload));
     let signature = {
-        let _span = tracing::info_span!(
-            target: crate::spans::TARGET,
-            "sign",
-            jws.alg = signer.alg().as_str(),
-            jws.typ = typ
-        )
-        .entered();
+        let _span =
+            crate::trace_span!("sign", jws.alg = signer.alg().as_str(), jws.typ = typ).entered();
         signer.sign_bytes(token.as_bytes())?
     };
     token.push('.');

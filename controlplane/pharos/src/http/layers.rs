@@ -31,12 +31,12 @@ use http_body_util::Limited;
 use pharos_dataplane::front::Front;
 use pharos_dataplane::hosts::ServedBy;
 use pharos_dataplane::stats::capture::{Capture, Observation};
-use pharos_runtime::telemetry;
+use pharos_runtime::telemetry::{self, Trace};
 use pharos_shared::config::ServerSettings;
+use pharos_shared::spans::Unsampled;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
 use tower::Service;
-use tracing::Span;
 
 /// Tracing target of access-log lines.
 pub const ACCESS_TARGET: &str = "pharos::access";
@@ -206,15 +206,15 @@ where
                     .unwrap_or_default(),
             })
         });
-        // `None` unless traces are exported (see `pharos_runtime::telemetry`).
-        let span = telemetry::server_span(
+        // `Off` unless traces are exported (see `pharos_runtime::telemetry`).
+        let trace = telemetry::server_span(
             self.listener,
             req.method(),
             req.uri().path(),
             req.headers(),
             self.peer.map(|p| p.ip()),
         );
-        let entered = span.as_ref().map(Span::enter);
+        let entered = Entered::new(&trace);
         let declared = req
             .headers()
             .get(header::CONTENT_LENGTH)
@@ -252,7 +252,7 @@ where
             id: Some(id),
             access,
             observation,
-            span,
+            trace,
         }
     }
 }
@@ -272,8 +272,9 @@ pin_project! {
         // Measured when the inner service answers (not the early 413 nor the 408, which no
         // route saw).
         observation: Option<Observation>,
-        // The request's trace span, entered while the inner service runs.
-        span: Option<Span>,
+        // The request's trace: its span, entered while the inner service runs, or the mark
+        // of an unsampled request.
+        trace: Trace,
     }
 }
 
@@ -287,7 +288,8 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let _entered = this.span.as_ref().map(Span::enter);
+        let trace: &Trace = this.trace;
+        let _entered = Entered::new(trace);
         let served_by = this.inner.as_ref().as_pin_ref().and_then(|f| f.served_by());
         let response = match this.inner.as_pin_mut().map(|inner| inner.poll(cx)) {
             None => this
@@ -318,7 +320,7 @@ where
             response.headers_mut().entry(REQUEST_ID).or_insert(id);
         }
         security_headers(response.headers_mut());
-        if let Some(span) = this.span.as_ref() {
+        if let Trace::Span(span) = trace {
             telemetry::record_status(span, response.status().as_u16());
         }
         if let Some(a) = this.access.take() {
@@ -338,6 +340,33 @@ where
             );
         }
         Poll::Ready(Ok(response))
+    }
+}
+
+/// A request's trace while the inner service runs: its span entered, or the thread marked
+/// as serving an unsampled request.
+/// (Held for their drops only.)
+enum Entered<'a> {
+    Off,
+    Unsampled {
+        _mark: Unsampled,
+    },
+    Span {
+        _entered: tracing::span::Entered<'a>,
+    },
+}
+
+impl<'a> Entered<'a> {
+    fn new(trace: &'a Trace) -> Self {
+        match trace {
+            Trace::Off => Self::Off,
+            Trace::Unsampled => Self::Unsampled {
+                _mark: Unsampled::enter(),
+            },
+            Trace::Span(span) => Self::Span {
+                _entered: span.enter(),
+            },
+        }
     }
 }
 
@@ -551,6 +580,51 @@ mod tests {
     fn hex_digits_most_significant_first() {
         assert_eq!(&hex16(0x0123_4567_89ab_cdef), b"0123456789abcdef");
         assert_eq!(&hex16(u64::MAX), b"ffffffffffffffff");
+    }
+
+    /// A handler of an unsampled request makes no trace span, with traces on and the span
+    /// target wanted: its fetches, writes and signatures must not become traces of their own.
+    #[tokio::test]
+    async fn an_unsampled_request_makes_no_span_while_it_is_served() {
+        use std::sync::atomic::AtomicBool;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::{Layer as _, filter::Targets};
+        // No new trace is sampled in this process (the setting is process-wide, as in
+        // `pharos serve`; no other unit test here turns traces on).
+        telemetry::configure(Default::default(), 0.0, true);
+        let exporter = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::sink)
+            .with_filter(Targets::new().with_target(telemetry::TARGET, tracing::Level::INFO));
+        let _on = tracing::subscriber::set_default(tracing_subscriber::registry().with(exporter));
+        let made = Arc::new(AtomicBool::new(false));
+        let seen = made.clone();
+        let handler = move || {
+            let seen = seen.clone();
+            async move {
+                let span = pharos_shared::trace_span!("sign");
+                seen.store(!span.is_disabled(), Ordering::SeqCst);
+                "ok"
+            }
+        };
+        let outside = pharos_shared::trace_span!("sign");
+        assert!(
+            !outside.is_disabled(),
+            "the test's subscriber wants the spans"
+        );
+        let served = common(
+            Router::new().route("/x", get(handler)),
+            &ServerSettings::default(),
+            "public",
+        );
+        let r = served
+            .oneshot(Request::get("/x").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(
+            !made.load(Ordering::SeqCst),
+            "a span was made inside an unsampled request"
+        );
     }
 
     #[tokio::test]
