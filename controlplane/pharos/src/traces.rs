@@ -13,8 +13,8 @@
 
 use opentelemetry::Context;
 use opentelemetry::KeyValue;
-use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::trace::{Link, SpanKind, TraceId};
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
@@ -27,8 +27,10 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::{Layer, Registry};
 
 /// The sampler: requests are decided before their span is made (`telemetry::server_span`)
-/// and arrive marked when sampled; every other root (a background job's write or fetch) and
-/// every span continuing a trusted peer's trace is decided by `0`, the configured sampler.
+/// and arrive marked when sampled; a span inside this process follows its parent (a sampled
+/// request's fetches are sampled, whatever the configured sampler would say of their trace
+/// id); every other root (a background job's write or fetch) and every span continuing a
+/// trusted peer's trace is decided by `0`, the configured sampler.
 #[derive(Debug, Clone)]
 struct Decided(Sampler);
 
@@ -42,10 +44,20 @@ impl ShouldSample for Decided {
         attributes: &[KeyValue],
         links: &[Link],
     ) -> SamplingResult {
-        let decided = attributes
-            .iter()
-            .any(|kv| kv.key.as_str() == telemetry::SAMPLED_HERE);
-        let sampler = if decided { &Sampler::AlwaysOn } else { &self.0 };
+        let local_parent = parent
+            .map(|cx| cx.span().span_context().clone())
+            .filter(|sc| sc.is_valid() && !sc.is_remote());
+        let marked = || {
+            attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == telemetry::SAMPLED_HERE)
+        };
+        let sampler = match local_parent {
+            Some(sc) if sc.is_sampled() => &Sampler::AlwaysOn,
+            Some(_) => &Sampler::AlwaysOff,
+            None if marked() => &Sampler::AlwaysOn,
+            None => &self.0,
+        };
         sampler.should_sample(parent, trace_id, name, kind, attributes, links)
     }
 }
@@ -122,5 +134,72 @@ impl Traces {
         if let Err(e) = self.provider.shutdown() {
             tracing::warn!(error = %e, "tracing: the last spans could not be sent");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceState};
+    use opentelemetry_sdk::trace::SamplingDecision;
+
+    use super::*;
+
+    fn decide(sampler: &Decided, parent: Option<(bool, bool)>, marked: bool) -> bool {
+        let cx = parent.map(|(sampled, remote)| {
+            let flags = if sampled {
+                TraceFlags::SAMPLED
+            } else {
+                TraceFlags::default()
+            };
+            let sc = SpanContext::new(
+                TraceId::from(7),
+                SpanId::from(9),
+                flags,
+                remote,
+                TraceState::default(),
+            );
+            Context::new().with_remote_span_context(sc)
+        });
+        let attributes = if marked {
+            vec![KeyValue::new(telemetry::SAMPLED_HERE, true)]
+        } else {
+            Vec::new()
+        };
+        let r = sampler.should_sample(
+            cx.as_ref(),
+            TraceId::from(u128::MAX),
+            "span",
+            &SpanKind::Internal,
+            &attributes,
+            &[],
+        );
+        r.decision == SamplingDecision::RecordAndSample
+    }
+
+    #[test]
+    fn requests_decided_here_and_spans_inside_them_follow_their_decision() {
+        // `traceidratio` at 0 (not parent-based): only what was decided here is sampled.
+        let never = Decided(Sampler::TraceIdRatioBased(0.0));
+        assert!(decide(&never, None, true), "a request sampled here");
+        assert!(!decide(&never, None, false), "a background root");
+        assert!(
+            decide(&never, Some((true, false)), false),
+            "inside a sampled request"
+        );
+        assert!(
+            !decide(&never, Some((true, true)), false),
+            "a peer's, not parent-based"
+        );
+        let always = Decided(Sampler::TraceIdRatioBased(1.0));
+        assert!(
+            !decide(&always, Some((false, false)), false),
+            "inside an unsampled span"
+        );
+        // Parent-based at 0: a trusted peer's decision stands.
+        let parent_based = Decided(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            0.0,
+        ))));
+        assert!(decide(&parent_based, Some((true, true)), false));
+        assert!(!decide(&parent_based, Some((false, true)), false));
     }
 }
