@@ -39,8 +39,7 @@ pub const SAMPLED_HERE: &str = "pharos.sampled";
 /// only from `trusted` peers, their decision standing when `parent_based`. Called by the
 /// binary when it turns traces on.
 pub fn configure(trusted: TrustedProxies, ratio: f64, parent_based: bool) {
-    // `as` saturates: ratio 1 gives u64::MAX, which every draw but one is below; the
-    // comparison below treats ratio 1 as "always" explicitly.
+    // u64::MAX stands for "always" (see `draw`); below 1 the float-to-int `as` saturates.
     let threshold = if ratio >= 1.0 {
         u64::MAX
     } else {
@@ -181,4 +180,19 @@ pub fn inject(span: &Span, headers: &mut HeaderMap) {
     }
     let cx = span.context();
     global::get_text_map_propagator(|p| p.inject_context(&cx, &mut HeaderInjector(headers)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_sample_at_the_ratio() {
+        assert!((0..1_000).all(|_| draw(u64::MAX)), "ratio 1 is always");
+        assert!((0..1_000).all(|_| !draw(0)), "ratio 0 is never");
+        let one_percent = (0.01 * u64::MAX as f64) as u64;
+        let sampled = (0..100_000).filter(|_| draw(one_percent)).count();
+        // 1,000 expected; the standard deviation is about 31.
+        assert!((800..1_200).contains(&sampled), "{sampled} of 100,000");
+    }
 }
