@@ -103,9 +103,7 @@ pub fn server_span(
     headers: &HeaderMap,
     peer: Option<IpAddr>,
 ) -> Trace {
-    if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
-        return Trace::Off;
-    }
+    // Set only when the binary turned traces on: one load when they are off.
     let Some(sampling) = SAMPLING.get() else {
         return Trace::Off;
     };
