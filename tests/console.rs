@@ -1,8 +1,11 @@
 //! The admin console in a real browser (issue 21, acceptance 1, 2 and 4): a real Pharos with
 //! statistics on and recorded requests, then `tests/console/console.mjs` drives Debian's
 //! headless Chromium through it (playwright-core) with the network closed except for Pharos:
-//! sign in, create a subordinate, approve a pending enrollment request, disable an endpoint,
-//! read the statistics plots, with axe-core on every page. Screenshots go to
+//! sign in, create a subordinate and edit its metadata and policy (If-Match refusing a stale
+//! edit), approve a pending enrollment request, block a subject (after a confirmation), add an
+//! authority hint, schedule and perform a key rotation, disable an endpoint, read the
+//! statistics plots, and show a subordinate with hostile metadata as text, with axe-core on
+//! every page (issue 40, acceptance 1 and 4). Screenshots go to
 //! `target/console-screenshots/`. Afterwards the changes are checked here through the Admin
 //! API and the signed Entity Configuration.
 //!
@@ -126,6 +129,36 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         let (s, v) = p.admin(Method::POST, &path, Some(body)).await;
         assert_eq!(s, 201, "{v}");
 
+        // A subordinate with hostile metadata (shown, never run or loaded), and one to block.
+        let hostile = "https://hostile.console.example";
+        let long = "x".repeat(6000);
+        let probe = p.url("/console/hostile-logo.png");
+        let body = json!({"entity_id": hostile,
+            "description": format!("<img src=\"{probe}\" onerror=\"window.pwned=true\"><script>window.pwned=true</script>{long}"),
+            "jwks": {"keys": [crate::support::jwk("hostile-key", None)]}});
+        let (s, v) = p.admin(Method::POST, "/subordinates", Some(body)).await;
+        assert_eq!(s, 201, "{v}");
+        let metadata = json!({"openid_relying_party": {
+            "client_name": format!("<b onmouseover=\"window.pwned=true\">RP</b>{long}"),
+            "logo_uri": probe, "policy_uri": "javascript:window.pwned=true",
+            "contacts": [format!("<a href=\"javascript:window.pwned=true\">mail</a>{long}")]}});
+        let path = format!("/subordinates/{}/metadata", enc(hostile));
+        let (s, v) = p.admin(Method::PUT, &path, Some(metadata)).await;
+        assert_eq!(s, 200, "{v}");
+        let block_me = "https://blocked.console.example";
+        let body = json!({"entity_id": block_me,
+            "jwks": {"keys": [crate::support::jwk("block-key", None)]}});
+        let (s, v) = p.admin(Method::POST, "/subordinates", Some(body)).await;
+        assert_eq!(s, 201, "{v}");
+        let r = p.get(&format!("/fetch?sub={}", enc(block_me))).await;
+        assert_eq!(r.status(), 200, "served before it is blocked");
+        let kids_before = kids(&p.entity_configuration().await.claims);
+        let new_hint = "https://superior.console.example";
+        let new_metadata = json!({"openid_relying_party": {"client_name": "Console RP",
+            "grant_types": ["authorization_code", "refresh_token"]}});
+        let new_policy = json!({"openid_relying_party": {
+            "grant_types": {"subset_of": ["authorization_code"]}}});
+
         let new_entity = "https://rp.console.example";
         let tm_new_subject = "https://op.tm.example";
         let new_anchor = "https://ta.console.example";
@@ -153,6 +186,11 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("TM_NEW_SUBJECT", tm_new_subject.to_owned()),
             ("ROLE", "Trust anchor and trust mark issuer".to_owned()),
             ("EXPECT", expect.to_string()),
+            ("NEW_METADATA", new_metadata.to_string()),
+            ("NEW_POLICY", new_policy.to_string()),
+            ("HOSTILE_ENTITY", hostile.to_owned()),
+            ("BLOCK_ENTITY", block_me.to_owned()),
+            ("NEW_HINT", new_hint.to_owned()),
             ("SCREENSHOTS", shots.display().to_string()),
             ("CHROMIUM", chromium().display().to_string()),
         ];
@@ -216,6 +254,41 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             .await;
         assert_eq!(ep["path"], Value::Null, "{ep}");
         let ec = p.entity_configuration().await.claims;
+        // The daily tasks done in the browser, as the federation sees them: the authority
+        // hint and the rotated keys in the signed Entity Configuration (verified with its own
+        // keys), the metadata and policy in the subordinate's signed statement, and the
+        // blocked subject no longer served.
+        assert!(
+            ec["authority_hints"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(new_hint)),
+            "{ec:?}"
+        );
+        let kids_after = kids(&ec);
+        assert!(
+            kids_after.iter().any(|k| !kids_before.contains(k)),
+            "{kids_before:?} → {kids_after:?}"
+        );
+        let (_, rotation) = p.admin(Method::GET, "/keys/rotation", None).await;
+        assert_eq!(
+            (rotation["enabled"].clone(), rotation["interval"].clone()),
+            (json!(true), json!(720 * 3600)),
+            "{rotation}"
+        );
+        let statement = fetch_statement(&p, &ec, new_entity).await;
+        assert_eq!(statement["metadata"], new_metadata, "{statement:?}");
+        assert_eq!(statement["metadata_policy"], new_policy, "{statement:?}");
+        let r = p.get(&format!("/fetch?sub={}", enc(block_me))).await;
+        assert_eq!(r.status(), 404, "a blocked subject is not served");
+        let (_, rec) = p
+            .admin(
+                Method::GET,
+                &format!("/subordinates/{}", enc(new_entity)),
+                None,
+            )
+            .await;
+        assert_eq!(rec["description"], "edited in the console", "{rec}");
         let fe = &ec["metadata"]["federation_entity"];
         assert!(fe.get("federation_list_endpoint").is_none(), "{ec:?}");
         assert!(fe.get("federation_fetch_endpoint").is_some(), "{ec:?}");
@@ -230,6 +303,11 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             "09-statistics",
             "10-subordinates-hosted",
             "11-statistics-dark",
+            "03b-confirm-block",
+            "04b-subordinate-edit",
+            "04c-hostile-metadata",
+            "13-entity-configuration",
+            "14-keys",
         ] {
             assert!(shots.join(format!("{name}.png")).exists(), "{name}");
         }
@@ -323,4 +401,28 @@ async fn the_console_lives_on_the_admin_port_when_the_api_has_its_own() {
     let main = plain.get(p.main_url("/console/")).send().await.unwrap();
     assert_eq!(main.status(), 404, "not on the public port");
     p.stop().await;
+}
+
+/** The key ids of a signed document's `jwks`. */
+fn kids(claims: &serde_json::Map<String, Value>) -> Vec<String> {
+    claims["jwks"]["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["kid"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/** The Subordinate Statement about `sub` from the fetch endpoint, verified with the keys the
+ * issuer's Entity Configuration `ec` publishes. */
+async fn fetch_statement(
+    p: &Pharos,
+    ec: &serde_json::Map<String, Value>,
+    sub: &str,
+) -> serde_json::Map<String, Value> {
+    let r = p.get(&format!("/fetch?sub={}", enc(sub))).await;
+    assert_eq!(r.status(), 200);
+    let token = r.text().await.unwrap();
+    let jwks: pharos_shared::jose::Jwks = serde_json::from_value(ec["jwks"].clone()).unwrap();
+    pharos_shared::jose::verify(&token, &jwks).unwrap().claims
 }

@@ -10,6 +10,8 @@ import * as subordinates from './subordinates.js';
 import * as anchors from './anchors.js';
 import * as trustmarks from './trustmarks.js';
 import * as endpoints from './endpoints.js';
+import * as entity from './entity.js';
+import * as keys from './keys.js';
 import * as stats from './stats.js';
 
 const PAGES = {
@@ -17,6 +19,8 @@ const PAGES = {
   subordinates: ['Subordinates', subordinates],
   'trust-anchors': ['Trust anchors', anchors],
   'trust-marks': ['Trust marks', trustmarks],
+  'entity-configuration': ['Entity Configuration', entity],
+  keys: ['Keys', keys],
   endpoints: ['Federation endpoints', endpoints],
   statistics: ['Statistics', stats],
 };

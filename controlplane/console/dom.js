@@ -131,3 +131,29 @@ export function parseJson(text, name, empty = undefined) {
     throw new Error(`${name}: not valid JSON (${e.message})`);
   }
 }
+
+/**
+ * Asks before a destructive action, in the page (a modal <dialog>, not the browser's
+ * `confirm()`): resolves true only when the operator presses the confirming button. Escape
+ * and "Cancel" resolve false. The question names what will happen, so it reads alone.
+ */
+export function confirmAction(question, confirmLabel) {
+  return new Promise((resolve) => {
+    const id = uid('confirm');
+    const yes = h('button', { type: 'button', class: 'danger', 'data-confirm': 'yes' }, confirmLabel);
+    const no = h('button', { type: 'button', class: 'secondary', 'data-confirm': 'no' }, 'Cancel');
+    const dialog = h('dialog', { 'aria-labelledby': id, class: 'confirm' },
+      h('p', { id }, question), h('div', { class: 'actions' }, yes, no));
+    const done = (answer) => {
+      dialog.close();
+      dialog.remove();
+      resolve(answer);
+    };
+    yes.addEventListener('click', () => done(true));
+    no.addEventListener('click', () => done(false));
+    dialog.addEventListener('cancel', (e) => { e.preventDefault(); done(false); });
+    document.body.append(dialog);
+    dialog.showModal();
+    no.focus();
+  });
+}

@@ -1,8 +1,10 @@
 // Subordinates: search and filters, creation, approval of pending enrollment requests,
-// blocking and unblocking, and a detail view (keys, metadata, policies, history).
+// blocking and unblocking, and a detail view where everything about one subordinate is
+// edited (settings, keys, metadata, policies, constraints, claims) and its history read.
 
-import { api, seg } from './api.js';
-import { announce, badge, clearErrors, field, h, json, mount, parseJson, plural, section, showError, table, time } from './dom.js';
+import { api, getTagged, seg } from './api.js';
+import { announce, badge, clearErrors, confirmAction, field, h, mount, parseJson, plural, section, showError, table, time } from './dom.js';
+import { jsonEditor } from './editor.js';
 
 const STATUSES = ['active', 'pending', 'blocked', 'inactive'];
 
@@ -55,15 +57,18 @@ function actions(r, refresh) {
     type: 'button', class: to === 'blocked' ? 'danger' : null,
     'aria-label': `${label} ${r.entity_id}`,
     onclick: async (ev) => {
-      ev.target.disabled = true;
+      const button = ev.currentTarget;
+      if (to === 'blocked' && !(await confirmAction(
+        `${label} ${r.entity_id}? Its Subordinate Statement is no longer served and it cannot enrol again.`, label))) return;
+      button.disabled = true;
       try {
         await api('PUT', `/subordinates/${seg(r.entity_id)}/status`, to, { text: true });
         announce(`${r.entity_id}: ${to}`);
         await refresh();
       } catch (e) {
-        ev.target.disabled = false;
+        button.disabled = false;
         announce(`${label} failed: ${e.message}`);
-        ev.target.parentElement.append(h('p', { class: 'error', role: 'alert' }, e.message));
+        button.parentElement.append(h('p', { class: 'error', role: 'alert' }, e.message));
       }
     },
   }, label);
@@ -112,34 +117,112 @@ function createForm(refresh) {
 }
 
 async function detail(view, id) {
+  const base = `/subordinates/${seg(id)}`;
   const [rec, hist] = await Promise.all([
-    api('GET', `/subordinates/${seg(id)}`),
-    api('GET', `/subordinates/${seg(id)}/history?limit=50`),
+    api('GET', base),
+    api('GET', `${base}/history?limit=50`),
   ]);
   const keys = rec.jwks?.keys || [];
+  const again = () => detail(view, id);
+  const settings = await settingsForm(base);
+  const onSaved = () => settings.reload();
+  const editors = await Promise.all([
+    jsonEditor({ title: 'Metadata', path: `${base}/metadata`, name: 'metadata', hint: 'Entity type → claims; published in the Subordinate Statement\'s metadata claim (applied before the policies).', onSaved }),
+    jsonEditor({ title: 'Metadata policy', path: `${base}/metadata-policies`, name: 'metadata_policy', hint: 'Entity type → claim → operator → value, e.g. {"openid_relying_party": {"grant_types": {"subset_of": ["authorization_code"]}}}.', remove: true, onSaved }),
+    jsonEditor({ title: 'Constraints', path: `${base}/constraints`, name: 'constraints', hint: 'max_path_length, naming_constraints (permitted, excluded), allowed_entity_types.', remove: true, onSaved }),
+    jsonEditor({ title: 'Keys (JWKS)', path: `${base}/jwks`, name: 'jwks', hint: 'The subordinate\'s federation keys, as a JSON Web Key Set: {"keys": [...]}.', onSaved }),
+  ]);
   mount(view,
     h('p', {}, h('a', { href: '#/subordinates' }, '← All subordinates')),
     h('h1', {}, rec.entity_id),
     h('dl', { class: 'kv' },
-      h('dt', {}, 'Status'), h('dd', {}, badge(rec.status), ' ', actions(rec, () => detail(view, id))),
+      h('dt', {}, 'Status'), h('dd', {}, badge(rec.status), ' ', actions(rec, again)),
       h('dt', {}, 'Description'), h('dd', {}, rec.description || '—'),
       h('dt', {}, 'Entity types'), h('dd', {}, rec.registered_entity_types.join(', ') || '—'),
       h('dt', {}, 'Keys polled'), h('dd', {}, rec.enable_jwks_update ? 'yes' : 'no'),
       h('dt', {}, 'Created'), h('dd', {}, time(rec.created_at)),
       h('dt', {}, 'Updated'), h('dd', {}, time(rec.updated_at))),
+    settings,
     section('Keys', table('Keys', [
       ['Key id', (k) => h('code', {}, k.kid || '—')],
       ['Type', (k) => [k.kty, k.crv || k.alg].filter(Boolean).join(' ')],
       ['Expires', (k) => (k.exp ? time(k.exp) : '—')],
     ], keys, 'No keys.')),
-    section('Metadata', json(rec.metadata)),
-    section('Metadata policies', json(rec.metadata_policy)),
-    section('Constraints', json(rec.constraints)),
+    section('Edit', h('div', { class: 'grid2' }, editors)),
     section('History', table('Events, newest first', [
       ['When', (e) => time(e.timestamp ?? e.created_at ?? e.at)],
       ['Event', (e) => e.type ?? e.kind ?? e.event ?? ''],
       ['Actor', (e) => e.actor ?? '—'],
       ['Status', (e) => e.status ?? ''],
       ['Message', (e) => e.message ?? ''],
-    ], hist.events, 'No events.')));
+    ], hist.events, 'No events.')),
+    section('Delete', deleteButton(rec)));
+}
+
+/**
+ * Description, entity types and key polling (PATCH, with the record's entity tag). Edits of
+ * the metadata, policy, constraints or keys change the record too: `reload` reads it again
+ * after each, so the tag stays the one of the record on screen.
+ */
+async function settingsForm(base) {
+  const description = h('input', { name: 'description' });
+  const types = h('input', { name: 'registered_entity_types' });
+  const poll = h('input', { name: 'enable_jwks_update', type: 'checkbox' });
+  const interval = h('input', { name: 'jwks_poll_interval', inputmode: 'numeric' });
+  const shown = h('p', { class: 'muted', 'data-field': 'description' });
+  const form = h('form', { class: 'panel', 'aria-label': 'Subordinate settings', novalidate: true },
+    h('h2', {}, 'Settings'),
+    field('Description', description),
+    field('Entity types', types, 'Comma-separated, e.g. openid_relying_party, federation_entity.'),
+    field('Poll its Entity Configuration for key changes', poll),
+    field('Poll interval (seconds, 0 = the default)', interval),
+    h('button', { type: 'submit' }, 'Save settings'), shown);
+  let tag = null;
+  form.reload = async () => {
+    const r = await getTagged(base);
+    tag = r.tag;
+    description.value = r.value.description || '';
+    types.value = r.value.registered_entity_types.join(', ');
+    poll.checked = !!r.value.enable_jwks_update;
+    interval.value = String(r.value.jwks_poll_interval ?? 0);
+    shown.textContent = `Saved description: ${r.value.description || '—'}`;
+  };
+  await form.reload();
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    try {
+      const n = interval.value.trim();
+      if (!/^\d+$/.test(n)) throw new Error('jwks_poll_interval: a whole number of seconds');
+      await api('PATCH', base, {
+        description: description.value,
+        registered_entity_types: types.value.split(',').map((t) => t.trim()).filter(Boolean),
+        enable_jwks_update: poll.checked,
+        jwks_poll_interval: Number(n),
+      }, { ifMatch: tag });
+      announce('Settings saved');
+      await form.reload();
+    } catch (e) {
+      showError(form, e.status === 412 ? new Error('Changed by someone else after you opened it; nothing was saved. Reload the page.') : e,
+        'description', { registered_entity_types: ['entity type', 'entity_type'] });
+    }
+  });
+  return form;
+}
+
+/** Removes the subordinate (its history rows stay), after a confirmation. */
+function deleteButton(rec) {
+  return h('button', {
+    type: 'button', class: 'danger', 'aria-label': `Delete ${rec.entity_id}`,
+    onclick: async (ev) => {
+      if (!(await confirmAction(`Delete ${rec.entity_id}? Its Subordinate Statement is no longer served; its history is kept.`, 'Delete'))) return;
+      try {
+        await api('DELETE', `/subordinates/${seg(rec.entity_id)}`);
+        announce(`${rec.entity_id}: deleted`);
+        location.hash = '#/subordinates';
+      } catch (e) {
+        ev.target.after(h('p', { class: 'error', role: 'alert' }, e.message));
+      }
+    },
+  }, 'Delete subordinate');
 }

@@ -59,6 +59,9 @@ const ASSETS: &[Asset] = &[
     asset!("anchors.js", JS),
     asset!("trustmarks.js", JS),
     asset!("endpoints.js", JS),
+    asset!("editor.js", JS),
+    asset!("entity.js", JS),
+    asset!("keys.js", JS),
     asset!("stats.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];

@@ -17,6 +17,7 @@ pub mod endpoint;
 pub mod entity_configuration;
 pub mod error;
 pub mod extended_listing;
+pub mod federation_map;
 pub mod hosted;
 pub mod http_cache;
 pub mod interop;

@@ -5,7 +5,10 @@
 // Input (environment): PHAROS_URL (admin listener), PHAROS_MAIN_URL (main port), PHAROS_USER,
 // PHAROS_PASSWORD, PENDING_ENTITY (an entity with a pending enrollment request),
 // ENTITY_ID, NEW_ENTITY + NEW_JWKS, NEW_ANCHOR (the subordinate to create), HOSTED_ENTITY and
-// HOSTED_SUB (a hosted entity and its subordinate, for the switcher), DISABLE_ENDPOINT (an enabled endpoint
+// HOSTED_SUB (a hosted entity and its subordinate, for the switcher), NEW_METADATA and
+// NEW_POLICY (JSON to give NEW_ENTITY), HOSTILE_ENTITY (a subordinate with hostile metadata),
+// BLOCK_ENTITY (an active subordinate to block), NEW_HINT (an authority hint to add),
+// DISABLE_ENDPOINT (an enabled endpoint
 // type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
 // Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
@@ -63,7 +66,7 @@ try {
   const page = await context.newPage();
   page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 40[0-9]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/status of 4[01][0-9]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
   });
   page.on('dialog', (d) => { pageErrors.push(`unexpected dialog: ${d.message()}`); d.dismiss(); });
 
@@ -147,14 +150,22 @@ try {
   // Block and unblock; the search box and the status filter.
   const statusIs = (id, want) => until(page, ([i, w]) => [...document.querySelectorAll('#view tbody tr')]
     .some((tr) => tr.textContent.includes(i) && tr.querySelector('.badge')?.textContent === w), [id, want]);
+  // Blocking asks first (an in-page dialog): Cancel changes nothing, Block blocks.
   await page.click(`button[aria-label="Block ${newEntity}"]`);
+  await page.waitForSelector('dialog[open]');
+  await axe('confirm-dialog');
+  await shot('03b-confirm-block');
+  await page.click('dialog[open] [data-confirm="no"]');
+  await statusIs(newEntity, 'active');
+  await page.click(`button[aria-label="Block ${newEntity}"]`);
+  await confirm(page);
   await statusIs(newEntity, 'blocked');
   await page.selectOption('select[name="status"]', 'blocked');
   await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
   await page.click(`button[aria-label="Unblock ${newEntity}"]`);
   await until(page, () => document.querySelector('#view table') === null);
   await page.selectOption('select[name="status"]', '');
-  await page.fill('input[name="search"]', 'console');
+  await page.fill('input[name="search"]', 'rp.console');
   await until(page, (n) => document.querySelectorAll('#view tbody tr').length === n, 1);
   await statusIs(newEntity, 'active');
   await page.fill('input[name="search"]', '');
@@ -170,6 +181,121 @@ try {
   await axe('subordinate-detail');
   await shot('04-subordinate-detail');
   steps.push('subordinate detail');
+
+  // Its metadata and its metadata policy, edited as JSON with the API's messages, and saved
+  // with If-Match: an edit made meanwhile by someone else is refused, not overwritten.
+  const editor = (name) => page.locator(`form[data-editor="${name}"]`);
+  const saved = (name, text) => until(page, ([n, t]) => {
+    const f = document.querySelector(`form[data-editor="${n}"]`);
+    return f && !f.hasAttribute('aria-busy') && f.querySelector('textarea').value.includes(t) && !f.querySelector('.error')?.textContent;
+  }, [name, text]);
+  await editor('metadata').locator('textarea').fill(env('NEW_METADATA'));
+  await editor('metadata').locator('button[type="submit"]').click();
+  await saved('metadata', 'Console RP');
+  await editor('metadata_policy').locator('textarea').fill('{"openid_relying_party": {"grant_types": {"subset_of": "authorization_code", "superset_of": ["implicit"]}}}');
+  await editor('metadata_policy').locator('button[type="submit"]').click();
+  await until(page, () => document.querySelector('form[data-editor="metadata_policy"] textarea')?.getAttribute('aria-invalid') === 'true');
+  const policyError = await fieldError(editor('metadata_policy'), 'metadata_policy');
+  check(/subset_of|superset_of/.test(policyError), `API message next to the policy: ${policyError}`);
+  await editor('metadata_policy').locator('textarea').fill(env('NEW_POLICY'));
+  await editor('metadata_policy').locator('button[type="submit"]').click();
+  await saved('metadata_policy', 'subset_of');
+  // Someone else changes the metadata after this page read it: the console's save is refused.
+  const auth = { Authorization: `Basic ${Buffer.from(`${env('PHAROS_USER')}:${env('PHAROS_PASSWORD')}`).toString('base64')}` };
+  const metaPath = `${BASE}/api/v1/admin/subordinates/${encodeURIComponent(newEntity)}/metadata`;
+  const other = await page.request.put(metaPath, { headers: { ...auth, 'Content-Type': 'application/json' }, data: env('NEW_METADATA').replace('Console RP', 'Other RP') });
+  check(other.ok(), `a concurrent edit: ${other.status()}`);
+  await editor('metadata').locator('textarea').fill(env('NEW_METADATA').replace('Console RP', 'Stale RP'));
+  await editor('metadata').locator('button[type="submit"]').click();
+  await until(page, () => [...document.querySelectorAll('form[data-editor="metadata"] .error')].some((e) => e.textContent.includes('someone else')));
+  await editor('metadata').locator('button:text-is("Load the current version")').click();
+  await saved('metadata', 'Other RP');
+  await editor('metadata').locator('textarea').fill(env('NEW_METADATA'));
+  await editor('metadata').locator('button[type="submit"]').click();
+  await saved('metadata', 'Console RP');
+  // Settings: the description.
+  const settings = page.locator('form[aria-label="Subordinate settings"]');
+  await settings.locator('[name="description"]').fill('edited in the console');
+  await settings.locator('button[type="submit"]').click();
+  await until(page, () => document.querySelector('[data-field="description"]')?.textContent === 'Saved description: edited in the console');
+  await axe('subordinate-edit');
+  await shot('04b-subordinate-edit');
+  steps.push('edit subordinate metadata, policy and settings');
+
+  // A subordinate whose metadata is hostile: markup, scripts, javascript: URIs, a logo on
+  // this very origin and very long strings are shown as text; nothing is loaded or run.
+  const requested = [];
+  page.on('request', (r) => requested.push(r.url()));
+  const hostile = env('HOSTILE_ENTITY');
+  await open(`subordinates/${encodeURIComponent(hostile)}`, 'subordinates');
+  await until(page, (id) => document.querySelector('#view h1')?.textContent === id, hostile);
+  await open('subordinates', 'subordinates');
+  await until(page, () => document.querySelectorAll('#view tbody tr').length > 1);
+  const hostileCheck = async (where, shownAsText) => {
+    const r = await page.evaluate(() => ({
+      pwned: window.pwned === true,
+      images: document.querySelectorAll('#view img, #view iframe, #view object, #view embed').length,
+      jsLinks: [...document.querySelectorAll('a[href]')].filter((a) => !/^(#|https?:|\/)/.test(a.getAttribute('href'))).length,
+      overflow: document.documentElement.scrollWidth - window.innerWidth,
+      shown: document.querySelector('#view').textContent.includes('<img'),
+    }));
+    check(!r.pwned && !r.images && !r.jsLinks, `${where}: hostile metadata stays text ${JSON.stringify(r)}`);
+    check(r.overflow <= 1, `${where}: very long strings wrap (page wider than the window by ${r.overflow}px)`);
+    if (shownAsText) check(r.shown, `${where}: the markup is shown as text`);
+  };
+  await hostileCheck('subordinate list', false);
+  await open(`subordinates/${encodeURIComponent(hostile)}`, 'subordinates');
+  await until(page, (id) => document.querySelector('#view h1')?.textContent === id, hostile);
+  await hostileCheck('subordinate detail', true);
+  await axe('hostile-metadata');
+  await shot('04c-hostile-metadata');
+  const probes = requested.filter((u) => u.includes('hostile-logo'));
+  check(!probes.length, `nothing from the hostile metadata was requested: ${probes}`);
+  steps.push('hostile metadata shown as text');
+
+  // Block a subject from its detail page (with the confirmation).
+  const blockMe = env('BLOCK_ENTITY');
+  await open(`subordinates/${encodeURIComponent(blockMe)}`, 'subordinates');
+  await page.click(`button[aria-label="Block ${blockMe}"]`);
+  await confirm(page);
+  await until(page, () => document.querySelector('#view dd .badge')?.textContent === 'blocked');
+  steps.push('block a subject');
+
+  // Entity Configuration: an authority hint is added and published.
+  await open('entity-configuration', 'entity-configuration');
+  const hint = env('NEW_HINT');
+  const hintForm = page.locator('form[aria-label="New authority hint"]');
+  await hintForm.locator('[name="entity_id"]').fill('not a url');
+  await hintForm.locator('button[type="submit"]').click();
+  await until(page, () => document.querySelector('form[aria-label="New authority hint"] [name="entity_id"]')?.getAttribute('aria-invalid') === 'true');
+  await hintForm.locator('[name="entity_id"]').fill(hint);
+  await hintForm.locator('button[type="submit"]').click();
+  await until(page, (id) => document.querySelector('[data-field="published-hints"]')?.textContent.includes(id), hint);
+  check((await entityConfiguration(page)).authority_hints?.includes(hint), 'the hint is in the served Entity Configuration');
+  await axe('entity-configuration');
+  await shot('13-entity-configuration');
+  steps.push('add authority hint');
+
+  // Keys: the calendar, a rotation scheduled by the policy, and a rotation now.
+  await open('keys', 'keys');
+  const kidsBefore = await page.$$eval('svg[data-plot="key-calendar"] rect[data-kid]', (rs) => rs.map((r) => r.dataset.kid));
+  check(kidsBefore.length >= 1, `the calendar draws the published keys: ${kidsBefore}`);
+  check((await page.textContent('[data-field="next-rotation"]')) === 'automatic rotation is off', 'no rotation scheduled yet');
+  const policy = page.locator('form[aria-label="Rotation policy"]');
+  await policy.locator('[name="interval"]').fill('-5');
+  await policy.locator('[name="enabled"]').check();
+  await policy.locator('button[type="submit"]').click();
+  await until(page, () => [...document.querySelectorAll('form[aria-label="Rotation policy"] .error')].some((e) => e.textContent.includes('duration')));
+  await policy.locator('[name="interval"]').fill('720h');
+  await policy.locator('button[type="submit"]').click();
+  await until(page, () => /UTC$/.test(document.querySelector('[data-field="next-rotation"]')?.textContent || ''));
+  await page.locator('form[aria-label="Rotate now"] button[type="submit"]').click();
+  await confirm(page);
+  await until(page, (before) => [...document.querySelectorAll('svg[data-plot="key-calendar"] rect[data-kid]')]
+    .some((r) => !before.includes(r.dataset.kid)), kidsBefore);
+  await axe('keys');
+  await shot('14-keys');
+  steps.push('schedule and perform a rotation');
 
   // Trust anchors: one is added through the form.
   await open('trust-anchors', 'trust-anchors');
@@ -295,6 +421,13 @@ try {
 }
 console.log(JSON.stringify({ ok: !failure, error: failure ? String(failure.stack || failure) : null, steps, blocked, pageErrors, axe: axeReport }));
 process.exit(failure ? 1 : 0);
+
+/** Presses the confirming button of the in-page confirmation dialog. */
+async function confirm(page) {
+  await page.waitForSelector('dialog[open] [data-confirm="yes"]');
+  await page.click('dialog[open] [data-confirm="yes"]');
+  await page.waitForSelector('dialog[open]', { state: 'detached' });
+}
 
 /**
  * Waits until `fn(arg)` is true in the page. (Playwright's waitForFunction evaluates a string

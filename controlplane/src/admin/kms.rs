@@ -47,6 +47,8 @@ async fn info(cp: &ControlPlane) -> ApiResult<Value> {
         "alg": current_alg(&cp.db, &cp.settings).await?.as_str(),
         "rsa_key_len": rsa_key_len(&cp.db, &cp.settings).await?,
         "rotation": rotation::load(&cp.db).await?,
+        // What `PUT /kms/alg` accepts, so a client (the console) offers exactly these.
+        "algorithms": Algorithm::ALL.iter().map(|a| a.as_str()).collect::<Vec<_>>(),
     });
     if let Some(p) = pending_alg(&cp.db).await? {
         v["pending_alg"] = json!(p.alg.as_str());

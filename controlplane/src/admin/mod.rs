@@ -17,6 +17,7 @@ pub mod entities;
 pub mod entity_configuration;
 pub mod error;
 pub mod extract;
+pub mod federation_map;
 pub mod guard;
 pub mod kms;
 pub mod login_limit;
@@ -92,6 +93,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(trust_marks::routes())
         .merge(stats::routes())
         .merge(resolver::routes())
+        .merge(federation_map::routes())
         .split_for_parts()
         .map_doc(nest_entity_paths)
         .map_doc(tidy_document)

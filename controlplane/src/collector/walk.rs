@@ -424,7 +424,10 @@ async fn member<S: Source>(
         .map(|(entry, issuer)| (entry.clone(), issuer))
         .collect();
     Ok(Found {
-        info: entity_info(id, &claims, Vec::new()),
+        info: EntityInfo {
+            superior: Some(by.entity_id.clone()),
+            ..entity_info(id, &claims, Vec::new())
+        },
         lister: lister(id, &claims, vouched_keys),
         marks,
     })

@@ -60,6 +60,7 @@ pub fn entity_info(
         entity_types,
         ui_infos,
         trust_marks,
+        superior: None,
     }
 }
 

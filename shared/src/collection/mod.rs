@@ -41,6 +41,11 @@ pub struct EntityInfo {
     /// Verified Trust Marks.
     #[serde(default)]
     pub trust_marks: Vec<CollectedMark>,
+    /// The Entity whose listing (and Subordinate Statement) led the walk to it; `None` in
+    /// collections stored before it was kept. Not part of the endpoint's Entity Info: the
+    /// federation map draws the tree from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superior: Option<String>,
 }
 
 /// One Trust Anchor's collection: its Entities ordered by entity identifier.
