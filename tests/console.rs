@@ -25,18 +25,18 @@ use crate::enroll::{ask, relying_party};
 use crate::stats::{flush, known_traffic, stats_on};
 use crate::support::{Pharos, TestDb, backends, enable, enc};
 
-fn console_dir() -> PathBuf {
+pub fn console_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/console")
 }
 
-fn chromium() -> PathBuf {
+pub fn chromium() -> PathBuf {
     std::env::var_os("PHAROS_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
 }
 
 /// Whether the browser test can run; prints why not, or fails under `PHAROS_REQUIRE_BROWSER=1`.
-fn browser_available() -> bool {
+pub fn browser_available() -> bool {
     let node = Command::new("node")
         .arg("--version")
         .output()

@@ -45,6 +45,7 @@ mod entity_configuration;
 mod etags;
 mod extended_list;
 mod federation;
+mod federation_map;
 mod fetch_list;
 mod group_commit;
 mod hosted_entities;

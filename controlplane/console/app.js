@@ -12,6 +12,7 @@ import * as trustmarks from './trustmarks.js';
 import * as endpoints from './endpoints.js';
 import * as entity from './entity.js';
 import * as keys from './keys.js';
+import * as map from './map.js';
 import * as stats from './stats.js';
 
 const PAGES = {
@@ -21,6 +22,7 @@ const PAGES = {
   'trust-marks': ['Trust marks', trustmarks],
   'entity-configuration': ['Entity Configuration', entity],
   keys: ['Keys', keys],
+  map: ['Federation map', map],
   endpoints: ['Federation endpoints', endpoints],
   statistics: ['Statistics', stats],
 };

@@ -62,6 +62,7 @@ const ASSETS: &[Asset] = &[
     asset!("editor.js", JS),
     asset!("entity.js", JS),
     asset!("keys.js", JS),
+    asset!("map.js", JS),
     asset!("stats.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];

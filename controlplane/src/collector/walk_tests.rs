@@ -155,6 +155,20 @@ async fn loops_and_duplicates_are_walked_once_and_failures_skipped() {
         "the anchor is not listed"
     );
     assert_eq!(w.skipped, 1, "the member without a configuration");
+    // Each member remembers who listed it (the federation map draws the tree from it).
+    let mut superiors: Vec<_> = w
+        .entities
+        .iter()
+        .map(|e| (e.entity_id.as_str(), e.superior.as_deref()))
+        .collect();
+    superiors.sort();
+    assert_eq!(
+        superiors,
+        [
+            ("https://i", Some("https://ta")),
+            ("https://l", Some("https://i"))
+        ]
+    );
 }
 
 #[tokio::test]
