@@ -191,6 +191,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("HOSTILE_ENTITY", hostile.to_owned()),
             ("BLOCK_ENTITY", block_me.to_owned()),
             ("NEW_HINT", new_hint.to_owned()),
+            ("NEW_OWNER", "https://owner.console.example".to_owned()),
             ("SCREENSHOTS", shots.display().to_string()),
             ("CHROMIUM", chromium().display().to_string()),
         ];
@@ -289,6 +290,14 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             )
             .await;
         assert_eq!(rec["description"], "edited in the console", "{rec}");
+        let (s, owners) = p.admin(Method::GET, "/trust-marks/owners", None).await;
+        assert_eq!(s, 200, "{owners}");
+        assert_eq!(
+            owners[0]["entity_id"], "https://owner.console.example",
+            "{owners}"
+        );
+        let (s, bob) = p.admin(Method::GET, "/users/bob", None).await;
+        assert_eq!((s, bob["username"].clone()), (200, json!("bob")), "{bob}");
         let fe = &ec["metadata"]["federation_entity"];
         assert!(fe.get("federation_list_endpoint").is_none(), "{ec:?}");
         assert!(fe.get("federation_fetch_endpoint").is_some(), "{ec:?}");
@@ -308,6 +317,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             "04c-hostile-metadata",
             "13-entity-configuration",
             "14-keys",
+            "15-users",
         ] {
             assert!(shots.join(format!("{name}.png")).exists(), "{name}");
         }
@@ -425,4 +435,115 @@ async fn fetch_statement(
     let token = r.text().await.unwrap();
     let jwks: pharos_shared::jose::Jwks = serde_json::from_value(ec["jwks"].clone()).unwrap();
     pharos_shared::jose::verify(&token, &jwks).unwrap().claims
+}
+
+/// The first JSON value after `marker` in `src` (the lists of `operations.js`).
+fn json_after(src: &str, marker: &str) -> Value {
+    let at = src
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} not found"))
+        + marker.len();
+    serde_json::Deserializer::from_str(src[at..].trim_start())
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap()
+}
+
+/// The property names of a JSON request body's schema (`$ref`s followed).
+fn body_properties(doc: &Value, op: &Value) -> Vec<String> {
+    let mut s = &op["requestBody"]["content"]["application/json"]["schema"];
+    while let Some(r) = s["$ref"].as_str() {
+        s = &doc["components"]["schemas"][r.rsplit('/').next().unwrap()];
+    }
+    let mut names: Vec<String> = s["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Issue 40: "everything the Admin API can change, the console can change", held against the
+/// OpenAPI document. `controlplane/console/operations.js` lists every write the console makes
+/// (its `api()` refuses any other); each documented write must be there, under a document the
+/// console edits whole (a declared `PUT` on the same path or one above it), or excused with a
+/// reason. A hand-written form's field list must be the request schema's properties, so a
+/// field added to the API fails here until the form has it (generated forms follow by
+/// themselves).
+#[tokio::test]
+async fn every_admin_api_write_is_in_the_console_or_excused() {
+    let db = TestDb::new(crate::support::Backend::Sqlite).await;
+    let p = Pharos::start(&db).await;
+    let doc: Value = p
+        .get("/api/v1/admin/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    p.stop().await;
+    let src = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../console/operations.js"),
+    )
+    .unwrap();
+    let declared = json_after(&src, "\nconst OPERATIONS =");
+    let excused = json_after(&src, "\nexport const NOT_IN_CONSOLE =");
+    let excused = excused.as_object().unwrap();
+    let operation = |op: &str| -> Option<Value> {
+        let (method, path) = op.split_once(' ').unwrap();
+        doc["paths"][path].get(method.to_lowercase()).cloned()
+    };
+    let mut ops: Vec<String> = Vec::new();
+    for entry in declared.as_array().unwrap() {
+        let (op, fields) = match entry {
+            Value::String(s) => (s.clone(), None),
+            Value::Array(a) => (a[0].as_str().unwrap().to_owned(), Some(&a[1])),
+            other => panic!("unexpected entry {other}"),
+        };
+        let documented =
+            operation(&op).unwrap_or_else(|| panic!("{op} is declared but not in the document"));
+        if let Some(fields) = fields {
+            let mut listed: Vec<String> = serde_json::from_value(fields.clone()).unwrap();
+            listed.sort();
+            assert_eq!(
+                listed,
+                body_properties(&doc, &documented),
+                "{op}: the form's fields against the schema"
+            );
+        }
+        ops.push(op);
+    }
+    for op in excused.keys() {
+        assert!(
+            operation(op).is_some(),
+            "{op} is excused but not in the document"
+        );
+        assert!(!ops.contains(op), "{op} is both declared and excused");
+    }
+    let documents: Vec<&str> = ops.iter().filter_map(|o| o.strip_prefix("PUT ")).collect();
+    let mut missing = Vec::new();
+    let mut writes = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path.starts_with("/entities/{entity}/") {
+            continue; // the same operations in a hosted entity: the console's entity switcher
+        }
+        for method in ["post", "put", "patch", "delete"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            writes += 1;
+            let op = format!("{} {path}", method.to_uppercase());
+            let under_document = documents
+                .iter()
+                .any(|d| path == d || path.starts_with(&format!("{d}/")));
+            if !ops.contains(&op) && !under_document && !excused.contains_key(&op) {
+                missing.push(op);
+            }
+        }
+    }
+    assert!(writes > 100, "the document lists the writes: {writes}");
+    assert!(
+        missing.is_empty(),
+        "Admin API writes the console cannot make: {missing:#?}"
+    );
 }

@@ -1,53 +1,45 @@
 // Trust anchors: the anchors this entity trusts (for resolving, client authentication and
-// enrollment checks), with their keys; add and remove.
+// enrollment checks), with their keys: add, edit, remove; and the resolver's caches, flushed
+// when an anchor changed something before its statements expire.
 
 import { api, seg } from './api.js';
-import { announce, clearErrors, field, h, mount, parseJson, plural, showError, table, time } from './dom.js';
+import { announce, clearErrors, field, h, mount, showError, time } from './dom.js';
+import { collection } from './collection.js';
 
 export async function render(view) {
-  const list = await api('GET', '/trust-anchors');
-  const entity = h('input', { name: 'entity_id', type: 'url', required: true, placeholder: 'https://ta.example.org' });
-  const jwks = h('textarea', { name: 'jwks', rows: 4, placeholder: '{"keys": [...]} (optional with key polling)' });
-  const poll = h('input', { name: 'enable_jwks_update', type: 'checkbox' });
-  const form = h('form', { class: 'panel', 'aria-label': 'New trust anchor', novalidate: true },
-    h('h2', {}, 'New trust anchor'),
-    field('Entity identifier', entity),
-    field('JWKS', jwks),
-    field('Fetch its keys from its Entity Configuration', poll),
-    h('button', { type: 'submit' }, 'Add trust anchor'));
+  mount(view,
+    h('h1', {}, 'Trust anchors'),
+    await collection({
+      title: 'Configured trust anchors', noun: 'trust anchor', list: '/trust-anchors',
+      item: (t) => `/trust-anchors/${seg(t.entity_id)}`, itemTemplate: '/trust-anchors/{entityID}',
+      name: (t) => t.entity_id,
+      columns: [
+        ['Entity identifier', (t) => t.entity_id],
+        ['Key ids', (t) => (t.jwks?.keys || []).map((k) => k.kid).filter(Boolean).join(', ') || '—'],
+        ['Keys polled', (t) => (t.enable_jwks_update ? 'yes' : 'no')],
+        ['Updated', (t) => time(t.updated_at)],
+      ],
+    }),
+    flushForm());
+}
+
+/** POST /resolver/flush: everything, or what concerns one subject. */
+function flushForm() {
+  const sub = h('input', { name: 'sub', type: 'url', placeholder: 'empty: everything' });
+  const form = h('form', { class: 'panel', 'aria-label': 'Flush the resolver', novalidate: true },
+    h('h2', {}, 'Resolver caches'),
+    h('p', { class: 'muted' }, 'Forget the statements, resolutions and failures this process has cached, so the next resolve fetches anew.'),
+    field('Only about this subject', sub),
+    h('button', { type: 'submit', class: 'secondary' }, 'Flush'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     clearErrors(form);
     try {
-      const body = { entity_id: entity.value.trim(), enable_jwks_update: poll.checked };
-      const keys = parseJson(jwks.value, 'jwks');
-      if (keys !== undefined) body.jwks = keys;
-      await api('POST', '/trust-anchors', body);
-      announce(`Added ${body.entity_id}`);
-      await render(view);
+      const r = await api('POST', '/resolver/flush', sub.value.trim() ? { sub: sub.value.trim() } : {});
+      announce(`Flushed ${r?.flushed ?? ''}`);
     } catch (e) {
-      showError(form, e, 'entity_id', { jwks: ['keys'] });
+      showError(form, e, 'sub');
     }
   });
-  mount(view,
-    h('h1', {}, 'Trust anchors'),
-    table(plural(list.length, 'trust anchor'), [
-      ['Entity identifier', (t) => t.entity_id],
-      ['Key ids', (t) => (t.jwks?.keys || []).map((k) => k.kid).filter(Boolean).join(', ') || '—'],
-      ['Keys polled', (t) => (t.enable_jwks_update ? 'yes' : 'no')],
-      ['Updated', (t) => time(t.updated_at)],
-      ['Actions', (t) => h('button', {
-        type: 'button', class: 'danger', 'aria-label': `Remove ${t.entity_id}`,
-        onclick: async (ev) => {
-          try {
-            await api('DELETE', `/trust-anchors/${seg(t.entity_id)}`);
-            announce(`Removed ${t.entity_id}`);
-            await render(view);
-          } catch (e) {
-            ev.target.after(h('p', { class: 'error', role: 'alert' }, e.message));
-          }
-        },
-      }, 'Remove')],
-    ], list, 'No trust anchor configured.'),
-    form);
+  return form;
 }

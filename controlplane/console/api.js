@@ -2,6 +2,8 @@
 // (kept in sessionStorage, so they end with the tab). X-Requested-With asks the API not to send
 // a WWW-Authenticate challenge, so a wrong password shows our form, not the browser's dialog.
 
+import { declared } from './operations.js';
+
 const BASE = '/api/v1/admin';
 const KEY = 'pharos.console.credentials';
 const ENTITY = 'pharos.console.entity';
@@ -96,6 +98,14 @@ export async function getTagged(path) {
 }
 
 async function exchange(method, path, body, { text = false, quiet401 = false, ifMatch = null } = {}) {
+  if (method !== 'GET') {
+    // Only the writes operations.js declares, with the fields it lists for hand-written forms.
+    const d = declared(method, path);
+    if (!d) throw new Error(`the console has no declared Admin API operation ${method} ${path}`);
+    const extraFields = d.fields && body && typeof body === 'object'
+      ? Object.keys(body).filter((k) => !d.fields.includes(k)) : [];
+    if (extraFields.length) throw new Error(`${d.op} does not declare ${extraFields.join(', ')}`);
+  }
   const extra = {};
   if (ifMatch) extra['If-Match'] = ifMatch;
   let payload;

@@ -13,6 +13,7 @@ import * as endpoints from './endpoints.js';
 import * as entity from './entity.js';
 import * as keys from './keys.js';
 import * as map from './map.js';
+import * as deployment from './deployment.js';
 import * as stats from './stats.js';
 
 const PAGES = {
@@ -25,6 +26,7 @@ const PAGES = {
   map: ['Federation map', map],
   endpoints: ['Federation endpoints', endpoints],
   statistics: ['Statistics', stats],
+  deployment: ['Users and hosted entities', deployment],
 };
 
 const $ = (id) => document.getElementById(id);

@@ -1,9 +1,11 @@
 // Keys: the signing keys on a calendar (announced, signing, retiring, expired), the
 // rotation policy that schedules the next one, an immediate rotation (optionally revoking the
-// old keys), the signing algorithm, and the keys added through the API.
+// old keys), the signing algorithm and RSA key size, and the keys added through the API (add,
+// change expiry, revoke).
 
 import { api, getTagged } from './api.js';
 import { announce, badge, clearErrors, confirmAction, field, h, mount, plural, section, showError, table, time } from './dom.js';
+import { collection } from './collection.js';
 
 const NS = 'http://www.w3.org/2000/svg';
 const REASONS = ['unspecified', 'superseded', 'compromised'];
@@ -31,11 +33,7 @@ export function nextRotation(keys, rotation) {
 
 export async function render(view) {
   const again = () => render(view);
-  const [kms, jwks, managed] = await Promise.all([
-    api('GET', '/kms'),
-    api('GET', '/entity-configuration/jwks'),
-    api('GET', '/entity-configuration/keys'),
-  ]);
+  const [kms, jwks] = await Promise.all([api('GET', '/kms'), api('GET', '/entity-configuration/jwks')]);
   const now = Math.floor(Date.now() / 1000);
   const keys = jwks.keys || [];
   const next = nextRotation(keys, kms.rotation);
@@ -55,11 +53,37 @@ export async function render(view) {
         ['State', (k) => badge(keyState(k, now, keys))],
       ], keys, 'No key is published.')),
     section('Rotation', await rotationForm(again), rotateNow(again), algForm(kms, again)),
-    section('Keys added through the API', table(plural(managed.length, 'key'), [
-      ['Key id', (k) => h('code', {}, k.kid)],
-      ['Expires', (k) => (k.exp ? time(k.exp) : '—')],
-      ['State', (k) => badge(keyState(k, now))],
-    ], managed, 'None: Pharos manages every published key.')));
+    section('Signing key size', rsaForm(kms, again)),
+    await collection({
+      title: 'Keys added through the API', noun: 'API-managed key', list: '/entity-configuration/keys',
+      item: (k) => `/entity-configuration/keys/${encodeURIComponent(k.kid)}`, itemTemplate: '/entity-configuration/keys/{kid}',
+      name: (k) => k.kid, removeLabel: 'Revoke', deleteQuery: () => '?revoke=true&reason=superseded', onChange: again,
+      columns: [
+        ['Key id', (k) => h('code', {}, k.kid)],
+        ['Expires', (k) => (k.exp ? time(k.exp) : '—')],
+        ['State', (k) => badge(keyState(k, now))],
+      ],
+    }));
+}
+
+/** PUT /kms/rsa-key-len: the modulus of RSA keys generated from now on. */
+function rsaForm(kms, done) {
+  const bits = h('input', { name: 'rsa_key_len', inputmode: 'numeric', value: String(kms.rsa_key_len ?? '') });
+  const form = h('form', { class: 'panel', 'aria-label': 'RSA key size', novalidate: true },
+    field('RSA modulus of new keys (bits, 2048–16384)', bits, 'Used when the signing algorithm is RS* or PS*.'),
+    h('button', { type: 'submit' }, 'Save key size'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    try {
+      await api('PUT', '/kms/rsa-key-len', bits.value.trim(), { text: true });
+      announce('Key size saved');
+      await done();
+    } catch (e) {
+      showError(form, e, 'rsa_key_len', { rsa_key_len: ['rsa key length'] });
+    }
+  });
+  return form;
 }
 
 /**

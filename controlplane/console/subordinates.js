@@ -47,7 +47,16 @@ export async function render(view, params) {
     h('div', { class: 'toolbar', role: 'search' },
       field('Search', search), field('Status', status), field('Entity type', type)),
     results,
-    createForm(refresh));
+    createForm(refresh),
+    section('Defaults for every subordinate', h('p', { class: 'muted' },
+      'Used in the statement of each subordinate that has none of its own.'),
+    h('div', { class: 'grid2' }, await Promise.all([
+      jsonEditor({ title: 'Default metadata policy', path: '/subordinates/metadata-policies', name: 'metadata_policy', remove: true }),
+      jsonEditor({ title: 'Default constraints', path: '/subordinates/constraints', name: 'constraints', remove: true }),
+      jsonEditor({ title: 'Default additional claims', path: '/subordinates/additional-claims', name: 'additional_claims' }),
+      jsonEditor({ title: 'Critical policy operators', path: '/subordinates/metadata-policy-crit', name: 'metadata_policy_crit', hint: 'Operators a subordinate must understand (metadata_policy_crit), as a list.' }),
+      jsonEditor({ title: 'Statement lifetime', path: '/subordinates/lifetime', name: 'lifetime', hint: 'Seconds from issuance to expiry of Subordinate Statements.' }),
+    ]))));
   await refresh();
 }
 
@@ -85,6 +94,8 @@ function createForm(refresh) {
   const types = h('input', { name: 'registered_entity_types', placeholder: 'openid_relying_party' });
   const status = h('select', { name: 'status' }, STATUSES.map((s) => h('option', { value: s }, s)));
   const jwks = h('textarea', { name: 'jwks', rows: 5, placeholder: '{"keys": [...]}' });
+  const poll = h('input', { name: 'enable_jwks_update', type: 'checkbox' });
+  const interval = h('input', { name: 'jwks_poll_interval', inputmode: 'numeric', placeholder: '0' });
   const form = h('form', { class: 'panel', 'aria-label': 'New subordinate', novalidate: true },
     h('h2', {}, 'New subordinate'),
     field('Entity identifier', entity),
@@ -92,6 +103,8 @@ function createForm(refresh) {
     field('Entity types', types, 'Comma-separated, e.g. openid_relying_party, federation_entity.'),
     field('Status', status),
     field('JWKS', jwks, 'The subordinate\'s federation keys, as a JSON Web Key Set.'),
+    field('Poll its Entity Configuration for key changes', poll),
+    field('Poll interval (seconds, 0 = the default)', interval),
     h('button', { type: 'submit' }, 'Create subordinate'));
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -102,7 +115,12 @@ function createForm(refresh) {
         description: description.value,
         registered_entity_types: types.value.split(',').map((t) => t.trim()).filter(Boolean),
         status: status.value,
+        enable_jwks_update: poll.checked,
       };
+      if (interval.value.trim()) {
+        if (!/^\d+$/.test(interval.value.trim())) throw new Error('jwks_poll_interval: a whole number of seconds');
+        body.jwks_poll_interval = Number(interval.value.trim());
+      }
       const keys = parseJson(jwks.value, 'jwks');
       if (keys !== undefined) body.jwks = keys;
       await api('POST', '/subordinates', body);
@@ -131,6 +149,7 @@ async function detail(view, id) {
     jsonEditor({ title: 'Metadata policy', path: `${base}/metadata-policies`, name: 'metadata_policy', hint: 'Entity type → claim → operator → value, e.g. {"openid_relying_party": {"grant_types": {"subset_of": ["authorization_code"]}}}.', remove: true, onSaved }),
     jsonEditor({ title: 'Constraints', path: `${base}/constraints`, name: 'constraints', hint: 'max_path_length, naming_constraints (permitted, excluded), allowed_entity_types.', remove: true, onSaved }),
     jsonEditor({ title: 'Keys (JWKS)', path: `${base}/jwks`, name: 'jwks', hint: 'The subordinate\'s federation keys, as a JSON Web Key Set: {"keys": [...]}.', onSaved }),
+    jsonEditor({ title: 'Additional claims', path: `${base}/additional-claims`, name: 'additional_claims', hint: 'A list of {"claim", "value", "crit"} added to its statement (instead of the defaults).', onSaved }),
   ]);
   mount(view,
     h('p', {}, h('a', { href: '#/subordinates' }, '← All subordinates')),

@@ -63,6 +63,10 @@ const ASSETS: &[Asset] = &[
     asset!("entity.js", JS),
     asset!("keys.js", JS),
     asset!("map.js", JS),
+    asset!("schema.js", JS),
+    asset!("collection.js", JS),
+    asset!("deployment.js", JS),
+    asset!("operations.js", JS),
     asset!("stats.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];

@@ -8,6 +8,7 @@
 // HOSTED_SUB (a hosted entity and its subordinate, for the switcher), NEW_METADATA and
 // NEW_POLICY (JSON to give NEW_ENTITY), HOSTILE_ENTITY (a subordinate with hostile metadata),
 // BLOCK_ENTITY (an active subordinate to block), NEW_HINT (an authority hint to add),
+// NEW_OWNER (a trust mark owner to add),
 // DISABLE_ENDPOINT (an enabled endpoint
 // type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
@@ -336,6 +337,15 @@ try {
   await axe('trust-marks-subject');
   steps.push('add trust mark subject');
 
+  // An owner, through the form generated from the API's schema.
+  const ownerForm = page.locator('form[aria-label="New owner"]');
+  await ownerForm.locator('[name="entity_id"]').fill(env('NEW_OWNER'));
+  await ownerForm.locator('[name="jwks"]').fill(env('NEW_JWKS'));
+  await ownerForm.locator('button[type="submit"]').click();
+  await until(page, (id) => [...document.querySelectorAll('[data-collection="/trust-marks/owners"] tbody td')].some((td) => td.textContent === id), env('NEW_OWNER'));
+  await axe('trust-marks-owner');
+  steps.push('add trust mark owner');
+
   // Endpoints: a bad path is refused with the API's message next to the path field; then the
   // endpoint is disabled and its URL is gone from the signed Entity Configuration.
   await open('endpoints', 'endpoints');
@@ -401,6 +411,18 @@ try {
   await until(page, (id) => !document.querySelector('#view').hasAttribute('aria-busy')
     && document.querySelector('#view').textContent.includes(id), newEntity);
   steps.push('entity switcher');
+
+  // Users: one added through the generated form (the password field is a password input).
+  await open('deployment', 'deployment');
+  const userForm = page.locator('form[aria-label="New user"]');
+  check((await userForm.locator('[name="password"]').getAttribute('type')) === 'password', 'the password is masked');
+  await userForm.locator('[name="username"]').fill('bob');
+  await userForm.locator('[name="password"]').fill('another long passphrase');
+  await userForm.locator('button[type="submit"]').click();
+  await until(page, () => [...document.querySelectorAll('[data-collection="/users"] tbody code')].some((c) => c.textContent === 'bob'));
+  await axe('users');
+  await shot('15-users');
+  steps.push('add a user');
 
   // Dark mode: same pages, same accessibility bar.
   await page.emulateMedia({ colorScheme: 'dark' });
