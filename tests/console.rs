@@ -192,6 +192,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("BLOCK_ENTITY", block_me.to_owned()),
             ("NEW_HINT", new_hint.to_owned()),
             ("NEW_OWNER", "https://owner.console.example".to_owned()),
+            ("LEAF_URL", leaf.url("")),
             ("SCREENSHOTS", shots.display().to_string()),
             ("CHROMIUM", chromium().display().to_string()),
         ];
@@ -318,6 +319,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             "13-entity-configuration",
             "14-keys",
             "15-users",
+            "16-key-alarm",
         ] {
             assert!(shots.join(format!("{name}.png")).exists(), "{name}");
         }

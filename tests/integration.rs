@@ -80,6 +80,7 @@ mod subordinate_docs;
 mod subordinate_events;
 mod subordinate_settings;
 mod subordinates;
+mod superior_keys;
 mod tls;
 mod traces;
 mod trust_marks_admin;

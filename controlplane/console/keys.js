@@ -52,6 +52,7 @@ export async function render(view) {
         ['Expires', (k) => (k.exp ? time(k.exp) : '—')],
         ['State', (k) => badge(keyState(k, now, keys))],
       ], keys, 'No key is published.')),
+    section('Superiors', superiors()),
     section('Rotation', await rotationForm(again), rotateNow(again), algForm(kms, again)),
     section('Signing key size', rsaForm(kms, again)),
     await collection({
@@ -64,6 +65,39 @@ export async function render(view) {
         ['State', (k) => badge(keyState(k, now))],
       ],
     }));
+}
+
+const AGREEMENT = {
+  in_step: ['active', 'publishes our keys'],
+  stale: ['blocked', 'still publishes a key dropped here'],
+  missing: ['blocked', 'does not publish our key yet'],
+  stale_and_missing: ['blocked', 'publishes a dropped key, not our current one'],
+  unreachable: ['pending', 'could not be asked'],
+};
+
+/**
+ * Whether each superior publishes our keys in its statement about us, asked after the page is
+ * drawn (one fetch per authority hint). A dropped key still published above us, or a key not
+ * yet published, is shown in the alarm colour and in words.
+ */
+function superiors() {
+  const box = h('div', { 'data-field': 'superiors', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Asking the superiors…'));
+  api('GET', '/entity-configuration/superiors').then((list) => {
+    mount(box, table(plural(list.length, 'superior'), [
+      ['Superior', (s) => h('code', {}, s.superior)],
+      ['Our keys', (s) => {
+        const [cls, words] = AGREEMENT[s.agreement] || ['pending', s.agreement];
+        return h('span', { class: `badge ${cls}`, 'data-agreement': s.agreement }, words);
+      }],
+      ['Details', (s) => [
+        s.stale.length ? `Still published there: ${s.stale.join(', ')}. ` : '',
+        s.missing.length ? `Not published there yet: ${s.missing.join(', ')}. ` : '',
+        s.error || '',
+        s.statement_expires ? `Its statement expires ${time(s.statement_expires)}.` : '',
+      ].join('')],
+    ], list, 'No authority hint: no superior publishes our keys.'));
+  }).catch((e) => mount(box, h('p', { class: 'error', role: 'alert' }, e.message)));
+  return box;
 }
 
 /** PUT /kms/rsa-key-len: the modulus of RSA keys generated from now on. */

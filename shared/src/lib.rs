@@ -34,6 +34,7 @@ pub mod subordinate;
 pub mod subordinate_events;
 pub mod subordinate_statement;
 pub mod suggest;
+pub mod superior_keys;
 pub mod time;
 pub mod trust_mark;
 pub mod trust_mark_holder;

@@ -8,7 +8,8 @@
 // HOSTED_SUB (a hosted entity and its subordinate, for the switcher), NEW_METADATA and
 // NEW_POLICY (JSON to give NEW_ENTITY), HOSTILE_ENTITY (a subordinate with hostile metadata),
 // BLOCK_ENTITY (an active subordinate to block), NEW_HINT (an authority hint to add),
-// NEW_OWNER (a trust mark owner to add),
+// NEW_OWNER (a trust mark owner to add), LEAF_URL (the Admin API of PENDING_ENTITY, which has no
+// users),
 // DISABLE_ENDPOINT (an enabled endpoint
 // type), EXPECT (JSON: {total, endpoint, endpoint_count, user_agent, country}),
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
@@ -29,7 +30,7 @@ const MAIN = process.env.PHAROS_MAIN_URL || BASE;
 const SHOTS = env('SCREENSHOTS');
 const EXPECT = JSON.parse(env('EXPECT'));
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const allowed = new Set([new URL(BASE).origin, new URL(MAIN).origin]);
+const allowed = new Set([new URL(BASE).origin, new URL(MAIN).origin, new URL(env('LEAF_URL')).origin]);
 
 // A browser that hangs must not hang the test suite: give up after five minutes.
 setTimeout(() => {
@@ -294,9 +295,24 @@ try {
   await confirm(page);
   await until(page, (before) => [...document.querySelectorAll('svg[data-plot="key-calendar"] rect[data-kid]')]
     .some((r) => !before.includes(r.dataset.kid)), kidsBefore);
+  await until(page, () => document.querySelector('[data-field="superiors"] [data-agreement="unreachable"]'));
   await axe('keys');
   await shot('14-keys');
   steps.push('schedule and perform a rotation');
+
+  // The key calendar's alarm, on the subordinate that enrolled above: it rotates and revokes
+  // its key, and its console shows the superior still publishing the dropped key.
+  const LEAF = env('LEAF_URL');
+  const rotated = await page.request.post(`${LEAF}/api/v1/admin/kms/rotate?revoke=true&reason=superseded`);
+  check(rotated.status() === 202, `the subordinate rotates: ${rotated.status()}`);
+  await page.goto(`${LEAF}/console/#/keys`);
+  await page.waitForSelector('#view[data-page="keys"]:not([aria-busy])');
+  await page.waitForSelector('[data-field="superiors"] [data-agreement="stale_and_missing"]');
+  const alarm = await page.$eval('[data-field="superiors"] [data-agreement="stale_and_missing"]', (b) => ({ cls: b.className, text: b.closest('tr').textContent }));
+  check(alarm.cls.includes('blocked') && alarm.text.includes('Still published there'), `the alarm in colour and words: ${JSON.stringify(alarm)}`);
+  await axe('key-alarm');
+  await shot('16-key-alarm');
+  steps.push('key alarm');
 
   // Trust anchors: one is added through the form.
   await open('trust-anchors', 'trust-anchors');

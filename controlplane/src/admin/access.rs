@@ -52,6 +52,7 @@ pub const ROUTES: &[(&str, Kind)] = &[
     ("/entity-configuration/keys/{kid}", Kind::Entity),
     ("/entity-configuration/lifetime", Kind::Entity),
     ("/entity-configuration/metadata", Kind::Entity),
+    ("/entity-configuration/superiors", Kind::Entity),
     ("/entity-configuration/metadata/{entityType}", Kind::Entity),
     (
         "/entity-configuration/metadata/{entityType}/{claim}",

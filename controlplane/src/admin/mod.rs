@@ -30,6 +30,7 @@ pub mod resource;
 pub mod stats;
 pub mod streaming;
 pub mod subordinates;
+pub mod superiors;
 pub mod trust_anchors;
 pub mod trust_marks;
 pub mod users;
@@ -94,6 +95,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(stats::routes())
         .merge(resolver::routes())
         .merge(federation_map::routes())
+        .merge(superiors::routes())
         .split_for_parts()
         .map_doc(nest_entity_paths)
         .map_doc(tidy_document)
