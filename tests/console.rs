@@ -291,6 +291,9 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             )
             .await;
         assert_eq!(rec["description"], "edited in the console", "{rec}");
+        let path = format!("/entity-configuration/authority-hints/{}", enc(new_hint));
+        let (_, h) = p.admin(Method::GET, &path, None).await;
+        assert_eq!(h["description"], "our superior", "{h}");
         let (s, owners) = p.admin(Method::GET, "/trust-marks/owners", None).await;
         assert_eq!(s, 200, "{owners}");
         assert_eq!(

@@ -2,7 +2,7 @@
 // form generated from the item's PUT or PATCH schema, filled with the row) and Delete (after a
 // confirmation), and an Add form generated from the collection's POST schema.
 
-import { api } from './api.js';
+import { api, getTagged } from './api.js';
 import { announce, clearErrors, confirmAction, h, mount, plural, showError, table } from './dom.js';
 import { openapi, requestSchema, schemaFields } from './schema.js';
 
@@ -46,17 +46,33 @@ export async function collection(opts) {
           }
         },
       }, removeLabel) : null);
+    // The edit form is filled from the item as read when it is opened, and saved with its
+    // entity tag: an edit made meanwhile by someone else is refused (412), not overwritten.
     const editButton = (row) => {
       const schema = requestSchema(doc, edit, itemTemplate);
       if (!schema) return null;
-      return h('details', { class: 'inline-edit' },
-        h('summary', { 'aria-label': `Edit ${noun} ${name(row)}` }, 'Edit'),
-        form(`Edit ${noun} ${name(row)}`, schema, row, 'Save', async (body) => {
-          await api(edit, item(row), body);
-          announce(`Saved ${noun} ${name(row)}`);
-          await draw();
-          await onChange();
-        }));
+      const details = h('details', { class: 'inline-edit' },
+        h('summary', { 'aria-label': `Edit ${noun} ${name(row)}` }, 'Edit'));
+      details.addEventListener('toggle', async () => {
+        if (!details.open || details.querySelector('form')) return;
+        try {
+          const { value, tag } = await getTagged(item(row));
+          details.append(form(`Edit ${noun} ${name(row)}`, schema, value ?? row, 'Save', async (body) => {
+            try {
+              await api(edit, item(row), body, { ifMatch: tag });
+            } catch (e) {
+              if (e.status === 412) throw new Error(`${noun} ${name(row)} was changed by someone else after you opened it; nothing was saved. Close and open Edit again.`);
+              throw e;
+            }
+            announce(`Saved ${noun} ${name(row)}`);
+            await draw();
+            await onChange();
+          }));
+        } catch (e) {
+          details.append(h('p', { class: 'error', role: 'alert' }, e.message));
+        }
+      });
+      return details;
     };
     const addSchema = add ? requestSchema(doc, 'POST', listTemplate) : null;
     mount(box,

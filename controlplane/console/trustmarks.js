@@ -2,7 +2,7 @@
 // edit, delete, or change the status of one), the pending requests among them (approve or
 // decline), owners and issuers; each added, edited and deleted here.
 
-import { api, seg } from './api.js';
+import { api, getTagged, seg } from './api.js';
 import { announce, badge, clearErrors, confirmAction, field, h, mount, plural, section, showError, table, time } from './dom.js';
 import { collection, schemaForm } from './collection.js';
 import { openapi, requestSchema, schemaFields } from './schema.js';
@@ -78,13 +78,7 @@ export async function render(view) {
         x.status === 'active'
           ? decide(x, ['blocked', 'Revoke'], null, rerender)
           : decide(x, ['active', 'Activate'], null, rerender),
-        subjectSchema ? h('details', { class: 'inline-edit' },
-          h('summary', { 'aria-label': `Edit ${x.entity_id} for ${x.spec.trust_mark_type}` }, 'Edit'),
-          schemaForm(doc, {
-            label: `Edit ${x.entity_id} for ${x.spec.trust_mark_type}`, schema: subjectSchema, values: x, submit: 'Save',
-            omit: ['entity_id'],
-            send: async (body) => { await api('PUT', subjectPath(x), body); announce(`Saved ${x.entity_id}`); await rerender(); },
-          })) : null,
+        subjectSchema ? subjectEdit(doc, subjectSchema, x, subjectPath(x), rerender) : null,
         h('button', {
           type: 'button', class: 'danger', 'aria-label': `Delete ${x.entity_id} for ${x.spec.trust_mark_type}`,
           onclick: async (ev) => {
@@ -129,6 +123,29 @@ function subjectForm(doc, specs, done) {
     }
   });
   return form;
+}
+
+/** Edit of one subject, filled from and saved against the subject as read when opened (If-Match). */
+function subjectEdit(doc, schema, x, path, done) {
+  const label = `Edit ${x.entity_id} for ${x.spec.trust_mark_type}`;
+  const details = h('details', { class: 'inline-edit' }, h('summary', { 'aria-label': label }, 'Edit'));
+  details.addEventListener('toggle', async () => {
+    if (!details.open || details.querySelector('form')) return;
+    try {
+      const { value, tag } = await getTagged(path);
+      details.append(schemaForm(doc, {
+        label, schema, values: value, submit: 'Save', omit: ['entity_id'],
+        send: async (body) => {
+          await api('PUT', path, body, { ifMatch: tag });
+          announce(`Saved ${x.entity_id}`);
+          await done();
+        },
+      }));
+    } catch (e) {
+      details.append(h('p', { class: 'error', role: 'alert' }, e.message));
+    }
+  });
+  return details;
 }
 
 function decide(x, yes, no, done) {

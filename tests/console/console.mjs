@@ -274,6 +274,28 @@ try {
   await hintForm.locator('button[type="submit"]').click();
   await until(page, (id) => document.querySelector('[data-field="published-hints"]')?.textContent.includes(id), hint);
   check((await entityConfiguration(page)).authority_hints?.includes(hint), 'the hint is in the served Entity Configuration');
+  // Its note, edited in place with the hint's entity tag; an edit made meanwhile elsewhere
+  // refuses the stale save.
+  const editHint = async () => {
+    await page.click(`summary[aria-label="Edit authority hint ${hint}"]`);
+    await page.waitForSelector(`form[aria-label="Edit authority hint ${hint}"] [name="description"]`);
+    return page.locator(`form[aria-label="Edit authority hint ${hint}"]`);
+  };
+  let hintEdit = await editHint();
+  const hintUrl = `${BASE}/api/v1/admin/entity-configuration/authority-hints/${encodeURIComponent(hint)}`;
+  const elsewhere = await page.request.put(hintUrl, { headers: { ...auth, 'Content-Type': 'application/json' }, data: JSON.stringify({ description: 'changed elsewhere' }) });
+  check(elsewhere.ok(), `a concurrent edit of the hint: ${elsewhere.status()}`);
+  await hintEdit.locator('[name="description"]').fill('our superior');
+  await hintEdit.locator('button[type="submit"]').click();
+  await until(page, (h) => [...document.querySelectorAll(`form[aria-label="Edit authority hint ${h}"] .error`)].some((e) => e.textContent.includes('someone else')), hint);
+  await open('entity-configuration', 'entity-configuration');
+  await page.reload();
+  await page.waitForSelector('#view[data-page="entity-configuration"]:not([aria-busy])');
+  hintEdit = await editHint();
+  check((await hintEdit.locator('[name="description"]').inputValue()) === 'changed elsewhere', 'the form reads the hint as it is now');
+  await hintEdit.locator('[name="description"]').fill('our superior');
+  await hintEdit.locator('button[type="submit"]').click();
+  await until(page, () => [...document.querySelectorAll('[data-collection="/entity-configuration/authority-hints"] td')].some((td) => td.textContent === 'our superior'));
   await axe('entity-configuration');
   await shot('13-entity-configuration');
   steps.push('add authority hint');
