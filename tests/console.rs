@@ -66,6 +66,30 @@ pub fn browser_available() -> bool {
     false
 }
 
+/// Runs the browser script `script` of `tests/console` with `envs` (plus `CHROMIUM`) on a
+/// blocking thread, so that the Pharos instances of the test keep serving the browser; asserts
+/// that it succeeded and that nothing outside Pharos was requested; returns its report.
+pub async fn run_script(script: &'static str, mut envs: Vec<(&'static str, String)>) -> Value {
+    envs.push(("CHROMIUM", chromium().display().to_string()));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .current_dir(console_dir())
+            .envs(envs)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script}: {stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["blocked"], json!([]), "{report}");
+    report
+}
+
 #[tokio::test]
 async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
     if !browser_available() {
@@ -194,25 +218,8 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             ("NEW_OWNER", "https://owner.console.example".to_owned()),
             ("LEAF_URL", leaf.url("")),
             ("SCREENSHOTS", shots.display().to_string()),
-            ("CHROMIUM", chromium().display().to_string()),
         ];
-        // On a blocking thread, so that both Pharos instances keep serving the browser.
-        let out = tokio::task::spawn_blocking(move || {
-            Command::new("node")
-                .arg("console.mjs")
-                .current_dir(console_dir())
-                .envs(envs)
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{b:?}: {stdout}\n{stderr}");
-        let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-        assert_eq!(report["ok"], true, "{report}");
-        assert_eq!(report["blocked"], json!([]), "{report}");
+        run_script("console.mjs", envs.to_vec()).await;
 
         // What the browser did is what the API and the signed Entity Configuration say.
         let (s, rec) = p

@@ -4,12 +4,10 @@
 //! entities in a real browser (`tests/console/map.mjs`; its render time is reported, never
 //! asserted — `deploy/bench/console_map.sh` turns it into BENCHMARKS.md's figure).
 
-use std::process::Command;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::console::{browser_available, chromium, console_dir};
+use crate::console::{browser_available, run_script};
 use crate::support::{Backend, Pharos, TestDb, backends, enc};
 
 /// Stores a collection of `anchor` as the periodic collector would: `intermediates`
@@ -222,24 +220,8 @@ async fn the_map_stays_navigable_with_ten_thousand_collected_entities_in_a_real_
         ("LEAF", "https://leaf0321.ia13.map.example".to_owned()),
         ("BLOCKED", blocked.to_owned()),
         ("SCREENSHOTS", shots.display().to_string()),
-        ("CHROMIUM", chromium().display().to_string()),
     ];
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("map.mjs")
-            .current_dir(console_dir())
-            .envs(envs)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(report["ok"], true, "{report}");
-    assert_eq!(report["blocked"], json!([]), "{report}");
+    let report = run_script("map.mjs", envs.to_vec()).await;
     // The figure for deploy/bench/console_map.sh (reported, not asserted).
     println!("MAP_RENDER {}", report["timings"]);
     for name in ["map-overview", "map-expanded", "map-search"] {
