@@ -16,6 +16,7 @@ pub mod endpoints;
 pub mod entities;
 pub mod entity_configuration;
 pub mod error;
+pub mod explain;
 pub mod extract;
 pub mod guard;
 pub mod kms;
@@ -92,6 +93,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(trust_marks::routes())
         .merge(stats::routes())
         .merge(resolver::routes())
+        .merge(explain::routes())
         .split_for_parts()
         .map_doc(nest_entity_paths)
         .map_doc(tidy_document)

@@ -136,8 +136,7 @@ pub async fn explain<F: Fetcher>(fetcher: &F, req: &ResolveRequest<'_>) -> Expla
             .find(|a| x.trust_anchor.as_deref() == Some(a.entity_id.as_str()))
             .cloned()
             .unwrap_or_default();
-        x.trust_marks =
-            explain_marks(fetcher, &anchor, &anchor_claims, &subject_claims, req).await;
+        x.trust_marks = explain_marks(fetcher, &anchor, &anchor_claims, &subject_claims, req).await;
     }
     x
 }
@@ -155,7 +154,10 @@ fn explain_candidates(
     x.collection = collected.failures.clone();
     if collected.candidates.is_empty() {
         let e = no_chain(req, &collected.failures);
-        return (x.failing("collecting chains", RULE_COLLECT, message(&e)), None);
+        return (
+            x.failing("collecting chains", RULE_COLLECT, message(&e)),
+            None,
+        );
     }
     let mut traced = Vec::new();
     for (order, cand) in collected.candidates.iter().enumerate() {
@@ -242,7 +244,9 @@ async fn explain_marks<F: Fetcher>(
     let mut out = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let jwt = entry.get("trust_mark").and_then(Value::as_str);
-        let claims = jwt.and_then(|j| jose::decode_unverified(j).ok()).map(|d| d.claims);
+        let claims = jwt
+            .and_then(|j| jose::decode_unverified(j).ok())
+            .map(|d| d.claims);
         let text = |k: &str| {
             entry
                 .get(k)
@@ -261,7 +265,8 @@ async fn explain_marks<F: Fetcher>(
             reason: String::new(),
         };
         if i >= MAX_EXPLAINED_MARKS {
-            step.reason = format!("not examined: only the first {MAX_EXPLAINED_MARKS} are explained");
+            step.reason =
+                format!("not examined: only the first {MAX_EXPLAINED_MARKS} are explained");
             out.push(step);
             continue;
         }

@@ -187,7 +187,10 @@ impl ChainTrace {
             Stage::Shape => ("the chain's shape".to_owned(), RULE_LINKS),
             Stage::Statement(j) => (self.describe(j), RULE_STATEMENT),
             Stage::Links => ("the links between the statements".to_owned(), RULE_LINKS),
-            Stage::Signature(j) => (format!("the signature of {}", self.describe(j)), RULE_SIGNATURE),
+            Stage::Signature(j) => (
+                format!("the signature of {}", self.describe(j)),
+                RULE_SIGNATURE,
+            ),
             Stage::Constraint(j) => (
                 format!("the constraints of {}", self.describe(j)),
                 RULE_CONSTRAINT,

@@ -68,10 +68,15 @@ pub(crate) fn validate_traced(
 ) -> Result<ValidatedChain> {
     let n = chain.len();
     if n == 0 {
-        return Err(noted(&mut trace, Stage::Shape, invalid("the chain is empty")));
+        return Err(noted(
+            &mut trace,
+            Stage::Shape,
+            invalid("the chain is empty"),
+        ));
     }
     if n == 2 {
-        let e = invalid("a chain of two statements cannot link a subject to a distinct Trust Anchor");
+        let e =
+            invalid("a chain of two statements cannot link a subject to a distinct Trust Anchor");
         return Err(noted(&mut trace, Stage::Shape, e));
     }
     let rule = anchor.interop.anchor_ec_constraints;
@@ -173,8 +178,7 @@ fn check_signatures(es: &[Statement], anchor: &AnchorSpec, trace: &mut Rec<'_>) 
         "its own"
     };
     let mut check = |j: usize, keys: &Jwks, position: String, words: String| {
-        verify(&es[j], keys)
-            .map_err(|e| noted(trace, Stage::Signature(j), at(position, e)))?;
+        verify(&es[j], keys).map_err(|e| noted(trace, Stage::Signature(j), at(position, e)))?;
         if let Some(t) = trace.as_deref_mut() {
             t.verified(j, words);
         }
@@ -289,11 +293,7 @@ fn resolve(
             ..ChainStatementPolicy::default()
         });
     // The chain position of each entry, for the trace: the anchor's EC, then ES[last-1..1].
-    let positions: Vec<usize> = anchor
-        .iter()
-        .map(|_| last)
-        .chain((1..last).rev())
-        .collect();
+    let positions: Vec<usize> = anchor.iter().map(|_| last).chain((1..last).rev()).collect();
     let policies: Vec<ChainStatementPolicy<'_>> = anchor
         .into_iter()
         .chain((1..last).rev().map(|j| ChainStatementPolicy {
@@ -323,9 +323,19 @@ fn resolve(
         let checked = if f.removed.is_empty() {
             "the subject's Entity Types: none removed".to_owned()
         } else {
-            format!("the subject's Entity Types: removed {}", f.removed.join(", "))
+            format!(
+                "the subject's Entity Types: removed {}",
+                f.removed.join(", ")
+            )
         };
-        t.constraint(f.statement, issuer, "allowed_entity_types", json!(f.allowed), checked, true);
+        t.constraint(
+            f.statement,
+            issuer,
+            "allowed_entity_types",
+            json!(f.allowed),
+            checked,
+            true,
+        );
     }
     r
 }

@@ -107,7 +107,8 @@ fn merges_overlay_filter_and_operators_are_recorded_in_the_specifications_order(
                          "contacts": {"add": ["fed@ta.example"]}}});
     let int = json!({RP: {"grant_types": {"superset_of": ["authorization_code"]},
                           "client_name": {"value": "I name"}}});
-    let overlay = json!({RP: {"client_uri": "https://i.example/leaf"}, "openid_provider": {"x": 1}});
+    let overlay =
+        json!({RP: {"client_uri": "https://i.example/leaf"}, "openid_provider": {"x": 1}});
     let leaf = json!({RP: {"grant_types": ["authorization_code", "refresh_token", "implicit"],
                            "contacts": ["ops@leaf.example"], "client_name": "leaf"},
                       "oauth_resource": {"k": 1}});
@@ -124,7 +125,10 @@ fn merges_overlay_filter_and_operators_are_recorded_in_the_specifications_order(
     assert_eq!(t.merges.len(), 2);
     assert_eq!(t.merges[0].combined.as_ref(), Some(&ta));
     let combined = t.merges[1].combined.as_ref().unwrap();
-    assert_eq!(combined[RP]["grant_types"]["superset_of"], json!(["authorization_code"]));
+    assert_eq!(
+        combined[RP]["grant_types"]["superset_of"],
+        json!(["authorization_code"])
+    );
     assert_eq!(combined[RP]["client_name"]["value"], "I name");
     // The superior's metadata claim before the policy, only for the leaf's Entity Types.
     let o = t.superior_metadata.as_ref().unwrap();
@@ -145,13 +149,19 @@ fn merges_overlay_filter_and_operators_are_recorded_in_the_specifications_order(
         s.before,
         Some(json!(["authorization_code", "refresh_token", "implicit"]))
     );
-    assert_eq!(s.after, Some(json!(["authorization_code", "refresh_token"])));
+    assert_eq!(
+        s.after,
+        Some(json!(["authorization_code", "refresh_token"]))
+    );
     let s = step("grant_types", "superset_of");
     assert_eq!(s.before, s.after);
     let s = step("contacts", "add");
     assert_eq!(s.after, Some(json!(["ops@leaf.example", "fed@ta.example"])));
     let s = step("client_name", "value");
-    assert_eq!((s.before.clone(), s.after.clone()), (Some(json!("leaf")), Some(json!("I name"))));
+    assert_eq!(
+        (s.before.clone(), s.after.clone()),
+        (Some(json!("leaf")), Some(json!("I name")))
+    );
     assert_eq!(out[RP]["client_name"], "I name");
     assert_steps_chain(&t, &out);
 }
@@ -164,10 +174,18 @@ fn a_scope_is_shown_as_the_metadata_has_it() {
     let mut t = PolicyTrace::default();
     let out = resolve_metadata_traced(&two_levels(&ta, &int, None), &leaf, Some(&mut t)).unwrap();
     assert_eq!(out[RP]["scope"], "openid email");
-    let s = t.operators.iter().find(|s| s.operator == "subset_of").unwrap();
+    let s = t
+        .operators
+        .iter()
+        .find(|s| s.operator == "subset_of")
+        .unwrap();
     assert_eq!(s.before, Some(json!("openid email phone")));
     assert_eq!(s.after, Some(json!("openid email")));
-    let d = t.operators.iter().find(|s| s.operator == "default").unwrap();
+    let d = t
+        .operators
+        .iter()
+        .find(|s| s.operator == "default")
+        .unwrap();
     assert_eq!(d.operand, json!("openid"));
     assert_steps_chain(&t, &out);
 }

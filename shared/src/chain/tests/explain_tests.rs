@@ -24,7 +24,11 @@ fn three_levels() -> (Fed, String, String, String) {
     fed.subordinate(&ta, &i, json!({"metadata_policy": ta_policy}));
     let i_policy = json!({RP: {"grant_types": {"superset_of": ["authorization_code"]}}});
     let overlay = json!({RP: {"client_uri": "https://i.example/l"}});
-    fed.subordinate(&i, &l, json!({"metadata_policy": i_policy, "metadata": overlay}));
+    fed.subordinate(
+        &i,
+        &l,
+        json!({"metadata_policy": i_policy, "metadata": overlay}),
+    );
     (fed, ta, i, l)
 }
 
@@ -60,11 +64,17 @@ async fn a_valid_chain_is_explained_with_the_engines_values() {
     assert_eq!(who, [(l_, l_), (i_, l_), (ta_, i_), (ta_, ta_)]);
     for s in &x.chain.statements {
         assert!(s.kid.is_some() && s.exp == Some(NOW + 3600), "{s:?}");
-        assert!(s.signature.as_deref().unwrap().starts_with("verified"), "{s:?}");
+        assert!(
+            s.signature.as_deref().unwrap().starts_with("verified"),
+            "{s:?}"
+        );
     }
     // Merged level by level, the TA's first; I's metadata claim before the policy.
     let p = x.chain.policy.as_ref().unwrap();
-    assert_eq!(p.merges.iter().map(|m| m.statement).collect::<Vec<_>>(), [2, 1]);
+    assert_eq!(
+        p.merges.iter().map(|m| m.statement).collect::<Vec<_>>(),
+        [2, 1]
+    );
     assert_eq!(
         p.superior_metadata.as_ref().unwrap().after[RP]["client_uri"],
         "https://i.example/l"
@@ -79,12 +89,19 @@ async fn a_valid_chain_is_explained_with_the_engines_values() {
             .unwrap();
         assert_eq!(last.after.as_ref(), resolved.metadata[RP].get(&s.parameter));
     }
-    let subset = p.operators.iter().find(|o| o.operator == "subset_of").unwrap();
+    let subset = p
+        .operators
+        .iter()
+        .find(|o| o.operator == "subset_of")
+        .unwrap();
     assert_eq!(
         subset.before,
         Some(json!(["authorization_code", "refresh_token", "implicit"]))
     );
-    assert_eq!(subset.after, Some(json!(["authorization_code", "refresh_token"])));
+    assert_eq!(
+        subset.after,
+        Some(json!(["authorization_code", "refresh_token"]))
+    );
     let text = serde_json::to_string(&x).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();
     assert!(v["failed"].is_null() && v["statements"].is_array() && v["policy"].is_object());
@@ -96,8 +113,15 @@ async fn an_expired_intermediate_statement_is_the_failing_step() {
     fed.subordinate(&ta, &i, json!({"exp": NOW - 5}));
     let x = explained(&mut fed, &l, &ta).await;
     let f = x.failed.unwrap();
-    assert!(f.step.contains(&format!("Subordinate Statement of {ta} about {i}")), "{f:?}");
-    assert!(f.message.contains("exp") && f.message.contains("past"), "{f:?}");
+    assert!(
+        f.step
+            .contains(&format!("Subordinate Statement of {ta} about {i}")),
+        "{f:?}"
+    );
+    assert!(
+        f.message.contains("exp") && f.message.contains("past"),
+        "{f:?}"
+    );
     assert!(f.rule.contains("expired"), "{f:?}");
     assert!(x.metadata.is_none());
     let s = &x.chain.statements[2];
@@ -114,7 +138,10 @@ async fn a_subordinate_key_mismatch_is_the_failing_step() {
     let x = explained(&mut fed, &l, &ta).await;
     let f = x.failed.unwrap();
     assert!(f.step.starts_with("the signature of statement 0"), "{f:?}");
-    assert!(f.step.contains(&format!("Entity Configuration of {l}")), "{f:?}");
+    assert!(
+        f.step.contains(&format!("Entity Configuration of {l}")),
+        "{f:?}"
+    );
     assert!(f.rule.contains("keys of the statement above"), "{f:?}");
 }
 
@@ -127,7 +154,9 @@ async fn a_value_conflict_is_the_failing_merge() {
     let x = explained(&mut fed, &l, &ta).await;
     let f = x.failed.unwrap();
     assert!(
-        f.step.contains(&format!("metadata policy of statement 1, the Subordinate Statement of {i}")),
+        f.step.contains(&format!(
+            "metadata policy of statement 1, the Subordinate Statement of {i}"
+        )),
         "{f:?}"
     );
     assert!(f.message.contains("values differ"), "{f:?}");
@@ -141,5 +170,8 @@ async fn an_unreachable_subject_names_the_fetch() {
     let (mut fed, ta, _, _) = three_levels();
     let x = explained(&mut fed, &id("nobody"), &ta).await;
     let f = x.failed.unwrap();
-    assert!(f.step.contains("fetching the Entity Configuration"), "{f:?}");
+    assert!(
+        f.step.contains("fetching the Entity Configuration"),
+        "{f:?}"
+    );
 }
