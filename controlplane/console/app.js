@@ -11,6 +11,7 @@ import * as anchors from './anchors.js';
 import * as trustmarks from './trustmarks.js';
 import * as endpoints from './endpoints.js';
 import * as stats from './stats.js';
+import * as explain from './explain.js';
 
 const PAGES = {
   overview: ['Overview', overview],
@@ -19,6 +20,7 @@ const PAGES = {
   'trust-marks': ['Trust marks', trustmarks],
   endpoints: ['Federation endpoints', endpoints],
   statistics: ['Statistics', stats],
+  explain: ['Chain explainer', explain],
 };
 
 const $ = (id) => document.getElementById(id);

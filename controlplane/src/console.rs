@@ -60,6 +60,7 @@ const ASSETS: &[Asset] = &[
     asset!("trustmarks.js", JS),
     asset!("endpoints.js", JS),
     asset!("stats.js", JS),
+    asset!("explain.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

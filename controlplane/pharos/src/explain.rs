@@ -182,9 +182,13 @@ pub fn render(x: &Value) -> String {
         }
     }
     let constraints = arr(&x["constraints"]);
+    // Constraints are checked once every signature verified.
+    let signed = statements.iter().all(|s| s["signature"].is_string());
     if !statements.is_empty() {
         step(&mut o, "Constraints checked");
-        if constraints.is_empty() {
+        if !signed {
+            let _ = writeln!(o, "  not reached: validation stopped before them");
+        } else if constraints.is_empty() {
             let _ = writeln!(o, "  none in the chain");
         }
         for c in constraints {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::candidates::{Collected, collect};
-use super::trace::{ChainTrace, Failure};
+use super::trace::{ChainTrace, Failure, message};
 use super::validate::validate_traced;
 use super::{Fetcher, ResolveRequest, invalid};
 use crate::chain::resolve::{OwnedRequest, finish, no_chain};
@@ -296,16 +296,4 @@ async fn explain_marks<F: Fetcher>(
         out.push(step);
     }
     out
-}
-
-/// An error's message without its kind's prefix.
-fn message(e: &Error) -> String {
-    match e {
-        Error::InvalidTrustChain(m)
-        | Error::InvalidPolicy(m)
-        | Error::InvalidMetadata(m)
-        | Error::InvalidTrustAnchor(m)
-        | Error::Fetch(m) => m.clone(),
-        other => other.to_string(),
-    }
 }

@@ -123,7 +123,7 @@ impl ChainTrace {
             iat: claim("iat").and_then(|v| v.as_i64()),
             exp: claim("exp").and_then(|v| v.as_i64()),
             signature: None,
-            problem: parsed.err().map(ToString::to_string),
+            problem: parsed.err().map(message),
         });
     }
 
@@ -177,12 +177,7 @@ impl ChainTrace {
 
     /// Records where validation stopped.
     pub(crate) fn fail(&mut self, stage: Stage, e: &Error) {
-        let message = match e {
-            Error::InvalidTrustChain(m) | Error::InvalidPolicy(m) | Error::InvalidMetadata(m) => {
-                m.clone()
-            }
-            other => other.to_string(),
-        };
+        let message = message(e);
         let (step, rule) = match stage {
             Stage::Shape => ("the chain's shape".to_owned(), RULE_LINKS),
             Stage::Statement(j) => (self.describe(j), RULE_STATEMENT),
@@ -242,5 +237,17 @@ impl ChainTrace {
     /// The constraint value as JSON, for the record.
     pub(crate) fn value_of<T: Serialize>(v: &T) -> Value {
         serde_json::to_value(v).unwrap_or_else(|_| json!(null))
+    }
+}
+
+/// An error's message without its kind's prefix (`invalid_trust_chain: `).
+pub(crate) fn message(e: &Error) -> String {
+    match e {
+        Error::InvalidTrustChain(m)
+        | Error::InvalidPolicy(m)
+        | Error::InvalidMetadata(m)
+        | Error::InvalidTrustAnchor(m)
+        | Error::Fetch(m) => m.clone(),
+        other => other.to_string(),
     }
 }
