@@ -15,7 +15,9 @@ use pharos_shared::time::{Clock, ManualClock, SystemClock};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const RP: &str = "openid_relying_party";
+mod console;
+
+pub const RP: &str = "openid_relying_party";
 
 /// One Pharos with its own database.
 pub struct Node {

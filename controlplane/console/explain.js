@@ -7,7 +7,7 @@
 // uses text nodes), URLs are shown, never linked or loaded.
 
 import { api, seg } from './api.js';
-import { announce, field, h, json, mount, section, table, time } from './dom.js';
+import { announce, field, h, mount, section, table, time } from './dom.js';
 
 const TYPES = ['', 'openid_relying_party', 'openid_provider', 'federation_entity',
   'oauth_authorization_server', 'oauth_client', 'oauth_resource'];
@@ -65,6 +65,14 @@ async function run(form, out, sub, anchor, type) {
   out.removeAttribute('aria-busy');
 }
 
+/**
+ * Pretty JSON in a <pre> that the keyboard can reach and scroll (long metadata scrolls), with
+ * a name for screen readers; nothing set reads as such.
+ */
+const json = (v, label, none = 'None set.') => (v === null || v === undefined
+  ? h('p', { class: 'muted' }, none)
+  : h('pre', { tabindex: 0, role: 'region', 'aria-label': label }, JSON.stringify(v, null, 2)));
+
 /** A JSON value inline (absent parameters read as such). */
 const val = (v) => (v === undefined || v === null ? h('span', { class: 'muted' }, 'absent') : h('code', {}, JSON.stringify(v)));
 
@@ -104,15 +112,15 @@ export function explanation(x) {
     parts.push(section('3. Metadata policies merged, from the trust anchor down',
       p.merges.length ? h('ol', {}, p.merges.map((m) => h('li', {},
         h('p', {}, `Policy of statement ${m.statement} (issued by `, h('code', {}, issuer(x, m.statement)), '):'),
-        json(m.policy),
-        m.combined ? [h('p', {}, 'Combined policy after it:'), json(m.combined)]
+        json(m.policy, `Policy of statement ${m.statement}`),
+        m.combined ? [h('p', {}, 'Combined policy after it:'), json(m.combined, `Combined policy after statement ${m.statement}`)]
           : h('p', { class: 'error' }, 'Merge failed: see the failing step.'))))
         : h('p', { class: 'muted' }, 'No statement of the chain carries a metadata policy.')));
-    parts.push(section('4. The subject\'s own metadata', json(p.subject_metadata, 'None.')));
+    parts.push(section('4. The subject\'s own metadata', json(p.subject_metadata, 'The subject\'s own metadata', 'None.')));
     parts.push(section('5. The immediate superior\'s metadata, applied before the policy',
       p.superior_metadata
-        ? [h('p', {}, 'Claim in the immediate superior\'s statement:'), json(p.superior_metadata.claim),
-          h('p', {}, 'Metadata after it:'), json(p.superior_metadata.after)]
+        ? [h('p', {}, 'Claim in the immediate superior\'s statement:'), json(p.superior_metadata.claim, 'The immediate superior\'s metadata claim'),
+          h('p', {}, 'Metadata after it:'), json(p.superior_metadata.after, 'Metadata after the superior\'s claim')]
         : h('p', { class: 'muted' }, 'The immediate superior\'s statement has no metadata claim.'),
       (p.entity_type_filters || []).map((f) => h('p', {},
         `allowed_entity_types of statement ${f.statement}: `, val(f.allowed),
@@ -127,7 +135,7 @@ export function explanation(x) {
     ], p.operators, 'No operator applies to the subject\'s metadata.')));
   }
   if (x.metadata) {
-    parts.push(section('7. Resolved metadata (what resolve returns)', json(x.metadata),
+    parts.push(section('7. Resolved metadata (what resolve returns)', json(x.metadata, 'Resolved metadata'),
       h('p', { class: 'muted' }, `The chain expires ${time(x.exp)}.`)));
   }
   if (!x.failed) {

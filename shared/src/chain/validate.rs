@@ -188,7 +188,14 @@ fn check_signatures(es: &[Statement], anchor: &AnchorSpec, trace: &mut Rec<'_>) 
         last,
         anchor_keys,
         format!("ES[{last}] (Trust Anchor, {which} keys)"),
-        format!("verified with the Trust Anchor's {which} keys"),
+        format!(
+            "verified with the Trust Anchor's {} keys",
+            if anchor.jwks.is_some() {
+                "pinned"
+            } else {
+                "own"
+            }
+        ),
     )?;
     for j in (0..last).rev() {
         check(
