@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 use super::candidates::{Collected, collect};
 use super::trace::{ChainTrace, Failure, message};
 use super::validate::validate_traced;
-use super::{Fetcher, ResolveRequest, invalid};
+use super::{Fetcher, ResolveRequest, TrustMarkStatusCheck, invalid};
 use crate::chain::resolve::{OwnedRequest, finish, no_chain};
+use crate::trust_mark_issuer_keys::MAX_ISSUERS_PER_SUBJECT;
 use crate::{Error, jose, trust_mark, trust_mark_issuer_keys};
 
 /// At most this many of the subject's Trust Marks are examined one by one.
@@ -242,6 +243,8 @@ async fn explain_marks<F: Fetcher>(
         return Vec::new();
     };
     let mut out = Vec::new();
+    // Resolve asks at most this many issuers for their keys per subject; so does this.
+    let mut issuers: Vec<String> = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
         let jwt = entry.get("trust_mark").and_then(Value::as_str);
         let claims = jwt
@@ -278,6 +281,17 @@ async fn explain_marks<F: Fetcher>(
             out.push(step);
             continue;
         }
+        let iss = step.issuer.clone().unwrap_or_default();
+        if !issuers.contains(&iss) {
+            if issuers.len() >= MAX_ISSUERS_PER_SUBJECT {
+                step.reason = format!(
+                    "dropped: {iss}: more than {MAX_ISSUERS_PER_SUBJECT} trust mark issuers"
+                );
+                out.push(step);
+                continue;
+            }
+            issuers.push(iss);
+        }
         let (kept, refused) = trust_mark_issuer_keys::verified_marks_with_issuers(
             fetcher,
             anchor,
@@ -289,7 +303,14 @@ async fn explain_marks<F: Fetcher>(
         .await;
         step.kept = !kept.is_empty();
         step.reason = if step.kept {
-            "kept: the Trust Anchor admits its issuer, and it verifies with the issuer's keys established through a chain to the Trust Anchor (§7.3)".into()
+            let mut why = "kept: the Trust Anchor admits its issuer, and it verifies with the issuer's keys established through a chain to the Trust Anchor (§7.3)".to_owned();
+            if anchor.trust_mark_status != TrustMarkStatusCheck::Off {
+                why.push_str(&format!(
+                    "; resolve also asks its issuer for its status (trust_mark_status {}), which the explainer does not",
+                    anchor.trust_mark_status.as_str()
+                ));
+            }
+            why
         } else {
             format!("dropped: {}", refused.join("; "))
         };

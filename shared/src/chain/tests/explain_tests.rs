@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use super::{Fed, NOW, id};
 use crate::chain::{DEFAULT_MAX_DEPTH, Explanation, ResolveRequest, explain};
+use crate::jose::sign;
+use crate::trust_mark::TRUST_MARK_TYP;
 
 const RP: &str = "openid_relying_party";
 
@@ -174,4 +176,84 @@ async fn an_unreachable_subject_names_the_fetch() {
         f.step.contains("fetching the Entity Configuration"),
         "{f:?}"
     );
+}
+
+/// A Trust Mark of `iss` about `sub` of type `tm_type`, signed with `signer`'s key.
+fn mark(fed: &mut Fed, signer: &str, iss: &str, sub: &str, tm_type: &str) -> serde_json::Value {
+    let claims = json!({"iss": iss, "sub": sub, "trust_mark_type": tm_type, "iat": NOW - 10});
+    let jwt = sign(
+        fed.key(signer),
+        TRUST_MARK_TYP,
+        claims.as_object().unwrap(),
+        None,
+    )
+    .unwrap();
+    json!({"trust_mark_type": tm_type, "trust_mark": jwt})
+}
+
+#[tokio::test]
+async fn each_trust_mark_is_kept_or_dropped_with_its_reason() {
+    let (mut fed, ta, i, l) = three_levels();
+    let (gold, silver, bronze) = (
+        "https://ta.example/gold",
+        "https://ta.example/silver",
+        "https://x.example/bronze",
+    );
+    // The anchor issues gold and silver itself and admits only itself for them.
+    let admitted = json!({"trust_mark_issuers": {gold: [ta.clone()], silver: [ta.clone()]}});
+    fed.entity(&ta, &[], super::superior_metadata(&ta), admitted);
+    let marks = vec![
+        mark(&mut fed, &ta, &ta, &l, gold),
+        // Claims the anchor as issuer, signed by someone else.
+        mark(&mut fed, &i, &ta, &l, silver),
+        // A type the anchor does not know.
+        mark(&mut fed, &i, &i, &l, bronze),
+    ];
+    let md = json!({RP: {"client_name": "leaf", "contacts": ["ops@l.example"],
+        "grant_types": ["authorization_code", "refresh_token", "implicit"]}});
+    fed.entity(&l, &[&i], md, json!({"trust_marks": marks}));
+    let x = explained(&mut fed, &l, &ta).await;
+    assert!(x.failed.is_none(), "{:?}", x.failed);
+    let got: Vec<(Option<&str>, bool)> = x
+        .trust_marks
+        .iter()
+        .map(|m| (m.trust_mark_type.as_deref(), m.kept))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some(gold), true),
+            (Some(silver), false),
+            (Some(bronze), false)
+        ]
+    );
+    assert!(
+        x.trust_marks[0].reason.starts_with("kept"),
+        "{:?}",
+        x.trust_marks[0]
+    );
+    assert!(
+        x.trust_marks[1].reason.starts_with("dropped: "),
+        "{:?}",
+        x.trust_marks[1]
+    );
+    assert!(
+        x.trust_marks[2].reason.contains("trust_mark_issuers"),
+        "{:?}",
+        x.trust_marks[2]
+    );
+    // The kept marks are those resolve keeps.
+    let anchors = [fed.anchor(&ta, true)];
+    let r = fed.resolve(&l, &anchors).await.unwrap();
+    let (kept, _) = crate::trust_mark_issuer_keys::verified_marks(
+        &fed.fetcher,
+        &anchors[0],
+        &r.anchor_claims,
+        &r.subject_claims,
+        &l,
+        NOW,
+    )
+    .await;
+    let kept: Vec<&str> = kept.iter().map(|m| m.trust_mark_type.as_str()).collect();
+    assert_eq!(kept, [gold]);
 }
