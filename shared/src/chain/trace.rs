@@ -178,6 +178,11 @@ impl ChainTrace {
     /// Records where validation stopped.
     pub(crate) fn fail(&mut self, stage: Stage, e: &Error) {
         let message = message(e);
+        if let Stage::Signature(j) = stage
+            && let Some(s) = self.statements.get_mut(j)
+        {
+            s.problem.get_or_insert_with(|| message.clone());
+        }
         let (step, rule) = match stage {
             Stage::Shape => ("the chain's shape".to_owned(), RULE_LINKS),
             Stage::Statement(j) => (self.describe(j), RULE_STATEMENT),

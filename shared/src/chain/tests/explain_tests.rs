@@ -145,6 +145,11 @@ async fn a_subordinate_key_mismatch_is_the_failing_step() {
         "{f:?}"
     );
     assert!(f.rule.contains("keys of the statement above"), "{f:?}");
+    let s = &x.chain.statements[0];
+    assert!(
+        s.signature.is_none() && s.problem.as_deref().unwrap().contains("ES[0]"),
+        "{s:?}"
+    );
 }
 
 #[tokio::test]
