@@ -88,7 +88,7 @@ const ROLES: &[Step] = &[
     step("marks", ISSUER, &[4, 5]),
     step("rp", LEAF, &[2]),
     // The resolver pins the anchor and resolves; the intermediate checks its chain.
-    step("resolver", RESOLVER, &[0, 1, 2, 3, 4]),
+    step("resolver", RESOLVER, &[0, 1, 2, 3, 4, 5]),
     step("ia", INTERMEDIATE, &[3]),
     step("ta", COMMON, &[3]),
 ];

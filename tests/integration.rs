@@ -43,6 +43,7 @@ mod enroll_refusals;
 mod enroll_request;
 mod entity_configuration;
 mod etags;
+mod explain;
 mod extended_list;
 mod federation;
 mod federation_map;

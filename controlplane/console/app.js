@@ -15,6 +15,7 @@ import * as keys from './keys.js';
 import * as map from './map.js';
 import * as deployment from './deployment.js';
 import * as stats from './stats.js';
+import * as explain from './explain.js';
 
 const PAGES = {
   overview: ['Overview', overview],
@@ -27,6 +28,7 @@ const PAGES = {
   endpoints: ['Federation endpoints', endpoints],
   statistics: ['Statistics', stats],
   deployment: ['Users and hosted entities', deployment],
+  explain: ['Chain explainer', explain],
 };
 
 const $ = (id) => document.getElementById(id);

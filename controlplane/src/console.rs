@@ -68,6 +68,7 @@ const ASSETS: &[Asset] = &[
     asset!("deployment.js", JS),
     asset!("operations.js", JS),
     asset!("stats.js", JS),
+    asset!("explain.js", JS),
     asset!("favicon.svg", "image/svg+xml"),
 ];
 

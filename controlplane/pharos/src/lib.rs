@@ -4,7 +4,7 @@
 //! (`pharos-controlplane`, the writer) and the data plane (`pharos-dataplane`, the public
 //! port) through the command channel and the snapshot handle, and serves both over the
 //! listeners of [`http`]. The operator tools speak to a running Pharos over HTTP or to files
-//! only: the Admin API client ([`cli_admin`]), the interactive [`setup`] and the legacy
+//! only: the Admin API client ([`cli_admin`]) and the chain [`explain`]er, the interactive [`setup`] and the legacy
 //! configuration migration ([`config2db`]).
 
 // Unit tests measure real time and sleep on purpose (clippy.toml bans both elsewhere).
@@ -14,6 +14,7 @@ pub mod app;
 pub mod cli_admin;
 pub mod config2db;
 pub mod entity;
+pub mod explain;
 pub mod http;
 pub mod logging;
 pub mod metrics;

@@ -42,6 +42,9 @@ enum Command {
     /// Admin API client: subordinates, trust marks, endpoints, keys, users, … of a running
     /// Pharos (exit status 0 ok, 1 refused by the API, 64 usage, 69 unreachable).
     Admin(pharos::cli_admin::AdminArgs),
+    /// Explain how a running Pharos resolves an entity, step by step (its Admin API's
+    /// `/explain`; exit status 0 resolved, 2 does not resolve, else as `admin`).
+    Explain(pharos::explain::ExplainArgs),
     /// First-run wizard: role, endpoints and first admin user of a running Pharos.
     Setup(pharos::setup::SetupArgs),
     /// Metadata policy tools for operators.
@@ -92,6 +95,7 @@ fn main() -> ExitCode {
             };
         }
         Some(Command::Admin(args)) => return pharos::cli_admin::run(args),
+        Some(Command::Explain(args)) => return pharos::explain::run(args),
         Some(Command::Setup(args)) => return pharos::setup::run(args),
         Some(Command::Config2db(args)) => {
             let env: Vec<(String, String)> = std::env::vars().collect();
@@ -138,9 +142,11 @@ fn main() -> ExitCode {
             }
             pharos_controlplane::backup::run(&settings, args)
         }
-        Command::Policy { .. } | Command::Config2db(_) | Command::Admin(_) | Command::Setup(_) => {
-            ExitCode::SUCCESS
-        }
+        Command::Policy { .. }
+        | Command::Config2db(_)
+        | Command::Admin(_)
+        | Command::Explain(_)
+        | Command::Setup(_) => ExitCode::SUCCESS,
     }
 }
 

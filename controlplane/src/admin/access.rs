@@ -60,6 +60,7 @@ pub const ROUTES: &[(&str, Kind)] = &[
     ),
     ("/entity-configuration/trust-marks", Kind::Entity),
     ("/entity-configuration/trust-marks/{id}", Kind::Entity),
+    ("/explain", Kind::Entity),
     ("/federation-endpoints", Kind::Entity),
     ("/federation-map", Kind::Registry),
     ("/federation-endpoints/{type}", Kind::Entity),

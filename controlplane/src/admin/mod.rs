@@ -16,6 +16,7 @@ pub mod endpoints;
 pub mod entities;
 pub mod entity_configuration;
 pub mod error;
+pub mod explain;
 pub mod extract;
 pub mod federation_map;
 pub mod guard;
@@ -96,6 +97,7 @@ pub fn routes(settings: &AdminSettings) -> (Router<Arc<ControlPlane>>, utoipa::o
         .merge(resolver::routes())
         .merge(federation_map::routes())
         .merge(superiors::routes())
+        .merge(explain::routes())
         .split_for_parts()
         .map_doc(nest_entity_paths)
         .map_doc(tidy_document)

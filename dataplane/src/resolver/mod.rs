@@ -381,6 +381,23 @@ impl<F: Fetcher + 'static> Resolver<F> {
     }
 }
 
+impl<F: Fetcher + 'static> Resolver<F> {
+    /// `q` explained step by step (see [`chain::explain`]), through the statement cache the
+    /// resolutions use, so the statements explained are those resolve would use. Nothing is
+    /// cached: an explanation is asked for rarely, by an operator.
+    pub async fn explain(&self, q: &Query, rule: GraceRule, now: i64) -> chain::Explanation {
+        let fetcher = self.statements.at(rule, now, &q.local);
+        let req = ResolveRequest {
+            subject: &q.subject,
+            anchors: &q.anchors,
+            entity_types: &q.entity_types,
+            now,
+            max_depth: DEFAULT_MAX_DEPTH,
+        };
+        chain::explain(&fetcher, &req).await
+    }
+}
+
 /// The resolutions cache: weighed by [`Resolution::weight`] plus the key, capped at `max_bytes`.
 fn resolutions_cache(max_bytes: u64) -> Cache<String, Arc<Resolution>> {
     Cache::builder()

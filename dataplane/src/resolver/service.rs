@@ -11,9 +11,12 @@ use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 
 use super::proactive::{self, Proactive};
-use super::{Resolver, resolve_config};
+use super::{Local, Query, Resolver, admits, anchor_rule, grace_rule, resolve_config};
 use pharos_runtime::outbound::HttpFetcher;
+use pharos_runtime::resolver_caches::ExplainQuery;
 use pharos_runtime::resolver_caches::ResolverCaches;
+use pharos_shared::chain::Explanation;
+use pharos_shared::endpoint::AnchorRule;
 
 /// The resolver and its caches, made on first use: an entity without a resolve endpoint or
 /// client authentication never needs them, and empty caches cost tens of kilobytes each
@@ -126,5 +129,63 @@ impl ResolverCaches for ResolveService {
         sub: Option<&'a str>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         Box::pin(ResolveService::flush(self, sub))
+    }
+
+    fn explain<'a>(
+        &'a self,
+        q: ExplainQuery<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Explanation> + Send + 'a>> {
+        Box::pin(ResolveService::explain(self, q))
+    }
+}
+
+impl ResolveService {
+    /// The chain explainer (`GET /explain` of the Admin API): `q.sub` resolved towards the
+    /// anchors the resolve endpoint would accept (its configuration, or the defaults when
+    /// this entity has no resolve endpoint), through the same statement cache, with every
+    /// step recorded. An anchor the rule refuses is explained as the failing step, before
+    /// anything is fetched.
+    pub async fn explain(&self, q: ExplainQuery<'_>) -> Explanation {
+        let snap = self.snapshot.load_full();
+        let default = ResolveConfig::default();
+        let cfg = resolve_config(&snap).unwrap_or(&default);
+        let rule = anchor_rule(&snap, cfg);
+        let wanted: Vec<String> = match (q.anchor, &rule) {
+            (Some(a), _) => vec![a.to_owned()],
+            (None, AnchorRule::Listed(l)) => l.clone(),
+            (None, _) => {
+                let mut all: Vec<String> = snap.trust_anchors.by_id.keys().cloned().collect();
+                all.sort();
+                all.push(snap.entity_id.to_string());
+                all
+            }
+        };
+        let admitted: Vec<String> = wanted
+            .iter()
+            .filter(|a| admits(&snap, &rule, a))
+            .cloned()
+            .collect();
+        let mut types = q.entity_types.to_vec();
+        types.sort();
+        types.dedup();
+        let query = Query {
+            subject: q.sub.to_owned(),
+            anchors: admitted
+                .iter()
+                .map(|a| snap.trust_anchors.spec(a))
+                .collect(),
+            entity_types: types,
+            local: Local::of(&snap, cfg),
+        };
+        let mut x = self
+            .resolver
+            .explain(&query, grace_rule(cfg), self.clock.now())
+            .await;
+        if admitted.is_empty()
+            && let Some(f) = x.failed.as_mut()
+        {
+            f.message = format!("{} is not accepted: {}", wanted.join(", "), rule.describe());
+        }
+        x
     }
 }

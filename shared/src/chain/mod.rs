@@ -10,6 +10,8 @@
 //!   last): per-statement checks (§3.2), linkage and signatures (§10.2), constraints (§6.2) and
 //!   metadata resolution (§6.1.4).
 //!
+//! - [`explain`] is [`resolve`] with every step recorded (the chain explainer): the same
+//!   collection and validation, which record into a [`ChainTrace`] when given one.
 //! - [`GraceRule`] is the resolver cache rule (serve within `grace_period`, refresh once
 //!   `time_elapsed_grace_factor` of the lifetime has elapsed), shared by the data plane caches.
 //! - [`response_claims`] shapes a resolve response (§8.3.2) from a [`ResolvedChain`] and the
@@ -21,10 +23,12 @@
 
 mod candidates;
 mod claims;
+mod explain;
 mod freshness;
 mod resolve;
 mod response;
 mod statement;
+mod trace;
 mod validate;
 
 #[cfg(test)]
@@ -38,12 +42,14 @@ use crate::jose::Jwks;
 
 pub use crate::claims::STANDARD_CLAIMS;
 pub use candidates::Fetcher;
+pub use explain::{Explanation, MAX_EXPLAINED_MARKS, OtherChain, TrustMarkStep, explain};
 pub use freshness::{Freshness, GraceRule};
 pub use resolve::resolve;
 pub use response::{
     RESOLVE_RESPONSE_CONTENT_TYPE, RESOLVE_RESPONSE_TYP, response_claims, response_exp,
 };
 pub use statement::{Statement, is_entity_identifier};
+pub use trace::{ChainTrace, ConstraintStep, Failure, StatementStep};
 pub use validate::{ValidatedChain, validate_chain};
 
 pub use crate::time::CLOCK_SKEW;

@@ -41,7 +41,7 @@ pub async fn resolve<F: Fetcher>(fetcher: &F, req: &ResolveRequest<'_>) -> Resul
 }
 
 /// A [`ResolveRequest`] that can travel to another thread with the work.
-struct OwnedRequest {
+pub(super) struct OwnedRequest {
     subject: String,
     anchors: Vec<AnchorSpec>,
     entity_types: Vec<String>,
@@ -50,7 +50,7 @@ struct OwnedRequest {
 }
 
 impl OwnedRequest {
-    fn from(req: &ResolveRequest<'_>) -> Self {
+    pub(super) fn from(req: &ResolveRequest<'_>) -> Self {
         Self {
             subject: req.subject.to_owned(),
             anchors: req.anchors.to_vec(),
@@ -60,7 +60,7 @@ impl OwnedRequest {
         }
     }
 
-    fn borrow(&self) -> ResolveRequest<'_> {
+    pub(super) fn borrow(&self) -> ResolveRequest<'_> {
         ResolveRequest {
             subject: &self.subject,
             anchors: &self.anchors,
@@ -107,7 +107,7 @@ fn choose(collected: Collected, req: &ResolveRequest<'_>) -> Result<ResolvedChai
 }
 
 /// The `invalid_trust_chain` error naming the subject, the anchors and the first failures.
-fn no_chain(req: &ResolveRequest<'_>, failures: &[String]) -> Error {
+pub(super) fn no_chain(req: &ResolveRequest<'_>, failures: &[String]) -> Error {
     let anchors: Vec<&str> = req.anchors.iter().map(|a| a.entity_id.as_str()).collect();
     let mut reasons: Vec<&str> = failures
         .iter()
@@ -132,7 +132,7 @@ fn no_chain(req: &ResolveRequest<'_>, failures: &[String]) -> Error {
 
 /// Build the result from the chosen chain, keeping only the requested Entity Types (all when
 /// none were requested; possibly none, which is reported as an empty object).
-fn finish(v: ValidatedChain, entity_types: &[String]) -> ResolvedChain {
+pub(super) fn finish(v: ValidatedChain, entity_types: &[String]) -> ResolvedChain {
     let mut metadata = v.metadata;
     if let (Value::Object(md), false) = (&mut metadata, entity_types.is_empty()) {
         md.retain(|t, _| entity_types.contains(t));

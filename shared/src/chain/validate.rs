@@ -6,12 +6,14 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use super::statement::{Lenience, Statement, parse};
+use super::trace::{ChainTrace, Stage};
 use super::{AnchorSpec, at, invalid};
 use crate::Result;
 use crate::interop::{AnchorEcConstraints, note_ignored_constraints};
 use crate::jose::{self, Jwks};
 use crate::policy::{
-    ChainStatementPolicy, Constraints, check_max_path_length, check_naming, resolve_metadata,
+    ChainStatementPolicy, Constraints, PolicyTrace, check_max_path_length, check_naming,
+    resolve_metadata, resolve_metadata_traced,
 };
 
 /// A chain that passed [`validate_chain`], with what was learnt while validating it.
@@ -41,17 +43,44 @@ pub struct ValidatedChain {
 /// one-element chain means the subject is the Trust Anchor itself. Only `ES[1].iss` can be
 /// checked against the subject's `authority_hints`: Intermediates' ECs are not chain members.
 pub fn validate_chain(chain: &[String], anchor: &AnchorSpec, now: i64) -> Result<ValidatedChain> {
+    validate_traced(chain, anchor, now, None)
+}
+
+/// A trace to record into, when the caller asked for one.
+type Rec<'a> = Option<&'a mut ChainTrace>;
+
+/// Records `e` as the failure of `stage` in the trace, and hands it on.
+fn noted(trace: &mut Rec<'_>, stage: Stage, e: crate::Error) -> crate::Error {
+    if let Some(t) = trace.as_deref_mut() {
+        t.fail(stage, &e);
+    }
+    e
+}
+
+/// [`validate_chain`], recording every step in `trace` when one is given (the chain
+/// explainer). The checks and their order are those of [`validate_chain`], which is this
+/// function without a trace; only the recording is added.
+pub(crate) fn validate_traced(
+    chain: &[String],
+    anchor: &AnchorSpec,
+    now: i64,
+    mut trace: Rec<'_>,
+) -> Result<ValidatedChain> {
     let n = chain.len();
     if n == 0 {
-        return Err(invalid("the chain is empty"));
-    }
-    if n == 2 {
-        return Err(invalid(
-            "a chain of two statements cannot link a subject to a distinct Trust Anchor",
+        return Err(noted(
+            &mut trace,
+            Stage::Shape,
+            invalid("the chain is empty"),
         ));
     }
+    if n == 2 {
+        let e =
+            invalid("a chain of two statements cannot link a subject to a distinct Trust Anchor");
+        return Err(noted(&mut trace, Stage::Shape, e));
+    }
     let rule = anchor.interop.anchor_ec_constraints;
-    let statements = chain
+    let parsed: Vec<Result<Statement>> = chain
         .iter()
         .enumerate()
         .map(|(j, jws)| {
@@ -61,12 +90,22 @@ pub fn validate_chain(chain: &[String], anchor: &AnchorSpec, now: i64) -> Result
             };
             parse(jws, now, lenience).map_err(|e| at(format_args!("ES[{j}]"), e))
         })
-        .collect::<Result<Vec<_>>>()?;
-    check_links(&statements, anchor)?;
-    check_signatures(&statements, anchor)?;
+        .collect();
+    if let Some(t) = trace.as_deref_mut() {
+        for (j, (jws, p)) in chain.iter().zip(&parsed).enumerate() {
+            t.statement(j, jws, p.as_ref());
+        }
+    }
+    let mut statements = Vec::with_capacity(n);
+    for (j, p) in parsed.into_iter().enumerate() {
+        statements.push(p.map_err(|e| noted(&mut trace, Stage::Statement(j), e))?);
+    }
+    check_links(&statements, anchor).map_err(|e| noted(&mut trace, Stage::Links, e))?;
+    check_signatures(&statements, anchor, &mut trace)?;
     let from_anchor = anchor_constraints(&statements, anchor);
-    check_constraints(&statements, from_anchor)?;
-    let metadata = resolve(&statements, from_anchor)?;
+    check_constraints(&statements, from_anchor, &mut trace)?;
+    let metadata = resolve(&statements, from_anchor, &mut trace)
+        .map_err(|e| noted(&mut trace, Stage::Metadata, e))?;
     let exp = statements.iter().map(|s| s.exp).min().unwrap_or(now);
     Ok(ValidatedChain {
         subject: statements[0].sub.clone(),
@@ -130,7 +169,7 @@ fn check_links(es: &[Statement], anchor: &AnchorSpec) -> Result<()> {
 
 /// Signatures (§10.2): the anchor's EC with the pinned keys (or its own), each other statement
 /// with the keys of the next one, and the subject's EC also with its own keys.
-fn check_signatures(es: &[Statement], anchor: &AnchorSpec) -> Result<()> {
+fn check_signatures(es: &[Statement], anchor: &AnchorSpec, trace: &mut Rec<'_>) -> Result<()> {
     let last = es.len() - 1;
     let anchor_keys = anchor.jwks.as_ref().unwrap_or(&es[last].jwks);
     let which = if anchor.jwks.is_some() {
@@ -138,14 +177,45 @@ fn check_signatures(es: &[Statement], anchor: &AnchorSpec) -> Result<()> {
     } else {
         "its own"
     };
-    verify(&es[last], anchor_keys)
-        .map_err(|e| at(format_args!("ES[{last}] (Trust Anchor, {which} keys)"), e))?;
+    let mut check = |j: usize, keys: &Jwks, position: String, words: String| {
+        verify(&es[j], keys).map_err(|e| noted(trace, Stage::Signature(j), at(position, e)))?;
+        if let Some(t) = trace.as_deref_mut() {
+            t.verified(j, words);
+        }
+        Ok::<(), crate::Error>(())
+    };
+    check(
+        last,
+        anchor_keys,
+        format!("ES[{last}] (Trust Anchor, {which} keys)"),
+        format!(
+            "verified with the Trust Anchor's {} keys",
+            if anchor.jwks.is_some() {
+                "pinned"
+            } else {
+                "own"
+            }
+        ),
+    )?;
     for j in (0..last).rev() {
-        verify(&es[j], &es[j + 1].jwks)
-            .map_err(|e| at(format_args!("ES[{j}] (keys of ES[{}])", j + 1), e))?;
+        check(
+            j,
+            &es[j + 1].jwks,
+            format!("ES[{j}] (keys of ES[{}])", j + 1),
+            format!(
+                "verified with the keys of {} in statement {}",
+                es[j + 1].sub,
+                j + 1
+            ),
+        )?;
     }
     if last > 0 {
-        verify(&es[0], &es[0].jwks).map_err(|e| at("ES[0] (its own keys)", e))?;
+        check(
+            0,
+            &es[0].jwks,
+            "ES[0] (its own keys)".into(),
+            "verified with its own keys".into(),
+        )?;
     }
     Ok(())
 }
@@ -177,7 +247,11 @@ fn anchor_constraints<'a>(es: &'a [Statement], anchor: &AnchorSpec) -> Option<&'
 /// `naming_constraints` against its subject and every Entity below it. `from_anchor` (the
 /// anchor's Entity Configuration's, see [`anchor_constraints`]) is applied as if the anchor's
 /// statement about its immediate subordinate, `ES[last - 1]`, carried it as well.
-fn check_constraints(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<()> {
+fn check_constraints(
+    es: &[Statement],
+    from_anchor: Option<&Constraints>,
+    trace: &mut Rec<'_>,
+) -> Result<()> {
     let last = es.len() - 1;
     let own = (1..last).filter_map(|j| es[j].constraints.as_ref().map(|c| (j, c, "")));
     let anchor = from_anchor
@@ -185,9 +259,25 @@ fn check_constraints(es: &[Statement], from_anchor: Option<&Constraints>) -> Res
         .map(|c| (last - 1, c, " (the Trust Anchor's Entity Configuration)"));
     for (j, c, whose) in own.chain(anchor) {
         let fail = |e: crate::Error| invalid(format!("ES[{j}] constraints{whose}: {e}"));
-        check_max_path_length(c, j - 1).map_err(fail)?;
+        let issuer = if whose.is_empty() {
+            es[j].iss.as_str()
+        } else {
+            es[last].sub.as_str()
+        };
+        let r = check_max_path_length(c, j - 1);
+        if let (Some(t), Some(max)) = (trace.as_deref_mut(), c.max_path_length) {
+            let checked = format!("{} Intermediates between {issuer} and the subject", j - 1);
+            t.constraint(j, issuer, "max_path_length", json!(max), checked, r.is_ok());
+        }
+        r.map_err(|e| noted(trace, Stage::Constraint(j), fail(e)))?;
         for below in &es[..=j] {
-            check_naming(c, &below.sub).map_err(fail)?;
+            let r = check_naming(c, &below.sub);
+            if let (Some(t), Some(nc)) = (trace.as_deref_mut(), &c.naming_constraints) {
+                let value = ChainTrace::value_of(nc);
+                let checked = format!("the Entity Identifier {}", below.sub);
+                t.constraint(j, issuer, "naming_constraints", value, checked, r.is_ok());
+            }
+            r.map_err(|e| noted(trace, Stage::Constraint(j), fail(e)))?;
         }
     }
     Ok(())
@@ -197,7 +287,11 @@ fn check_constraints(es: &[Statement], from_anchor: Option<&Constraints>) -> Res
 /// the Immediate Superior's, applied to the subject's own metadata. A one-element chain (the
 /// subject is the anchor) resolves to the anchor's own metadata. `from_anchor` contributes its
 /// `allowed_entity_types` at the top of the chain.
-fn resolve(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<Value> {
+fn resolve(
+    es: &[Statement],
+    from_anchor: Option<&Constraints>,
+    trace: &mut Rec<'_>,
+) -> Result<Value> {
     let last = es.len() - 1;
     let anchor = from_anchor
         .filter(|_| last >= 2)
@@ -205,6 +299,8 @@ fn resolve(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<Value>
             constraints: Some(c),
             ..ChainStatementPolicy::default()
         });
+    // The chain position of each entry, for the trace: the anchor's EC, then ES[last-1..1].
+    let positions: Vec<usize> = anchor.iter().map(|_| last).chain((1..last).rev()).collect();
     let policies: Vec<ChainStatementPolicy<'_>> = anchor
         .into_iter()
         .chain((1..last).rev().map(|j| ChainStatementPolicy {
@@ -216,5 +312,37 @@ fn resolve(es: &[Statement], from_anchor: Option<&Constraints>) -> Result<Value>
         .collect();
     let empty = json!({});
     let leaf = es[0].claims.get("metadata").unwrap_or(&empty);
-    resolve_metadata(&policies, leaf)
+    let Some(t) = trace.as_deref_mut() else {
+        return resolve_metadata(&policies, leaf);
+    };
+    let p = t.policy.insert(PolicyTrace::default());
+    let r = resolve_metadata_traced(&policies, leaf, Some(p));
+    let at = |i: usize| positions.get(i).copied().unwrap_or(i);
+    for m in &mut p.merges {
+        m.statement = at(m.statement);
+    }
+    for f in &mut p.entity_type_filters {
+        f.statement = at(f.statement);
+    }
+    let filters = p.entity_type_filters.clone();
+    for f in filters {
+        let issuer = es.get(f.statement).map_or("", |s| s.iss.as_str());
+        let checked = if f.removed.is_empty() {
+            "the subject's Entity Types: none removed".to_owned()
+        } else {
+            format!(
+                "the subject's Entity Types: removed {}",
+                f.removed.join(", ")
+            )
+        };
+        t.constraint(
+            f.statement,
+            issuer,
+            "allowed_entity_types",
+            json!(f.allowed),
+            checked,
+            true,
+        );
+    }
+    r
 }

@@ -6,10 +6,11 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value, json};
 
 use super::admit::implements;
-use super::apply::{apply_metadata_policy, apply_named_param};
+use super::apply::{apply_metadata_policy, apply_metadata_policy_traced, apply_named_param};
 use super::constraints::{Constraints, filter_entity_types};
 use super::merge::{check_metadata_policy, merge_metadata_policy, merge_param_policy};
 use super::sets::{invalid_metadata, invalid_policy};
+use super::trace::{FilterStep, MergeStep, OverlayStep, PolicyTrace};
 use crate::Result;
 
 /// What one Subordinate Statement of a chain contributes to metadata resolution. Borrowed so
@@ -36,6 +37,17 @@ pub fn resolve_metadata(
     statements: &[ChainStatementPolicy<'_>],
     leaf_metadata: &Value,
 ) -> Result<Value> {
+    resolve_metadata_traced(statements, leaf_metadata, None)
+}
+
+/// [`resolve_metadata`], recording every step in `trace` when one is given (the chain
+/// explainer). The steps are recorded as they run, so on an error the trace ends at the step
+/// that failed; the result is the same as without a trace.
+pub fn resolve_metadata_traced(
+    statements: &[ChainStatementPolicy<'_>],
+    leaf_metadata: &Value,
+    mut trace: Option<&mut PolicyTrace>,
+) -> Result<Value> {
     let crit: Vec<String> = statements
         .iter()
         .filter_map(|s| s.metadata_policy_crit)
@@ -43,15 +55,25 @@ pub fn resolve_metadata(
         .cloned()
         .collect();
     let mut merged: Option<Value> = None;
-    for policy in statements.iter().filter_map(|s| s.metadata_policy) {
-        if policy.is_null() {
+    for (i, s) in statements.iter().enumerate() {
+        let Some(policy) = s.metadata_policy.filter(|p| !p.is_null()) else {
             continue;
-        }
-        check_metadata_policy(policy, &crit)?;
-        merged = Some(match merged {
-            None => policy.clone(),
-            Some(current) => merge_metadata_policy(&current, policy)?,
+        };
+        let step = check_metadata_policy(policy, &crit).and_then(|()| match &merged {
+            None => Ok(policy.clone()),
+            Some(current) => merge_metadata_policy(current, policy),
         });
+        if let Some(t) = trace.as_deref_mut() {
+            t.merges.push(MergeStep {
+                statement: i,
+                policy: policy.clone(),
+                combined: step.as_ref().ok().cloned(),
+            });
+        }
+        merged = Some(step?);
+    }
+    if let Some(t) = trace.as_deref_mut() {
+        t.subject_metadata = leaf_metadata.clone();
     }
     let mut metadata = leaf_metadata
         .as_object()
@@ -59,15 +81,41 @@ pub fn resolve_metadata(
         .clone();
     if let Some(overlay) = statements.last().and_then(|s| s.metadata) {
         overlay_metadata(&mut metadata, overlay)?;
+        if let Some(t) = trace.as_deref_mut() {
+            t.superior_metadata = Some(OverlayStep {
+                claim: overlay.clone(),
+                after: Value::Object(metadata.clone()),
+            });
+        }
     }
     let mut metadata = Value::Object(metadata);
-    for c in statements.iter().filter_map(|s| s.constraints) {
-        metadata = filter_entity_types(c, &metadata);
+    for (i, s) in statements.iter().enumerate() {
+        let Some(c) = s.constraints else { continue };
+        let filtered = filter_entity_types(c, &metadata);
+        if let (Some(t), Some(allowed)) = (trace.as_deref_mut(), &c.allowed_entity_types) {
+            let kept = |k: &String| filtered.get(k).is_some();
+            let removed = metadata.as_object().into_iter().flat_map(|m| m.keys());
+            t.entity_type_filters.push(FilterStep {
+                statement: i,
+                allowed: allowed.clone(),
+                removed: removed.filter(|k| !kept(k)).cloned().collect(),
+            });
+        }
+        metadata = filtered;
     }
-    match merged {
-        Some(policy) => apply_metadata_policy(&policy, &metadata),
+    let Some(t) = trace else {
+        return match merged {
+            Some(policy) => apply_metadata_policy(&policy, &metadata),
+            None => Ok(metadata),
+        };
+    };
+    t.before_policy = metadata.clone();
+    let out = match merged {
+        Some(policy) => apply_metadata_policy_traced(&policy, &metadata, Some(&mut t.operators)),
         None => Ok(metadata),
-    }
+    };
+    t.metadata = out.as_ref().ok().cloned();
+    out
 }
 
 /// Replace or add the superior's parameters, only for Entity Types the leaf declares.

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod explain_tests;
 mod interop_tests;
 mod reject_tests;
 mod resolve_tests;
