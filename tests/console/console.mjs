@@ -15,71 +15,19 @@
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
 // Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
 
-import { readFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
 
-const require = createRequire(import.meta.url);
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
+import { check, env, run, until } from './harness.mjs';
+
 const BASE = env('PHAROS_URL');
 const MAIN = process.env.PHAROS_MAIN_URL || BASE;
 const SHOTS = env('SCREENSHOTS');
 const EXPECT = JSON.parse(env('EXPECT'));
-const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const allowed = new Set([new URL(BASE).origin, new URL(MAIN).origin, new URL(env('LEAF_URL')).origin]);
 
-// A browser that hangs must not hang the test suite: give up after five minutes.
-setTimeout(() => {
-  console.log(JSON.stringify({ ok: false, error: 'console test did not finish within 5 minutes' }));
-  process.exit(1);
-}, 300_000).unref();
 
-const steps = [];
-const blocked = [];
-const pageErrors = [];
-const axeReport = {};
-mkdirSync(SHOTS, { recursive: true });
-
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-dev-shm-usage'],
-});
-let failure = null;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 }, acceptDownloads: true });
-  // The network is closed except for Pharos: anything else (a CDN, a font) is aborted and
-  // recorded, and the test fails if there was any.
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    let origin = '';
-    try { origin = new URL(url).origin; } catch { /* data: and the like */ }
-    if (allowed.has(origin)) return route.continue();
-    blocked.push(url);
-    return route.abort('internetdisconnected');
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 4[01][0-9]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
-  });
-  page.on('dialog', (d) => { pageErrors.push(`unexpected dialog: ${d.message()}`); d.dismiss(); });
-
-  const axe = async (name) => {
-    if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
-    const r = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-    const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    axeReport[name] = r.violations.map((v) => `${v.impact}:${v.id}`);
-    check(!serious.length, `axe on ${name}: ${JSON.stringify(serious.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
-  };
-  const shot = (name) => page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+await run({ name: 'console test', origins: [BASE, MAIN, env('LEAF_URL')], screenshots: SHOTS, ignoreConsole: /status of 4[01][0-9]/ }, async ({ page, axe, shot, report }) => {
+  const steps = [];
+  report.steps = steps;
   const open = async (route, name) => {
     await page.goto(`${BASE}/console/#/${route}`);
     await page.waitForSelector(`#view[data-page="${name}"]:not([aria-busy])`);
@@ -471,16 +419,8 @@ try {
   await axe('subordinates-dark');
   await shot('12-subordinates-dark');
   steps.push('dark mode');
+});
 
-  check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
-  check(!pageErrors.length, `page errors: ${pageErrors.join(' | ')}`);
-} catch (e) {
-  failure = e;
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify({ ok: !failure, error: failure ? String(failure.stack || failure) : null, steps, blocked, pageErrors, axe: axeReport }));
-process.exit(failure ? 1 : 0);
 
 /** Presses the confirming button of the in-page confirmation dialog. */
 async function confirm(page) {
@@ -489,17 +429,6 @@ async function confirm(page) {
   await page.waitForSelector('dialog[open]', { state: 'detached' });
 }
 
-/**
- * Waits until `fn(arg)` is true in the page. (Playwright's waitForFunction evaluates a string
- * in the page, which the console's Content Security Policy rightly forbids; evaluate does not.)
- */
-async function until(page, fn, arg) {
-  for (let i = 0; i < 150; i += 1) {
-    if (await page.evaluate(fn, arg)) return;
-    await new Promise((r) => { setTimeout(r, 100); });
-  }
-  throw new Error(`timed out waiting for ${String(fn).slice(0, 160)}`);
-}
 
 /** The served Entity Configuration's payload (signature checked by the Rust side). */
 async function entityConfiguration(page) {

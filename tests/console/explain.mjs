@@ -10,65 +10,14 @@
 // SCREENSHOTS (directory), CHROMIUM (browser binary).
 // Output: one JSON line on stdout ({ok, steps, blocked, axe}); exit status 1 on failure.
 
-import { readFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { chromium } from 'playwright-core';
+import { check, env, run, until } from './harness.mjs';
 
-const require = createRequire(import.meta.url);
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const BASE = env('PHAROS_URL');
 const SHOTS = env('SCREENSHOTS');
-const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const allowed = new Set([new URL(BASE).origin]);
 
-setTimeout(() => {
-  console.log(JSON.stringify({ ok: false, error: 'explain console test did not finish within 5 minutes' }));
-  process.exit(1);
-}, 300_000).unref();
-
-const steps = [];
-const blocked = [];
-const pageErrors = [];
-const axeReport = {};
-mkdirSync(SHOTS, { recursive: true });
-
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-dev-shm-usage'],
-});
-let failure = null;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    let origin = '';
-    try { origin = new URL(url).origin; } catch { /* data: and the like */ }
-    if (allowed.has(origin)) return route.continue();
-    blocked.push(url);
-    return route.abort('internetdisconnected');
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/status of 40[0-9]/.test(m.text())) pageErrors.push(`console: ${m.text()}`);
-  });
-  page.on('dialog', (d) => { pageErrors.push(`unexpected dialog: ${d.message()}`); d.dismiss(); });
-  const axe = async (name) => {
-    if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
-    const r = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-    const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    axeReport[name] = r.violations.map((v) => `${v.impact}:${v.id}`);
-    check(!serious.length, `axe on ${name}: ${JSON.stringify(serious.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
-  };
-  const shot = (name) => page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+await run({ name: 'explain console test', origins: [BASE], screenshots: SHOTS, ignoreConsole: /status of 40[0-9]/ }, async ({ page, axe, shot, report }) => {
+  const steps = [];
+  report.steps = steps;
   const explainFor = async (sub, anchor) => {
     await page.fill('[name="sub"]', sub);
     await page.fill('[name="anchor"]', anchor);
@@ -117,22 +66,6 @@ try {
   await axe('explain-failed-dark');
   await shot('22-explain-failed-dark');
   steps.push('dark mode');
+});
 
-  check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
-  check(!pageErrors.length, `page errors: ${pageErrors.join(' | ')}`);
-} catch (e) {
-  failure = e;
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify({ ok: !failure, error: failure ? String(failure.stack || failure) : null, steps, blocked, pageErrors, axe: axeReport }));
-process.exit(failure ? 1 : 0);
 
-/** Waits until `fn(arg)` is true in the page (evaluate, not waitForFunction: the CSP forbids eval). */
-async function until(page, fn, arg) {
-  for (let i = 0; i < 300; i += 1) {
-    if (await page.evaluate(fn, arg)) return;
-    await new Promise((r) => { setTimeout(r, 100); });
-  }
-  throw new Error(`timed out waiting for ${String(fn).slice(0, 160)}`);
-}

@@ -72,18 +72,15 @@ export async function run({ name, origins, screenshots, ignoreConsole = /$^/ }, 
       if (m.type() === 'error' && !ignoreConsole.test(m.text())) pageErrors.push(`console: ${m.text()}`);
     });
     page.on('dialog', (d) => { pageErrors.push(`unexpected dialog: ${d.message()}`); d.dismiss(); });
-    const axe = async (page_) => {
-      const p = page_;
-      return async (label) => {
-        if (!(await p.evaluate(() => typeof window.axe !== 'undefined'))) await p.evaluate(axeSource);
-        const r = await p.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-        const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-        axeReport[label] = r.violations.map((v) => `${v.impact}:${v.id}`);
-        check(!serious.length, `axe on ${label}: ${JSON.stringify(serious.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
-      };
+    const axe = async (label) => {
+      if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
+      const r = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+      const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      axeReport[label] = r.violations.map((v) => `${v.impact}:${v.id}`);
+      check(!serious.length, `axe on ${label}: ${JSON.stringify(serious.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
     };
     const shot = (label, fullPage = true) => page.screenshot({ path: `${screenshots}/${label}.png`, fullPage });
-    await body({ page, axe: await axe(page), shot, report });
+    await body({ page, axe, shot, report });
     check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
     check(!pageErrors.length, `page errors: ${pageErrors.join(' | ')}`);
   } catch (e) {

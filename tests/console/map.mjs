@@ -9,61 +9,16 @@
 // `timings` (milliseconds: overview, the reference; render, expand, search) are reported for the benchmark script,
 // never asserted.
 
-import { readFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { chromium } from 'playwright-core';
+import { check, env, run, until } from './harness.mjs';
 
-const require = createRequire(import.meta.url);
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const BASE = env('PHAROS_URL');
 const SHOTS = env('SCREENSHOTS');
-const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const origin = new URL(BASE).origin;
 
-setTimeout(() => {
-  console.log(JSON.stringify({ ok: false, error: 'map test did not finish within 5 minutes' }));
-  process.exit(1);
-}, 300_000).unref();
-
-const steps = [];
-const blocked = [];
-const pageErrors = [];
-const axeReport = {};
-const timings = {};
-mkdirSync(SHOTS, { recursive: true });
-const check = (cond, what) => { if (!cond) throw new Error(`check failed: ${what}`); };
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-dev-shm-usage'],
-});
-let failure = null;
-try {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  await context.route('**/*', (route) => {
-    const url = route.request().url();
-    let o = '';
-    try { o = new URL(url).origin; } catch { /* data: */ }
-    if (o === origin) return route.continue();
-    blocked.push(url);
-    return route.abort('internetdisconnected');
-  });
-  const page = await context.newPage();
-  page.on('pageerror', (e) => pageErrors.push(`pageerror: ${e.message}`));
-  // The sign-in probe's 401 before the credentials exist is expected.
-  page.on('console', (m) => { if (m.type() === 'error' && !/status of 401/.test(m.text())) pageErrors.push(`console: ${m.text()}`); });
-  const axe = async (name) => {
-    if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) await page.evaluate(axeSource);
-    const r = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-    const serious = r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    axeReport[name] = r.violations.map((v) => `${v.impact}:${v.id}`);
-    check(!serious.length, `axe on ${name}: ${JSON.stringify(serious.map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))}`);
-  };
-  const shot = (name) => page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
+await run({ name: 'map test', origins: [BASE], screenshots: SHOTS, ignoreConsole: /status of 401/ }, async ({ page, axe, shot, report }) => {
+  const steps = [];
+  report.steps = steps;
+  const timings = {};
+  report.timings = timings;
 
   await page.goto(`${BASE}/console/`);
   await page.waitForSelector('#login:not([hidden])');
@@ -88,7 +43,7 @@ try {
   const drawn = await page.$$eval('#view li', (ls) => ls.length);
   check(drawn < 200, `a closed branch draws nothing: ${drawn} items`);
   await axe('map');
-  await shot('map-overview');
+  await shot('map-overview', false);
   steps.push('render');
 
   // Keyboard: focus the intermediate's summary and open it with Enter; its members appear a
@@ -104,7 +59,7 @@ try {
   await page.click(`li[data-entity="${ia}"] details button:has-text("Show 100 more")`);
   check((await members()) === 200, `second page of members: ${await members()}`);
   await axe('map-expanded');
-  await shot('map-expanded');
+  await shot('map-expanded', false);
   steps.push('expand a branch');
 
   // Search: one leaf among 10,000, with its path from the anchor.
@@ -116,7 +71,7 @@ try {
   const found = await page.$$eval('[data-field="map-results"] li', (ls) => ls.map((l) => l.textContent));
   check(found.length === 1 && found[0].includes(' › https://ia13.map.example › '), `search finds the leaf with its path: ${found}`);
   check(await page.$eval('[data-field="map-tree"]', (e) => e.hidden), 'the tree gives way to the results');
-  await shot('map-search');
+  await shot('map-search', false);
   await page.fill('input[name="search"]', '');
   await page.selectOption('select[name="status"]', 'blocked');
   await page.waitForSelector('[data-field="map-results"] li');
@@ -124,13 +79,5 @@ try {
   check(blockedFound.length === 1 && blockedFound[0] === env('BLOCKED'), `status filter: ${blockedFound}`);
   await axe('map-filter');
   steps.push('search and filter');
+});
 
-  check(!blocked.length, `requests outside Pharos: ${blocked.join(', ')}`);
-  check(!pageErrors.length, `page errors: ${pageErrors.join(' | ')}`);
-} catch (e) {
-  failure = e;
-} finally {
-  await browser.close();
-}
-console.log(JSON.stringify({ ok: !failure, error: failure ? String(failure.stack || failure) : null, steps, blocked, pageErrors, axe: axeReport, timings }));
-process.exit(failure ? 1 : 0);

@@ -4,60 +4,18 @@
 //! publishes wrongly: each operator's before and after in the table, the failing step in
 //! words, axe-core without serious or critical violations, screenshots in
 //! `target/console-screenshots/explain/`. Skipped with a notice when the browser, Node.js or
-//! the test's `node_modules` are missing, unless `PHAROS_REQUIRE_BROWSER=1` (or
-//! `PHAROS_REQUIRE_NODE=1`) makes that a failure.
+//! the test's `node_modules` are missing, unless `PHAROS_REQUIRE_BROWSER=1` makes that a
+//! failure (see [`crate::console::browser_available`]).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 use pharos_shared::time::SystemClock;
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Node, RP, federation};
-
-fn console_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/console")
-}
-
-fn chromium() -> PathBuf {
-    std::env::var_os("PHAROS_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
-}
-
-/// Whether the browser check can run; prints why not, or fails when it is required.
-fn browser_available() -> bool {
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let missing: Vec<String> = [
-        (!chromium().exists())
-            .then(|| format!("{} (apt-get install chromium)", chromium().display())),
-        (!node).then(|| "node (apt-get install nodejs npm)".to_owned()),
-        (!console_dir().join("node_modules/playwright-core").exists())
-            .then(|| "tests/console/node_modules (npm ci in tests/console)".to_owned()),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let required = |k: &str| std::env::var(k).is_ok_and(|v| v == "1");
-    assert!(
-        !required("PHAROS_REQUIRE_BROWSER") && !required("PHAROS_REQUIRE_NODE"),
-        "the explainer's browser test is required but is missing: {}",
-        missing.join(", ")
-    );
-    eprintln!(
-        "NOTICE: explainer browser test skipped; missing: {}",
-        missing.join(", ")
-    );
-    false
-}
+use crate::console::{browser_available, run_script};
 
 #[tokio::test]
 async fn the_explainer_page_shows_each_step_as_text_in_a_real_browser() {
@@ -102,25 +60,8 @@ async fn the_explainer_page_shows_each_step_as_text_in_a_real_browser() {
         ("BROKEN_SUBJECT", broken.id()),
         ("BROKEN_STEP", "the signature of statement 0".to_owned()),
         ("SCREENSHOTS", shots.display().to_string()),
-        ("CHROMIUM", chromium().display().to_string()),
     ];
-    // On a blocking thread, so that the federation keeps serving the browser.
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg("explain.mjs")
-            .current_dir(console_dir())
-            .envs(envs)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(report["ok"], true, "{report}");
-    assert_eq!(report["blocked"], json!([]), "{report}");
+    let report = run_script("explain.mjs", envs.to_vec()).await;
     assert_eq!(
         report["steps"],
         json!(["page", "resolved", "failed", "dark mode"]),
