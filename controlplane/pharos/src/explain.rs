@@ -40,15 +40,8 @@ pub struct ExplainArgs {
 
 /// Runs `pharos explain` and returns its exit status.
 pub fn run(args: ExplainArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = crate::cli_admin::runtime() else {
+        return ExitCode::FAILURE;
     };
     let result = rt.block_on(async {
         let client = Client::new(args.connection.target()?)?;

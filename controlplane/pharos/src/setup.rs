@@ -162,15 +162,8 @@ fn parse_hosted(arg: &str) -> Result<(String, Role), Failure> {
 
 /// Runs the wizard and returns its exit status (those of `pharos admin`).
 pub fn run(args: SetupArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = crate::cli_admin::runtime() else {
+        return ExitCode::FAILURE;
     };
     let interactive = !args.non_interactive && std::io::stdin().is_terminal();
     match rt.block_on(wizard(args, interactive)) {

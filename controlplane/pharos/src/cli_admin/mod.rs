@@ -151,17 +151,20 @@ pub struct AdminArgs {
     pub command: commands::AdminCommand,
 }
 
-/// Runs one `pharos admin` command and returns its exit status.
-pub fn run(args: AdminArgs) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// The single-threaded runtime of the commands that talk to an Admin API (`admin`, `setup`,
+/// `explain`); `None` (after saying why) when it cannot start.
+pub fn runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        .map_err(|e| eprintln!("error: cannot start runtime: {e}"))
+        .ok()
+}
+
+/// Runs one `pharos admin` command and returns its exit status.
+pub fn run(args: AdminArgs) -> ExitCode {
+    let Some(rt) = crate::cli_admin::runtime() else {
+        return ExitCode::FAILURE;
     };
     let result = rt.block_on(async {
         // Offline commands need no API at all.
