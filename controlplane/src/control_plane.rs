@@ -172,7 +172,7 @@ impl ControlPlane {
         let kms = keys::kms::Kms::open(&settings)?;
         keys::ensure_signing_key(&db, &settings, &kms, now).await?;
         let versions = AtomicU64::new(1);
-        let snapshot = load::snapshot(&db, &settings, &kms, &versions, now).await?;
+        let snapshot = load::snapshot(&db, &settings, &kms, &versions, now, None).await?;
         let group = db
             .wal
             .clone()

@@ -29,6 +29,7 @@ pub async fn snapshot(
     kms: &Kms,
     versions: &AtomicU64,
     now: i64,
+    previous: Option<&Snapshot>,
 ) -> Result<Snapshot> {
     let started = pharos_shared::time::Stopwatch::start();
     let snapshot = Snapshot {
@@ -38,7 +39,9 @@ pub async fn snapshot(
         entity_configuration: Arc::new(entity_configuration(db).await?),
         trust_anchors: Arc::new(trust_anchors(db, settings).await?),
         keys: Arc::new(keys::load_keyset(db, kms, now).await?),
-        subordinates: Arc::new(subordinates(db, versions).await?),
+        subordinates: Arc::new(
+            subordinates(db, versions, previous.map(|s| &*s.subordinates)).await?,
+        ),
         trust_marks: Arc::new(trust_marks(db, settings, versions).await?),
         collections: Arc::new(collections(db).await?),
         statements_generation: 1,
@@ -53,10 +56,17 @@ pub async fn snapshot(
     Ok(snapshot)
 }
 
-/// Every subordinate and the general settings, each stamped with a fresh version. Rows become
-/// records as they stream in (a million subordinates are never held twice), and each record
-/// keeps its key set as the stored text.
-pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates> {
+/// Every subordinate and the general settings. Rows become records as they stream in (a
+/// million subordinates are never held twice), and each record keeps its key set as the
+/// stored text. A record equal to the one `previous` holds (a full reload of a running
+/// snapshot) is that record, shared, with its version; any other gets a fresh version. So a
+/// rebuild allocates the changed records and the map, not a second copy of every record: the
+/// record built from the row is dropped at once when it matches.
+pub async fn subordinates(
+    db: &Db,
+    versions: &AtomicU64,
+    previous: Option<&Subordinates>,
+) -> Result<Subordinates> {
     let general = Arc::new(general(db).await?);
     let general_version = versions.fetch_add(1, Ordering::SeqCst) + 1;
     let mut claims = claims::by_subordinate(db).await?;
@@ -66,7 +76,6 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
             .map(Box::new)
     };
     db::subordinates::for_each(db, |r| {
-        let version = versions.fetch_add(1, Ordering::SeqCst) + 1;
         let mut types: Vec<_> = r
             .registered_entity_types
             .iter()
@@ -74,7 +83,7 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
             .collect();
         types.sort_unstable();
         let claims = claims.remove(&r.id).unwrap_or_default();
-        subs.insert(Arc::new(Subordinate {
+        let built = Subordinate {
             id: r.id,
             status: db::subordinates::stored_status(&r.entity_id, &r.status),
             entity_id: r.entity_id.into(),
@@ -86,8 +95,18 @@ pub async fn subordinates(db: &Db, versions: &AtomicU64) -> Result<Subordinates>
             additional_claims: claims.into_iter().map(claim).collect(),
             registered: r.created_at,
             updated: r.updated_at,
-            version,
+            version: 0,
             statement: Default::default(),
+        };
+        let kept = previous
+            .and_then(|p| p.get(&built.entity_id))
+            .filter(|old| old.same_stored(&built))
+            .cloned();
+        subs.insert(kept.unwrap_or_else(|| {
+            Arc::new(Subordinate {
+                version: versions.fetch_add(1, Ordering::SeqCst) + 1,
+                ..built
+            })
         }));
     })
     .await?;

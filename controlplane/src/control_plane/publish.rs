@@ -302,8 +302,17 @@ impl ControlPlane {
     /// everything may have changed.
     pub(super) async fn reload_all(&self) -> Result<()> {
         let now = self.now();
-        let mut next =
-            load::snapshot(&self.db, &self.settings, &self.kms, &self.versions, now).await?;
+        let cur = self.snapshot.load_full();
+        let mut next = load::snapshot(
+            &self.db,
+            &self.settings,
+            &self.kms,
+            &self.versions,
+            now,
+            Some(&cur),
+        )
+        .await?;
+        drop(cur);
         next.generation = self.next_generation();
         next.statements_generation = next.generation;
         self.snapshot.publish(Arc::new(next));

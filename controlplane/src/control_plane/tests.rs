@@ -402,3 +402,58 @@ fn the_entity_column_is_told_apart_from_its_neighbours() {
     assert!(!names_entity_column("WHERE entity_id = ?"));
     assert!(!names_entity_column("FROM entities"));
 }
+
+/// Inserts subordinate `i` with key id `kid` straight into the database (as a bulk load would).
+async fn insert_subordinate(cp: &ControlPlane, i: i64, kid: &str) {
+    let jwks = format!(
+        r#"{{"keys":[{{"kty":"EC","crv":"P-256","kid":"{kid}","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}}]}}"#
+    );
+    sqlx::query(cp.db.sql(
+        "INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, created_at, updated_at) VALUES (?, ?, ?, '', 'active', ?, 1, 1)",
+    ))
+    .bind(i)
+    .bind(cp.db.entity())
+    .bind(format!("https://sub{i}.example"))
+    .bind(jwks)
+    .execute(&cp.db.pool)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_full_reload_shares_the_records_that_did_not_change() {
+    let (cp, _dir) = control_plane().await;
+    for i in 1..=3 {
+        insert_subordinate(&cp, i, &format!("k{i}")).await;
+    }
+    cp.reload_all().await.unwrap();
+    let before = cp.snapshot();
+    assert_eq!(before.subordinates.len(), 3);
+    // A replica missed a change of subordinate 2 (its keys): the next full reload reads it anew
+    // and keeps the two others as they are, shared with the snapshot it replaces.
+    sqlx::query(cp.db.sql("UPDATE subordinates SET jwks = ? WHERE id = 2"))
+        .bind(r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"changed","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#)
+        .execute(&cp.db.pool)
+        .await
+        .unwrap();
+    cp.reload_all().await.unwrap();
+    let after = cp.snapshot();
+    assert!(after.generation > before.generation);
+    let rec = |s: &pharos_shared::snapshot::Snapshot, i: i64| {
+        s.subordinates
+            .get(&format!("https://sub{i}.example"))
+            .unwrap()
+            .clone()
+    };
+    for i in [1, 3] {
+        assert!(
+            Arc::ptr_eq(&rec(&before, i), &rec(&after, i)),
+            "subordinate {i} is shared"
+        );
+        assert_eq!(rec(&before, i).version, rec(&after, i).version);
+    }
+    let (old, new) = (rec(&before, 2), rec(&after, 2));
+    assert!(!Arc::ptr_eq(&old, &new), "the changed one is read anew");
+    assert!(new.version > old.version, "with a new version");
+    assert_eq!(new.jwks.jwks().keys[0]["kid"], "changed");
+}

@@ -105,6 +105,26 @@ pub struct Subordinate {
     pub statement: StatementSlot,
 }
 
+impl Subordinate {
+    /// Whether `other` holds the same stored state: everything read from the database, not
+    /// the version nor the signed statement held. A full reload keeps the record it already
+    /// has when nothing stored changed, so a replica rebuilding its snapshot does not hold two
+    /// copies of a million records at once.
+    pub fn same_stored(&self, other: &Subordinate) -> bool {
+        self.id == other.id
+            && self.entity_id == other.entity_id
+            && self.status == other.status
+            && self.registered_entity_types == other.registered_entity_types
+            && self.jwks == other.jwks
+            && self.metadata == other.metadata
+            && self.metadata_policy == other.metadata_policy
+            && self.constraints == other.constraints
+            && self.additional_claims == other.additional_claims
+            && self.registered == other.registered
+            && self.updated == other.updated
+    }
+}
+
 /// A subordinate's key set as the snapshot holds it: its JSON text. Parsed, one EC key is
 /// about a kilobyte of maps and strings, as text about 150 bytes; the set is read only when a
 /// statement is signed (rare next to serving the signed one), so 100,000 subordinates keep the
