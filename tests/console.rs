@@ -111,6 +111,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         enable(&p, "list", "/list", json!({})).await;
         enable(&p, "enroll_request", "/enroll-request", json!({})).await;
         enable(&p, "trust_mark", "/trust-mark", json!({})).await;
+        enable(&p, "trust_mark_status", "/trust-mark-status", json!({})).await;
         // A pending enrollment request, as an entity makes it.
         let a = ask(&p, "/enroll-request", leaf.entity_id(), &[]).await;
         assert_eq!(a.status, 202, "{}", a.body);
@@ -291,6 +292,25 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
         assert_eq!(statement["metadata_policy"], new_policy, "{statement:?}");
         let r = p.get(&format!("/fetch?sub={}", enc(block_me))).await;
         assert_eq!(r.status(), 404, "a blocked subject is not served");
+        // The trust mark subjects approved and added in the browser obtain their marks, signed
+        // with the published keys, and the status endpoint says they are active.
+        let keys: pharos_shared::jose::Jwks = serde_json::from_value(ec["jwks"].clone()).unwrap();
+        for sub in [tm_subject, tm_new_subject] {
+            let q: String = url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("sub", sub)
+                .append_pair("trust_mark_type", tm_type)
+                .finish();
+            let r = p.get(&format!("/trust-mark?{q}")).await;
+            assert_eq!(r.status(), 200, "{sub}");
+            let mark = r.text().await.unwrap();
+            let d = pharos_shared::jose::verify(&mark, &keys).unwrap();
+            assert_eq!(d.claims["sub"], sub);
+            assert_eq!(
+                crate::trust_marks_endpoints::status(&p, &mark, &keys).await,
+                "active",
+                "{sub}"
+            );
+        }
         let (_, rec) = p
             .admin(
                 Method::GET,
@@ -331,6 +351,7 @@ async fn an_operator_runs_the_federation_from_the_console_in_a_real_browser() {
             "14-keys",
             "15-users",
             "16-key-alarm",
+            "17-trust-marks-dark",
         ] {
             assert!(shots.join(format!("{name}.png")).exists(), "{name}");
         }

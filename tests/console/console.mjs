@@ -418,6 +418,11 @@ await run({ name: 'console test', origins: [BASE, MAIN, env('LEAF_URL')], screen
   await open('subordinates', 'subordinates');
   await axe('subordinates-dark');
   await shot('12-subordinates-dark');
+  for (const [route, name] of [['keys', 'keys'], ['map', 'map'], ['entity-configuration', 'entity-configuration'], ['deployment', 'deployment'], ['trust-marks', 'trust-marks']]) {
+    await open(route, name);
+    await axe(`${name}-dark`);
+  }
+  await shot('17-trust-marks-dark');
   steps.push('dark mode');
 });
 
