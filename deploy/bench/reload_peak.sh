@@ -39,6 +39,8 @@ server:
 storage:
   driver: postgres
   dsn: ${PG_DSN%/*}/$DB
+  endpoint_auth:
+    jti_backend: db
 cluster:
   enabled: true
 logging:

@@ -58,60 +58,83 @@ pub async fn snapshot(
 
 /// Every subordinate and the general settings. Rows become records as they stream in (a
 /// million subordinates are never held twice), and each record keeps its key set as the
-/// stored text. A record equal to the one `previous` holds (a full reload of a running
-/// snapshot) is that record, shared, with its version; any other gets a fresh version. So a
-/// rebuild allocates the changed records and the map, not a second copy of every record: the
-/// record built from the row is dropped at once when it matches.
+/// stored text. With `previous` (a full reload of a running snapshot) the result is
+/// `previous` brought in line with the rows ([`Subordinates::reconcile`]): a record equal in
+/// everything stored is the current one, shared, with its version; only the changed records
+/// and the paths to them are new, so a replica's rebuild does not hold a second registry.
 pub async fn subordinates(
     db: &Db,
     versions: &AtomicU64,
     previous: Option<&Subordinates>,
 ) -> Result<Subordinates> {
-    let general = Arc::new(general(db).await?);
-    let general_version = versions.fetch_add(1, Ordering::SeqCst) + 1;
+    let general = general(db).await?;
     let mut claims = claims::by_subordinate(db).await?;
-    let mut subs = Subordinates::new([], general, general_version);
+    let version = || versions.fetch_add(1, Ordering::SeqCst) + 1;
+    let Some(old) = previous else {
+        let mut subs = Subordinates::new([], Arc::new(general), version());
+        db::subordinates::for_each(db, |r| {
+            let built = stored_record(r, &mut claims, |t| subs.type_name(t));
+            subs.insert(Arc::new(Subordinate {
+                version: version(),
+                ..built
+            }));
+        })
+        .await?;
+        db::subordinates::for_each_tombstone(db, |entity_id, t| subs.bury(&entity_id, t)).await?;
+        return Ok(subs);
+    };
+    let mut r = old.reconcile();
+    db::subordinates::for_each(db, |row| {
+        let built = stored_record(row, &mut claims, |t| r.type_name(t));
+        let s = match r.current(&built.entity_id) {
+            Some(current) if current.same_stored(&built) => current.clone(),
+            _ => Arc::new(Subordinate {
+                version: version(),
+                ..built
+            }),
+        };
+        r.row(s);
+    })
+    .await?;
+    let mut tombstones = Vec::new();
+    db::subordinates::for_each_tombstone(db, |entity_id, t| tombstones.push((entity_id, t)))
+        .await?;
+    Ok(r.finish(general, version, tombstones))
+}
+
+/// The record of a streamed row (version 0: the caller stamps it), with its claims taken from
+/// `claims` and its entity type names from `type_name`.
+fn stored_record(
+    r: db::subordinates::SnapshotRow,
+    claims: &mut std::collections::HashMap<i64, Vec<ClaimRow>>,
+    type_name: impl Fn(&str) -> Arc<str>,
+) -> Subordinate {
     let doc = |text: Option<String>| {
         text.and_then(|t| serde_json::from_str::<Value>(&t).ok())
             .map(Box::new)
     };
-    db::subordinates::for_each(db, |r| {
-        let mut types: Vec<_> = r
-            .registered_entity_types
-            .iter()
-            .map(|t| subs.type_name(t))
-            .collect();
-        types.sort_unstable();
-        let claims = claims.remove(&r.id).unwrap_or_default();
-        let built = Subordinate {
-            id: r.id,
-            status: db::subordinates::stored_status(&r.entity_id, &r.status),
-            entity_id: r.entity_id.into(),
-            registered_entity_types: types.into(),
-            jwks: StoredJwks::from_text(r.jwks.as_deref()),
-            metadata: doc(r.metadata),
-            metadata_policy: doc(r.metadata_policy),
-            constraints: doc(r.constraints),
-            additional_claims: claims.into_iter().map(claim).collect(),
-            registered: r.created_at,
-            updated: r.updated_at,
-            version: 0,
-            statement: Default::default(),
-        };
-        let kept = previous
-            .and_then(|p| p.get(&built.entity_id))
-            .filter(|old| old.same_stored(&built))
-            .cloned();
-        subs.insert(kept.unwrap_or_else(|| {
-            Arc::new(Subordinate {
-                version: versions.fetch_add(1, Ordering::SeqCst) + 1,
-                ..built
-            })
-        }));
-    })
-    .await?;
-    db::subordinates::for_each_tombstone(db, |entity_id, t| subs.bury(&entity_id, t)).await?;
-    Ok(subs)
+    let mut types: Vec<_> = r
+        .registered_entity_types
+        .iter()
+        .map(|t| type_name(t))
+        .collect();
+    types.sort_unstable();
+    let claims = claims.remove(&r.id).unwrap_or_default();
+    Subordinate {
+        id: r.id,
+        status: db::subordinates::stored_status(&r.entity_id, &r.status),
+        entity_id: r.entity_id.into(),
+        registered_entity_types: types.into(),
+        jwks: StoredJwks::from_text(r.jwks.as_deref()),
+        metadata: doc(r.metadata),
+        metadata_policy: doc(r.metadata_policy),
+        constraints: doc(r.constraints),
+        additional_claims: claims.into_iter().map(claim).collect(),
+        registered: r.created_at,
+        updated: r.updated_at,
+        version: 0,
+        statement: Default::default(),
+    }
 }
 
 /// The snapshot form of a subordinate row, to go into `registry` (whose entity type names it

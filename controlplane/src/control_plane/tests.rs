@@ -429,8 +429,13 @@ async fn a_full_reload_shares_the_records_that_did_not_change() {
     cp.reload_all().await.unwrap();
     let before = cp.snapshot();
     assert_eq!(before.subordinates.len(), 3);
-    // A replica missed a change of subordinate 2 (its keys): the next full reload reads it anew
-    // and keeps the two others as they are, shared with the snapshot it replaces.
+    // A replica missed three changes (subordinate 2's keys, 3 deleted, 4 added): the next full
+    // reload applies them and keeps subordinate 1 as it is, shared with the snapshot it replaces.
+    sqlx::query(cp.db.sql("DELETE FROM subordinates WHERE id = 3"))
+        .execute(&cp.db.pool)
+        .await
+        .unwrap();
+    insert_subordinate(&cp, 4, "k4").await;
     sqlx::query(cp.db.sql("UPDATE subordinates SET jwks = ? WHERE id = 2"))
         .bind(r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"changed","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#)
         .execute(&cp.db.pool)
@@ -445,13 +450,13 @@ async fn a_full_reload_shares_the_records_that_did_not_change() {
             .unwrap()
             .clone()
     };
-    for i in [1, 3] {
-        assert!(
-            Arc::ptr_eq(&rec(&before, i), &rec(&after, i)),
-            "subordinate {i} is shared"
-        );
-        assert_eq!(rec(&before, i).version, rec(&after, i).version);
-    }
+    let ids: Vec<_> = after.subordinates.all().map(|s| s.id).collect();
+    assert_eq!(ids, [1, 2, 4], "the deleted row is gone, the new one there");
+    assert!(
+        Arc::ptr_eq(&rec(&before, 1), &rec(&after, 1)),
+        "subordinate 1 is shared"
+    );
+    assert_eq!(rec(&before, 1).version, rec(&after, 1).version);
     let (old, new) = (rec(&before, 2), rec(&after, 2));
     assert!(!Arc::ptr_eq(&old, &new), "the changed one is read anew");
     assert!(new.version > old.version, "with a new version");
