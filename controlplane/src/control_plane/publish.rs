@@ -297,7 +297,9 @@ impl ControlPlane {
     }
 
     /// Replaces the snapshot with one built from the database as a whole (a replica that
-    /// may have missed announcements). Call with the writer lock held. Every cached signature
+    /// may have missed announcements). The registry is the running one brought in line with
+    /// every row (what did not change stays shared), so a million subordinates are not held
+    /// twice while it runs. Call with the writer lock held. Every cached signature
     /// is renewed (the statements generation moves), and the jobs that follow changes are told
     /// everything may have changed.
     pub(super) async fn reload_all(&self) -> Result<()> {
