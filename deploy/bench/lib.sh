@@ -155,6 +155,24 @@ pharos_stop() {
 # rss_mb NAME: resident set size of a running Pharos, in MB.
 rss_mb() { echo $(($(ps -o rss= -p "${PHAROS_PIDS[$1]}") / 1024)); }
 
+# rss_peak_mb PID SECONDS: the highest RSS (MB) sampled every 20 ms for SECONDS.
+rss_peak_mb() {
+    python3 - "$1" "$2" <<'PY'
+import sys, time
+pid, secs, peak = sys.argv[1], float(sys.argv[2]), 0
+end = time.time() + secs
+while time.time() < end:
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                peak = max(peak, int(line.split()[1]))
+    except FileNotFoundError:
+        break
+    time.sleep(0.02)
+print(peak // 1024)
+PY
+}
+
 # admin PORT METHOD PATH [BODY [CONTENT_TYPE]]: an Admin API call that must succeed.
 admin() {
     curl -fsS -o /dev/null -X "$2" "http://127.0.0.1:$1/api/v1/admin$3" \

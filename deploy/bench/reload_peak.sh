@@ -55,23 +55,6 @@ pharos_stop r
 log "reload_peak: bulk-loading $N subordinates"
 python3 "$BENCH_DIR/gen_subordinates.py" "$N" postgres "${PG_DSN%/*}/$DB" >/dev/null
 
-peak_of() {
-    python3 - "$1" "$2" <<'PY'
-import sys, time
-pid, secs, peak = sys.argv[1], float(sys.argv[2]), 0
-end = time.time() + secs
-while time.time() < end:
-    try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                peak = max(peak, int(line.split()[1]))
-    except FileNotFoundError:
-        break
-    time.sleep(0.02)
-print(peak // 1024)
-PY
-}
-
 RESULTS=$WORK/results.txt
 : >"$RESULTS"
 measure() {
@@ -82,7 +65,7 @@ measure() {
     steady=$(rss_mb r)
     pid=${PHAROS_PIDS[r]}
     lines=$(grep -c 'snapshot built from the database' "$WORK/r/log" || true)
-    peak_of "$pid" $((N / 40000 + 10)) >"$WORK/peak.txt" &
+    rss_peak_mb "$pid" $((N / 40000 + 10)) >"$WORK/peak.txt" &
     local sampler=$!
     sleep 0.5
     psql -q "${PG_DSN%/*}/$DB" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '$DB' AND application_name LIKE 'pharos-listener-%'" >/dev/null

@@ -75,24 +75,6 @@ repeat_ms() {
     pct 50 "$WORK/lat.txt" 1000
 }
 
-# rss_peak_mb PID SECONDS: the highest RSS (MB) sampled every 20 ms for SECONDS.
-rss_peak_mb() {
-    python3 - "$1" "$2" <<'PY'
-import sys, time
-pid, secs, peak = sys.argv[1], float(sys.argv[2]), 0
-end = time.time() + secs
-while time.time() < end:
-    try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                peak = max(peak, int(line.split()[1]))
-    except FileNotFoundError:
-        break
-    time.sleep(0.02)
-print(peak // 1024)
-PY
-}
-
 # built_ms: the elapsed_ms of the last "snapshot built from the database" log line.
 built_ms() {
     grep 'snapshot built from the database' "$WORK/scale/log" | tail -1 \
