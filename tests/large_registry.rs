@@ -1,13 +1,25 @@
-//! A registry larger than one page of every bulk path (issue 24): 12,001 subordinates written
+//! A registry larger than one page of every bulk path (issue 24): 25,001 subordinates written
 //! straight into the database, as a bulk load or a migration would, then served after a
-//! restart. The Admin API lists them page by page and the snapshot is built from streamed rows;
-//! both must give back every row, in order, with its child rows, on every database.
+//! restart. The Admin API lists them page by page and the snapshot is built from streamed rows,
+//! read in batches of 20,000 ahead of the build (issue 39); both must give back every row, in
+//! order, with its child rows, on every database. A hosted entity's subordinates sit between
+//! them in id order (as rows of entities created at different times do): each entity's
+//! snapshot has its own rows and entity types, and only those.
 
 use crate::support::{Pharos, TestDb, backends, enable, enc};
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-const N: usize = 12_001;
+/// More than one batch of the snapshot's read (20,000) and several pages of the Admin API's.
+const N: usize = 25_001;
+
+/// The hosted entity's subordinates: hosted subordinate `k` has id `16 k + 1`, between the
+/// default entity's (`2 i`), across all of their batches.
+const H: usize = N / 8;
+
+fn hosted(k: usize) -> String {
+    format!("https://h{k:06}.example.org")
+}
 
 fn entity(i: usize) -> String {
     format!("https://sub{i:06}.example.org")
@@ -29,8 +41,9 @@ fn types(i: usize) -> &'static [&'static str] {
     }
 }
 
-/// Inserts subordinates 1..=N (ids = i) with their types, 500 rows per statement.
-async fn bulk_load(db: &TestDb) {
+/// Inserts subordinates 1..=N (ids = 2 i) with their types, 500 rows per statement, and the
+/// hosted entity `hosted_no`'s (see [`H`]).
+async fn bulk_load(db: &TestDb, hosted_no: i64) {
     let pool = db.pool().await;
     let now = 1_700_000_000_i64;
     for start in (1..=N).step_by(500) {
@@ -60,7 +73,7 @@ async fn bulk_load(db: &TestDb) {
                 r#"{{"keys":[{{"kty":"EC","crv":"P-256","kid":"k{i}","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}}]}}"#
             );
             q = q
-                .bind(i as i64)
+                .bind(2 * i as i64)
                 .bind(entity(i))
                 .bind(status(i))
                 .bind(jwks)
@@ -71,13 +84,37 @@ async fn bulk_load(db: &TestDb) {
         let mut q = sqlx::query(pool.sql_built(kinds));
         for i in start..=end {
             for t in types(i) {
-                q = q.bind(i as i64).bind(*t);
+                q = q.bind(2 * i as i64).bind(*t);
             }
         }
         q.execute(pool.pool()).await.unwrap();
     }
+    for start in (1..=H).step_by(500) {
+        let end = (start + 499).min(H);
+        let rows = vec!["(?, ?, ?, '', 'active', ?, ?)"; end - start + 1].join(",");
+        let mut q = sqlx::query(pool.sql_built(format!(
+            "INSERT INTO subordinates (id, entity, entity_id, description, status, created_at, updated_at) VALUES {rows}"
+        )));
+        for k in start..=end {
+            q = q
+                .bind(16 * k as i64 + 1)
+                .bind(hosted_no)
+                .bind(hosted(k))
+                .bind(now)
+                .bind(now);
+        }
+        q.execute(pool.pool()).await.unwrap();
+        let kinds = vec!["(?, 'openid_relying_party')"; end - start + 1].join(",");
+        let mut q = sqlx::query(pool.sql_built(format!(
+            "INSERT INTO subordinate_entity_types (subordinate_id, entity_type) VALUES {kinds}"
+        )));
+        for k in start..=end {
+            q = q.bind(16 * k as i64 + 1);
+        }
+        q.execute(pool.pool()).await.unwrap();
+    }
     if matches!(db.backend, crate::support::Backend::Postgres) {
-        sqlx::query("SELECT setval(pg_get_serial_sequence('subordinates', 'id'), 20000)")
+        sqlx::query("SELECT setval(pg_get_serial_sequence('subordinates', 'id'), 100000)")
             .execute(pool.pool())
             .await
             .unwrap();
@@ -105,7 +142,17 @@ async fn a_registry_of_many_pages_is_listed_and_served_whole() {
         let p = Pharos::start(&db).await;
         enable(&p, "fetch", "/fetch", serde_json::json!({})).await;
         enable(&p, "list", "/list", serde_json::json!({})).await;
-        bulk_load(&db).await;
+        let edu = format!("{}/edu", p.entity_id());
+        let (s, v) = p
+            .admin(Method::POST, "/entities", Some(json!({"entity_id": edu})))
+            .await;
+        assert_eq!(s, 201, "{b:?}: {v}");
+        let n = v["id"].as_i64().unwrap();
+        let body = json!({"type": "list", "path": "/list", "config": {}});
+        let path = format!("/entities/{n}/federation-endpoints");
+        let (s, v) = p.admin(Method::POST, &path, Some(body)).await;
+        assert_eq!(s, 201, "{b:?}: {v}");
+        bulk_load(&db, n).await;
         // The rows appeared behind the running service's back: a restart builds the snapshot
         // from them.
         let p = p.restart().await;
@@ -149,6 +196,16 @@ async fn a_registry_of_many_pages_is_listed_and_served_whole() {
         assert_eq!(stmt["jwks"]["keys"][0]["kid"], "k4243", "{b:?}");
         let r = p.get(&format!("/fetch?sub={}", enc(&entity(4242)))).await;
         assert_eq!(r.status(), 404, "a blocked subordinate is not served");
+
+        // The hosted entity's snapshot: its rows, with their entity type, and no other.
+        let theirs: Vec<String> = (1..=H).map(hosted).collect();
+        let r = p.get("/edu/list").await;
+        assert_eq!(r.status(), 200, "{b:?}");
+        assert_eq!(r.json::<Vec<String>>().await.unwrap(), theirs, "{b:?}");
+        let r = p.get("/edu/list?entity_type=openid_relying_party").await;
+        assert_eq!(r.json::<Vec<String>>().await.unwrap(), theirs, "{b:?}");
+        let r = p.get("/edu/list?entity_type=openid_provider").await;
+        assert_eq!(r.json::<Vec<String>>().await.unwrap(), Vec::<String>::new());
         p.stop().await;
     }
 }

@@ -341,6 +341,15 @@ const MIGRATIONS: &[(i64, &str, [&str; 3])] = &[
             include_str!("../../../../migrations/postgres/0020_anchor_trust_mark_status.sql"),
         ],
     ),
+    (
+        21,
+        "subordinates_by_entity_and_id",
+        [
+            include_str!("../../../../migrations/sqlite/0021_subordinates_by_entity_and_id.sql"),
+            include_str!("../../../../migrations/mysql/0021_subordinates_by_entity_and_id.sql"),
+            include_str!("../../../../migrations/postgres/0021_subordinates_by_entity_and_id.sql"),
+        ],
+    ),
 ];
 
 /// Migrations that run outside sqlx's transaction (their text begins `-- no-transaction` and
