@@ -101,6 +101,7 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
 /// What the snapshot needs of one subordinate row: its key set stays text (the snapshot
 /// keeps it so; parsing a million key sets at start-up only to serialise them again cost
 /// seconds and, held all at once, a gigabyte).
+/// The batches' JSON arrays list a row's values in the order of these fields.
 #[derive(Debug, serde::Deserialize)]
 pub struct SnapshotRow {
     /// Database id.
