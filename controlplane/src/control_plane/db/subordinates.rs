@@ -161,7 +161,7 @@ pub async fn for_each(db: &Db, mut each: impl FnMut(SnapshotRow)) -> Result<()> 
 /// faster than parsing before the next read), or rows.
 enum Batch {
     /// An array of rows, and their entity types when the rows do not carry them (an array of
-    /// `[id, type]` and `[id, [type, …]]`).
+    /// `[id, [type, …]]`).
     Json {
         rows: String,
         types: Option<String>,
@@ -174,23 +174,13 @@ fn parse(rows: &str, types: Option<&str>) -> Result<Vec<SnapshotRow>> {
     let bad = |e: serde_json::Error| Error::Internal(format!("reading subordinates: {e}"));
     let mut rows: Vec<SnapshotRow> = serde_json::from_str(rows).map_err(bad)?;
     if let Some(types) = types {
-        /// One entity type, or all of a subordinate's.
-        #[derive(serde::Deserialize)]
-        #[serde(untagged)]
-        enum Types {
-            One(String),
-            All(Vec<String>),
-        }
-        let mut by_id: HashMap<i64, Vec<String>> = HashMap::new();
-        for (id, t) in serde_json::from_str::<Vec<(i64, Types)>>(types).map_err(bad)? {
-            let of = by_id.entry(id).or_default();
-            match t {
-                Types::One(t) => of.push(t),
-                Types::All(all) => of.extend(all),
-            }
-        }
+        let mut types: HashMap<i64, Vec<String>> =
+            serde_json::from_str::<Vec<(i64, Vec<String>)>>(types)
+                .map_err(bad)?
+                .into_iter()
+                .collect();
         for r in &mut rows {
-            r.registered_entity_types = by_id.remove(&r.id).unwrap_or_default();
+            r.registered_entity_types = types.remove(&r.id).unwrap_or_default();
         }
     }
     Ok(rows)
@@ -252,8 +242,7 @@ async fn batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
 /// repeatable-read transaction (one snapshot for both). A sub-plan aggregating each row's
 /// types was a third of the server's work, the slower half of a start-up there; when the
 /// batch's ids are mostly this entity's (as a registry that grows by itself has them), its
-/// types are one range of their key, sent as `[id, type]` pairs (grouping them by subordinate
-/// on the server took it twice as long as the pairs). Otherwise (other entities' rows in
+/// types are one range of their key, aggregated once. Otherwise (other entities' rows in
 /// between) each row's are looked up. Both plans stay linear whatever the statistics say
 /// (a join of the batch with the types was quadratic on tables bulk-loaded after their last
 /// `ANALYZE`: a nested loop over the aggregate).
@@ -282,8 +271,9 @@ async fn pg_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     let n: i64 = row.try_get("n")?;
     let types = if dense(first, last, n) {
         sqlx::query(db.sql(concat!(
-            "SELECT coalesce(json_agg(json_build_array(subordinate_id, entity_type)), '[]')::text AS types ",
-            "FROM subordinate_entity_types WHERE subordinate_id >= ? AND subordinate_id <= ?"
+            "SELECT coalesce(json_agg(json_build_array(subordinate_id, types)), '[]')::text AS types ",
+            "FROM (SELECT subordinate_id, json_agg(entity_type) AS types FROM subordinate_entity_types ",
+            "WHERE subordinate_id >= ? AND subordinate_id <= ? GROUP BY subordinate_id) g"
         )))
         .bind(first)
         .bind(last)
@@ -824,11 +814,10 @@ mod tests {
         assert_eq!(parsed[0].jwks.as_deref(), Some(r#"{"keys":[]}"#));
         assert_eq!((parsed[0].created_at, parsed[0].updated_at), (1, 2));
         assert!(parsed[1].registered_entity_types.is_empty());
-        // PostgreSQL: rows without types, and the types by id (as pairs, or all of a row's
-        // at once), including ids of another entity's rows in the range (ignored) and rows
-        // with none.
+        // PostgreSQL: rows without types, and the types by id, including ids of another
+        // entity's rows in the range (ignored) and rows with none.
         let rows = format!("[{},{},{}]", row(3, ""), row(5, ""), row(7, ""));
-        let types = r#"[[3,"openid_provider"],[4,"federation_entity"],[3,"openid_relying_party"],[7,["openid_provider"]]]"#;
+        let types = r#"[[3,["openid_provider","openid_relying_party"]],[4,["federation_entity"]],[7,["openid_provider"]]]"#;
         let parsed = parse(&rows, Some(types)).unwrap();
         let got: Vec<_> = parsed
             .iter()
