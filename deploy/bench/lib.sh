@@ -177,6 +177,29 @@ pharos_stop() {
 # rss_mb NAME: resident set size of a running Pharos, in MB.
 rss_mb() { echo $(($(ps -o rss= -p "${PHAROS_PIDS[$1]}") / 1024)); }
 
+# ab_binaries: OLD (BENCH_OLD_BIN, required) and NEW (BENCH_BIN, else this tree's release
+# build, built now) for a script that compares two binaries; both must be executable.
+ab_binaries() {
+    OLD=${BENCH_OLD_BIN:?BENCH_OLD_BIN: the release binary to compare against}
+    [ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
+    NEW=$BIN
+    local b
+    for b in "$OLD" "$NEW"; do [ -x "$b" ] || die "no binary at $b"; done
+}
+
+# append_section REPORT: appends REPORT to BENCHMARKS.md under a heading with the time, the
+# cores and the load average before the run ($LOAD_BEFORE), and the command ($CMD).
+append_section() {
+    {
+        echo
+        echo "### $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load before: $LOAD_BEFORE"
+        echo
+        echo "Command: \`$CMD\`"
+        echo
+        echo "$1"
+    } >>"$ROOT/BENCHMARKS.md"
+}
+
 # rss_peak_mb PID SECONDS: the highest RSS (MB) sampled every 20 ms for SECONDS.
 rss_peak_mb() {
     python3 - "$1" "$2" <<'PY'

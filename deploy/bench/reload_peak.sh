@@ -20,10 +20,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 N=${BENCH_N:-1000000}
 ROUNDS=${BENCH_REPEATS:-2}
 PG_DSN=${BENCH_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres}
-OLD=${BENCH_OLD_BIN:?BENCH_OLD_BIN: the release binary to compare against}
-[ -n "${BENCH_BIN:-}" ] || (cd "$ROOT" && cargo build --release -q -p pharos)
-NEW=$BIN
-for b in "$OLD" "$NEW"; do [ -x "$b" ] || die "no binary at $b"; done
+ab_binaries
 command -v psql >/dev/null || die "psql not found"
 PORT=17760
 DB=pharos_reload_$$
@@ -101,13 +98,4 @@ print(f"Medians of {len(rows) // 2} interleaved rounds.")
 PY
 )
 echo "$REPORT"
-if [ "$APPEND" = 1 ]; then
-    {
-        echo
-        echo "### $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load before: $LOAD_BEFORE"
-        echo
-        echo "Command: \`$CMD\`"
-        echo
-        echo "$REPORT"
-    } >>"$ROOT/BENCHMARKS.md"
-fi
+[ "$APPEND" = 0 ] || append_section "$REPORT"
