@@ -78,7 +78,8 @@ fn postgres() -> bool {
 }
 
 #[tokio::test]
-async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catches_up() {
+async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catches_up_from_the_log()
+ {
     // Without the DSN this fails under PHAROS_REQUIRE_DATABASES (`has_backend`), as in CI.
     if !postgres() {
         return;
@@ -89,36 +90,72 @@ async fn a_write_on_one_replica_is_visible_on_the_others_and_a_cut_listener_catc
 
     writes_travel(a, b, c).await;
 
-    // A's listener connection is cut: it reconnects, reloads everything and is ready again;
-    // writes made meanwhile on B are there.
+    // A's listener connection is cut: it reconnects, reads what it missed from the change log
+    // (no second full build) and is ready again; writes made meanwhile on B are there.
     let origin = a.app.as_ref().unwrap().control.origin;
     let name = pharos_controlplane::control_plane::cluster::listener_name(origin);
     let pool = db.pool().await;
-    let (killed,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE application_name = $1) AS t",
-    )
-    .bind(&name)
-    .fetch_one(pool.pool())
-    .await
-    .unwrap();
-    assert_eq!(killed, 1, "A's listener connection");
+    let cut = || async {
+        let (killed,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1) AS t",
+        )
+        .bind(&name)
+        .fetch_one(pool.pool())
+        .await
+        .unwrap();
+        assert_eq!(killed, 1, "A's listener connection");
+    };
+    cut().await;
     let later = "https://leaf-2.example.org";
     add(b, later).await;
+    add(c, "https://leaf-2b.example.org").await;
     eventually("A caught up", || listed(a, later)).await;
+    eventually("A caught up with C", || {
+        listed(a, "https://leaf-2b.example.org")
+    })
+    .await;
     eventually("A ready", || async {
         a.get("/readyz").await.status() == 200
     })
     .await;
     assert_eq!(
         full_builds(a).await,
-        2.0,
-        "start, and the reload after the cut"
+        1.0,
+        "the start only: the cut cost a delta"
     );
     // And it keeps listening afterwards.
     let third = "https://leaf-3.example.org";
     add(c, third).await;
     eventually("A follows again", || listed(a, third)).await;
+
+    // Cut again, and the log loses generations A has not seen (as pruning does to a replica
+    // far behind): only a full reload catches up, whether A notices on reconnecting or at the
+    // next notification.
+    cut().await;
+    sqlx::query("UPDATE cluster_generation SET generation = generation + 5 WHERE id = 1")
+        .execute(pool.pool())
+        .await
+        .unwrap();
+    let fourth = "https://leaf-4.example.org";
+    add(b, fourth).await;
+    eventually("A caught up after the pruned log", || listed(a, fourth)).await;
+    eventually("A reloaded everything", || async {
+        full_builds(a).await == 2.0
+    })
+    .await;
+    eventually("A ready again", || async {
+        a.get("/readyz").await.status() == 200
+    })
+    .await;
+    let fifth = "https://leaf-5.example.org";
+    add(c, fifth).await;
+    eventually("A follows after the full reload", || listed(a, fifth)).await;
+    assert_eq!(
+        full_builds(a).await,
+        2.0,
+        "one full reload, then deltas again"
+    );
 
     for p in r {
         p.stop().await;

@@ -1,17 +1,19 @@
 //! Change propagation between replicas on one PostgreSQL or MariaDB database (issue 19).
 //!
-//! A write announces what it touched with `pg_notify` inside its own transaction
-//! ([`super::Write::commit`]), so the announcement is delivered exactly when (and only if)
-//! the change is committed. MariaDB has no notifications: there the write bumps the one row of
-//! `cluster_generation` and logs the announcement in `cluster_changes` under that generation
-//! (same transaction; the row lock makes generations commit in order), and replicas poll for
-//! generations above the last one they applied every `cluster.poll_interval`. Every replica listens on a dedicated connection and reloads just
-//! those parts into its snapshot through the same reload-and-publish step as a local write, under
-//! its writer lock.
+//! A write bumps the one row of `cluster_generation` and logs what it touched in
+//! `cluster_changes` under that generation, inside its own transaction
+//! ([`super::Write::commit`]): the log holds exactly the committed changes, and the row lock
+//! makes generations commit in order. Replicas apply the entries above the last generation
+//! they applied, through the same reload-and-publish step as a local write, under their writer
+//! lock. On MariaDB they poll the log every `cluster.poll_interval`. On PostgreSQL the write
+//! also sends the entry with `pg_notify`, delivered at commit to every replica's listener.
 //!
 //! A replica subscribes before it builds its first snapshot ([`Subscription`]), so that build
-//! is the only full one. Notifications sent while a listener is disconnected are lost, so after
-//! a reconnection the replica reloads everything, and `/readyz` says not ready until it has.
+//! is the only full one. Notifications sent while a listener is disconnected are lost; after a
+//! reconnection the replica reads what it missed from the log, and reloads everything only
+//! when the log no longer holds it (pruned, or written by a release that did not log on
+//! PostgreSQL): a cut listener at a million subordinates costs the few changes made meanwhile,
+//! not a second snapshot. `/readyz` says not ready until it has caught up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +52,10 @@ pub struct Announcement {
     /// Too much to name: reload everything.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
+    /// Its place in the change log (notifications; a log entry's is its row's). Absent from
+    /// the notifications of releases that did not log on PostgreSQL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
     /// What to reload.
     #[serde(default)]
     pub changes: Changes,
@@ -63,21 +69,24 @@ fn is_default_entity(n: &i64) -> bool {
     *n == EntityNo::DEFAULT.get()
 }
 
-/// The payload announcing `changes` made by `origin` to hosted entity `entity`.
-pub fn encode(origin: u64, entity: EntityNo, changes: &Changes) -> String {
-    let a = Announcement {
+/// The payload announcing `changes` made by `origin` to hosted entity `entity`, logged under
+/// `generation` when given (a notification carries it; the log's rows have their own).
+pub fn encode(origin: u64, entity: EntityNo, changes: &Changes, generation: Option<i64>) -> String {
+    let mut a = Announcement {
         origin,
         entity: entity.get(),
         all: false,
+        generation,
         changes: changes.clone(),
     };
-    match serde_json::to_string(&a) {
-        Ok(p) if p.len() <= MAX_PAYLOAD => p,
-        _ => format!(
-            "{{\"origin\":{origin},\"entity\":{},\"all\":true}}",
-            entity.get()
-        ),
+    if let Ok(p) = serde_json::to_string(&a)
+        && p.len() <= MAX_PAYLOAD
+    {
+        return p;
     }
+    a.all = true;
+    a.changes = Changes::default();
+    serde_json::to_string(&a).unwrap_or_else(|_| format!("{{\"origin\":{origin},\"all\":true}}"))
 }
 
 /// Reads a payload; anything unreadable means "reload everything" (a newer replica's format,
@@ -87,13 +96,14 @@ pub fn decode(payload: &str) -> Announcement {
         origin: 0,
         entity: default_entity(),
         all: true,
+        generation: None,
         changes: Changes::default(),
     })
 }
 
 /// This process's place among the replicas, taken before its first snapshot is built: its
-/// origin, and where it starts receiving the others' announcements. On PostgreSQL its listener
-/// is already LISTENing; on MariaDB the current generation has been read. A change committed
+/// origin, and where it starts receiving the others' announcements: the current generation of
+/// the change log, read (on PostgreSQL) once its listener is LISTENing. A change committed
 /// after that point is announced to this replica, and one committed before it is in the first
 /// snapshot (built afterwards); one committed while the snapshot is being built is in both,
 /// never in neither. So the start-up build is the only full one, and a replica is ready once it
@@ -110,8 +120,10 @@ pub struct Subscription {
 enum Start {
     /// Not a replica (SQLite, or `cluster.enabled` off).
     Alone,
-    /// PostgreSQL: LISTEN is in effect on this connection.
-    Listening(PgListener),
+    /// PostgreSQL: LISTEN is in effect on this connection; the last generation the first
+    /// snapshot includes, when it could be read (else the first reconnection reloads
+    /// everything).
+    Listening(PgListener, Option<i64>),
     /// MariaDB: the last generation the first snapshot includes.
     Generation(i64),
     /// The position could not be taken (the database went away meanwhile): the replica
@@ -129,7 +141,7 @@ impl Subscription {
             Start::Alone
         } else if db.dialect == Dialect::Postgres {
             match listen(&listener_options(settings, origin)?).await {
-                Ok(l) => Start::Listening(l),
+                Ok(l) => Start::Listening(l, current_generation(db).await.ok()),
                 Err(e) => {
                     tracing::warn!(error = %e, "cluster listener cannot connect; catching up later");
                     Start::Unknown
@@ -201,7 +213,7 @@ impl ControlPlane {
         );
         Ok(Some(match subscription.start {
             Start::Alone => return Ok(None),
-            Start::Listening(l) => self.spawn_listener(Some(l), stop)?,
+            Start::Listening(l, g) => self.spawn_listener(Some((l, g)), stop)?,
             Start::Generation(g) => self.spawn_poller(Some(g), stop),
             Start::Unknown if self.db.dialect == Dialect::Postgres => {
                 self.spawn_listener(None, stop)?
@@ -210,20 +222,38 @@ impl ControlPlane {
         }))
     }
 
-    /// Records the announcement of `changes` in the write's transaction `tx`.
+    /// Records the announcement of `changes` in the write's transaction `tx`: logged under
+    /// the next generation, and on PostgreSQL sent to the listeners with that generation.
     pub(super) async fn announce(
         &self,
         tx: &mut sqlx::AnyConnection,
         changes: &Changes,
     ) -> Result<()> {
-        let payload = encode(self.origin, self.db.hosted(), changes);
+        let payload = encode(self.origin, self.db.hosted(), changes, None);
         if self.db.dialect == Dialect::Postgres {
+            let (generation,): (i64,) = sqlx::query_as(self.db.sql(
+                "UPDATE cluster_generation SET generation = generation + 1 WHERE id = 1 \
+                 RETURNING generation",
+            ))
+            .fetch_one(&mut *tx)
+            .await?;
+            sqlx::query(self.db.sql(
+                "INSERT INTO cluster_changes (generation, origin, payload, created_at) \
+                 VALUES (?, ?, ?, ?)",
+            ))
+            .bind(generation)
+            .bind(format!("{:016x}", self.origin))
+            .bind(payload)
+            .bind(self.now())
+            .execute(&mut *tx)
+            .await?;
+            let notice = encode(self.origin, self.db.hosted(), changes, Some(generation));
             sqlx::query(
                 self.db
                     .sql("SELECT 1 AS n FROM (SELECT pg_notify(?, ?)) AS s"),
             )
             .bind(CHANNEL)
-            .bind(payload)
+            .bind(notice)
             .execute(&mut *tx)
             .await?;
             return Ok(());
@@ -329,7 +359,11 @@ impl ControlPlane {
     /// the control plane of the hosted entity it names (this process's other entities are
     /// reached through [`ControlPlane::set_peers`]).
     pub async fn apply_announcement(&self, payload: &str) {
-        let a = decode(payload);
+        self.apply_decoded(decode(payload)).await;
+    }
+
+    /// [`Self::apply_announcement`] of a decoded announcement.
+    async fn apply_decoded(&self, a: Announcement) {
         if a.origin == self.origin {
             return;
         }
@@ -394,21 +428,26 @@ impl ControlPlane {
     }
 
     /// The listener task (PostgreSQL with `cluster.enabled`): applies announcements until
-    /// `stop`, starting with `subscribed` (LISTEN made before the first snapshot was built),
-    /// and after a lost connection (or without `subscribed`) reconnects and reloads everything.
+    /// `stop`, starting with `subscribed` (LISTEN made before the first snapshot was built,
+    /// and the generation that snapshot includes), and after a lost connection (or without
+    /// `subscribed`) reconnects and catches up from the change log.
     fn spawn_listener(
         self: &Arc<Self>,
-        subscribed: Option<PgListener>,
+        subscribed: Option<(PgListener, Option<i64>)>,
         stop: CancellationToken,
     ) -> Result<tokio::task::JoinHandle<()>> {
         let opts = listener_options(&self.settings, self.origin)?;
         let cp = self.clone();
         Ok(tokio::spawn(async move {
+            let mut place = Place::default();
             let mut subscribed = subscribed;
             loop {
                 let mut listener = match subscribed.take() {
-                    Some(l) => l,
-                    None => match cp.resubscribe(&opts, &stop).await {
+                    Some((l, last)) => {
+                        place.last = last;
+                        l
+                    }
+                    None => match cp.resubscribe(&opts, &mut place, &stop).await {
                         Some(l) => l,
                         None => return,
                     },
@@ -419,7 +458,13 @@ impl ControlPlane {
                         _ = stop.cancelled() => return,
                     };
                     match next {
-                        Ok(Some(n)) => cp.apply_announcement(n.payload()).await,
+                        Ok(Some(n)) => {
+                            if !cp.on_notification(n.payload(), &mut place).await {
+                                // What was missed could not be read: catch up as after a
+                                // lost connection (retried, not ready meanwhile).
+                                break;
+                            }
+                        }
                         Ok(None) | Err(_) => {
                             tracing::warn!("cluster listener connection lost; reconnecting");
                             break;
@@ -430,12 +475,92 @@ impl ControlPlane {
         }))
     }
 
-    /// Connects and LISTENs again, then reloads everything (announcements made while not
-    /// listening are lost), retrying with backoff; not ready (`/readyz`) meanwhile. `None`
-    /// when stopped first.
+    /// One notification: applied unless the log already gave it; one beyond the next expected
+    /// generation (a notification was missed) first catches up from the log. `false` when that
+    /// failed: `place` no longer knows what was applied, and the caller reconnects.
+    async fn on_notification(&self, payload: &str, place: &mut Place) -> bool {
+        let a = decode(payload);
+        place.received += 1;
+        if place.received.is_multiple_of(PRUNE_EVERY)
+            && let Some(last) = place.last
+        {
+            prune(&self.db, last).await;
+        }
+        match (a.generation, place.last) {
+            (None, _) => {
+                // A release that does not log: after a lost connection only a full reload
+                // recovers what it announced meanwhile.
+                place.unlogged = true;
+                self.apply_decoded(a).await;
+            }
+            (Some(g), Some(last)) if g <= last => {}
+            (Some(g), Some(last)) if g > last + 1 => {
+                tracing::warn!(
+                    generation = g,
+                    last,
+                    "cluster notification missed; reading the log"
+                );
+                if !self.catch_up(place).await {
+                    place.last = None;
+                    return false;
+                }
+                // The log held this one too (it was committed before it was delivered).
+                if place.last.is_none_or(|l| l < g) {
+                    self.apply_decoded(a).await;
+                    place.last = Some(g);
+                }
+            }
+            (Some(g), _) => {
+                self.apply_decoded(a).await;
+                place.last = Some(g);
+            }
+        }
+        true
+    }
+
+    /// Brings this replica up to the log's current generation after `place.last`: the logged
+    /// changes when the log still holds all of them (and no unlogged announcement may have
+    /// been missed), else everything. Whether it succeeded; `place` is where it got to.
+    async fn catch_up(&self, place: &mut Place) -> bool {
+        let Ok(current) = current_generation(&self.db).await else {
+            return false;
+        };
+        if let (Some(last), false) = (place.last, place.unlogged) {
+            match changes_after(&self.db, last).await {
+                Ok(rows) if logged_through(last, current, &rows) => {
+                    for (_, payload) in &rows {
+                        self.apply_announcement(payload).await;
+                    }
+                    place.last = rows.last().map_or(Some(last), |(g, _)| Some(*g));
+                    return true;
+                }
+                Ok(_) => tracing::info!(
+                    last,
+                    current,
+                    "cluster change log no longer holds what was missed; reloading everything"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster change log unreadable");
+                    return false;
+                }
+            }
+        }
+        if !self.reload_everything().await {
+            return false;
+        }
+        // Everything up to the generation read before the reload is in it.
+        place.last = Some(current);
+        place.unlogged = false;
+        true
+    }
+
+    /// Connects and LISTENs again, then catches up with what was missed (announcements made
+    /// while not listening are not delivered), retrying with backoff; not ready (`/readyz`)
+    /// meanwhile. `None` when stopped first.
     async fn resubscribe(
         &self,
         opts: &PgConnectOptions,
+        place: &mut Place,
         stop: &CancellationToken,
     ) -> Option<PgListener> {
         self.behind.fell_behind(self.now());
@@ -446,10 +571,10 @@ impl ControlPlane {
                 _ = stop.cancelled() => return None,
             };
             match listener {
-                // Listening before reloading: a change committed in between is both in the
-                // reload and announced, never in neither.
+                // Listening before reading the log: a change committed in between is both read
+                // and announced, never neither (the announcement is then skipped by generation).
                 Ok(l) => {
-                    if self.reload_everything().await {
+                    if self.catch_up(place).await {
                         self.behind.caught_up();
                         tracing::info!("cluster listener connected; snapshot up to date");
                         return Some(l);
@@ -463,6 +588,31 @@ impl ControlPlane {
             }
         }
     }
+}
+
+/// Where a PostgreSQL listener is in the change log.
+#[derive(Debug, Default)]
+struct Place {
+    /// The last generation applied (`None`: unknown, so catching up reloads everything).
+    last: Option<i64>,
+    /// An announcement without a generation was applied since the last full reload: a release
+    /// that does not log may be writing, so what it announces while the listener is away is
+    /// found only by reloading everything.
+    unlogged: bool,
+    /// Notifications received, for pruning the log now and then.
+    received: u64,
+}
+
+/// Whether `rows` (the log after generation `last`, in order) are every generation from
+/// `last + 1` up to at least `current`: nothing pruned at the start, nothing missing at the
+/// end (generations commit in order, so the log has no hole but a pruned start).
+fn logged_through(last: i64, current: i64, rows: &[(i64, String)]) -> bool {
+    let contiguous = rows
+        .iter()
+        .zip(last + 1..)
+        .all(|((g, _), expected)| *g == expected);
+    let reached = rows.last().map_or(last, |(g, _)| *g);
+    contiguous && reached >= current
 }
 
 /// Polls between two prunings of the change log.
@@ -535,11 +685,11 @@ mod tests {
         c.section(Section::Keys);
         c.subordinate("https://leaf.example");
         c.issued_mark("jti-1");
-        let a = decode(&encode(7, EntityNo::DEFAULT, &c));
+        let a = decode(&encode(7, EntityNo::DEFAULT, &c, None));
         assert_eq!((a.origin, a.all, a.changes), (7, false, c.clone()));
         assert_eq!(a.entity, 1);
         let three = EntityNo::new(3).unwrap();
-        let p = encode(7, three, &c);
+        let p = encode(7, three, &c, None);
         assert!(p.contains("\"entity\":3"), "{p}");
         assert_eq!(decode(&p).entity, 3);
         // An announcement of an earlier release names no entity: the default one.
@@ -549,11 +699,37 @@ mod tests {
         for i in 0..1_000 {
             big.subordinate(&format!("https://leaf-{i}.example"));
         }
-        let p = encode(7, three, &big);
+        let p = encode(7, three, &big, Some(42));
         assert!(p.len() < 100, "{p}");
         let a = decode(&p);
         assert!(a.all && a.origin == 7 && a.entity == 3);
+        assert_eq!(
+            a.generation,
+            Some(42),
+            "a notification keeps its place in the log"
+        );
+        assert_eq!(decode(&encode(7, three, &c, Some(9))).generation, Some(9));
+        assert_eq!(decode(&encode(7, three, &c, None)).generation, None);
 
         assert!(decode("not json").all, "unreadable: reload everything");
+    }
+
+    #[test]
+    fn the_log_serves_a_catch_up_only_when_it_holds_every_missed_generation() {
+        let rows =
+            |gs: &[i64]| -> Vec<(i64, String)> { gs.iter().map(|g| (*g, String::new())).collect() };
+        assert!(logged_through(5, 5, &rows(&[])), "nothing missed");
+        assert!(logged_through(5, 8, &rows(&[6, 7, 8])));
+        assert!(
+            logged_through(5, 7, &rows(&[6, 7, 8])),
+            "committed after the generation was read"
+        );
+        assert!(!logged_through(5, 8, &rows(&[7, 8])), "6 was pruned");
+        assert!(!logged_through(5, 8, &rows(&[6, 8])), "a hole");
+        assert!(
+            !logged_through(5, 9, &rows(&[6, 7, 8])),
+            "9 is not in the log"
+        );
+        assert!(!logged_through(5, 6, &rows(&[])), "6 is not in the log");
     }
 }
