@@ -29,7 +29,7 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use crate::DataPlane;
-use crate::hosts::Routed;
+use crate::hosts::HostedRoute;
 
 /// The path of our Entity Configuration (a fixed route).
 pub const ENTITY_CONFIGURATION_PATH: &str = "/.well-known/openid-federation";
@@ -94,34 +94,25 @@ impl Front {
         }
     }
 
-    /// A request for the hosted entity `to`: its ready answer when it has one (found from the
-    /// rest of the path; the request is not rebuilt), else its router, with the entity's path
-    /// taken off the URI.
-    fn hosted(&self, to: Routed, mut req: Request) -> FrontFuture {
-        if let Some(fast) = &to.front.fast {
-            let rest = crate::hosts::rest_of(req.uri().path(), to.prefix);
-            if let Some(response) = fast.answer(&req, rest) {
-                return FrontFuture::answered(response);
-            }
+    /// A request for the hosted entity of `route`, `rest` being its path with the entity's
+    /// taken off: the entity's ready answer when it has one (found from `rest`; the request
+    /// is not rebuilt, and nothing of the entity's is cloned), else its router, with the
+    /// entity's path taken off the URI.
+    fn hosted(route: &HostedRoute, req: &Request, rest: &str) -> Hosted {
+        let front = route.front();
+        if let Some(response) = front.fast.as_ref().and_then(|f| f.answer(req, rest)) {
+            return Hosted::Answered(response);
         }
-        // The rest of a valid path is a valid path: this cannot fail, and is answered as the
-        // unknown path it would be if it did.
-        let Some(uri) = crate::hosts::strip(req.uri(), to.prefix) else {
-            return FrontFuture::answered(
-                crate::error::FedError::not_found("no such path").into_response(),
-            );
-        };
-        *req.uri_mut() = uri;
-        if let Some(peer) = self.peer {
-            req.extensions_mut().insert(ConnectInfo(peer));
-        }
-        let mut router = to.front.router;
-        FrontFuture {
-            ready: None,
-            routed: Some(router.call(req)),
-            served_by: None,
-        }
+        Hosted::Routed(front.router.clone(), route.prefix_len())
     }
+}
+
+/// What a hosted entity makes of a request (see [`Front::hosted`]).
+enum Hosted {
+    /// Its ready answer.
+    Answered(Response),
+    /// Its router, and the length of its path to take off the request's.
+    Routed(Router, usize),
 }
 
 impl Fast {
@@ -151,9 +142,34 @@ impl Service<Request> for Front {
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
-        if let Some(to) = self.hosts.as_ref().and_then(|h| h.route(&req, self.peer)) {
-            let entity = to.entity;
-            let mut answer = self.hosted(to, req);
+        if let Some(hosts) = &self.hosts
+            && let Some((entity, hosted)) = hosts.with_route(&req, self.peer, |route, rest| {
+                (route.entity, Self::hosted(route, &req, rest))
+            })
+        {
+            let mut answer = match hosted {
+                Hosted::Answered(response) => FrontFuture::answered(response),
+                // The rest of a valid path is a valid path: stripping cannot fail, and is
+                // answered as the unknown path it would be if it did.
+                Hosted::Routed(mut router, prefix) => {
+                    match crate::hosts::strip(req.uri(), prefix) {
+                        Some(uri) => {
+                            *req.uri_mut() = uri;
+                            if let Some(peer) = self.peer {
+                                req.extensions_mut().insert(ConnectInfo(peer));
+                            }
+                            FrontFuture {
+                                ready: None,
+                                routed: Some(router.call(req)),
+                                served_by: None,
+                            }
+                        }
+                        None => FrontFuture::answered(
+                            crate::error::FedError::not_found("no such path").into_response(),
+                        ),
+                    }
+                }
+            };
             answer.served_by = Some(entity);
             return answer;
         }

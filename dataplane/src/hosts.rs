@@ -64,7 +64,8 @@ impl HostedRoute {
     }
 
     /// Whether a request for `host` (with its port, if any) is for this entity's host. A
-    /// request without a port matches the identifier's default port.
+    /// request without a port matches the identifier's default port. (The table compares
+    /// the usual values first, from its packed names.)
     fn serves_host(&self, host: &str) -> bool {
         if self.usual_hosts.iter().any(|h| **h == *host) {
             return true;
@@ -106,25 +107,43 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
     }
 }
 
-/// A hosted entity in the table: its route, and whether its path comes near one the port
-/// keeps for itself (only then is the request's path compared with those).
-#[derive(Debug)]
-struct Entry {
-    route: HostedRoute,
+/// What the table compares a request with for one entity, packed: its path and usual `Host`
+/// values are ranges of the table's one `names` string, so that matching a request reads two
+/// small contiguous arrays (about 40 bytes an entity) rather than following each entity's own
+/// allocations. With a thousand entities and a random one per request, those were a cache
+/// miss each: the compact form stays in a core's cache (BENCHMARKS.md, "Hosted entities").
+#[derive(Debug, Clone, Copy)]
+struct Matcher {
+    /// Where its names start in `names`: the path, then the usual hosts.
+    at: u32,
+    /// Length of its path (`/edu`; 0 at the host's root).
+    prefix: u16,
+    /// Length of its first usual `Host` value (`host:port`).
+    host: u16,
+    /// Length of the second (the bare host on the scheme's default port; 0 if none).
+    bare: u16,
+    /// Whether its path comes near one the port keeps for itself (see [`HostedRoute::near`]):
+    /// only then is the request's path compared with those.
     near_reserved: bool,
 }
 
-/// Every hosted entity but the default one, longest path first (so `/a/b` is tried before
-/// `/a`).
+/// Every hosted entity but the default one, grouped by the first segment of their path and
+/// longest path first within a group (so `/a/b` is tried before `/a`).
 #[derive(Debug, Clone, Default)]
 pub struct HostTable {
-    entries: Vec<Arc<Entry>>,
-    /// Positions in `entries` by the first segment of their path (`edu` for `/edu/test`),
-    /// longest path first: a request looks at the entities of its own first segment only,
-    /// whatever the number of entities hosted.
-    by_segment: FxHashMap<Box<str>, Vec<usize>>,
-    /// Positions of the entities at the root of their host.
-    at_root: Vec<usize>,
+    /// The routes, in the order of `matchers`.
+    routes: Vec<Arc<HostedRoute>>,
+    /// One per route, same order.
+    matchers: Vec<Matcher>,
+    /// The paths and usual hosts of every route, one after the other.
+    names: String,
+    /// Ranges of `matchers` by the hash of their path's first segment (`edu` for
+    /// `/edu/test`): a request looks at the entities of its own first segment only (and of
+    /// any other segment with the same hash, told apart by the path comparison), whatever the
+    /// number of entities hosted.
+    by_segment: FxHashMap<u64, (u32, u32)>,
+    /// The range of the entities at the root of their host (they sort first).
+    at_root: (u32, u32),
     /// The paths the port keeps for itself.
     reserved: Arc<[String]>,
 }
@@ -135,20 +154,59 @@ fn first_segment(path: &str) -> &str {
     path.split_once('/').map_or(path, |(first, _)| first)
 }
 
+/// The table's hash of a first segment (FxHash: the segments are the operator's, and a
+/// request's segment can only collide into a group, never past the path comparison).
+fn segment_hash(segment: &str) -> u64 {
+    use std::hash::BuildHasher as _;
+    rustc_hash::FxBuildHasher.hash_one(segment)
+}
+
 impl HostTable {
-    /// The table of `entries`, beside the port's `reserved` paths.
-    fn of(mut entries: Vec<Arc<Entry>>, reserved: Arc<[String]>) -> Self {
-        entries.sort_by_key(|e| std::cmp::Reverse(e.route.place.prefix.len()));
-        let mut by_segment: FxHashMap<Box<str>, Vec<usize>> = FxHashMap::default();
-        let mut at_root = Vec::new();
-        for (i, e) in entries.iter().enumerate() {
-            match first_segment(&e.route.place.prefix) {
-                "" => at_root.push(i),
-                first => by_segment.entry(first.into()).or_default().push(i),
+    /// The table of `routes`, beside the port's `reserved` paths.
+    fn of(mut routes: Vec<Arc<HostedRoute>>, reserved: Arc<[String]>) -> Self {
+        // At the root first (empty segment), then by segment hash and segment, longest first.
+        routes.sort_by_cached_key(|r| {
+            let first = first_segment(&r.place.prefix);
+            (
+                !first.is_empty(),
+                segment_hash(first),
+                first.to_owned(),
+                std::cmp::Reverse(r.place.prefix.len()),
+            )
+        });
+        let mut names = String::new();
+        let mut matchers = Vec::with_capacity(routes.len());
+        let mut by_segment: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+        let mut at_root = (0, 0);
+        for (i, r) in routes.iter().enumerate() {
+            let at = u32::try_from(names.len()).unwrap_or(u32::MAX);
+            let len = |s: &str| u16::try_from(s.len()).unwrap_or(u16::MAX);
+            names.push_str(&r.place.prefix);
+            let host = r.usual_hosts.first().map_or("", |h| &**h);
+            let bare = r.usual_hosts.get(1).map_or("", |h| &**h);
+            names.push_str(host);
+            names.push_str(bare);
+            matchers.push(Matcher {
+                at,
+                prefix: len(&r.place.prefix),
+                host: len(host),
+                bare: len(bare),
+                near_reserved: r.near(&reserved),
+            });
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            let group = match first_segment(&r.place.prefix) {
+                "" => &mut at_root,
+                first => by_segment.entry(segment_hash(first)).or_insert((i, 0)),
+            };
+            if group.1 == 0 {
+                group.0 = i;
             }
+            group.1 += 1;
         }
         Self {
-            entries,
+            routes,
+            matchers,
+            names,
             by_segment,
             at_root,
             reserved,
@@ -157,33 +215,30 @@ impl HostTable {
 
     /// This table with `route` added (replacing the entity's previous route).
     pub fn with(&self, route: HostedRoute) -> Self {
-        let mut entries: Vec<Arc<Entry>> = self
-            .entries
+        let mut routes: Vec<Arc<HostedRoute>> = self
+            .routes
             .iter()
-            .filter(|e| e.route.entity != route.entity)
+            .filter(|r| r.entity != route.entity)
             .cloned()
             .collect();
-        entries.push(Arc::new(Entry {
-            near_reserved: route.near(&self.reserved),
-            route,
-        }));
-        Self::of(entries, self.reserved.clone())
+        routes.push(Arc::new(route));
+        Self::of(routes, self.reserved.clone())
     }
 
     /// This table without entity `entity`.
     pub fn without(&self, entity: EntityNo) -> Self {
-        let entries = self
-            .entries
+        let routes = self
+            .routes
             .iter()
-            .filter(|e| e.route.entity != entity)
+            .filter(|r| r.entity != entity)
             .cloned()
             .collect();
-        Self::of(entries, self.reserved.clone())
+        Self::of(routes, self.reserved.clone())
     }
 
     /// Whether no entity but the default one is hosted.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.routes.is_empty()
     }
 
     /// The route for a request to `host` and `path`: an entity whose path starts with the
@@ -191,21 +246,43 @@ impl HostTable {
     /// path the port keeps for itself.
     fn route(&self, host: &str, path: &str) -> Option<&HostedRoute> {
         let first = first_segment(path);
-        let by_segment = if first.is_empty() {
-            None
+        let group = if first.is_empty() {
+            (0, 0)
         } else {
-            self.by_segment.get(first)
+            self.by_segment
+                .get(&segment_hash(first))
+                .copied()
+                .unwrap_or((0, 0))
         };
-        let entry = by_segment
-            .into_iter()
-            .flatten()
-            .chain(&self.at_root)
-            .filter_map(|&i| self.entries.get(i))
-            .find(|e| e.route.place.owns(path) && e.route.serves_host(host))?;
-        if entry.near_reserved && self.reserved.iter().any(|p| path.starts_with(p.as_str())) {
-            return None;
+        let candidates =
+            (group.0..group.0 + group.1).chain(self.at_root.0..self.at_root.0 + self.at_root.1);
+        for i in candidates {
+            let i = i as usize;
+            let (Some(m), Some(route)) = (self.matchers.get(i), self.routes.get(i)) else {
+                continue;
+            };
+            let at = m.at as usize;
+            let name = |from: usize, len: u16| {
+                self.names
+                    .get(from..from + usize::from(len))
+                    .unwrap_or_default()
+            };
+            let prefix = name(at, m.prefix);
+            if !pharos_shared::hosted::under(path, prefix) {
+                continue;
+            }
+            let after = at + usize::from(m.prefix);
+            let usual = name(after, m.host) == host
+                || (m.bare != 0 && name(after + usize::from(m.host), m.bare) == host);
+            if !usual && !route.serves_host(host) {
+                continue;
+            }
+            if m.near_reserved && self.reserved.iter().any(|p| path.starts_with(p.as_str())) {
+                return None;
+            }
+            return Some(route);
         }
-        Some(&entry.route)
+        None
     }
 }
 
@@ -234,35 +311,38 @@ impl Hosts {
         self.table.rcu(|t| f(t));
     }
 
-    /// The hosted entity `req` is for, and how many bytes of the request's path are the
-    /// entity's own (to take off before its front sees the path); `None` for the default
-    /// entity. The request is not changed: a ready answer needs only the rest of the path,
-    /// and the URI is rebuilt only for a request that goes on to the entity's router.
-    pub(crate) fn route(
+    /// What the hosted entity `req` is for makes of it (`f` gets the entity's route and the
+    /// rest of the path, with the entity's own path taken off); `None` for the default entity.
+    /// The request is not changed, and the route is lent, not cloned: a ready answer touches
+    /// the route and the entity's ready data only, no reference count of the entity's (with a
+    /// random entity per request those are cache misses, and atomic ones).
+    pub(crate) fn with_route<R>(
         &self,
         req: &Request,
         peer: Option<std::net::SocketAddr>,
-    ) -> Option<Routed> {
+        f: impl FnOnce(&HostedRoute, &str) -> R,
+    ) -> Option<R> {
         let table = self.table.load();
         if table.is_empty() {
             return None;
         }
         let host = request_host(req, peer, &self.proxies)?;
-        let route = table.route(host, req.uri().path())?;
-        Some(Routed {
-            entity: route.entity,
-            front: route.front.clone(),
-            prefix: route.place.prefix.len(),
-        })
+        let path = req.uri().path();
+        let route = table.route(host, path)?;
+        Some(f(route, rest_of(path, route.place.prefix.len())))
     }
 }
 
-/// A request's hosted entity (see [`Hosts::route`]).
-pub(crate) struct Routed {
-    pub entity: EntityNo,
-    pub front: Front,
+impl HostedRoute {
+    /// The entity's front (its router and ready answers).
+    pub(crate) fn front(&self) -> &Front {
+        &self.front
+    }
+
     /// The length of the entity's path, a prefix of the request's.
-    pub prefix: usize,
+    pub(crate) fn prefix_len(&self) -> usize {
+        self.place.prefix.len()
+    }
 }
 
 /// `path` with the entity's `prefix` bytes taken off (at least `/` stays).
@@ -411,14 +491,46 @@ mod tests {
         assert_eq!(at("fed.example.org", "/api/fetch"), Some(4));
         assert_eq!(at("fed.example.org", "/h/fetch"), Some(3));
         let near = |no: i64| {
-            t.entries
-                .iter()
-                .find(|e| e.route.entity.get() == no)
-                .unwrap()
-                .near_reserved
+            let i = t.routes.iter().position(|r| r.entity.get() == no).unwrap();
+            t.matchers[i].near_reserved
         };
         assert!(near(2) && near(4));
         assert!(!near(3), "/h does not meet /healthz");
+    }
+
+    #[test]
+    fn a_thousand_entities_each_get_their_own_requests() {
+        let mut routes: Vec<HostedRoute> = (0..1000)
+            .map(|i| route(i + 2, &format!("http://127.0.0.1:8080/e{i:04}")))
+            .collect();
+        // Nested under one of them, and one at the root of another host.
+        routes.push(route(2000, "http://127.0.0.1:8080/e0007/test"));
+        routes.push(route(2001, "https://root.example.org"));
+        let t = table(routes);
+        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        for i in 0..1000 {
+            assert_eq!(
+                at("127.0.0.1:8080", &format!("/e{i:04}/fetch")),
+                Some(i + 2)
+            );
+        }
+        assert_eq!(at("127.0.0.1:8080", "/e0007/test/fetch"), Some(2000));
+        assert_eq!(at("127.0.0.1:8080", "/e0007/tes"), Some(9));
+        assert_eq!(at("127.0.0.1:8080", "/e1000/fetch"), None);
+        assert_eq!(at("127.0.0.1:8081", "/e0001/fetch"), None);
+        assert_eq!(at("root.example.org", "/e0001/fetch"), Some(2001));
+        assert_eq!(at("ROOT.example.org:443", "/"), Some(2001));
+        let t = t.without(EntityNo::new(9).unwrap());
+        assert_eq!(
+            t.route("127.0.0.1:8080", "/e0007/fetch")
+                .map(|r| r.entity.get()),
+            None
+        );
+        assert_eq!(
+            t.route("127.0.0.1:8080", "/e0007/test/x")
+                .map(|r| r.entity.get()),
+            Some(2000)
+        );
     }
 
     #[test]

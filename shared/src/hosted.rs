@@ -122,8 +122,9 @@ impl Placement {
     }
 }
 
-/// Whether `path` is `prefix` or below it, by whole segments.
-fn under(path: &str, prefix: &str) -> bool {
+/// Whether `path` is `prefix` or below it, by whole segments (an empty prefix, a host's root,
+/// has every path under it).
+pub fn under(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
