@@ -10,9 +10,13 @@
 # be served (POST a subordinate, then poll its fetch until 200; 100 writes, p50 and p99). The
 # figures that matter are ratios many/one measured in the same run.
 #
+# With BENCH_OLD_BIN (another release binary) a third instance of that binary serves a copy of
+# the "many" database beside the others, measured in the same interleaved rounds: the A/B of a
+# change to the hosted request path, in the same run as the ratio it is meant to move.
+#
 # Usage: deploy/bench/hosted.sh [--no-append]   (appends to BENCHMARKS.md, "Hosted entities")
 # Environment: ENTITIES (1000), SUBORDINATES (100), BENCH_DURATION, BENCH_CONNECTIONS,
-# BENCH_THREADS, BENCH_REPEATS, BENCH_BIN, CARGO_TARGET_DIR.
+# BENCH_THREADS, BENCH_REPEATS, BENCH_BIN, BENCH_OLD_BIN, CARGO_TARGET_DIR.
 set -euo pipefail
 
 APPEND=1
@@ -31,6 +35,9 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 ONE=17810
 MANY=17811
+OLD_PORT=17812
+OLD_BIN=${BENCH_OLD_BIN:-}
+[ -z "$OLD_BIN" ] || [ -x "$OLD_BIN" ] || die "no binary at $OLD_BIN"
 TOTAL=$((ENTITIES * SUBS))
 
 # ---- one entity, TOTAL subordinates -------------------------------------------------------
@@ -78,6 +85,14 @@ with open(path, "w") as f:
     f.write("COMMIT;\n")
 PY
 sqlite3 "$WORK/many/data/pharos.db" <"$WORK/many.sql"
+if [ -n "$OLD_BIN" ]; then
+    # The same entities, served by the old binary on another port: requests name the "many"
+    # instance's host, as its entities' identifiers do.
+    mkdir -p "$WORK/old/data"
+    cp "$WORK/many/data/"pharos.db* "$WORK/old/data/"
+    sed -e "s/port: $MANY/port: $OLD_PORT/" -e "s#$WORK/many/data#$WORK/old/data#" \
+        "$WORK/many/config.yaml" >"$WORK/old/config.yaml"
+fi
 
 # ---- start-up, memory ---------------------------------------------------------------------
 for name in one many; do
@@ -92,6 +107,12 @@ for name in one many; do
 done
 RSS_ONE=$(rss_mb one)
 RSS_MANY=$(rss_mb many)
+if [ -n "$OLD_BIN" ]; then
+    NEW_BIN=$BIN
+    BIN=$OLD_BIN
+    pharos_start old $OLD_PORT
+    BIN=$NEW_BIN
+fi
 curl -fsS -o /dev/null "http://127.0.0.1:$MANY/e0001/.well-known/openid-federation" || die "e0001 not served"
 curl -fsS -o /dev/null "http://127.0.0.1:$MANY/e$(printf %04d "$ENTITIES")/fetch?sub=https%3A%2F%2Fs0000001.example.org" \
     || die "the last entity's fetch is not served"
@@ -119,6 +140,14 @@ log "signing every statement once"
 SIGN_S=$(( TOTAL / 3000 + 5 ))s
 THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$ONE" "$WORK/one_all.lua" >/dev/null
 THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$MANY" "$WORK/many_all.lua" >/dev/null
+# old_lua KIND: many's script for the old instance (the host of the entities' identifiers).
+old_lua() {
+    { echo "wrk.headers[\"Host\"] = \"127.0.0.1:$MANY\""; cat "$WORK/many_$1.lua"; } >"$WORK/old_$1.lua"
+}
+if [ -n "$OLD_BIN" ]; then
+    old_lua all
+    THREADS=1 CONNS=8 DURATION=$SIGN_S wrk_run "http://127.0.0.1:$OLD_PORT" "$WORK/old_all.lua" >/dev/null
+fi
 RSS_ONE_SIGNED=$(rss_mb one)
 RSS_MANY_SIGNED=$(rss_mb many)
 
@@ -152,21 +181,34 @@ request = function()
         math.random($ENTITIES), math.random($SUBS)))
 end
 LUA
-# ratio LABEL KIND: REPEATS interleaved rounds of one and many; a row with both medians and
-# the ratio of the medians (min–max of the per-round ratios).
+[ -z "$OLD_BIN" ] || { old_lua ec; old_lua fetch; }
+# ratio LABEL KIND: REPEATS interleaved rounds of one and many (and the old binary's many); a
+# row with the medians and the ratio of the medians to one's (min–max of the per-round ratios).
 ratio() {
-    local label=$1 kind=$2 r o m os=() ms=()
+    local label=$1 kind=$2 r o m x os=() ms=() xs=()
     for r in $(seq 1 "$REPEATS"); do
+        x=0
+        # The two "many" instances swap places every round, so neither always follows the
+        # same neighbour (this shared machine drifts within seconds).
+        if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 0 ]; then
+            x=$(wrk_run "http://127.0.0.1:$OLD_PORT" "$WORK/old_$kind.lua" | rps_of)
+        fi
         o=$(wrk_run "http://127.0.0.1:$ONE" "$WORK/one_$kind.lua" | rps_of)
         m=$(wrk_run "http://127.0.0.1:$MANY" "$WORK/many_$kind.lua" | rps_of)
-        echo "   round $r: one $o many $m" >&2
-        os+=("$o"); ms+=("$m")
+        if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 1 ]; then
+            x=$(wrk_run "http://127.0.0.1:$OLD_PORT" "$WORK/old_$kind.lua" | rps_of)
+        fi
+        echo "   round $r: one $o many $m old $x" >&2
+        os+=("$o"); ms+=("$m"); xs+=("$x")
     done
     row "| $label | $(py "
 import statistics as s
-o=[float(x) for x in '${os[*]}'.split()]; m=[float(x) for x in '${ms[*]}'.split()]
-r=[b/a for a,b in zip(o,m)]
-print(f'{s.median(o):.0f} ({min(o):.0f}–{max(o):.0f}) | {s.median(m):.0f} ({min(m):.0f}–{max(m):.0f}) | **{s.median(m)/s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})')
+o=[float(x) for x in '${os[*]}'.split()]
+def col(v):
+    r=[b/a for a,b in zip(o,v)]
+    return f'{s.median(v):.0f} ({min(v):.0f}–{max(v):.0f}) | **{s.median(v)/s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})'
+m=[float(x) for x in '${ms[*]}'.split()]; x=[float(v) for v in '${xs[*]}'.split()]
+print(f'{s.median(o):.0f} ({min(o):.0f}–{max(o):.0f}) | ' + col(m) + ((' | ' + col(x)) if '$OLD_BIN' else ''))
 ") |"
 }
 ratio "Entity Configuration, req/s (many: a random entity each request)" ec
@@ -216,9 +258,17 @@ note "Creating the $ENTITIES entities through the Admin API took $CREATE_S s (ke
     echo
     echo "Command: \`$CMD\`"
     echo
-    echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one |"
-    echo "|---|---|---|---|"
-    cat "$TABLE"
+    if [ -n "$OLD_BIN" ]; then
+        echo "Old binary: \`BENCH_OLD_BIN\` (its \"many\" instance on a copy of the same database)."
+        echo
+        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one | many, old binary | old many / one |"
+        echo "|---|---|---|---|---|---|"
+        sed -e '/^| \(Entity Configuration\|fetch\)/!s/|$/| | |/' "$TABLE"
+    else
+        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one |"
+        echo "|---|---|---|---|"
+        cat "$TABLE"
+    fi
     echo
     cat "$NOTES"
     echo
