@@ -125,6 +125,9 @@ struct Matcher {
     /// Whether its path comes near one the port keeps for itself (see [`HostedRoute::near`]):
     /// only then is the request's path compared with those.
     near_reserved: bool,
+    /// Whether its names fit the packed form (lengths within `u16`, offset within `u32`);
+    /// if not, the request is compared with the route's own fields.
+    packed: bool,
 }
 
 /// Every hosted entity but the default one, grouped by the first segment of their path and
@@ -179,19 +182,36 @@ impl HostTable {
         let mut by_segment: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
         let mut at_root = (0, 0);
         for (i, r) in routes.iter().enumerate() {
-            let at = u32::try_from(names.len()).unwrap_or(u32::MAX);
-            let len = |s: &str| u16::try_from(s.len()).unwrap_or(u16::MAX);
-            names.push_str(&r.place.prefix);
             let host = r.usual_hosts.first().map_or("", |h| &**h);
             let bare = r.usual_hosts.get(1).map_or("", |h| &**h);
-            names.push_str(host);
-            names.push_str(bare);
+            let at = u32::try_from(names.len()).ok();
+            let len = |s: &str| u16::try_from(s.len()).ok();
+            let matcher = match (at, len(&r.place.prefix), len(host), len(bare)) {
+                (Some(at), Some(prefix), Some(host_len), Some(bare_len)) => {
+                    names.push_str(&r.place.prefix);
+                    names.push_str(host);
+                    names.push_str(bare);
+                    Matcher {
+                        at,
+                        prefix,
+                        host: host_len,
+                        bare: bare_len,
+                        near_reserved: false,
+                        packed: true,
+                    }
+                }
+                _ => Matcher {
+                    at: 0,
+                    prefix: 0,
+                    host: 0,
+                    bare: 0,
+                    near_reserved: false,
+                    packed: false,
+                },
+            };
             matchers.push(Matcher {
-                at,
-                prefix: len(&r.place.prefix),
-                host: len(host),
-                bare: len(bare),
                 near_reserved: r.near(&reserved),
+                ..matcher
             });
             let i = u32::try_from(i).unwrap_or(u32::MAX);
             let group = match first_segment(&r.place.prefix) {
@@ -262,18 +282,20 @@ impl HostTable {
                 continue;
             };
             let at = m.at as usize;
-            let name = |from: usize, len: u16| {
-                self.names
-                    .get(from..from + usize::from(len))
-                    .unwrap_or_default()
+            let name = |from: usize, len: u16| self.names.get(from..from + usize::from(len));
+            // A name too long to pack (never an identifier in practice) is compared from the
+            // route itself: a packed name is used only when it is the whole name.
+            let prefix = match name(at, m.prefix) {
+                Some(p) if m.packed => p,
+                _ => route.place.prefix.as_str(),
             };
-            let prefix = name(at, m.prefix);
             if !pharos_shared::hosted::under(path, prefix) {
                 continue;
             }
             let after = at + usize::from(m.prefix);
-            let usual = name(after, m.host) == host
-                || (m.bare != 0 && name(after + usize::from(m.host), m.bare) == host);
+            let usual = m.packed
+                && (name(after, m.host) == Some(host)
+                    || (m.bare != 0 && name(after + usize::from(m.host), m.bare) == Some(host)));
             if !usual && !route.serves_host(host) {
                 continue;
             }
@@ -531,6 +553,23 @@ mod tests {
                 .map(|r| r.entity.get()),
             Some(2000)
         );
+    }
+
+    #[test]
+    fn a_name_too_long_to_pack_is_still_routed_by_its_own_fields() {
+        let long = "a".repeat(70_000);
+        let t = table(vec![
+            route(2, &format!("https://fed.example.org/{long}")),
+            route(3, "https://fed.example.org/edu"),
+        ]);
+        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        assert_eq!(at("fed.example.org", &format!("/{long}/fetch")), Some(2));
+        assert_eq!(
+            at("fed.example.org", &format!("/{}/fetch", &long[1..])),
+            None
+        );
+        assert_eq!(at("fed.example.org", "/edu/fetch"), Some(3));
+        assert_eq!(at("other.example.org", &format!("/{long}")), None);
     }
 
     #[test]

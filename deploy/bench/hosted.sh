@@ -154,20 +154,20 @@ RSS_MANY_SIGNED=$(rss_mb many)
 # The load generator shares the two cores with the server, so both scripts of a pair do the
 # same work per request (random numbers, a formatted path): what differs is only the server's.
 cat >"$WORK/one_ec.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     local _ = string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES))
     return wrk.format("GET", "/.well-known/openid-federation")
 end
 LUA
 cat >"$WORK/many_ec.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES)))
 end
 LUA
 cat >"$WORK/one_fetch.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     -- The second number is many_fetch.lua's entity, drawn here too and not used.
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org",
@@ -175,7 +175,7 @@ request = function()
 end
 LUA
 cat >"$WORK/many_fetch.lua" <<LUA
-math.randomseed(os.time() + 1)
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/e%04d/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org",
         math.random($ENTITIES), math.random($SUBS)))

@@ -73,7 +73,7 @@ cat >"$WORK/ec.lua" <<LUA
 request = function() return wrk.format("GET", "/.well-known/openid-federation") end
 LUA
 cat >"$WORK/fetch.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fs%07d.example.org", math.random(1000)))
 end

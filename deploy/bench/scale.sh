@@ -151,7 +151,7 @@ scale_measure() {
 
     # Random subjects, nothing signed yet: most requests sign.
     cat >"$WORK/rand.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%07d.example.org", math.random(1, $n)))
 end

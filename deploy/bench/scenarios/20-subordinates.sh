@@ -76,7 +76,7 @@ THREADS=1 DURATION=$(( (N - SENT) / 10000 + 2 ))s wrk_run "$MAIN_URL" "$WORK/res
 row "| RSS with $N subordinates and $N signed statements cached | $(rss_mb main) MB | | | | |"
 
 cat >"$WORK/random_sub.lua" <<LUA
-math.randomseed(os.time())
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/fetch?sub=https%%3A%%2F%%2Fsub%06d.example.org",
         math.random(1, $N)))
