@@ -116,10 +116,22 @@ async fn an_unreachable_database_at_start_is_waited_for() {
         .await
         .unwrap();
     assert_eq!((s, ct.as_str()), (200, "application/entity-statement+jwt"));
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    // Waited for off the test's runtime: the proxy above runs on it, and a shutdown that
+    // still talks to the database needs it (a blocking wait here once held both for ever).
+    let stopped = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || child.wait()),
+    )
+    .await;
+    if stopped.is_err() {
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    }
+    assert!(
+        stopped.is_ok(),
+        "pharos did not stop within 60 s of SIGTERM"
+    );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("database unreachable"), "{text}");
 }

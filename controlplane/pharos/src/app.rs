@@ -358,9 +358,15 @@ impl App {
             }
         }
         // Every request has finished (or was cut off): the last records are in the ring.
+        // Its last write is bounded like the drain: a database that stops answering during
+        // shutdown (a stalled connection waits for no pool timeout) must not keep the process
+        // alive until it is killed; those records are then lost, and said so.
         if let Some((stop, flusher)) = self.flusher {
             stop.cancel();
-            let _ = flusher.await;
+            if tokio::time::timeout(self.drain, flusher).await.is_err() {
+                tracing::warn!(timeout = ?self.drain,
+                    "statistics flush unfinished at shutdown; its last records are not stored");
+            }
         }
         // `close` waits for every borrowed connection to come back; a task that outlived the
         // drain (a walk stuck on a hanging peer, a detached job) must not hold the shutdown

@@ -26,7 +26,8 @@ pub struct ServerSettings {
     pub body_limit: u64,
     /// Time limit for one request, so a slow client cannot hold a worker forever.
     pub request_timeout: Duration,
-    /// How long a graceful shutdown waits for in-flight requests.
+    /// How long a graceful shutdown waits for in-flight requests, and then again for the last
+    /// statistics records to be stored.
     pub shutdown_timeout: Duration,
     /// Request rates of the public endpoints that write or fetch, per client and in total.
     pub rate_limits: RateLimits,
