@@ -34,9 +34,6 @@ pub struct HostedRoute {
     pub entity: EntityNo,
     /// Its host, port and path.
     place: Placement,
-    /// The `Host` values a client most likely sends for it, compared byte for byte before
-    /// the general comparison (`host:port`, and the bare host on the scheme's default port).
-    usual_hosts: Vec<Box<str>>,
     /// Its front: its own router and ready answers.
     front: Front,
 }
@@ -46,30 +43,36 @@ impl HostedRoute {
     /// identifier is no http(s) URL (the control plane refuses those before they are stored).
     pub fn new(entity: EntityNo, entity_id: &str, front: Front) -> Option<Self> {
         let place = Placement::of(entity_id).ok()?;
+        Some(Self {
+            entity,
+            place,
+            front,
+        })
+    }
+
+    /// The `Host` values a client most likely sends for it, which the table compares byte for
+    /// byte before [`Self::serves_host`]: `host:port`, and the bare host on the scheme's
+    /// default port (else empty).
+    fn usual_hosts(&self) -> (String, String) {
+        let place = &self.place;
         let name = if place.host.contains(':') {
             format!("[{}]", place.host)
         } else {
             place.host.clone()
         };
-        let mut usual_hosts = vec![format!("{name}:{}", place.port).into_boxed_str()];
-        if place.port == 80 || place.port == 443 {
-            usual_hosts.push(name.into_boxed_str());
-        }
-        Some(Self {
-            entity,
-            place,
-            usual_hosts,
-            front,
-        })
+        let with_port = format!("{name}:{}", place.port);
+        let bare = if place.port == 80 || place.port == 443 {
+            name
+        } else {
+            String::new()
+        };
+        (with_port, bare)
     }
 
     /// Whether a request for `host` (with its port, if any) is for this entity's host. A
     /// request without a port matches the identifier's default port. (The table compares
     /// the usual values first, from its packed names.)
     fn serves_host(&self, host: &str) -> bool {
-        if self.usual_hosts.iter().any(|h| **h == *host) {
-            return true;
-        }
         let (name, port) = split_host(host);
         name.eq_ignore_ascii_case(&self.place.host)
             && port.map_or(self.place.port == 80 || self.place.port == 443, |p| {
@@ -182,8 +185,8 @@ impl HostTable {
         let mut by_segment: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
         let mut at_root = (0, 0);
         for (i, r) in routes.iter().enumerate() {
-            let host = r.usual_hosts.first().map_or("", |h| &**h);
-            let bare = r.usual_hosts.get(1).map_or("", |h| &**h);
+            let (host, bare) = r.usual_hosts();
+            let (host, bare) = (host.as_str(), bare.as_str());
             let at = u32::try_from(names.len()).ok();
             let len = |s: &str| u16::try_from(s.len()).ok();
             let matcher = match (at, len(&r.place.prefix), len(host), len(bare)) {
