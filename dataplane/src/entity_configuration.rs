@@ -38,8 +38,10 @@ struct Signed {
     tagged: Tagged,
 }
 
-/// The signed Entity Configuration of one snapshot generation.
+/// The signed Entity Configuration of one snapshot generation (the slot first: it is what a
+/// request reads; see [`DataPlane`]'s layout).
 #[derive(Debug, Default)]
+#[repr(C)]
 pub struct EcCache {
     slot: ArcSwapOption<Signed>,
     /// Held while signing, so that concurrent misses sign once.
@@ -80,7 +82,8 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
 /// handler, which signs.
 pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
     let now = dp.now();
-    let tagged = dp.ec_cache.fresh(dp.snapshot_ref().generation, now)?;
+    // The generation beside the snapshot handle: the snapshot itself is not touched.
+    let tagged = dp.ec_cache.fresh(dp.generation(), now)?;
     Some(cacheable(
         CONTENT_TYPE,
         tagged,

@@ -58,11 +58,19 @@ use pharos_runtime::command::Commands;
 use pharos_runtime::outbound::HttpFetcher;
 
 /// Shared state of the data plane's handlers.
+///
+/// Laid out in the order written (`repr(C)`): what a ready answer reads (the snapshot handle,
+/// the clock, the Entity Configuration's slot, the cache counters) comes first, close
+/// together, not wherever the compiler would place it among the lazily made caches that
+/// follow: with a random hosted entity per request, each line of it is a cache miss.
 #[derive(Debug)]
+#[repr(C)]
 pub struct DataPlane {
     snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
     ec_cache: entity_configuration::EcCache,
+    /// Cache hits and misses (for `/metrics`).
+    pub caches: Arc<cache_counters::CacheCounters>,
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
     // The caches of endpoints an entity may not serve are made on first use: an empty cache
@@ -83,8 +91,6 @@ pub struct DataPlane {
     pub replay: replay::ReplayStore,
     /// `storage.endpoint_auth.max_assertion_lifetime`, seconds.
     pub max_assertion_lifetime: i64,
-    /// Cache hits and misses (for `/metrics`).
-    pub caches: Arc<cache_counters::CacheCounters>,
     /// What the subordinates' statement slots may hold together (`cache.statements_max_bytes`).
     pub statement_budget: Arc<StatementBudget>,
     /// Request rates of the endpoints that write or fetch (`server.rate_limits`).
@@ -212,6 +218,12 @@ impl DataPlane {
     /// load once per request and hold the guard for the request's duration only).
     pub fn snapshot_ref(&self) -> arc_swap::Guard<Arc<Snapshot>> {
         self.snapshot.load()
+    }
+
+    /// The current snapshot's generation, without loading the snapshot (see
+    /// [`SnapshotReader::generation`]).
+    pub fn generation(&self) -> u64 {
+        self.snapshot.generation()
     }
 
     /// Current time in Unix seconds.
