@@ -34,11 +34,13 @@ use crate::hosts::HostedRoute;
 /// The path of our Entity Configuration (a fixed route).
 pub const ENTITY_CONFIGURATION_PATH: &str = "/.well-known/openid-federation";
 
-/// A router, with the data plane's ready answers in front of it when configured.
+/// A router, with the data plane's ready answers in front of it when configured (those first:
+/// `repr(C)` keeps them where a hosted entity's route starts, see [`HostedRoute`]).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Front {
-    router: Router,
     fast: Option<Fast>,
+    router: Router,
     /// The other hosted entities: a request for one of them goes to its own front.
     hosts: Option<crate::hosts::Hosts>,
     /// The connection's peer (see [`Front::connected`]).

@@ -27,8 +27,10 @@ pub trait ServedBy {
     fn served_by(&self) -> Option<EntityNo>;
 }
 
-/// Where one hosted entity is served, and its front.
+/// Where one hosted entity is served, and its front. Laid out in the order written
+/// (`repr(C)`): what a ready answer reads (the entity, its front's ready answers) first.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct HostedRoute {
     /// The entity.
     pub entity: EntityNo,
@@ -268,8 +270,9 @@ impl HostTable {
 
     /// The route for a request to `host` and `path`: an entity whose path starts with the
     /// request's first segment, else one at the root of the request's host; never one for a
-    /// path the port keeps for itself.
-    fn route(&self, host: &str, path: &str) -> Option<&HostedRoute> {
+    /// path the port keeps for itself. With the route, the length of its path (from the
+    /// packed names: the route itself is not read for it).
+    fn route(&self, host: &str, path: &str) -> Option<(&HostedRoute, usize)> {
         let first = first_segment(path);
         let group = if first.is_empty() {
             (0, 0)
@@ -307,7 +310,7 @@ impl HostTable {
             if m.near_reserved && self.reserved.iter().any(|p| path.starts_with(p.as_str())) {
                 return None;
             }
-            return Some(route);
+            return Some((route, prefix.len()));
         }
         None
     }
@@ -355,8 +358,8 @@ impl Hosts {
         }
         let host = request_host(req, peer, &self.proxies)?;
         let path = req.uri().path();
-        let route = table.route(host, path)?;
-        Some(f(route, rest_of(path, route.place.prefix.len())))
+        let (route, prefix) = table.route(host, path)?;
+        Some(f(route, rest_of(path, prefix)))
     }
 }
 
@@ -442,7 +445,7 @@ mod tests {
             route(2, "https://fed.example.org/edu"),
             route(3, "https://ta2.example.org/"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
         assert_eq!(
             at("ta2.example.org", "/.well-known/openid-federation"),
             Some(3)
@@ -459,7 +462,7 @@ mod tests {
             route(3, "https://fed.example.org/edu/test"),
             route(4, "http://127.0.0.1:8080/edu/"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
         assert_eq!(
             at("fed.example.org", "/edu/.well-known/openid-federation"),
             Some(2)
@@ -510,7 +513,7 @@ mod tests {
             .with(route(2, "https://root.example.org/"))
             .with(route(3, "https://fed.example.org/h"))
             .with(route(4, "https://fed.example.org/api"));
-        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
         assert_eq!(at("root.example.org", "/healthz"), None);
         assert_eq!(at("root.example.org", "/healthz/x"), None);
         assert_eq!(at("root.example.org", "/fetch"), Some(2));
@@ -534,7 +537,7 @@ mod tests {
         routes.push(route(2000, "http://127.0.0.1:8080/e0007/test"));
         routes.push(route(2001, "https://root.example.org"));
         let t = table(routes);
-        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
         for i in 0..1000 {
             assert_eq!(
                 at("127.0.0.1:8080", &format!("/e{i:04}/fetch")),
@@ -550,12 +553,12 @@ mod tests {
         let t = t.without(EntityNo::new(9).unwrap());
         assert_eq!(
             t.route("127.0.0.1:8080", "/e0007/fetch")
-                .map(|r| r.entity.get()),
+                .map(|(r, _)| r.entity.get()),
             None
         );
         assert_eq!(
             t.route("127.0.0.1:8080", "/e0007/test/x")
-                .map(|r| r.entity.get()),
+                .map(|(r, _)| r.entity.get()),
             Some(2000)
         );
     }
@@ -567,7 +570,7 @@ mod tests {
             route(2, &format!("https://fed.example.org/{long}")),
             route(3, "https://fed.example.org/edu"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|r| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
         assert_eq!(at("fed.example.org", &format!("/{long}/fetch")), Some(2));
         assert_eq!(
             at("fed.example.org", &format!("/{}/fetch", &long[1..])),
@@ -575,6 +578,10 @@ mod tests {
         );
         assert_eq!(at("fed.example.org", "/edu/fetch"), Some(3));
         assert_eq!(at("other.example.org", &format!("/{long}")), None);
+        // The length of the path to take off, packed or not.
+        let len = |path: &str| t.route("fed.example.org", path).map(|(_, n)| n);
+        assert_eq!(len(&format!("/{long}/fetch")), Some(long.len() + 1));
+        assert_eq!(len("/edu/fetch"), Some(4));
     }
 
     #[test]
