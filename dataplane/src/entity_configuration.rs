@@ -2,20 +2,20 @@
 //!
 //! Signing is the expensive part, so the signed bytes are cached for the current snapshot
 //! generation and re-signed only when the snapshot changes or the cached token has used up its
-//! freshness window. The cache is one atomically swapped slot: a hit is a lock-free load, a
-//! comparison and a `Bytes` clone. Concurrent misses are coalesced into one signing by a mutex
-//! that only the miss path takes.
+//! freshness window. The cache is one atomically swapped slot kept at the snapshot's
+//! publication point beside the generation: a hit is a lock-free load, a comparison and a
+//! `Bytes` clone. Concurrent misses are coalesced into one signing by a mutex that only the
+//! miss path takes.
 
 use std::sync::Arc;
 
-use arc_swap::{ArcSwapOption, Guard};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use pharos_shared::entity_configuration::{ENTITY_STATEMENT_TYP, payload};
 use pharos_shared::http_cache::Tagged;
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::{Signed, Snapshot, SnapshotReader};
 
 use crate::DataPlane;
 use crate::error::FedError;
@@ -30,35 +30,13 @@ pub const CONTENT_TYPE: &str = pharos_shared::entity_configuration::ENTITY_STATE
 const REFRESH_BEFORE_EXP: i64 = 60;
 const MAX_CACHE_AGE: i64 = 8 * 3600;
 
-/// The signed bytes with their entity tag (hashed once, at signing) and their refresh instant,
-/// which is also how long HTTP caches may keep them.
-#[derive(Debug)]
-struct Signed {
-    generation: u64,
-    tagged: Tagged,
-}
-
-/// The signed Entity Configuration of one snapshot generation (the slot first: it is what a
-/// request reads; see [`DataPlane`]'s layout).
+/// Signing the Entity Configuration. The signed answer itself is kept at the snapshot's
+/// publication point ([`SnapshotReader::entity_configuration`]), where a request finds it and
+/// whether it is current in one cache line.
 #[derive(Debug, Default)]
-#[repr(C)]
-pub struct EcCache {
-    slot: ArcSwapOption<Signed>,
+pub struct EcSigning {
     /// Held while signing, so that concurrent misses sign once.
-    signing: tokio::sync::Mutex<()>,
-}
-
-impl EcCache {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    fn fresh(&self, generation: u64, now: i64) -> Option<Tagged> {
-        let slot = self.slot.load();
-        slot.as_ref()
-            .filter(|s| s.generation == generation && now < s.tagged.fresh_until)
-            .map(|s| s.tagged.clone())
-    }
+    lock: tokio::sync::Mutex<()>,
 }
 
 /// The handler: a cacheable answer (`ETag`, `Cache-Control` up to the next re-signing, `304`
@@ -81,9 +59,13 @@ pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response
 /// [`handler`] answers without awaiting; see [`crate::front`]); `None` leaves it to the
 /// handler, which signs.
 pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
-    let now = dp.now();
-    // The generation beside the snapshot handle: the snapshot itself is not touched.
-    let tagged = dp.ec_cache.fresh(dp.generation(), now)?;
+    kept(dp.reader(), dp.now(), req)
+}
+
+/// The answer to `req` from the Entity Configuration kept at `reader`'s publication point, if
+/// it is current and fresh at `now` (a hosted entity's route asks its own point directly).
+pub(crate) fn kept(reader: &SnapshotReader, now: i64, req: &Request) -> Option<Response> {
+    let tagged = reader.entity_configuration(now)?;
     Some(cacheable(
         CONTENT_TYPE,
         tagged,
@@ -94,32 +76,20 @@ pub(crate) fn ready(dp: &DataPlane, req: &Request) -> Option<Response> {
 
 /// The Entity Configuration signed for `now`, with its entity tag and freshness.
 async fn signed_at(dp: &DataPlane, now: i64) -> Result<Tagged, FedError> {
-    let cache = &dp.ec_cache;
-    let snap = {
-        let snap = dp.snapshot_ref();
-        if let Some(body) = cache.fresh(snap.generation, now) {
-            return Ok(body);
-        }
-        // Waiting for the lock and signing are awaits: no guard across them.
-        Guard::into_inner(snap)
-    };
-    let _signing = cache.signing.lock().await;
+    let reader = dp.reader();
+    if let Some(tagged) = reader.entity_configuration(now) {
+        return Ok(tagged);
+    }
+    let _signing = dp.ec_signing.lock.lock().await;
     // Another request may have signed while this one waited.
-    if let Some(body) = cache.fresh(snap.generation, now) {
-        return Ok(body);
+    if let Some(tagged) = reader.entity_configuration(now) {
+        return Ok(tagged);
     }
+    let snap = dp.snapshot();
     let signed = sign(&snap, now).await.map_err(FedError::server_error)?;
-    let body = signed.tagged.clone();
-    // A request holding an older snapshot must not replace a newer generation's token.
-    if cache
-        .slot
-        .load()
-        .as_ref()
-        .is_none_or(|s| s.generation <= signed.generation)
-    {
-        cache.slot.store(Some(Arc::new(signed)));
-    }
-    Ok(body)
+    let tagged = signed.tagged.clone();
+    reader.keep_entity_configuration(signed);
+    Ok(tagged)
 }
 
 async fn sign(snap: &Snapshot, now: i64) -> Result<Signed, pharos_shared::Error> {

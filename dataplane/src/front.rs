@@ -96,11 +96,25 @@ impl Front {
         }
     }
 
+    /// The data plane whose ready answers this front gives, if it gives them.
+    pub(crate) fn data_plane(&self) -> Option<&Arc<DataPlane>> {
+        self.fast.as_ref().map(|f| &f.dp)
+    }
+
     /// A request for the hosted entity of `route`, `rest` being its path with the entity's
-    /// taken off: the entity's ready answer when it has one (found from `rest`; the request
-    /// is not rebuilt, and nothing of the entity's is cloned), else its router, with the
-    /// entity's path taken off the URI.
+    /// taken off: the entity's ready answer when it has one (its Entity Configuration from
+    /// the publication point the route keeps, others found from `rest`; the request is not
+    /// rebuilt, and nothing of the entity's is cloned), else its router, with the entity's
+    /// path taken off the URI.
     fn hosted(route: &HostedRoute, req: &Request, rest: &str) -> Hosted {
+        if rest == ENTITY_CONFIGURATION_PATH
+            && req.method() == Method::GET
+            && let Some(kept) = &route.kept
+            && let Some(response) =
+                crate::entity_configuration::kept(&kept.reader, kept.clock.now(), req)
+        {
+            return Hosted::Answered(response);
+        }
         let front = route.front();
         if let Some(response) = front.fast.as_ref().and_then(|f| f.answer(req, rest)) {
             return Hosted::Answered(response);

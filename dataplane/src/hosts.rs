@@ -15,6 +15,8 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, Uri, header};
 use pharos_shared::client_ip::TrustedProxies;
 use pharos_shared::hosted::{EntityNo, Placement};
+use pharos_shared::snapshot::SnapshotReader;
+use pharos_shared::time::Clock;
 use rustc_hash::FxHashMap;
 
 use crate::front::Front;
@@ -28,16 +30,28 @@ pub trait ServedBy {
 }
 
 /// Where one hosted entity is served, and its front. Laid out in the order written
-/// (`repr(C)`): what a ready answer reads (the entity, its front's ready answers) first.
+/// (`repr(C)`): what a ready answer reads (the entity, its kept answers, its front's ready
+/// answers) first.
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct HostedRoute {
     /// The entity.
     pub entity: EntityNo,
-    /// Its host, port and path.
-    place: Placement,
+    /// Where its signed Entity Configuration is kept, when its front gives ready answers.
+    pub(crate) kept: Option<KeptAnswers>,
     /// Its front: its own router and ready answers.
     front: Front,
+    /// Its host, port and path.
+    place: Placement,
+}
+
+/// A hosted entity's publication point and the clock its answers are made at: its Entity
+/// Configuration is answered from the point itself, without reaching its data plane (one
+/// cache miss less per request for a random entity).
+#[derive(Debug, Clone)]
+pub(crate) struct KeptAnswers {
+    pub(crate) reader: SnapshotReader,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl HostedRoute {
@@ -45,10 +59,15 @@ impl HostedRoute {
     /// identifier is no http(s) URL (the control plane refuses those before they are stored).
     pub fn new(entity: EntityNo, entity_id: &str, front: Front) -> Option<Self> {
         let place = Placement::of(entity_id).ok()?;
+        let kept = front.data_plane().map(|dp| KeptAnswers {
+            reader: dp.reader().clone(),
+            clock: dp.clock().clone(),
+        });
         Some(Self {
             entity,
-            place,
+            kept,
             front,
+            place,
         })
     }
 

@@ -60,15 +60,14 @@ use pharos_runtime::outbound::HttpFetcher;
 /// Shared state of the data plane's handlers.
 ///
 /// Laid out in the order written (`repr(C)`): what a ready answer reads (the snapshot handle,
-/// the clock, the Entity Configuration's slot, the cache counters) comes first, close
-/// together, not wherever the compiler would place it among the lazily made caches that
+/// the clock, the cache counters) comes first, close together, not wherever the compiler would place it among the lazily made caches that
 /// follow: with a random hosted entity per request, each line of it is a cache miss.
 #[derive(Debug)]
 #[repr(C)]
 pub struct DataPlane {
     snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
-    ec_cache: entity_configuration::EcCache,
+    ec_signing: entity_configuration::EcSigning,
     /// Cache hits and misses (for `/metrics`).
     pub caches: Arc<cache_counters::CacheCounters>,
     /// Resolving: resolver, caches and proactive resolver.
@@ -195,7 +194,7 @@ impl DataPlane {
             ),
             snapshot,
             clock,
-            ec_cache: entity_configuration::EcCache::new(),
+            ec_signing: entity_configuration::EcSigning::default(),
             historical_cache: LazyLock::new(Default::default),
             list_cache: LazyLock::new(endpoints::list::ListCache::new),
             extended_list_cache: LazyLock::new(Default::default),
@@ -220,10 +219,14 @@ impl DataPlane {
         self.snapshot.load()
     }
 
-    /// The current snapshot's generation, without loading the snapshot (see
-    /// [`SnapshotReader::generation`]).
-    pub fn generation(&self) -> u64 {
-        self.snapshot.generation()
+    /// The snapshot's publication point, as this data plane reads it.
+    pub(crate) fn reader(&self) -> &SnapshotReader {
+        &self.snapshot
+    }
+
+    /// The clock every answer is made at.
+    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Current time in Unix seconds.

@@ -19,7 +19,7 @@ use crate::jose::{Jwk, Jwks, Signer};
 use crate::subordinate::Subordinates;
 
 mod handle;
-pub use handle::{SnapshotPublisher, SnapshotReader};
+pub use handle::{Signed, SnapshotPublisher, SnapshotReader};
 
 /// Everything the data plane needs to answer a request, frozen at one instant.
 #[derive(Debug, Clone)]

@@ -8,24 +8,40 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use arc_swap::{ArcSwap, Guard};
+use arc_swap::{ArcSwap, ArcSwapOption, Guard};
 
 use super::Snapshot;
+use crate::http_cache::Tagged;
 
-/// The publication point: the current snapshot, and its generation beside it. A ready answer
-/// is checked against the generation without reaching the snapshot itself: with a thousand
-/// hosted entities and a random one per request, that snapshot is one more cache miss, which
-/// must finish before the answer can be found (BENCHMARKS.md, "Hosted entities").
+/// The publication point: the current snapshot, its generation, and the Entity Configuration
+/// signed from it, side by side in one cache line. A request for the Entity Configuration
+/// reads that line and the signed answer, without reaching the snapshot or the data plane:
+/// with a thousand hosted entities and a random one per request, each of those was one more
+/// cache miss that had to finish before the answer could be found (BENCHMARKS.md, "Hosted
+/// entities").
+#[repr(C, align(64))]
 struct Point {
-    current: ArcSwap<Snapshot>,
     /// The generation of `current`, stored after it: never ahead of it.
     generation: AtomicU64,
+    /// The signed Entity Configuration, and the generation it was signed from.
+    entity_configuration: ArcSwapOption<Signed>,
+    current: ArcSwap<Snapshot>,
+}
+
+/// An answer signed from one generation's snapshot.
+#[derive(Debug)]
+pub struct Signed {
+    /// The generation of the snapshot it was made from.
+    pub generation: u64,
+    /// The signed bytes, their tag and freshness.
+    pub tagged: Tagged,
 }
 
 impl Point {
     fn new(first: Snapshot) -> Self {
         Self {
             generation: AtomicU64::new(first.generation),
+            entity_configuration: ArcSwapOption::empty(),
             current: ArcSwap::from_pointee(first),
         }
     }
@@ -53,6 +69,29 @@ impl SnapshotReader {
     /// for a request that came a moment earlier); once `publish` returns, it names the new one.
     pub fn generation(&self) -> u64 {
         self.0.generation.load(Ordering::Acquire)
+    }
+
+    /// The Entity Configuration signed from the current generation, if one is kept and still
+    /// fresh at `now`.
+    pub fn entity_configuration(&self, now: i64) -> Option<Tagged> {
+        let kept = self.0.entity_configuration.load();
+        kept.as_ref()
+            .filter(|s| s.generation == self.generation() && now < s.tagged.fresh_until)
+            .map(|s| s.tagged.clone())
+    }
+
+    /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
+    /// is kept (a request that held an older snapshot while it signed). Signers take turns
+    /// (the data plane's signing lock), so the check and the store are not raced by another.
+    pub fn keep_entity_configuration(&self, signed: Signed) {
+        let slot = &self.0.entity_configuration;
+        if slot
+            .load()
+            .as_ref()
+            .is_none_or(|s| s.generation <= signed.generation)
+        {
+            slot.store(Some(Arc::new(signed)));
+        }
     }
 }
 
