@@ -23,10 +23,12 @@ SECS=${BENCH_CG_SECONDS:-15}
 for tool in valgrind callgrind_control wrk curl python3; do
     command -v "$tool" >/dev/null || { echo "hosted_misses: $tool not found" >&2; exit 1; }
 done
+# shellcheck source=deploy/bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 PORT=17791
-WORK=$(mktemp -d)
 PID=""
-cleanup() { [ -z "$PID" ] || kill "$PID" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
+# The server under callgrind is this script's own (lib.sh's trap knows only its own servers).
+cleanup() { [ -z "$PID" ] || kill "$PID" 2>/dev/null || true; bench_cleanup; }
 trap cleanup EXIT
 
 mkdir -p "$WORK/db"
@@ -57,18 +59,15 @@ done
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 cp -r "$WORK/data/." "$WORK/db/"
 
-seeded='local threads = 0
-function setup(thread) threads = threads + 1; thread:set("thread_no", threads) end
-function init(args) math.randomseed(os.time() * 1000 + (thread_no or 0)) end'
 cat >"$WORK/one.lua" <<LUA
-$seeded
+$(wrk_seeded)
 request = function()
     local _ = string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES))
     return wrk.format("GET", "/.well-known/openid-federation")
 end
 LUA
 cat >"$WORK/many.lua" <<LUA
-$seeded
+$(wrk_seeded)
 request = function()
     return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES)))
 end

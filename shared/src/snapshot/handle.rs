@@ -81,8 +81,9 @@ impl SnapshotReader {
     }
 
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
-    /// is kept (a request that held an older snapshot while it signed). Signers take turns
-    /// (the data plane's signing lock), so the check and the store are not raced by another.
+    /// is kept (a request that held an older snapshot while it signed). A data plane's
+    /// signers take turns (its signing lock); should two ever race here, the older answer is
+    /// still never served, as it does not match the current generation.
     pub fn keep_entity_configuration(&self, signed: Signed) {
         let slot = &self.0.entity_configuration;
         if slot
