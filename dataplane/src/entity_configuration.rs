@@ -40,8 +40,8 @@ pub struct EcSigning {
 }
 
 /// The handler: a cacheable answer (`ETag`, `Cache-Control` up to the next re-signing, `304`
-/// on a matching `If-None-Match`). It takes the request itself, not a `HeaderMap`: that extractor clones every request header
-/// to read one.
+/// on a matching `If-None-Match`). It takes the request itself, not a `HeaderMap`: that
+/// extractor clones every request header to read one.
 pub async fn handler(State(dp): State<Arc<DataPlane>>, req: Request) -> Response {
     let now = dp.now();
     match signed_at(&dp, now).await {

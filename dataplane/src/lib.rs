@@ -60,16 +60,19 @@ use pharos_runtime::outbound::HttpFetcher;
 /// Shared state of the data plane's handlers.
 ///
 /// Laid out in the order written (`repr(C)`): what a ready answer reads (the snapshot handle,
-/// the clock, the cache counters) comes first, close together, not wherever the compiler would place it among the lazily made caches that
-/// follow: with a random hosted entity per request, each line of it is a cache miss.
+/// the clock, the cache counters) comes first, close together, not wherever the compiler
+/// would place it among the lazily made caches that follow: with a random hosted entity per
+/// request, each line of it is a cache miss.
 #[derive(Debug)]
 #[repr(C)]
 pub struct DataPlane {
     snapshot: SnapshotReader,
     clock: Arc<dyn Clock>,
-    ec_signing: entity_configuration::EcSigning,
     /// Cache hits and misses (for `/metrics`).
     pub caches: Arc<cache_counters::CacheCounters>,
+    /// Taken by a request that signs the Entity Configuration (the signed answer is kept at
+    /// the snapshot's publication point).
+    ec_signing: entity_configuration::EcSigning,
     /// Resolving: resolver, caches and proactive resolver.
     pub resolve: Arc<resolver::service::ResolveService>,
     // The caches of endpoints an entity may not serve are made on first use: an empty cache

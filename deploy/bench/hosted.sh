@@ -151,21 +151,8 @@ fi
 RSS_ONE_SIGNED=$(rss_mb one)
 RSS_MANY_SIGNED=$(rss_mb many)
 
-# The load generator shares the two cores with the server, so both scripts of a pair do the
-# same work per request (random numbers, a formatted path): what differs is only the server's.
-cat >"$WORK/one_ec.lua" <<LUA
-$(wrk_seeded)
-request = function()
-    local _ = string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES))
-    return wrk.format("GET", "/.well-known/openid-federation")
-end
-LUA
-cat >"$WORK/many_ec.lua" <<LUA
-$(wrk_seeded)
-request = function()
-    return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES)))
-end
-LUA
+# Each pair of scripts does the same work per request in the load generator (see ec_scripts).
+ec_scripts "$WORK/one_ec.lua" "$WORK/many_ec.lua" "$ENTITIES"
 cat >"$WORK/one_fetch.lua" <<LUA
 $(wrk_seeded)
 request = function()

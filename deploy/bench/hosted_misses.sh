@@ -59,19 +59,7 @@ done
 kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
 cp -r "$WORK/data/." "$WORK/db/"
 
-cat >"$WORK/one.lua" <<LUA
-$(wrk_seeded)
-request = function()
-    local _ = string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES))
-    return wrk.format("GET", "/.well-known/openid-federation")
-end
-LUA
-cat >"$WORK/many.lua" <<LUA
-$(wrk_seeded)
-request = function()
-    return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($ENTITIES)))
-end
-LUA
+ec_scripts "$WORK/one.lua" "$WORK/many.lua" "$ENTITIES"
 
 printf '%-10s %-5s %12s %10s %10s\n' binary case instr/req D1miss/req LLmiss/req
 for bin in "$@"; do

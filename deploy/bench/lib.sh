@@ -295,6 +295,26 @@ end
 LUA
 }
 
+# ec_scripts ONE MANY ENTITIES: wrk scripts for the Entity Configuration of the default entity
+# (ONE) and of a random one of ENTITIES hosted entities at /e0001 … (MANY). The load generator
+# shares the cores with the server, so both do the same work per request (a random number, a
+# formatted path): what differs is only the server's.
+ec_scripts() {
+    cat >"$1" <<LUA
+$(wrk_seeded)
+request = function()
+    local _ = string.format("/e%04d/.well-known/openid-federation", math.random($3))
+    return wrk.format("GET", "/.well-known/openid-federation")
+end
+LUA
+    cat >"$2" <<LUA
+$(wrk_seeded)
+request = function()
+    return wrk.format("GET", string.format("/e%04d/.well-known/openid-federation", math.random($3)))
+end
+LUA
+}
+
 # wrk_run URL [LUA] [extra wrk args...]: one wrk run; aborts on errors or non-2xx answers.
 # Prints the whole wrk output.
 wrk_run() {
