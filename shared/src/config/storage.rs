@@ -27,7 +27,9 @@ pub struct StorageSettings {
     pub db: String,
     /// Log SQL statements.
     pub debug: bool,
-    /// Size of the connection pool.
+    /// Size of the connection pool. On PostgreSQL the subordinate registry's read at start-up
+    /// and on a full reload goes through a second pool of up to this size, whose connections
+    /// close after 10 s unused.
     pub max_connections: u32,
     /// Replay protection for client assertions (`private_key_jwt`).
     pub endpoint_auth: EndpointAuth,

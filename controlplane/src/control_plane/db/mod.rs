@@ -91,6 +91,10 @@ pub const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// answers 503): bounded, so that an unreachable database never makes a request hang.
 pub const ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long a connection of [`Db::native_pg`] stays open unused: past a start-up's or a
+/// reload's last batch.
+const NATIVE_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How often the breaker's probe asks an unreachable database whether it is back.
 pub const PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -118,6 +122,11 @@ pub struct Db {
     /// On an SQLite file: the WAL and the federation writer's connection (group commit, see
     /// [`wal`]); `None` on PostgreSQL, MariaDB and an in-memory SQLite.
     pub(in crate::control_plane) wal: Option<std::sync::Arc<wal::Wal>>,
+    /// On PostgreSQL: a pool of the native driver, for the one read whose rows `Any` decodes too
+    /// slowly, the subordinate registry streamed at start-up and on a full reload (see
+    /// [`subordinates::for_each`]). Lazy: it connects on that read and its connections close
+    /// when idle, so a running service holds none.
+    pub(in crate::control_plane) native_pg: Option<sqlx::PgPool>,
     /// The hosted entity whose rows the repositories read and write through this handle
     /// (see [`Db::for_entity`]); deployment-wide tables (users, the replay store, the cluster
     /// log, leadership) ignore it.
@@ -396,11 +405,23 @@ impl Db {
             Dialect::Sqlite => wal::Wal::open(url, &pool).await?.map(std::sync::Arc::new),
             _ => None,
         };
+        let native_pg = match dialect {
+            Dialect::Postgres => Some(
+                sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(max)
+                    .min_connections(0)
+                    .idle_timeout(NATIVE_IDLE)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .connect_lazy(url)?,
+            ),
+            _ => None,
+        };
         Ok(Self {
             pool,
             dialect,
             breaker: Default::default(),
             wal,
+            native_pg,
             entity: EntityNo::DEFAULT,
         })
     }
@@ -429,6 +450,9 @@ impl Db {
     pub async fn close(&self) {
         if let Some(w) = &self.wal {
             w.writer.close().await;
+        }
+        if let Some(pg) = &self.native_pg {
+            pg.close().await;
         }
         self.pool.close().await;
     }
