@@ -169,37 +169,58 @@ request = function()
 end
 LUA
 [ -z "$OLD_BIN" ] || { old_lua ec; old_lua fetch; }
+# served NAME PORT LUA: one wrk run against instance NAME; prints its req/s and the instance's
+# own CPU time (user + system) per request in µs. The load generator shares the cores, so req/s
+# counts its work too; the CPU time per request is the server's alone.
+served() {
+    local pid=${PHAROS_PIDS[$1]} c0 c1 out
+    c0=$(cpu_ticks "$pid")
+    out=$(wrk_run "http://127.0.0.1:$2" "$3")
+    c1=$(cpu_ticks "$pid")
+    py "print($(rps_of <<<"$out"), ($c1 - $c0) * 1e6 / $(getconf CLK_TCK) / $(requests_of <<<"$out"))"
+}
 # ratio LABEL KIND: REPEATS interleaved rounds of one and many (and the old binary's many); a
-# row with the medians and the ratio of the medians to one's (min–max of the per-round ratios).
+# row with the medians of req/s and the ratio of the medians to one's (min–max of the per-round
+# ratios), and a row of the same for the server's CPU time per request.
 ratio() {
-    local label=$1 kind=$2 r o m x os=() ms=() xs=()
+    local label=$1 kind=$2 r o m x os=() ms=() xs=() oc=() mc=() xc=()
     for r in $(seq 1 "$REPEATS"); do
-        x=0
+        x="0 0"
         # The two "many" instances swap places every round, so neither always follows the
         # same neighbour (this shared machine drifts within seconds).
         if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 0 ]; then
-            x=$(wrk_run "http://127.0.0.1:$OLD_PORT" "$WORK/old_$kind.lua" | rps_of)
+            x=$(served old $OLD_PORT "$WORK/old_$kind.lua")
         fi
-        o=$(wrk_run "http://127.0.0.1:$ONE" "$WORK/one_$kind.lua" | rps_of)
-        m=$(wrk_run "http://127.0.0.1:$MANY" "$WORK/many_$kind.lua" | rps_of)
+        o=$(served one $ONE "$WORK/one_$kind.lua")
+        m=$(served many $MANY "$WORK/many_$kind.lua")
         if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 1 ]; then
-            x=$(wrk_run "http://127.0.0.1:$OLD_PORT" "$WORK/old_$kind.lua" | rps_of)
+            x=$(served old $OLD_PORT "$WORK/old_$kind.lua")
         fi
-        echo "   round $r: one $o many $m old $x" >&2
-        os+=("$o"); ms+=("$m"); xs+=("$x")
+        echo "   round $r (req/s, µs CPU per request): one $o many $m old $x" >&2
+        os+=("${o% *}"); ms+=("${m% *}"); xs+=("${x% *}")
+        oc+=("${o#* }"); mc+=("${m#* }"); xc+=("${x#* }")
     done
-    row "| $label | $(py "
+    ratio_row "$label, req/s" 0 "${os[*]}" "${ms[*]}" "${xs[*]}"
+    ratio_row "$label, the server's CPU time per request, µs" 2 "${oc[*]}" "${mc[*]}" "${xc[*]}"
+}
+# ratio_row LABEL DIGITS ONES MANYS OLDS: a table row of the medians (min–max) and the ratios of
+# many's and old's to one's.
+ratio_row() {
+    row "| $1 | $(py "
 import statistics as s
-o=[float(x) for x in '${os[*]}'.split()]
+d = $2
+def fmt(v): return f'{v:.{d}f}'
+o = [float(x) for x in '$3'.split()]
 def col(v):
-    r=[b/a for a,b in zip(o,v)]
-    return f'{s.median(v):.0f} ({min(v):.0f}–{max(v):.0f}) | **{s.median(v)/s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})'
-m=[float(x) for x in '${ms[*]}'.split()]; x=[float(v) for v in '${xs[*]}'.split()]
-print(f'{s.median(o):.0f} ({min(o):.0f}–{max(o):.0f}) | ' + col(m) + ((' | ' + col(x)) if '$OLD_BIN' else ''))
+    r = [b / a for a, b in zip(o, v)]
+    return f'{fmt(s.median(v))} ({fmt(min(v))}–{fmt(max(v))}) | **{s.median(v) / s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})'
+m = [float(x) for x in '$4'.split()]
+x = [float(v) for v in '$5'.split()]
+print(f'{fmt(s.median(o))} ({fmt(min(o))}–{fmt(max(o))}) | ' + col(m) + ((' | ' + col(x)) if '$OLD_BIN' else ''))
 ") |"
 }
-ratio "Entity Configuration, req/s (many: a random entity each request)" ec
-ratio "fetch, cached statement, req/s (random subject; many: random entity too)" fetch
+ratio "Entity Configuration (many: a random entity each request)" ec
+ratio "fetch, cached statement (random subject; many: random entity too)" fetch
 
 # ---- write visibility ---------------------------------------------------------------------
 visible() {

@@ -329,6 +329,10 @@ wrk_run() {
     echo "$out"
 }
 rps_of() { awk '/Requests\/sec/ {print $2}'; }
+# requests_of: the number of requests in a wrk output.
+requests_of() { awk '/requests in/ {print $1}'; }
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (getconf CLK_TCK).
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 
 # compare LABEL PHAROS_URL REF [LUA]: REPEATS interleaved rounds of Pharos, nginx, responder
 # with identical client settings. Adds a row with Pharos's median req/s (min–max), the
