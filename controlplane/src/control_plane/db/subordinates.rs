@@ -318,11 +318,27 @@ async fn row_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     .bind(BATCH)
     .fetch_all(&mut *tx)
     .await?;
-    let Some(last) = rows.last().map(|r| r.try_get::<i64, _>("id")).transpose()? else {
+    let mut rows: Vec<SnapshotRow> = rows
+        .iter()
+        .map(|r| {
+            Ok(SnapshotRow {
+                id: r.try_get("id")?,
+                entity_id: r.try_get("entity_id")?,
+                status: r.try_get("status")?,
+                jwks: r.try_get("jwks")?,
+                metadata: r.try_get("metadata")?,
+                metadata_policy: r.try_get("metadata_policy")?,
+                constraints: r.try_get("constraints_json")?,
+                registered_entity_types: Vec::new(),
+                created_at: r.try_get("created_at")?,
+                updated_at: r.try_get("updated_at")?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let Some(last) = rows.last().map(|r| r.id) else {
         return Ok(None);
     };
-    let mut types: HashMap<i64, Vec<String>> = HashMap::new();
-    for r in &sqlx::query(db.sql(concat!(
+    for t in &sqlx::query(db.sql(concat!(
         "SELECT t.subordinate_id, t.entity_type FROM subordinate_entity_types t ",
         "WHERE t.subordinate_id > ? AND t.subordinate_id <= ? AND t.subordinate_id IN ",
         "(SELECT id FROM subordinates WHERE entity = ? AND id > ? AND id <= ?)"
@@ -335,27 +351,9 @@ async fn row_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     .fetch_all(&mut *tx)
     .await?
     {
-        add_entity_type(&mut types, r)?;
+        file_type(&mut rows, t.try_get(0)?, t.try_get(1)?);
     }
     tx.commit().await?;
-    let rows = rows
-        .iter()
-        .map(|r| {
-            let id = r.try_get("id")?;
-            Ok(SnapshotRow {
-                id,
-                entity_id: r.try_get("entity_id")?,
-                status: r.try_get("status")?,
-                jwks: r.try_get("jwks")?,
-                metadata: r.try_get("metadata")?,
-                metadata_policy: r.try_get("metadata_policy")?,
-                constraints: r.try_get("constraints_json")?,
-                registered_entity_types: types.remove(&id).unwrap_or_default(),
-                created_at: r.try_get("created_at")?,
-                updated_at: r.try_get("updated_at")?,
-            })
-        })
-        .collect::<Result<_>>()?;
     Ok(Some((last, Batch::Rows(rows))))
 }
 
