@@ -221,7 +221,7 @@ async fn batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
 /// transaction (one snapshot for both); the rows are parsed on the blocking pool, beside the
 /// next batch's read and the snapshot's build. The types come from a second statement, as
 /// on the other databases, rather than from a subquery per row: a million index lookups
-/// were a quarter of SQLite's share of a start-up.
+/// were about half of SQLite's share of a start-up.
 async fn sqlite_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     let mut tx = db.pool.begin_with("BEGIN").await?;
     let row = sqlx::query(concat!(
