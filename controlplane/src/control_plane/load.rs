@@ -123,9 +123,9 @@ fn stored_record(
     Subordinate {
         id: r.id,
         status: db::subordinates::stored_status(&r.entity_id, &r.status),
-        entity_id: r.entity_id.into(),
+        entity_id: r.entity_id,
         registered_entity_types: types.into(),
-        jwks: StoredJwks::from_text(r.jwks.as_deref()),
+        jwks: StoredJwks::from_text(r.jwks),
         metadata: doc(r.metadata),
         metadata_policy: doc(r.metadata_policy),
         constraints: doc(r.constraints),

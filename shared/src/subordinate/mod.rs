@@ -141,14 +141,15 @@ impl StoredJwks {
     /// The stored text of a key set as read from the database, kept as it is when it has the
     /// shape of a JWK Set (a check that allocates nothing per key); anything else is read as
     /// the empty set, as an unreadable stored set always was.
-    pub fn from_text(text: Option<&str>) -> Self {
+    pub fn from_text(text: Option<String>) -> Self {
         #[derive(serde::Deserialize)]
         struct Shape {
             #[allow(dead_code)]
             keys: Vec<serde::de::IgnoredAny>,
         }
         match text {
-            Some(t) if serde_json::from_str::<Shape>(t).is_ok() => Self(t.into()),
+            // The text as read, not a copy: a million at start-up.
+            Some(t) if serde_json::from_str::<Shape>(&t).is_ok() => Self(t.into_boxed_str()),
             _ => Self::default(),
         }
     }

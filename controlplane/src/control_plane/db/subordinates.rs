@@ -106,8 +106,8 @@ fn from_row(r: &AnyRow) -> Result<SubordinateRow> {
 pub struct SnapshotRow {
     /// Database id.
     pub id: i64,
-    /// Entity identifier.
-    pub entity_id: String,
+    /// Entity identifier, in the form the snapshot keeps (made once, where the row is read).
+    pub entity_id: std::sync::Arc<str>,
     /// Status word.
     pub status: String,
     /// Stored key set, as stored.
@@ -293,7 +293,7 @@ async fn pg_batch(db: &Db, pg: &sqlx::PgPool, after: i64) -> Result<Option<(i64,
             };
             rows.push(SnapshotRow {
                 id: r.try_get(0)?,
-                entity_id: r.try_get::<&str, _>(1)?.to_owned(),
+                entity_id: r.try_get::<&str, _>(1)?.into(),
                 status: r.try_get::<&str, _>(2)?.to_owned(),
                 jwks: owned(3)?,
                 metadata: owned(4)?,
@@ -364,7 +364,7 @@ async fn row_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
         .map(|r| {
             Ok(SnapshotRow {
                 id: r.try_get("id")?,
-                entity_id: r.try_get("entity_id")?,
+                entity_id: r.try_get::<String, _>("entity_id")?.into(),
                 status: r.try_get("status")?,
                 jwks: r.try_get("jwks")?,
                 metadata: r.try_get("metadata")?,
