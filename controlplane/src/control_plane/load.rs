@@ -71,15 +71,16 @@ pub async fn subordinates(
     let mut claims = claims::by_subordinate(db).await?;
     let version = || versions.fetch_add(1, Ordering::SeqCst) + 1;
     let Some(old) = previous else {
-        let mut subs = Subordinates::new([], Arc::new(general), version());
+        let mut build = Subordinates::build(Arc::new(general), version());
         db::subordinates::for_each(db, |r| {
-            let built = stored_record(r, &mut claims, |t| subs.type_name(t));
-            subs.insert(Arc::new(Subordinate {
+            let built = stored_record(r, &mut claims, |t| build.type_name(t));
+            build.insert(Arc::new(Subordinate {
                 version: version(),
                 ..built
             }));
         })
         .await?;
+        let mut subs = build.finish();
         db::subordinates::for_each_tombstone(db, |entity_id, t| subs.bury(&entity_id, t)).await?;
         return Ok(subs);
     };
