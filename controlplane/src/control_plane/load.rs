@@ -120,7 +120,11 @@ fn stored_record(
         .map(|t| type_name(t))
         .collect();
     types.sort_unstable();
-    let claims = claims.remove(&r.id).unwrap_or_default();
+    // Most registries hold no per-subordinate claims: no hashing of a million ids then.
+    let claims = match claims.is_empty() {
+        true => Vec::new(),
+        false => claims.remove(&r.id).unwrap_or_default(),
+    };
     Subordinate {
         id: r.id,
         status: db::subordinates::stored_status(&r.entity_id, &r.status),

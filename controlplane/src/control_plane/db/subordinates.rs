@@ -168,8 +168,9 @@ enum Batch {
 fn parse(rows: &str, types: &str) -> Result<Vec<SnapshotRow>> {
     let mut rows: Vec<SnapshotRow> = serde_json::from_str(rows).map_err(|e| read_error(&e))?;
     let types: Vec<(i64, String)> = serde_json::from_str(types).map_err(|e| read_error(&e))?;
+    let mut at = 0;
     for (id, t) in types {
-        file_type(&mut rows, id, t);
+        file_type(&mut rows, &mut at, id, t);
     }
     Ok(rows)
 }
@@ -323,9 +324,9 @@ async fn pg_batch(db: &Db, pg: &sqlx::PgPool, after: i64) -> Result<Option<(i64,
         .bind(rows.iter().map(|r| r.id).collect::<Vec<i64>>())
     };
     {
-        let mut stream = types.fetch(&mut *tx);
+        let (mut stream, mut at) = (types.fetch(&mut *tx), 0);
         while let Some(t) = stream.try_next().await? {
-            file_type(&mut rows, t.try_get(0)?, t.try_get(1)?);
+            file_type(&mut rows, &mut at, t.try_get(0)?, t.try_get(1)?);
         }
     }
     tx.commit().await?;
@@ -334,8 +335,19 @@ async fn pg_batch(db: &Db, pg: &sqlx::PgPool, after: i64) -> Result<Option<(i64,
 
 /// Files entity type `t` of subordinate `id` under its row in `rows` (in id order). A type of a
 /// row the batch does not hold (another entity's, in a dense range) is dropped.
-fn file_type(rows: &mut [SnapshotRow], id: i64, t: String) {
-    if let Ok(i) = rows.binary_search_by_key(&id, |r| r.id) {
+///
+/// Types mostly arrive in id order (a range of their key), so each is looked for first among
+/// the few rows from `at`, where the last one was filed, and `at` moves to it: a binary search
+/// of 20,000 rows for each of a million types was a cache miss a step.
+fn file_type(rows: &mut [SnapshotRow], at: &mut usize, id: i64, t: String) {
+    const NEAR: usize = 8;
+    let near = rows.iter().skip(*at).take(NEAR).position(|r| r.id == id);
+    let found = match near {
+        Some(i) => Some(*at + i),
+        None => rows.binary_search_by_key(&id, |r| r.id).ok(),
+    };
+    if let Some(i) = found {
+        *at = i;
         rows[i].registered_entity_types.push(t);
     }
 }
@@ -379,6 +391,7 @@ async fn row_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     let Some(last) = rows.last().map(|r| r.id) else {
         return Ok(None);
     };
+    let mut at = 0;
     for t in &sqlx::query(db.sql(concat!(
         "SELECT t.subordinate_id, t.entity_type FROM subordinate_entity_types t ",
         "WHERE t.subordinate_id > ? AND t.subordinate_id <= ? AND t.subordinate_id IN ",
@@ -392,7 +405,7 @@ async fn row_batch(db: &Db, after: i64) -> Result<Option<(i64, Batch)>> {
     .fetch_all(&mut *tx)
     .await?
     {
-        file_type(&mut rows, t.try_get(0)?, t.try_get(1)?);
+        file_type(&mut rows, &mut at, t.try_get(0)?, t.try_get(1)?);
     }
     tx.commit().await?;
     Ok(Some((last, Batch::Rows(rows))))
@@ -869,18 +882,23 @@ mod tests {
         ];
         assert_eq!(types(&parsed), expected);
         // PostgreSQL and MariaDB: rows without types, and the types filed one by one.
-        let mut rows = parse(&rows, "[]").unwrap();
-        assert!(rows.iter().all(|r| r.registered_entity_types.is_empty()));
-        for (id, t) in [
-            (3, "openid_provider"),
-            (3, "openid_relying_party"),
-            (4, "federation_entity"),
-            (7, "openid_provider"),
-            (8, "federation_entity"),
-        ] {
-            file_type(&mut rows, id, t.into());
+        // In id order, and out of it (a row's types before an earlier row's).
+        for order in [[0, 1, 2, 3, 4], [3, 4, 2, 0, 1]] {
+            let mut rows = parse(&rows, "[]").unwrap();
+            assert!(rows.iter().all(|r| r.registered_entity_types.is_empty()));
+            let pairs = [
+                (3, "openid_provider"),
+                (3, "openid_relying_party"),
+                (4, "federation_entity"),
+                (7, "openid_provider"),
+                (8, "federation_entity"),
+            ];
+            let mut at = 0;
+            for (id, t) in order.map(|i| pairs[i]) {
+                file_type(&mut rows, &mut at, id, t.into());
+            }
+            assert_eq!(types(&rows), expected);
         }
-        assert_eq!(types(&rows), expected);
         assert!(
             parse("[[1]]", "[]").is_err(),
             "a short row is an error, not a guess"
