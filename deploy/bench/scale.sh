@@ -14,6 +14,10 @@
 #   - PostgreSQL, then as a replica (`cluster.enabled`, restarted on the same database): its
 #     start, and a full snapshot rebuild while serving (its change listener is cut, so it
 #     reloads everything), its time and peak RSS.
+# PostgreSQL runs on this host, so Pharos connects as docs/scaling.md tells same-host operators
+# to: without TLS on loopback (BENCH_PG_DSN_PARAMS, default `?sslmode=disable`, appended to the
+# instance's DSN). One more start per size is timed with TLS on loopback (`sslmode=prefer`, the
+# default of a DSN that names no mode, against a server that offers TLS as Debian's does).
 # BENCH_SCALE_BACKENDS limits the run to "sqlite" or "postgres".
 # Writes $WORK/scale.csv (one line per backend, size and figure), a table per backend and
 # deploy/bench/scale.svg (ready time and RSS against the size) from that CSV.
@@ -23,6 +27,7 @@ SCALE_SIZES=()
 for n in 10000 100000 1000000; do [ "$n" -le "$SCALE_MAX" ] && SCALE_SIZES+=("$n"); done
 [ "${SCALE_SIZES[-1]:-0}" = "$SCALE_MAX" ] || SCALE_SIZES+=("$SCALE_MAX")
 PG_DSN=${BENCH_PG_DSN:-postgres://postgres@127.0.0.1:5432/postgres}
+PG_DSN_PARAMS=${BENCH_PG_DSN_PARAMS-?sslmode=disable}
 SCALE_CSV=$WORK/scale.csv
 echo "backend,subordinates,figure,value" >"$SCALE_CSV"
 SCALE_PORT=17720
@@ -96,7 +101,7 @@ scale_instance() {
         psql -q "$PG_DSN" -c "DROP DATABASE IF EXISTS $SCALE_PGDB" -c "CREATE DATABASE $SCALE_PGDB" >/dev/null
         db="storage:
   driver: postgres
-  dsn: ${PG_DSN%/*}/$SCALE_PGDB
+  dsn: ${PG_DSN%/*}/$SCALE_PGDB$PG_DSN_PARAMS
   endpoint_auth:
     jti_backend: db"
     fi
@@ -135,6 +140,16 @@ scale_measure() {
     done
     csv ready_s "$(pct 50 "$WORK/ready.txt")"
     csv rss_ready_mb "$(rss_mb scale)"
+    if [ "$SCALE_BACKEND" = postgres ] && [ "$PG_DSN_PARAMS" = "?sslmode=disable" ]; then
+        # The same start with TLS on loopback: the DSN without its mode.
+        pharos_stop scale
+        sed -i "s|^  dsn: .*|  dsn: ${PG_DSN%/*}/$SCALE_PGDB?sslmode=prefer|" "$WORK/scale/config.yaml"
+        pharos_start scale $SCALE_PORT
+        csv ready_tls_s "$READY_S"
+        pharos_stop scale
+        sed -i "s|^  dsn: .*|  dsn: ${PG_DSN%/*}/$SCALE_PGDB$PG_DSN_PARAMS|" "$WORK/scale/config.yaml"
+        pharos_start scale $SCALE_PORT
+    fi
 
     read -r worst took bytes <<<"$(list_probe "")"
     csv list_bytes "$bytes"

@@ -20,6 +20,7 @@ rows = run
 labels = {
     "load_s": "bulk load, s", "ready_s": "start → ready, s (median of 2)",
     "snapshot_build_ms_start2": "of which the snapshot build, ms",
+    "ready_tls_s": "start → ready with TLS on loopback (`sslmode=prefer`), s (one start)",
     "rss_ready_mb": "RSS when ready, MB", "list_bytes": "unfiltered list, bytes",
     "list_first_ms": "list, unfiltered, first after a change, ms",
     "list_repeat_ms": "list, unfiltered, repeated, median ms",
