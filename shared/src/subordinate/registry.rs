@@ -82,21 +82,22 @@ impl Subordinates {
     }
 
     fn put(&mut self, s: Arc<Subordinate>) {
-        if let Some(old) = self.index.insert(s.entity_id.clone(), s.clone()) {
-            self.forget(&old);
-        }
+        self.index.insert(s.entity_id.clone(), s.clone());
         self.unbury(&s.entity_id);
         self.put_ordered(s);
     }
 
-    /// Adds `s` to every map but the hash index.
+    /// Adds `s` to every map but the hash index (which holds the same identifiers), replacing
+    /// the record with its identifier.
     fn put_ordered(&mut self, s: Arc<Subordinate>) {
+        if let Some(old) = self.sorted.insert(s.entity_id.clone(), s.clone()) {
+            self.forget(&old);
+        }
         self.index_types(&s, true);
         self.index_time(&s, true);
-        self.sorted.insert(s.entity_id.clone(), s);
     }
 
-    /// Takes the replaced record `old` out of the per-type sets and the time index.
+    /// Takes the record `old` out of the per-type sets and the time index.
     fn forget(&mut self, old: &Subordinate) {
         self.index_types(old, false);
         self.index_time(old, false);
@@ -104,8 +105,7 @@ impl Subordinates {
 
     fn remove(&mut self, entity_id: &str) {
         if let Some(old) = self.index.remove(entity_id) {
-            self.index_types(&old, false);
-            self.index_time(&old, false);
+            self.forget(&old);
         }
         self.sorted.remove(entity_id);
     }
@@ -349,11 +349,7 @@ impl Build {
                 index.pending = unsent.0;
             }
         }
-        if let Some(old) = self.next.sorted.insert(s.entity_id.clone(), s.clone()) {
-            self.next.forget(&old);
-        }
-        self.next.index_types(&s, true);
-        self.next.index_time(&s, true);
+        self.next.put_ordered(s);
     }
 
     /// The shared name of entity type `name` ([`Subordinates::type_name`]).
