@@ -141,7 +141,7 @@ scale_measure() {
     csv ready_s "$(pct 50 "$WORK/ready.txt")"
     csv rss_ready_mb "$(rss_mb scale)"
     if [ "$SCALE_BACKEND" = postgres ] && [ "$PG_DSN_PARAMS" = "?sslmode=disable" ]; then
-        # The same start with TLS on loopback: the DSN without its mode.
+        # The same start with TLS on loopback (`prefer`, what a DSN naming no mode gets).
         pharos_stop scale
         sed -i "s|^  dsn: .*|  dsn: ${PG_DSN%/*}/$SCALE_PGDB?sslmode=prefer|" "$WORK/scale/config.yaml"
         pharos_start scale $SCALE_PORT
