@@ -23,6 +23,19 @@ use crate::leadership::Fence;
 /// jumped or the database was changed behind our back.
 const MAX_SLEEP: i64 = 3_600;
 
+/// The next instant the key task must run after `now`: the federation keys' next transition
+/// in `plan`, the API keys' next one in `rows`, or the scheduled algorithm change.
+fn next_transition(
+    rows: &[KeyRow],
+    plan: &planner::Plan,
+    pending: Option<&PendingAlg>,
+    now: i64,
+) -> Option<i64> {
+    let api = planner::next_transition(&plan_keys(rows, Some(API)), now);
+    let alg_at = pending.map(|p| p.at).filter(|at| *at > now);
+    [plan.next, api, alg_at].into_iter().flatten().min()
+}
+
 /// Revocation reasons of spec §8.7.3.
 pub const REASONS: [&str; 3] = ["unspecified", "compromised", "superseded"];
 
@@ -39,25 +52,27 @@ impl ControlPlane {
     /// cannot announce or retire a key after another replica took over the schedule.
     pub async fn rotate_keys_fenced(&self, now: i64, fence: &Fence) -> Result<Option<i64>> {
         let mut w = self.write(None).await;
+        if !self.announces() {
+            let (pending, rows, plan) = self.key_plan(now).await?;
+            if pending.as_ref().is_none_or(|p| p.at > now) && plan.actions.is_empty() {
+                // Nothing to store and no replica to tell: the keys are republished (what
+                // signs changes with the time) without a write transaction. A thousand hosted
+                // entities starting at once each took SQLite's one writer here, one after the
+                // other, each holding a pooled connection the others' start-up reads waited for.
+                w.touch(Section::Keys);
+                w.commit().await?;
+                return Ok(next_transition(&rows, &plan, pending.as_ref(), now));
+            }
+        }
         let tx = w.tx().await?;
-        let pending = pending_alg(&self.db).await?;
-        if let Some(p) = pending.filter(|p| p.at <= now) {
+        // Read again with the writer held: what is written follows what is stored now.
+        let (pending, _, plan) = self.key_plan(now).await?;
+        if let Some(p) = pending.as_ref().filter(|p| p.at <= now) {
             let db = &self.db;
             settings::set(db, tx, settings::SIGNING, "alg", &json!(p.alg.as_str())).await?;
             settings::set(db, tx, settings::SIGNING, "pending_alg", &Value::Null).await?;
             tracing::info!(alg = %p.alg, "signing algorithm changed");
         }
-        let rows = db::keys::list(&self.db).await?;
-        let mut policy = rotation::load(&self.db).await?;
-        let lifetime = self.snapshot().entity_configuration.lifetime;
-        if policy.enabled {
-            rotation::resolve_lead_time(&policy, lifetime);
-        }
-        if policy.enabled && self.kms.static_key().is_some() {
-            tracing::warn!("key rotation is enabled but the signing key is a static key_file");
-            policy.enabled = false;
-        }
-        let plan = planner::plan(&plan_keys(&rows, Some(FEDERATION)), &policy, lifetime, now);
         let alg = self.alg_for_new_keys().await?;
         for a in &plan.actions {
             match a {
@@ -76,9 +91,25 @@ impl ControlPlane {
         fence.check(w.tx().await?).await?;
         w.commit().await?;
         let rows = db::keys::list(&self.db).await?;
-        let api = planner::next_transition(&plan_keys(&rows, Some(API)), now);
-        let alg_at = pending.map(|p| p.at).filter(|at| *at > now);
-        Ok([plan.next, api, alg_at].into_iter().flatten().min())
+        Ok(next_transition(&rows, &plan, pending.as_ref(), now))
+    }
+
+    /// The scheduled algorithm change, the stored keys and what the rotation schedule requires
+    /// of them at `now`.
+    async fn key_plan(&self, now: i64) -> Result<(Option<PendingAlg>, Vec<KeyRow>, planner::Plan)> {
+        let pending = pending_alg(&self.db).await?;
+        let rows = db::keys::list(&self.db).await?;
+        let mut policy = rotation::load(&self.db).await?;
+        let lifetime = self.snapshot().entity_configuration.lifetime;
+        if policy.enabled {
+            rotation::resolve_lead_time(&policy, lifetime);
+        }
+        if policy.enabled && self.kms.static_key().is_some() {
+            tracing::warn!("key rotation is enabled but the signing key is a static key_file");
+            policy.enabled = false;
+        }
+        let plan = planner::plan(&plan_keys(&rows, Some(FEDERATION)), &policy, lifetime, now);
+        Ok((pending, rows, plan))
     }
 
     /// Rotates our keys now: a new key signs from this instant; the old ones keep verifying for

@@ -462,3 +462,26 @@ async fn a_full_reload_shares_the_records_that_did_not_change() {
     assert!(new.version > old.version, "with a new version");
     assert_eq!(new.jwks.jwks().keys[0]["kid"], "changed");
 }
+
+/// A key task run with nothing due on a single instance stores nothing and takes no write
+/// transaction (so no fsync): a thousand hosted entities starting at once each took SQLite's
+/// one writer for it. (That it still republishes what changes with the time, the rotation
+/// tests that move a manual clock past a key's transition show.)
+#[tokio::test]
+async fn a_key_run_with_nothing_due_takes_no_write() {
+    let (cp, _dir) = control_plane().await;
+    let group = cp.group.clone().expect("group commit on an SQLite file");
+    let now = cp.now();
+    // The first run may announce the next key; the second, at the same instant, has nothing to do.
+    cp.rotate_keys(now).await.unwrap();
+    let keys = crate::db::keys::list(&cp.db).await.unwrap();
+    let syncs = group.syncs();
+    cp.rotate_keys(now).await.unwrap();
+    assert_eq!(group.syncs(), syncs, "no write, no fsync");
+    assert!(cp.is_published());
+    let after = crate::db::keys::list(&cp.db).await.unwrap();
+    assert_eq!(
+        keys.iter().map(|k| (&k.kid, k.exp)).collect::<Vec<_>>(),
+        after.iter().map(|k| (&k.kid, k.exp)).collect::<Vec<_>>()
+    );
+}
