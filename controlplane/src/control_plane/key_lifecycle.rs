@@ -86,7 +86,7 @@ impl ControlPlane {
                 }
             }
         }
-        // Republished only when what is signed with or published changed.
+        // Republished whatever was stored: what signs changes with the time too.
         w.touch(Section::Keys);
         fence.check(w.tx().await?).await?;
         w.commit().await?;

@@ -121,9 +121,10 @@ fn stored_record(
         .collect();
     types.sort_unstable();
     // Most registries hold no per-subordinate claims: no hashing of a million ids then.
-    let claims = match claims.is_empty() {
-        true => Vec::new(),
-        false => claims.remove(&r.id).unwrap_or_default(),
+    let claims = if claims.is_empty() {
+        Vec::new()
+    } else {
+        claims.remove(&r.id).unwrap_or_default()
     };
     Subordinate {
         id: r.id,
