@@ -102,20 +102,33 @@ impl Front {
     }
 
     /// A request for the hosted entity of `route`, `rest` being its path with the entity's
-    /// taken off: the entity's ready answer when it has one (its Entity Configuration from
-    /// the publication point the route keeps, others found from `rest`; the request is not
-    /// rebuilt, and nothing of the entity's is cloned), else its router, with the entity's
-    /// path taken off the URI.
+    /// taken off: the entity's ready answer when it has one (its Entity Configuration and
+    /// cached fetches from the publication point the route keeps, others found from `rest`;
+    /// the request is not rebuilt, and nothing of the entity's is cloned), else its router,
+    /// with the entity's path taken off the URI.
     fn hosted(route: &HostedRoute, req: &Request, rest: &str) -> Hosted {
-        if rest == ENTITY_CONFIGURATION_PATH
-            && req.method() == Method::GET
-            && let Some(kept) = &route.kept
-            && let Some(response) =
-                crate::entity_configuration::kept(&kept.reader, kept.clock.now(), req)
-        {
-            return Hosted::Answered(response);
-        }
         let front = route.front();
+        // The kept answers stand in for the front's own (which a path under one of its
+        // `foreign` prefixes would bypass: a hosted entity's front has none).
+        if let Some(kept) = &route.kept
+            && req.method() == Method::GET
+            && front.fast.as_ref().is_some_and(|f| f.foreign.is_empty())
+        {
+            let now = kept.clock.now();
+            if rest == ENTITY_CONFIGURATION_PATH {
+                if let Some(response) = crate::entity_configuration::kept(&kept.reader, now, req) {
+                    return Hosted::Answered(response);
+                }
+            } else {
+                let snap = kept.reader.load();
+                if crate::dispatch::is_ready_fetch(&snap, req, rest) {
+                    return match crate::dispatch::ready_fetch(&kept.caches, &snap, req, now) {
+                        Some(response) => Hosted::Answered(response),
+                        None => Hosted::Routed(front.router.clone(), route.prefix_len()),
+                    };
+                }
+            }
+        }
         if let Some(response) = front.fast.as_ref().and_then(|f| f.answer(req, rest)) {
             return Hosted::Answered(response);
         }

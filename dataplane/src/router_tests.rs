@@ -196,3 +196,32 @@ async fn ready_answers_are_the_routers_answers() {
         assert_eq!(a.headers.contains_key("x-routed"), routed, "{foreign:?}");
     }
 }
+
+/// A fetch about our own identifier is refused (ask the Entity Configuration), also when that
+/// identifier is listed among the subordinates, on the ready path as on the router's; the
+/// other subordinates are served from the ready path.
+#[tokio::test]
+async fn a_fetch_about_ourselves_is_refused_even_when_we_are_listed() {
+    let own = format!(
+        "/fetch?sub={}",
+        ENTITY_ID.replace(':', "%3A").replace('/', "%2F")
+    );
+    for listed in [false, true] {
+        let snap = match listed {
+            true => federation().subordinate(ENTITY_ID),
+            false => federation(),
+        };
+        let (dp, _publisher) = data_plane(snap.build());
+        assert_eq!(dp.snapshot_ref().ready().unwrap().own_id_listed(), listed);
+        for _ in 0..2 {
+            for a in [get(&dp, &own).await, routed(&dp, &own).await] {
+                assert_eq!(a.status, StatusCode::BAD_REQUEST, "listed: {listed}");
+                assert_eq!(a.json()["error"], "invalid_request", "listed: {listed}");
+            }
+        }
+        routed(&dp, FETCH_RP).await; // signs
+        let ready = get(&dp, FETCH_RP).await;
+        assert_eq!(ready.status, StatusCode::OK, "listed: {listed}");
+        assert_eq!(dp.caches.get(crate::cache_counters::Cache::Fetch).0, 1);
+    }
+}

@@ -214,6 +214,7 @@ impl SnapshotBuilder {
     pub fn build(self) -> Snapshot {
         let published = vec![self.signer.public_jwk().clone()];
         Snapshot {
+            ready: Default::default(),
             generation: self.generation,
             entity_id: ENTITY_ID.into(),
             registry: Arc::new(Registry::new(self.endpoints, Vec::new())),

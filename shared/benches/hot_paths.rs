@@ -120,6 +120,7 @@ fn snapshot_with(subs: Subordinates) -> Snapshot {
         }),
     };
     Snapshot {
+        ready: Default::default(),
         generation: 1,
         entity_id: "https://ta.example.org".into(),
         registry: Arc::new(Registry::new(vec![fetch], vec![])),

@@ -155,6 +155,7 @@ mod tests {
         let key = SigningKey::generate(Algorithm::ES256, 2048).unwrap();
         let published = vec![key.public_jwk().clone()];
         Snapshot {
+            ready: Default::default(),
             generation: 1,
             entity_id: "https://pharos.example".into(),
             registry: Arc::new(Registry::new(entries, vec![])),

@@ -19,11 +19,25 @@ use crate::jose::{Jwk, Jwks, Signer};
 use crate::subordinate::Subordinates;
 
 mod handle;
+mod ready;
 pub use handle::{Signed, SnapshotPublisher, SnapshotReader};
+pub use ready::{Ready, ReadyView};
 
-/// Everything the data plane needs to answer a request, frozen at one instant.
+/// Everything the data plane needs to answer a request, frozen at one instant. Laid out in
+/// the order written, from a cache line's start (`repr(C, align(64))`): a warm fetch reads
+/// the ready view, the statements' generation and the subordinates, in the first two lines.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct Snapshot {
+    /// What a warm fetch reads, derived from the sections below on first use (leave it
+    /// `Default`: see [`Ready`]).
+    pub ready: Ready,
+    /// Generation of the last change to what every signed statement depends on (our keys, the
+    /// endpoint registry): a statement signed before it is stale. Together with a
+    /// subordinate's version and the general settings' version it keys cached statements.
+    pub statements_generation: u64,
+    /// Every subordinate and the general statement settings.
+    pub subordinates: Arc<Subordinates>,
     /// Increases with each published snapshot.
     pub generation: u64,
     /// Our own entity identifier.
@@ -36,16 +50,10 @@ pub struct Snapshot {
     pub trust_anchors: Arc<TrustAnchors>,
     /// Our signing key and published keys.
     pub keys: Arc<KeySet>,
-    /// Every subordinate and the general statement settings.
-    pub subordinates: Arc<Subordinates>,
     /// Trust mark types, issuance specs, subjects, issued instances and the marks we hold.
     pub trust_marks: Arc<crate::trust_mark_issuer::TrustMarks>,
     /// The periodic entity collector's last collection per Trust Anchor.
     pub collections: Arc<crate::collection::Collections>,
-    /// Generation of the last change to what every signed statement depends on (our keys, the
-    /// endpoint registry): a statement signed before it is stale. Together with a
-    /// subordinate's version and the general settings' version it keys cached statements.
-    pub statements_generation: u64,
 }
 
 /// One federation endpoint as served.

@@ -57,6 +57,7 @@ fn snap(general: GeneralSettings, fetch_lifetime: Option<u64>) -> Snapshot {
         .into_iter()
         .collect();
     Snapshot {
+        ready: Default::default(),
         generation: 1,
         entity_id: "https://ta.example".into(),
         registry: Arc::new(Registry::new(entries, vec![])),

@@ -33,6 +33,7 @@ pub async fn snapshot(
 ) -> Result<Snapshot> {
     let started = pharos_shared::time::Stopwatch::start();
     let snapshot = Snapshot {
+        ready: Default::default(),
         generation: 1,
         entity_id: settings.entity_id.as_str().into(),
         registry: Arc::new(registry(db, now).await?),

@@ -11,7 +11,7 @@
 //! statement at once, concurrent first requests for one statement sign it once (see
 //! [`pharos_runtime::single_flight`]).
 
-use crate::cache_counters::Cache;
+use crate::cache_counters::{Cache, CacheCounters};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -90,13 +90,20 @@ pub(crate) type Flights =
 /// The subordinate an answer is about, or the error to answer with.
 fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinate>, FedError> {
     let sub_id = subject(query)?;
-    if *sub_id == *snap.entity_id {
-        return Err(FedError::invalid_request(
-            "'sub' is our own entity identifier; are you looking for the entity configuration?",
-        ));
-    }
+    // A subject found among the subordinates is our own identifier only if that is listed
+    // too (the ready view knows): the identifier's bytes are compared only then, or when
+    // the subject is not found.
+    let own_listed = snap.ready().is_none_or(|v| v.own_id_listed());
     match snap.subordinates.get(&sub_id) {
-        Some(s) if s.status == SubordinateStatus::Active => Ok(s),
+        Some(s)
+            if s.status == SubordinateStatus::Active
+                && !(own_listed && *sub_id == *snap.entity_id) =>
+        {
+            Ok(s)
+        }
+        _ if *sub_id == *snap.entity_id => Err(FedError::invalid_request(
+            "'sub' is our own entity identifier; are you looking for the entity configuration?",
+        )),
         _ => Err(FedError::not_found(
             "the requested entity identifier is not found",
         )),
@@ -105,7 +112,7 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
 
 /// The statement already signed for this request, if there is one (the warm path: no await).
 pub(crate) fn cached(
-    dp: &DataPlane,
+    caches: &CacheCounters,
     snap: &Snapshot,
     query: &str,
     now: i64,
@@ -119,7 +126,7 @@ pub(crate) fn cached(
     let tagged = sub
         .statement
         .get(general_version, statements_generation, now)?;
-    dp.caches.hit(Cache::Fetch);
+    caches.hit(Cache::Fetch);
     Some(cacheable(CONTENT_TYPE, tagged, now, if_none_match))
 }
 

@@ -121,6 +121,8 @@ impl SnapshotPublisher {
 
     /// Makes `next` the snapshot every later load sees.
     pub fn publish(&self, next: Arc<Snapshot>) {
+        // Made here rather than by the first request that needs it.
+        let _ = next.ready();
         let generation = next.generation;
         self.0.current.store(next);
         self.0.generation.store(generation, Ordering::Release);
