@@ -63,27 +63,7 @@ for e in $(seq 1 "$ENTITIES"); do
 done
 pharos_stop many
 log "many: bulk-loading $SUBS subordinates for each of the $ENTITIES entities"
-python3 - "$WORK/many.sql" "$ENTITIES" "$SUBS" <<'PY'
-import json, sys, time
-path, entities, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-now = int(time.time())
-key = {"kty": "EC", "crv": "P-256", "kid": "k",
-       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-with open(path, "w") as f:
-    f.write("BEGIN;\n")
-    i = 0
-    for e in range(1, entities + 1):
-        for s in range(1, subs + 1):
-            i += 1
-            key["kid"] = f"k{i}"
-            jwks = json.dumps({"keys": [key]})
-            # Entity e is row e + 1 of `entities` (1 is the default entity).
-            f.write("INSERT INTO subordinates (entity, entity_id, description, status, jwks, "
-                    f"created_at, updated_at) VALUES ({e + 1}, 'https://s{s:07d}.example.org', "
-                    f"'', 'active', '{jwks}', {now}, {now});\n")
-    f.write("COMMIT;\n")
-PY
+hosted_subordinates_sql "$WORK/many.sql" "$ENTITIES" "$SUBS"
 sqlite3 "$WORK/many/data/pharos.db" <"$WORK/many.sql"
 if [ -n "$OLD_BIN" ]; then
     # The same entities, served by the old binary on another port: requests name the "many"

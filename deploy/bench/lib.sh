@@ -95,6 +95,33 @@ with open(path, "w") as f:
 PY
 }
 
+# hosted_subordinates_sql FILE ENTITIES SUBS: SQL that bulk-loads SUBS active subordinates
+# https://s0000001.example.org … for each of hosted entities 2 … ENTITIES + 1 (row 1 is the
+# default entity), each with one EC key (for `sqlite3 DB <FILE` while Pharos is stopped).
+hosted_subordinates_sql() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, sys, time
+path, entities, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+now = int(time.time())
+key = {"kty": "EC", "crv": "P-256", "kid": "k",
+       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
+with open(path, "w") as f:
+    f.write("BEGIN;\n")
+    i = 0
+    for e in range(1, entities + 1):
+        for s in range(1, subs + 1):
+            i += 1
+            key["kid"] = f"k{i}"
+            jwks = json.dumps({"keys": [key]})
+            # Entity e is row e + 1 of `entities` (1 is the default entity).
+            f.write("INSERT INTO subordinates (entity, entity_id, description, status, jwks, "
+                    f"created_at, updated_at) VALUES ({e + 1}, 'https://s{s:07d}.example.org', "
+                    f"'', 'active', '{jwks}', {now}, {now});\n")
+    f.write("COMMIT;\n")
+PY
+}
+
 # ---- Pharos -------------------------------------------------------------------------------
 
 # pharos_config NAME PORT: writes $WORK/NAME/config.yaml (append scenario YAML to it freely).

@@ -93,8 +93,11 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
     // A subject found among the subordinates is our own identifier only if that is listed
     // too (the ready view knows): the identifier's bytes are compared only then, or when
     // the subject is not found.
-    let own_listed = snap.ready().is_none_or(|v| v.own_id_listed());
-    match snap.subordinates.get(&sub_id) {
+    let (found, own_listed) = match snap.ready() {
+        Some(v) => (v.subordinate(&sub_id), v.own_id_listed()),
+        None => (snap.subordinates.get(&sub_id), true),
+    };
+    match found {
         Some(s)
             if s.status == SubordinateStatus::Active
                 && !(own_listed && *sub_id == *snap.entity_id) =>
@@ -119,10 +122,10 @@ pub(crate) fn cached(
     if_none_match: Option<&HeaderValue>,
 ) -> Option<Response> {
     let sub = subordinate(snap, query).ok()?;
-    let (general_version, statements_generation) = (
-        snap.subordinates.general_version,
-        snap.statements_generation,
-    );
+    let general_version = snap
+        .ready()
+        .map_or(snap.subordinates.general_version, |v| v.general_version());
+    let statements_generation = snap.statements_generation;
     let tagged = sub
         .statement
         .get(general_version, statements_generation, now)?;

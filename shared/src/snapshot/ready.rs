@@ -17,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::Snapshot;
 use crate::endpoint::EndpointType;
+use crate::subordinate::{Index, Subordinate};
 
 /// Longest fetch path kept inline (longer ones are looked up in the registry).
 const INLINE_PATH: usize = 22;
@@ -52,6 +53,10 @@ pub struct ReadyView {
     /// Whether our own identifier is among the subordinates (in any state): only then must a
     /// fetch's subject be compared with it before its record is served.
     own_id_listed: bool,
+    /// The subordinates' identifier index and general settings' version, as the
+    /// subordinates hold them (here, the registry's own struct is not read per request).
+    index: Index,
+    general_version: u64,
 }
 
 impl ReadyView {
@@ -79,6 +84,8 @@ impl ReadyView {
             fetch_len: u8::try_from(fetch.len()).unwrap_or(0),
             fetch_path,
             own_id_listed: snap.subordinates.get(&snap.entity_id).is_some(),
+            index: snap.subordinates.index(),
+            general_version: snap.subordinates.general_version,
         }
     }
 
@@ -94,6 +101,16 @@ impl ReadyView {
     /// cannot be it).
     pub fn own_id_listed(&self) -> bool {
         self.own_id_listed
+    }
+
+    /// The subordinate with this entity identifier, if any (as [`crate::subordinate::Subordinates::get`]).
+    pub fn subordinate(&self, entity_id: &str) -> Option<&Arc<Subordinate>> {
+        self.index.get(entity_id)
+    }
+
+    /// The general settings' version (as the subordinates hold it).
+    pub fn general_version(&self) -> u64 {
+        self.general_version
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::claims::AdditionalClaim;
 use crate::jose::Jwks;
 
-pub use registry::{Build, Subordinates, TimeKey, Tombstone};
+pub use registry::{Build, Index, Subordinates, TimeKey, Tombstone};
 pub use statement_cache::{SignedStatement, StatementBudget, StatementSlot};
 
 /// Lifetime of subordinate statements when nothing else is configured, seconds.

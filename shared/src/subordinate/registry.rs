@@ -56,6 +56,17 @@ pub struct Subordinates {
     names: Arc<TypeNames>,
 }
 
+/// A shared handle on a registry's identifier index (see [`Subordinates::index`]).
+#[derive(Debug, Clone, Default)]
+pub struct Index(HashIndex);
+
+impl Index {
+    /// The subordinate with this entity identifier, if any.
+    pub fn get(&self, entity_id: &str) -> Option<&Arc<Subordinate>> {
+        self.0.get(entity_id)
+    }
+}
+
 impl Subordinates {
     /// The registry of `records` under the general settings `general` (version
     /// `general_version`); a later record with the same entity identifier replaces an earlier.
@@ -246,6 +257,12 @@ impl Subordinates {
         self.index.get(entity_id)
     }
 
+    /// A handle on the identifier index, to be kept where a lookup should start (a
+    /// snapshot's ready view): it shares the index, and answers as [`Self::get`] does.
+    pub fn index(&self) -> Index {
+        Index(self.index.clone())
+    }
+
     /// How many subordinates there are, whatever their status.
     pub fn len(&self) -> usize {
         self.sorted.len()
@@ -294,7 +311,7 @@ impl Subordinates {
 const INDEX_CHUNK: usize = 4096;
 
 /// The hash index of a registry, being built.
-type Index = imbl::HashMap<Arc<str>, Arc<Subordinate>>;
+type HashIndex = imbl::HashMap<Arc<str>, Arc<Subordinate>>;
 
 /// A registry being filled with the stored records at start-up ([`Subordinates::build`]).
 ///
@@ -311,7 +328,7 @@ pub struct Build {
 struct IndexThread {
     pending: Vec<Arc<Subordinate>>,
     tx: std::sync::mpsc::Sender<Vec<Arc<Subordinate>>>,
-    thread: std::thread::JoinHandle<Index>,
+    thread: std::thread::JoinHandle<HashIndex>,
 }
 
 impl Build {
@@ -320,7 +337,7 @@ impl Build {
         let thread = std::thread::Builder::new()
             .name("registry-index".into())
             .spawn(move || {
-                let mut index = Index::default();
+                let mut index = HashIndex::default();
                 for chunk in rx {
                     for s in chunk {
                         index.insert(s.entity_id.clone(), s);
