@@ -225,3 +225,93 @@ async fn a_fetch_about_ourselves_is_refused_even_when_we_are_listed() {
         assert_eq!(dp.caches.get(crate::cache_counters::Cache::Fetch).0, 1);
     }
 }
+
+/// A hosted entity's cached fetch is answered from its route (the snapshot at its
+/// publication point), as its router would answer it: the first request goes to its router
+/// and signs, the next ones are answered before routing with the same status, headers and
+/// body, a matching tag gets `304`, and a new snapshot that moves the endpoint is followed at
+/// once.
+#[tokio::test]
+async fn a_hosted_entitys_cached_fetch_is_its_routers_answer() {
+    use axum::body::Body;
+    use axum::extract::Request;
+    use pharos_shared::client_ip::TrustedProxies;
+    use pharos_shared::hosted::EntityNo;
+    use tower::ServiceExt as _;
+
+    let (default_dp, _default) = data_plane(federation().build());
+    let (dp, publisher) = data_plane(federation().build());
+    let marked = crate::router(dp.clone()).layer(axum::middleware::map_response(
+        |mut r: axum::response::Response| async move {
+            r.headers_mut()
+                .insert("x-routed", axum::http::HeaderValue::from_static("1"));
+            r
+        },
+    ));
+    let hosted = crate::front::Front::with_ready_answers(marked, dp.clone(), &[]);
+    let route = crate::hosts::HostedRoute::new(
+        EntityNo::new(2).unwrap(),
+        "https://fed.example.org/edu",
+        hosted,
+    )
+    .unwrap();
+    let hosts = crate::hosts::Hosts::new(TrustedProxies::default(), &[]);
+    hosts.update(|t| t.with(route.clone()));
+    let front =
+        crate::front::Front::with_ready_answers(crate::router(default_dp.clone()), default_dp, &[])
+            .hosting(hosts);
+    let ask = |path: String, tag: Option<axum::http::HeaderValue>| {
+        let front = front.clone();
+        async move {
+            let mut req = Request::get(path).header(header::HOST, "fed.example.org");
+            if let Some(tag) = tag {
+                req = req.header(header::IF_NONE_MATCH, tag);
+            }
+            answer(
+                front
+                    .oneshot(req.body(Body::empty()).unwrap())
+                    .await
+                    .unwrap(),
+            )
+            .await
+        }
+    };
+    let at_edu = |path: &str| format!("/edu{path}");
+
+    let first = ask(at_edu(FETCH_RP), None).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(first.headers.contains_key("x-routed"), "the first signs");
+    let mut routed_headers = first.headers.clone();
+    routed_headers.remove("x-routed");
+    routed_headers.remove(header::CONTENT_LENGTH);
+    let ready = ask(at_edu(FETCH_RP), None).await;
+    assert_eq!(ready.status, StatusCode::OK);
+    assert!(
+        !ready.headers.contains_key("x-routed"),
+        "answered before routing"
+    );
+    assert_eq!(ready.body, first.body);
+    assert_eq!(ready.headers, routed_headers);
+    let tag = ready.headers[header::ETAG].clone();
+    let not_modified = ask(at_edu(FETCH_RP), Some(tag)).await;
+    assert_eq!(not_modified.status, StatusCode::NOT_MODIFIED);
+    assert!(!not_modified.headers.contains_key("x-routed"));
+
+    // The endpoint moves: the old path is the router's 404 at once, the new one serves.
+    publish(
+        &publisher,
+        SnapshotBuilder::new()
+            .generation(2)
+            .endpoint(EndpointType::Fetch, "/f2")
+            .subordinate(RP),
+    );
+    let new_path = FETCH_RP.replace("/fetch", "/f2");
+    assert_eq!(ask(at_edu(&new_path), None).await.status, StatusCode::OK);
+    let again = ask(at_edu(&new_path), None).await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert!(!again.headers.contains_key("x-routed"));
+    // With the statement signed, the old path is still no fetch endpoint.
+    let gone = ask(at_edu(FETCH_RP), None).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+    assert!(gone.headers.contains_key("x-routed"));
+}
