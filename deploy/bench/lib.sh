@@ -72,36 +72,22 @@ build_all() {
 
 py() { python3 -c "$@"; }
 
-# subordinates_sql FILE N: SQL that bulk-loads N active subordinates https://s0000001.example.org
-# … of the default entity into SQLite, each with one EC key (for `sqlite3 DB <FILE` while
-# Pharos is stopped).
-subordinates_sql() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-now = int(time.time())
-key = {"kty": "EC", "crv": "P-256", "kid": "k",
-       "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-       "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}
-with open(path, "w") as f:
-    f.write("BEGIN;\n")
-    for i in range(1, n + 1):
-        key["kid"] = f"k{i}"
-        jwks = json.dumps({"keys": [key]})
-        f.write("INSERT INTO subordinates (id, entity, entity_id, description, status, jwks, "
-                f"created_at, updated_at) VALUES ({i}, 1, 'https://s{i:07d}.example.org', '', "
-                f"'active', '{jwks}', {now}, {now});\n")
-    f.write("COMMIT;\n")
-PY
-}
+# subordinates_sql FILE N: SQL that bulk-loads N active subordinates
+# https://s0000001.example.org … of the default entity into SQLite, with ids 1 … N, each with
+# one EC key (for `sqlite3 DB <FILE` while Pharos is stopped).
+subordinates_sql() { subordinates_sql_of "$1" 1 1 "$2"; }
 
-# hosted_subordinates_sql FILE ENTITIES SUBS: SQL that bulk-loads SUBS active subordinates
-# https://s0000001.example.org … for each of hosted entities 2 … ENTITIES + 1 (row 1 is the
-# default entity), each with one EC key (for `sqlite3 DB <FILE` while Pharos is stopped).
-hosted_subordinates_sql() {
-    python3 - "$1" "$2" "$3" <<'PY'
+# hosted_subordinates_sql FILE ENTITIES SUBS: the same for each of hosted entities 2 …
+# ENTITIES + 1 (row 1 is the default entity), SUBS subordinates https://s0000001.example.org …
+# each, their ids left to the database.
+hosted_subordinates_sql() { subordinates_sql_of "$1" 2 "$2" "$3"; }
+
+# subordinates_sql_of FILE FIRST ENTITIES SUBS: SUBS subordinates for each of entities FIRST …
+# FIRST + ENTITIES - 1; with FIRST 1 (the default entity alone) the ids are given.
+subordinates_sql_of() {
+    python3 - "$@" <<'PY'
 import json, sys, time
-path, entities, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, first, entities, subs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 now = int(time.time())
 key = {"kty": "EC", "crv": "P-256", "kid": "k",
        "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
@@ -109,15 +95,15 @@ key = {"kty": "EC", "crv": "P-256", "kid": "k",
 with open(path, "w") as f:
     f.write("BEGIN;\n")
     i = 0
-    for e in range(1, entities + 1):
+    for entity in range(first, first + entities):
         for s in range(1, subs + 1):
             i += 1
             key["kid"] = f"k{i}"
             jwks = json.dumps({"keys": [key]})
-            # Entity e is row e + 1 of `entities` (1 is the default entity).
-            f.write("INSERT INTO subordinates (entity, entity_id, description, status, jwks, "
-                    f"created_at, updated_at) VALUES ({e + 1}, 'https://s{s:07d}.example.org', "
-                    f"'', 'active', '{jwks}', {now}, {now});\n")
+            id_col, id_val = ("id, ", f"{i}, ") if first == 1 else ("", "")
+            f.write(f"INSERT INTO subordinates ({id_col}entity, entity_id, description, status, "
+                    f"jwks, created_at, updated_at) VALUES ({id_val}{entity}, "
+                    f"'https://s{s:07d}.example.org', '', 'active', '{jwks}', {now}, {now});\n")
     f.write("COMMIT;\n")
 PY
 }

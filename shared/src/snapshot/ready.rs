@@ -142,7 +142,8 @@ mod tests {
     use crate::endpoint::{EndpointConfig, FetchConfig};
     use crate::jose::{Algorithm, Signer as _, SigningKey};
     use crate::snapshot::{EndpointEntry, KeySet, Registry};
-    use crate::subordinate::{GeneralSettings, Subordinate, SubordinateStatus, Subordinates};
+    use crate::subordinate::tests::sub;
+    use crate::subordinate::{GeneralSettings, Subordinates};
 
     const US: &str = "https://ta.example";
 
@@ -157,27 +158,9 @@ mod tests {
         }
     }
 
-    fn record(entity_id: &str) -> Arc<Subordinate> {
-        Arc::new(Subordinate {
-            id: 1,
-            entity_id: entity_id.into(),
-            status: SubordinateStatus::Active,
-            registered_entity_types: Box::default(),
-            jwks: Default::default(),
-            metadata: None,
-            metadata_policy: None,
-            constraints: None,
-            additional_claims: vec![],
-            registered: 0,
-            updated: 0,
-            version: 1,
-            statement: Default::default(),
-        })
-    }
-
     fn snap(entries: Vec<EndpointEntry>, subordinates: &[&str]) -> Snapshot {
         let key = SigningKey::generate(Algorithm::ES256, 2048).unwrap();
-        let records = subordinates.iter().map(|s| record(s));
+        let records = subordinates.iter().map(|s| sub(s, &[], None));
         Snapshot {
             ready: Default::default(),
             statements_generation: 1,

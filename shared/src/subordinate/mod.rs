@@ -214,11 +214,11 @@ pub struct GeneralSettings {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    pub(super) fn sub(id: &str, types: &[&str], metadata: Option<Value>) -> Arc<Subordinate> {
+    pub(crate) fn sub(id: &str, types: &[&str], metadata: Option<Value>) -> Arc<Subordinate> {
         Arc::new(Subordinate {
             id: 1,
             entity_id: id.into(),
