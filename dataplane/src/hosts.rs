@@ -48,8 +48,7 @@ pub struct HostedRoute {
 
 /// A hosted entity's publication point, the clock its answers are made at and the port's
 /// cache counters: its Entity Configuration and its cached fetches are answered from the
-/// point, without reaching its data plane (one cache miss less per request for a random
-/// entity).
+/// point, without reaching its data plane (a cache miss per request for a random entity).
 #[derive(Debug, Clone)]
 pub(crate) struct KeptAnswers {
     pub(crate) reader: SnapshotReader,

@@ -5,19 +5,20 @@
 //! registry's path map and the identifier's bytes cost about six dependent cache misses per
 //! request once a thousand hosted entities each have their own registry and a random one is
 //! asked (the map's struct, its control bytes, its bucket, the key's bytes, the entry, the
-//! identifier's bytes). Derived here, the answers sit in the snapshot's first cache line,
+//! identifier's bytes), and the subordinates' own struct was one more. Derived here, the
+//! answers and a handle on the identifier index sit in the snapshot's first two cache lines,
 //! which the request reads anyway (BENCHMARKS.md, "Hosted entities").
 //!
 //! The view is made on first use, and a clone of the snapshot starts without one, since a
-//! clone is made to be changed. It remembers the sections it was derived from and is used only
-//! while the snapshot still holds those, so a snapshot changed after its view was made is
-//! answered the long way, never wrongly.
+//! clone is made to be changed. It holds the sections it was derived from and is used only
+//! while the snapshot still holds the same ones, so a snapshot changed after its view was made
+//! is answered the long way, never wrongly.
 
 use std::sync::{Arc, OnceLock};
 
-use super::Snapshot;
+use super::{Registry, Snapshot};
 use crate::endpoint::EndpointType;
-use crate::subordinate::{Index, Subordinate};
+use crate::subordinate::{Index, Subordinate, Subordinates};
 
 /// Longest fetch path kept inline (longer ones are looked up in the registry).
 const INLINE_PATH: usize = 22;
@@ -44,8 +45,9 @@ impl std::fmt::Debug for Ready {
 /// What a warm fetch needs to know of one snapshot.
 #[derive(Debug)]
 pub struct ReadyView {
-    /// The identifier, registry and subordinates it was derived from (their addresses).
-    from: [usize; 3],
+    /// The identifier, registry and subordinates it was derived from (held, so that another
+    /// section cannot take the same address while the view lives).
+    from: Sections,
     /// The path at which the fetch endpoint answers anonymous GETs (length 0: none, or too
     /// long to keep inline).
     fetch_len: u8,
@@ -78,9 +80,11 @@ impl ReadyView {
             .filter(|p| p.len() <= INLINE_PATH)
             .unwrap_or_default();
         let mut fetch_path = [0; INLINE_PATH];
-        fetch_path[..fetch.len()].copy_from_slice(fetch);
+        if let Some(inline) = fetch_path.get_mut(..fetch.len()) {
+            inline.copy_from_slice(fetch);
+        }
         Self {
-            from: sections(snap),
+            from: Sections::of(snap),
             fetch_len: u8::try_from(fetch.len()).unwrap_or(0),
             fetch_path,
             own_id_listed: snap.subordinates.get(&snap.entity_id).is_some(),
@@ -103,7 +107,8 @@ impl ReadyView {
         self.own_id_listed
     }
 
-    /// The subordinate with this entity identifier, if any (as [`crate::subordinate::Subordinates::get`]).
+    /// The subordinate with this entity identifier, if any (as
+    /// [`crate::subordinate::Subordinates::get`]).
     pub fn subordinate(&self, entity_id: &str) -> Option<&Arc<Subordinate>> {
         self.index.get(entity_id)
     }
@@ -114,13 +119,29 @@ impl ReadyView {
     }
 }
 
-/// The addresses of the sections a view is derived from.
-fn sections(snap: &Snapshot) -> [usize; 3] {
-    [
-        Arc::as_ptr(&snap.entity_id).cast::<u8>() as usize,
-        Arc::as_ptr(&snap.registry) as usize,
-        Arc::as_ptr(&snap.subordinates) as usize,
-    ]
+/// The sections a view is derived from.
+#[derive(Debug)]
+struct Sections {
+    entity_id: Arc<str>,
+    registry: Arc<Registry>,
+    subordinates: Arc<Subordinates>,
+}
+
+impl Sections {
+    fn of(snap: &Snapshot) -> Self {
+        Self {
+            entity_id: snap.entity_id.clone(),
+            registry: snap.registry.clone(),
+            subordinates: snap.subordinates.clone(),
+        }
+    }
+
+    /// Whether `snap` still holds these very sections.
+    fn held_by(&self, snap: &Snapshot) -> bool {
+        Arc::ptr_eq(&self.entity_id, &snap.entity_id)
+            && Arc::ptr_eq(&self.registry, &snap.registry)
+            && Arc::ptr_eq(&self.subordinates, &snap.subordinates)
+    }
 }
 
 impl Snapshot {
@@ -128,7 +149,7 @@ impl Snapshot {
     /// was changed after its view was made.
     pub fn ready(&self) -> Option<&ReadyView> {
         let view = self.ready.0.get_or_init(|| ReadyView::of(self));
-        (view.from == sections(self)).then_some(view)
+        view.from.held_by(self).then_some(view)
     }
 }
 
