@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Cache misses per Entity Configuration and cached fetch request, one entity against a random
-# one of many (issue 38, acceptance 4), under callgrind's cache simulation: exact and repeatable where
-# req/s on this shared 2-core machine moves by ±10 % from one run to the next. What separates
-# the two is not instructions but misses: each hosted entity's answer lives in its own objects,
-# and a random entity per request finds them out of cache.
+# one of many (issue 38, acceptance 4), under callgrind's cache simulation: exact and
+# repeatable where req/s on this shared 2-core machine moves by ±10 % from one run to the
+# next. What separates the two is not instructions but misses: each hosted entity's answer
+# lives in its own objects, and a random entity per request finds them out of cache.
 #
 # For each BINARY: a copy of one database with ENTITIES hosted entities (created through the
 # Admin API once, by the first binary, each with a fetch endpoint and SUBORDINATES
