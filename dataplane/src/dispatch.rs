@@ -8,7 +8,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pharos_shared::endpoint::http_method;
-use pharos_shared::snapshot::Snapshot;
+use pharos_shared::snapshot::{ReadyView, Snapshot};
 
 use crate::DataPlane;
 use crate::cache_counters::CacheCounters;
@@ -22,8 +22,8 @@ use crate::error::FedError;
 pub(crate) fn ready(dp: &DataPlane, req: &Request, path: &str) -> Option<Response> {
     let now = dp.now();
     let snap = dp.snapshot_ref();
-    if is_ready_fetch(&snap, req, path) {
-        return ready_fetch(&dp.caches, &snap, req, now);
+    if let Some(view) = fetch_view(&snap, req, path) {
+        return ready_fetch(&dp.caches, &snap, view, req, now);
     }
     let entry = snap.registry.lookup(path, now)?;
     if entry.kind.method(entry.auth_enabled) != http_method::Method::Get
@@ -34,25 +34,34 @@ pub(crate) fn ready(dp: &DataPlane, req: &Request, path: &str) -> Option<Respons
     endpoints::cached(dp, &snap, entry, req, now).map(|resp| cache_policy(resp, true))
 }
 
-/// Whether `req` is an anonymous GET of the fetch endpoint of `snap`, told by the snapshot's
-/// ready view rather than its registry (see [`pharos_shared::snapshot::ReadyView`]): a hosted
-/// entity's route asks this of the snapshot at its publication point, without reaching the
-/// entity's data plane. `false` leaves the request to [`ready`]'s registry lookup.
-pub(crate) fn is_ready_fetch(snap: &Snapshot, req: &Request, path: &str) -> bool {
-    req.method() == Method::GET && snap.ready().is_some_and(|v| v.is_anonymous_fetch(path))
+/// `snap`'s ready view when `req` is an anonymous GET of its fetch endpoint, told by the
+/// view rather than the registry (see [`ReadyView`]): a hosted entity's route asks this of
+/// the snapshot at its publication point, without reaching the entity's data plane. `None`
+/// leaves the request to [`ready`]'s registry lookup.
+pub(crate) fn fetch_view<'s>(
+    snap: &'s Snapshot,
+    req: &Request,
+    path: &str,
+) -> Option<&'s ReadyView> {
+    (req.method() == Method::GET)
+        .then(|| snap.ready())
+        .flatten()
+        .filter(|v| v.is_anonymous_fetch(path))
 }
 
-/// The ready answer of a request [`is_ready_fetch`] found: a statement signed before, if
-/// there is one.
+/// The ready answer of a request [`fetch_view`] found: a statement signed before, if there
+/// is one.
 pub(crate) fn ready_fetch(
     caches: &CacheCounters,
     snap: &Snapshot,
+    view: &ReadyView,
     req: &Request,
     now: i64,
 ) -> Option<Response> {
     let query = req.uri().query().unwrap_or("");
     let inm = req.headers().get(header::IF_NONE_MATCH);
-    endpoints::fetch::cached(caches, snap, query, now, inm).map(|resp| cache_policy(resp, true))
+    endpoints::fetch::cached(caches, snap, Some(view), query, now, inm)
+        .map(|resp| cache_policy(resp, true))
 }
 
 /// The fallback handler of the public router.

@@ -121,8 +121,8 @@ impl Front {
                 }
             } else {
                 let snap = kept.reader.load();
-                if crate::dispatch::is_ready_fetch(&snap, req, rest) {
-                    return match crate::dispatch::ready_fetch(&kept.caches, &snap, req, now) {
+                if let Some(view) = crate::dispatch::fetch_view(&snap, req, rest) {
+                    return match crate::dispatch::ready_fetch(&kept.caches, &snap, view, req, now) {
                         Some(response) => Hosted::Answered(response),
                         None => Hosted::Routed(front.router.clone(), route.prefix_len()),
                     };

@@ -52,21 +52,31 @@ impl ControlPlane {
     /// cannot announce or retire a key after another replica took over the schedule.
     pub async fn rotate_keys_fenced(&self, now: i64, fence: &Fence) -> Result<Option<i64>> {
         let mut w = self.write(None).await;
-        if !self.announces() {
-            let (pending, rows, plan) = self.key_plan(now).await?;
-            if pending.as_ref().is_none_or(|p| p.at > now) && plan.actions.is_empty() {
-                // Nothing to store and no replica to tell: the keys are republished (what
-                // signs changes with the time) without a write transaction. A thousand hosted
-                // entities starting at once each took SQLite's one writer here, one after the
-                // other, each holding a pooled connection the others' start-up reads waited for.
-                w.touch(Section::Keys);
-                w.commit().await?;
-                return Ok(next_transition(&rows, &plan, pending.as_ref(), now));
-            }
+        // On a single instance the writer lock makes this process the only writer, so what
+        // is read under it is what the transaction changes. Replicas read it once their
+        // transaction has begun (another replica may have written just before).
+        let single = if self.announces() {
+            None
+        } else {
+            Some(self.key_plan(now).await?)
+        };
+        if let Some((pending, rows, plan)) = &single
+            && pending.as_ref().is_none_or(|p| p.at > now)
+            && plan.actions.is_empty()
+        {
+            // Nothing to store and no replica to tell: the keys are republished (what signs
+            // changes with the time) without a write transaction. A thousand hosted entities
+            // starting at once each took SQLite's one writer here, one after the other, each
+            // holding a pooled connection the others' start-up reads waited for.
+            w.touch(Section::Keys);
+            w.commit().await?;
+            return Ok(next_transition(rows, plan, pending.as_ref(), now));
         }
         let tx = w.tx().await?;
-        // Read again with the writer held: what is written follows what is stored now.
-        let (pending, _, plan) = self.key_plan(now).await?;
+        let (pending, _, plan) = match single {
+            Some(read) => read,
+            None => self.key_plan(now).await?,
+        };
         if let Some(p) = pending.as_ref().filter(|p| p.at <= now) {
             let db = &self.db;
             settings::set(db, tx, settings::SIGNING, "alg", &json!(p.alg.as_str())).await?;

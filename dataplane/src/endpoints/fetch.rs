@@ -21,7 +21,7 @@ use bytes::Bytes;
 use pharos_shared::endpoint::EndpointType;
 use pharos_shared::entity_configuration::ENTITY_STATEMENT_TYP;
 use pharos_shared::http_cache::Tagged;
-use pharos_shared::snapshot::{EndpointEntry, Snapshot};
+use pharos_shared::snapshot::{EndpointEntry, ReadyView, Snapshot};
 use pharos_shared::subordinate::{SignedStatement, Subordinate, SubordinateStatus};
 use pharos_shared::subordinate_statement::{next_key_change, payload};
 
@@ -87,13 +87,18 @@ pub(crate) fn subject(query: &str) -> Result<Cow<'_, str>, FedError> {
 pub(crate) type Flights =
     Arc<single_flight::Flights<(Arc<str>, u64, u64, u64), Result<Tagged, FedError>>>;
 
-/// The subordinate an answer is about, or the error to answer with.
-fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinate>, FedError> {
+/// The subordinate an answer is about, or the error to answer with; `view` is `snap`'s
+/// ready view, when it has one.
+fn subordinate<'s>(
+    snap: &'s Snapshot,
+    view: Option<&'s ReadyView>,
+    query: &str,
+) -> Result<&'s Arc<Subordinate>, FedError> {
     let sub_id = subject(query)?;
     // A subject found among the subordinates is our own identifier only if that is listed
     // too (the ready view knows): the identifier's bytes are compared only then, or when
     // the subject is not found.
-    let (found, own_listed) = match snap.ready() {
+    let (found, own_listed) = match view {
         Some(v) => (v.subordinate(&sub_id), v.own_id_listed()),
         None => (snap.subordinates.get(&sub_id), true),
     };
@@ -113,18 +118,18 @@ fn subordinate<'s>(snap: &'s Snapshot, query: &str) -> Result<&'s Arc<Subordinat
     }
 }
 
-/// The statement already signed for this request, if there is one (the warm path: no await).
+/// The statement already signed for this request, if there is one (the warm path: no await);
+/// `view` is `snap`'s ready view, when it has one (taken once per request by the caller).
 pub(crate) fn cached(
     caches: &CacheCounters,
     snap: &Snapshot,
+    view: Option<&ReadyView>,
     query: &str,
     now: i64,
     if_none_match: Option<&HeaderValue>,
 ) -> Option<Response> {
-    let sub = subordinate(snap, query).ok()?;
-    let general_version = snap
-        .ready()
-        .map_or(snap.subordinates.general_version, |v| v.general_version());
+    let sub = subordinate(snap, view, query).ok()?;
+    let general_version = view.map_or(snap.subordinates.general_version, |v| v.general_version());
     let statements_generation = snap.statements_generation;
     let tagged = sub
         .statement
@@ -159,7 +164,7 @@ async fn signed(
     query: &str,
     now: i64,
 ) -> Result<Tagged, FedError> {
-    let sub = subordinate(snap, query)?;
+    let sub = subordinate(snap, snap.ready(), query)?;
     let source = entry.published_url(&snap.entity_id);
     statement(dp, snap, sub, source.as_deref(), now).await
 }

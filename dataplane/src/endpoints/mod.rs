@@ -160,7 +160,7 @@ pub fn cached(
     match entry.kind {
         EndpointType::Fetch => {
             let inm = req.headers().get(axum::http::header::IF_NONE_MATCH);
-            fetch::cached(&dp.caches, snap, query, now, inm)
+            fetch::cached(&dp.caches, snap, snap.ready(), query, now, inm)
         }
         EndpointType::Resolve => resolve::cached(dp, snap, entry, query, now),
         _ => None,
