@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::stats::{NOW, flush, send, stats_on};
-use crate::support::{Pharos, TestDb, backends};
+use crate::support::{Pharos, TestDb, backends, enc, jwk};
 use pharos_controlplane::db::Db;
 use pharos_controlplane::db::stats::{self as repo, DailyRow, RequestRow};
 use pharos_controlplane::leadership::Fence;
@@ -216,6 +216,32 @@ async fn metrics_name_the_hosted_entity_that_answered() {
         send(&p, "/edu/.well-known/openid-federation", "a", None).await;
     }
     send(&p, "/edu/nope", "a", None).await;
+    // Its fetch: the first request is routed and signs, the next ones are answered from its
+    // publication point (with the series its route keeps); each one is counted once.
+    let body = json!({"type": "fetch", "path": "/fetch", "config": {}});
+    let at = format!("/entities/{n}/federation-endpoints");
+    let (s, v) = p.admin(Method::POST, &at, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let leaf = "https://leaf.edu.example";
+    let body = json!({"entity_id": leaf, "jwks": {"keys": [jwk("leaf-1", None)]}});
+    let at = format!("/entities/{n}/subordinates");
+    let (s, v) = p.admin(Method::POST, &at, Some(body)).await;
+    assert_eq!(s, 201, "{v}");
+    let fetch = format!("/edu/fetch?sub={}", enc(leaf));
+    for _ in 0..3 {
+        assert_eq!(p.get(&fetch).await.status(), 200);
+    }
+    // Moved: the new path counts in its own series; the old one, served for a while longer
+    // by the router, still in its own.
+    let body = json!({"path": "/f2"});
+    let at = format!("/entities/{n}/federation-endpoints/fetch");
+    let (s, v) = p.admin(Method::PUT, &at, Some(body)).await;
+    assert_eq!(s, 200, "{v}");
+    let moved = format!("/edu/f2?sub={}", enc(leaf));
+    for _ in 0..2 {
+        assert_eq!(p.get(&moved).await.status(), 200);
+    }
+    assert_eq!(p.get(&fetch).await.status(), 200);
     let m = scrape(&p).await;
     assert_eq!(
         m["pharos_http_requests_total{endpoint=.well-known/openid-federation,status=200}"], 1.0,
@@ -237,6 +263,19 @@ async fn metrics_name_the_hosted_entity_that_answered() {
         1.0,
         "{m:?}"
     );
+    for (endpoint, count) in [("edu/fetch", 4.0), ("edu/f2", 2.0)] {
+        let theirs = format!("endpoint={endpoint},entity={n}");
+        assert_eq!(
+            m[&format!("pharos_http_requests_total{{{theirs},status=200}}")],
+            count,
+            "{m:?}"
+        );
+        assert_eq!(
+            m[&format!("pharos_http_request_duration_seconds{{{theirs}}}")],
+            count,
+            "{m:?}"
+        );
+    }
     p.stop().await;
 }
 

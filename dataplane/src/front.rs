@@ -30,6 +30,8 @@ use tower::Service;
 
 use crate::DataPlane;
 use crate::hosts::HostedRoute;
+use crate::stats::Served;
+use crate::stats::metrics::KnownSeries;
 
 /// The path of our Entity Configuration (a fixed route).
 pub const ENTITY_CONFIGURATION_PATH: &str = "/.well-known/openid-federation";
@@ -96,9 +98,13 @@ impl Front {
         }
     }
 
-    /// The data plane whose ready answers this front gives, if it gives them.
-    pub(crate) fn data_plane(&self) -> Option<&Arc<DataPlane>> {
-        self.fast.as_ref().map(|f| &f.dp)
+    /// The data plane whose ready answers this front gives, if it gives them on every path
+    /// (none under a `foreign` prefix, which a hosted entity's front never has).
+    pub(crate) fn ready_everywhere(&self) -> Option<&Arc<DataPlane>> {
+        self.fast
+            .as_ref()
+            .filter(|f| f.foreign.is_empty())
+            .map(|f| &f.dp)
     }
 
     /// A request for the hosted entity of `route`, `rest` being its path with the entity's
@@ -108,29 +114,38 @@ impl Front {
     /// with the entity's path taken off the URI.
     fn hosted(route: &HostedRoute, req: &Request, rest: &str) -> Hosted {
         let front = route.front();
-        // The kept answers stand in for the front's own (which a path under one of its
-        // `foreign` prefixes would bypass: a hosted entity's front has none).
+        // The kept answers stand in for the front's own, with the series they count into.
         if let Some(kept) = &route.kept
             && req.method() == Method::GET
-            && front.fast.as_ref().is_some_and(|f| f.foreign.is_empty())
         {
             let now = kept.clock.now();
+            let path = req.uri().path();
             if rest == ENTITY_CONFIGURATION_PATH {
                 if let Some(response) = crate::entity_configuration::kept(&kept.reader, now, req) {
-                    return Hosted::Answered(response);
+                    let series = kept
+                        .series
+                        .as_ref()
+                        .map(|s| s.configuration(route.entity, path));
+                    return Hosted::Answered(response, series);
                 }
             } else {
                 let snap = kept.reader.load();
                 if let Some(view) = crate::dispatch::fetch_view(&snap, req, rest) {
                     return match crate::dispatch::ready_fetch(&kept.caches, &snap, view, req, now) {
-                        Some(response) => Hosted::Answered(response),
+                        Some(response) => {
+                            let series = kept
+                                .series
+                                .as_ref()
+                                .and_then(|s| s.fetch(route.entity, path, rest));
+                            Hosted::Answered(response, series)
+                        }
                         None => Hosted::Routed(front.router.clone(), route.prefix_len()),
                     };
                 }
             }
         }
         if let Some(response) = front.fast.as_ref().and_then(|f| f.answer(req, rest)) {
-            return Hosted::Answered(response);
+            return Hosted::Answered(response, None);
         }
         Hosted::Routed(front.router.clone(), route.prefix_len())
     }
@@ -138,8 +153,8 @@ impl Front {
 
 /// What a hosted entity makes of a request (see [`Front::hosted`]).
 enum Hosted {
-    /// Its ready answer.
-    Answered(Response),
+    /// Its ready answer, and the series it counts into when the route keeps it.
+    Answered(Response, Option<KnownSeries>),
     /// Its router, and the length of its path to take off the request's.
     Routed(Router, usize),
 }
@@ -177,7 +192,11 @@ impl Service<Request> for Front {
             })
         {
             let mut answer = match hosted {
-                Hosted::Answered(response) => FrontFuture::answered(response),
+                Hosted::Answered(response, series) => {
+                    let mut answer = FrontFuture::answered(response);
+                    answer.served.series = series;
+                    answer
+                }
                 // The rest of a valid path is a valid path: stripping cannot fail, and is
                 // answered as the unknown path it would be if it did.
                 Hosted::Routed(mut router, prefix) => {
@@ -187,11 +206,7 @@ impl Service<Request> for Front {
                             if let Some(peer) = self.peer {
                                 req.extensions_mut().insert(ConnectInfo(peer));
                             }
-                            FrontFuture {
-                                ready: None,
-                                routed: Some(router.call(req)),
-                                served_by: None,
-                            }
+                            FrontFuture::routed(router.call(req))
                         }
                         None => FrontFuture::answered(
                             crate::error::FedError::not_found("no such path").into_response(),
@@ -199,7 +214,7 @@ impl Service<Request> for Front {
                     }
                 }
             };
-            answer.served_by = Some(entity);
+            answer.served.entity = Some(entity);
             return answer;
         }
         if let Some(response) = self
@@ -212,11 +227,7 @@ impl Service<Request> for Front {
         if let Some(peer) = self.peer {
             req.extensions_mut().insert(ConnectInfo(peer));
         }
-        FrontFuture {
-            ready: None,
-            routed: Some(self.router.call(req)),
-            served_by: None,
-        }
+        FrontFuture::routed(self.router.call(req))
     }
 }
 
@@ -228,8 +239,8 @@ pin_project! {
         // The router's answer, when there was no ready one.
         #[pin]
         routed: Option<RouteFuture<Infallible>>,
-        // The hosted entity answering, other than the default one (see `ServedBy`).
-        served_by: Option<pharos_shared::hosted::EntityNo>,
+        // Who answered (see `ServedBy`).
+        served: Served,
     }
 }
 
@@ -239,14 +250,23 @@ impl FrontFuture {
         Self {
             ready: Some(response),
             routed: None,
-            served_by: None,
+            served: Served::default(),
+        }
+    }
+
+    /// The future of the router's answer.
+    fn routed(routed: RouteFuture<Infallible>) -> Self {
+        Self {
+            ready: None,
+            routed: Some(routed),
+            served: Served::default(),
         }
     }
 }
 
 impl crate::hosts::ServedBy for FrontFuture {
-    fn served_by(&self) -> Option<pharos_shared::hosted::EntityNo> {
-        self.served_by
+    fn served_by(&self) -> Served {
+        self.served
     }
 }
 

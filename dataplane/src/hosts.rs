@@ -8,33 +8,36 @@
 //! caches) with the entity's path taken off, so the entity's routes are the same as the
 //! default entity's. An empty table costs one atomic load per request.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 use axum::extract::Request;
 use axum::http::{HeaderMap, Uri, header};
 use pharos_shared::client_ip::TrustedProxies;
 use pharos_shared::hosted::{EntityNo, Placement};
+use pharos_shared::inline_path::InlinePath;
 use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
 use rustc_hash::FxHashMap;
 
 use crate::cache_counters::CacheCounters;
 use crate::front::Front;
+use crate::stats::Served;
+use crate::stats::metrics::{KnownSeries, RequestMetrics};
 
-/// The future of an answer that knows which hosted entity gives it (`None`: the default
-/// entity): the statistics file the request under it. Read from the future rather than marked
-/// on the response, which would cost an allocation of the response's extensions per request.
+/// The future of an answer that knows which hosted entity gives it: the statistics file the
+/// request under it. Read from the future rather than marked on the response, which would
+/// cost an allocation of the response's extensions per request.
 pub trait ServedBy {
-    /// The hosted entity answering, other than the default one.
-    fn served_by(&self) -> Option<EntityNo>;
+    /// The hosted entity answering (none: the default one), and its series when known.
+    fn served_by(&self) -> Served;
 }
 
 /// Where one hosted entity is served, and its front. Laid out in the order written
-/// (`repr(C)`): what a ready answer reads (the entity, its kept answers, its front's ready
+/// (`repr(C)`, from a cache line's start): what a ready answer reads (the entity, its kept
 /// answers) first.
 #[derive(Debug, Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct HostedRoute {
     /// The entity.
     pub entity: EntityNo,
@@ -49,11 +52,55 @@ pub struct HostedRoute {
 /// A hosted entity's publication point, the clock its answers are made at and the port's
 /// cache counters: its Entity Configuration and its cached fetches are answered from the
 /// point, without reaching its data plane (a cache miss per request for a random entity).
+/// Kept only when its front gives ready answers on every path (no `foreign` prefixes).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub(crate) struct KeptAnswers {
     pub(crate) reader: SnapshotReader,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) caches: Arc<CacheCounters>,
+    /// The series these answers count into, when the route knows the port's metrics.
+    pub(crate) series: Option<ReadySeries>,
+}
+
+/// The request metrics' series of a hosted entity's kept answers, found on their first
+/// request and kept with the route (see [`crate::stats::metrics`]).
+///
+/// A series is that of the request's label, its normalised path. A kept answer's path is the
+/// route's path followed by the rest it answers (the table matches the route's path byte for
+/// byte), so the label of its Entity Configuration is the same on every request, and that of
+/// its fetch as long as the rest is the one kept here (the endpoint may move: another path is
+/// then looked up as any other).
+#[derive(Debug, Clone)]
+#[repr(C)]
+pub(crate) struct ReadySeries {
+    configuration: OnceLock<KnownSeries>,
+    fetch: OnceLock<(InlinePath, KnownSeries)>,
+    metrics: RequestMetrics,
+}
+
+impl ReadySeries {
+    /// The series of `entity`'s Entity Configuration at `path` (the request's whole path).
+    pub(crate) fn configuration(&self, entity: EntityNo, path: &str) -> KnownSeries {
+        *self.configuration.get_or_init(|| self.found(entity, path))
+    }
+
+    /// The series of `entity`'s fetch at `path` (the request's whole path), `rest` being what
+    /// follows the entity's own path; `None` when the fetch kept is at another.
+    pub(crate) fn fetch(&self, entity: EntityNo, path: &str, rest: &str) -> Option<KnownSeries> {
+        let (at, series) = self.fetch.get_or_init(|| {
+            (
+                InlinePath::new(rest).unwrap_or_default(),
+                self.found(entity, path),
+            )
+        });
+        at.is(rest).then_some(*series)
+    }
+
+    fn found(&self, entity: EntityNo, path: &str) -> KnownSeries {
+        let label = pharos_runtime::stats_ring::normalised(path);
+        self.metrics.series(Some(entity), &label)
+    }
 }
 
 impl HostedRoute {
@@ -61,10 +108,11 @@ impl HostedRoute {
     /// identifier is no http(s) URL (the control plane refuses those before they are stored).
     pub fn new(entity: EntityNo, entity_id: &str, front: Front) -> Option<Self> {
         let place = Placement::of(entity_id).ok()?;
-        let kept = front.data_plane().map(|dp| KeptAnswers {
+        let kept = front.ready_everywhere().map(|dp| KeptAnswers {
             reader: dp.reader().clone(),
             clock: dp.clock().clone(),
             caches: dp.caches.clone(),
+            series: None,
         });
         Some(Self {
             entity,
@@ -72,6 +120,19 @@ impl HostedRoute {
             front,
             place,
         })
+    }
+
+    /// This route, its kept answers counted in `metrics` (the port's, which the statistics
+    /// count every other request in) through series it keeps.
+    pub fn counted_in(mut self, metrics: &RequestMetrics) -> Self {
+        if let Some(kept) = &mut self.kept {
+            kept.series = Some(ReadySeries {
+                configuration: OnceLock::new(),
+                fetch: OnceLock::new(),
+                metrics: metrics.clone(),
+            });
+        }
+        self
     }
 
     /// The `Host` values a client most likely sends for it, which the table compares byte for

@@ -226,6 +226,103 @@ async fn a_fetch_about_ourselves_is_refused_even_when_we_are_listed() {
     }
 }
 
+/// A hosted entity's kept answers (its Entity Configuration and cached fetches) count in the
+/// series their route found on their first request: that of the request's whole path, under
+/// the entity's number, in the port's metrics only. A path the route did not keep (the fetch
+/// moved) is looked up as any other.
+#[tokio::test]
+async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
+    use axum::body::Body;
+    use axum::extract::Request;
+    use pharos_shared::client_ip::TrustedProxies;
+    use pharos_shared::hosted::EntityNo;
+    use prometheus_client::registry::Registry;
+    use tower::Service as _;
+
+    use crate::hosts::ServedBy as _;
+    use crate::stats::metrics::RequestMetrics;
+
+    let metrics = RequestMetrics::default();
+    let (default_dp, _default) = data_plane(federation().build());
+    let (dp, publisher) = data_plane(federation().build());
+    let hosted = crate::front::Front::with_ready_answers(crate::router(dp.clone()), dp, &[]);
+    let route = crate::hosts::HostedRoute::new(
+        EntityNo::new(2).unwrap(),
+        "https://fed.example.org/edu",
+        hosted,
+    )
+    .unwrap()
+    .counted_in(&metrics);
+    let hosts = crate::hosts::Hosts::new(TrustedProxies::default(), &[]);
+    hosts.update(|t| t.with(route.clone()));
+    let front =
+        crate::front::Front::with_ready_answers(crate::router(default_dp.clone()), default_dp, &[])
+            .hosting(hosts);
+    let ask = |path: String| {
+        let mut front = front.clone();
+        async move {
+            let req = Request::get(path)
+                .header(header::HOST, "fed.example.org")
+                .body(Body::empty())
+                .unwrap();
+            let answer = front.call(req);
+            let served = answer.served_by();
+            (served, answer.await.unwrap().status())
+        }
+    };
+    let ec = "/edu/.well-known/openid-federation".to_owned();
+    let fetch = format!("/edu{FETCH_RP}");
+    for path in [&ec, &fetch] {
+        // The first signs, through the router; the next is kept.
+        let (first, status) = ask(path.clone()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(first.series.is_none(), "{path}: routed");
+        let (kept, status) = ask(path.clone()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(kept.entity, EntityNo::new(2));
+        let series = kept
+            .series
+            .unwrap_or_else(|| panic!("{path}: a kept series"));
+        assert!(metrics.observe_known(series, 200, 0.0));
+        assert!(
+            !RequestMetrics::default().observe_known(series, 200, 0.0),
+            "another's series is not counted"
+        );
+        // The same series on every kept answer.
+        let (again, _) = ask(path.clone()).await;
+        assert!(
+            again
+                .series
+                .is_some_and(|s| metrics.observe_known(s, 200, 0.0))
+        );
+    }
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    for label in ["edu/.well-known/openid-federation", "edu/fetch"] {
+        let line = format!(
+            r#"pharos_http_requests_total{{endpoint="{label}",status="200",entity="2"}} 2"#
+        );
+        assert!(text.contains(&line), "{line} in\n{text}");
+    }
+
+    // The fetch moves: its new path is kept, but not its series (looked up when counted).
+    publish(
+        &publisher,
+        SnapshotBuilder::new()
+            .generation(2)
+            .endpoint(EndpointType::Fetch, "/f2")
+            .subordinate(RP),
+    );
+    let moved = format!("/edu{}", FETCH_RP.replace("/fetch", "/f2"));
+    assert_eq!(ask(moved.clone()).await.1, StatusCode::OK);
+    let (kept, status) = ask(moved).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(kept.entity, EntityNo::new(2));
+    assert!(kept.series.is_none());
+}
+
 /// A hosted entity's cached fetch is answered from its route (the snapshot at its
 /// publication point), as its router would answer it: the first request goes to its router
 /// and signs, the next ones are answered before routing with the same status, headers and

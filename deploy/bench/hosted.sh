@@ -159,21 +159,24 @@ served() {
     c1=$(cpu_ticks "$pid")
     py "print($(rps_of <<<"$out"), ($c1 - $c0) * 1e6 / $(getconf CLK_TCK) / $(requests_of <<<"$out"))"
 }
-# ratio LABEL KIND: REPEATS interleaved rounds of one and many (and the old binary's many); a
-# row with the medians of req/s and the ratio of the medians to one's (min–max of the per-round
-# ratios), and a row of the same for the server's CPU time per request.
+# ratio LABEL KIND: REPEATS rounds of one, many (and the old binary's many); a row with the
+# medians of req/s and the median of the per-round ratios to one's (min–max), and a row of the
+# same for the server's CPU time per request.
 ratio() {
     local label=$1 kind=$2 r o m x os=() ms=() xs=() oc=() mc=() xc=()
     for r in $(seq 1 "$REPEATS"); do
         x="0 0"
-        # The two "many" instances swap places every round, so neither always follows the
-        # same neighbour (this shared machine drifts within seconds).
-        if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 0 ]; then
+        # "one" runs in the middle of each round, beside each "many", which takes turns going
+        # first: this shared machine drifts within seconds, and a ratio is taken within a round.
+        if [ $((r % 2)) = 1 ]; then
+            m=$(served many $MANY "$WORK/many_$kind.lua")
+        elif [ -n "$OLD_BIN" ]; then
             x=$(served old $OLD_PORT "$WORK/old_$kind.lua")
         fi
         o=$(served one $ONE "$WORK/one_$kind.lua")
-        m=$(served many $MANY "$WORK/many_$kind.lua")
-        if [ -n "$OLD_BIN" ] && [ $((r % 2)) = 1 ]; then
+        if [ $((r % 2)) = 0 ]; then
+            m=$(served many $MANY "$WORK/many_$kind.lua")
+        elif [ -n "$OLD_BIN" ]; then
             x=$(served old $OLD_PORT "$WORK/old_$kind.lua")
         fi
         echo "   round $r (req/s, µs CPU per request): one $o many $m old $x" >&2
@@ -183,8 +186,8 @@ ratio() {
     ratio_row "$label, req/s" 0 "${os[*]}" "${ms[*]}" "${xs[*]}"
     ratio_row "$label, the server's CPU time per request, µs" 2 "${oc[*]}" "${mc[*]}" "${xc[*]}"
 }
-# ratio_row LABEL DIGITS ONES MANYS OLDS: a table row of the medians (min–max) and the ratios of
-# many's and old's to one's.
+# ratio_row LABEL DIGITS ONES MANYS OLDS: a table row of the medians (min–max), and of many's and
+# old's ratios to one's in the same round, their median (min–max).
 ratio_row() {
     row "| $1 | $(py "
 import statistics as s
@@ -193,7 +196,7 @@ def fmt(v): return f'{v:.{d}f}'
 o = [float(x) for x in '$3'.split()]
 def col(v):
     r = [b / a for a, b in zip(o, v)]
-    return f'{fmt(s.median(v))} ({fmt(min(v))}–{fmt(max(v))}) | **{s.median(v) / s.median(o):.2f}** ({min(r):.2f}–{max(r):.2f})'
+    return f'{fmt(s.median(v))} ({fmt(min(v))}–{fmt(max(v))}) | **{s.median(r):.2f}** ({min(r):.2f}–{max(r):.2f})'
 m = [float(x) for x in '$4'.split()]
 x = [float(v) for v in '$5'.split()]
 print(f'{fmt(s.median(o))} ({fmt(min(o))}–{fmt(max(o))}) | ' + col(m) + ((' | ' + col(x)) if '$OLD_BIN' else ''))

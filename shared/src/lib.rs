@@ -20,6 +20,7 @@ pub mod extended_listing;
 pub mod federation_map;
 pub mod hosted;
 pub mod http_cache;
+pub mod inline_path;
 pub mod interop;
 pub mod jose;
 pub mod key_update;

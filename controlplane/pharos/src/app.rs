@@ -147,6 +147,7 @@ impl App {
             data.clone(),
             control.leadership.clone(),
             hosts.clone(),
+            requests.clone(),
             main_cors.clone(),
         ));
         let hosting = Hosting::start(

@@ -15,6 +15,7 @@ use pharos_controlplane::refresh::{Failures, Refreshers};
 use pharos_dataplane::DataPlane;
 use pharos_dataplane::front::Front;
 use pharos_dataplane::hosts::{HostedRoute, Hosts};
+use pharos_dataplane::stats::metrics::RequestMetrics;
 use pharos_runtime::command::{CommandQueue, Commands};
 use pharos_runtime::outbound::HttpFetcher;
 use pharos_runtime::resolver_caches::ResolverCaches;
@@ -74,6 +75,8 @@ pub struct Launcher {
     default: Arc<DataPlane>,
     leadership: Arc<Leadership>,
     hosts: Hosts,
+    /// The public port's request metrics, which the entities' ready answers count into.
+    requests: RequestMetrics,
     /// The public port's CORS layer, when configured (it wraps every entity's routes).
     cors: Option<tower_http::cors::CorsLayer>,
     /// Each entity's resolver caches, for its Admin API's `/resolver` routes.
@@ -92,17 +95,19 @@ impl std::fmt::Debug for Launcher {
 
 impl Launcher {
     /// A launcher whose entities answer on the public port through `hosts`, beside the
-    /// default entity's data plane `default`.
+    /// default entity's data plane `default`, their requests counted in `requests`.
     pub fn new(
         default: Arc<DataPlane>,
         leadership: Arc<Leadership>,
         hosts: Hosts,
+        requests: RequestMetrics,
         cors: Option<tower_http::cors::CorsLayer>,
     ) -> Self {
         Self {
             default,
             leadership,
             hosts,
+            requests,
             cors,
             resolvers: Mutex::default(),
             failures: Mutex::default(),
@@ -166,7 +171,10 @@ impl Launch for Launcher {
             f.insert(entity, refreshers.failures.clone());
         }
         match HostedRoute::new(entity, &cp.settings.entity_id, self.front(&data)) {
-            Some(route) => self.hosts.update(|t| t.with(route.clone())),
+            Some(route) => {
+                let route = route.counted_in(&self.requests);
+                self.hosts.update(|t| t.with(route.clone()));
+            }
             None => tracing::error!(%entity, entity_id = %cp.settings.entity_id,
                 "hosted entity not served: its identifier is no http(s) URL"),
         }

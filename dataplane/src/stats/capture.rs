@@ -35,7 +35,7 @@ use tower::{Layer, Service};
 use super::metrics::RequestMetrics;
 use pharos_runtime::stats_ring::{MAX_ENDPOINT, cut, normalise, normalised};
 
-use super::{ClientEntitySlot, Ring, StatsRecord, UNMATCHED, Unobserved, Unregistered};
+use super::{ClientEntitySlot, Ring, Served, StatsRecord, UNMATCHED, Unobserved, Unregistered};
 
 /// Longest User-Agent kept (longer values are cut at a character boundary).
 const MAX_USER_AGENT: usize = 512;
@@ -229,9 +229,8 @@ pub struct Observation {
 
 impl Observation {
     /// Counts the answer in the metrics and, with statistics on, pushes the request's record
-    /// (unless the answer is marked [`Unobserved`]); `served_by`: the hosted entity that
-    /// answered, `None` for the default entity.
-    pub fn finish(self, response: &Response, served_by: Option<pharos_shared::hosted::EntityNo>) {
+    /// (unless the answer is marked [`Unobserved`]), filed under `served`.
+    pub fn finish(self, response: &Response, served: Served) {
         if response.extensions().get::<Unobserved>().is_some() {
             return;
         }
@@ -246,9 +245,16 @@ impl Observation {
             self.endpoint.as_str()
         };
         let capture = &self.capture;
-        capture
-            .metrics
-            .observe(served_by, label, status, elapsed.as_secs_f64());
+        let seconds = elapsed.as_secs_f64();
+        let counted = !unregistered
+            && served
+                .series
+                .is_some_and(|known| capture.metrics.observe_known(known, status, seconds));
+        if !counted {
+            capture
+                .metrics
+                .observe(served.entity, label, status, seconds);
+        }
         if let (Some(mut r), Some(ring)) = (self.record, capture.ring.as_ref()) {
             if unregistered {
                 UNMATCHED.clone_into(&mut r.endpoint);
@@ -257,7 +263,7 @@ impl Observation {
             r.duration_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
             r.response_size = response_size(response);
             r.client_entity_id = self.slot.and_then(|slot| slot.0.get().cloned());
-            if let Some(entity) = served_by {
+            if let Some(entity) = served.entity {
                 r.entity = entity.get();
             }
             ring.push(r);
@@ -347,7 +353,7 @@ where
         };
         if let Some(o) = this.observation.take() {
             // Routers measured here serve the default entity only.
-            o.finish(&response, None);
+            o.finish(&response, Served::default());
         }
         Poll::Ready(Ok(response))
     }

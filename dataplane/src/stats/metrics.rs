@@ -15,6 +15,12 @@
 //! reached its counter, histogram and buckets through four allocations. With a thousand hosted
 //! entities and a random one per request, each of those was a cache miss. The exposition is
 //! the same two families, written at scrape time ([`Collector`]).
+//!
+//! A series, once made, lives as long as the process: the map only grows (as the families
+//! did), so its block is never freed and may be held as a plain reference ([`KnownSeries`]).
+//! A hosted entity's route keeps the series of its ready answers that way and counts into it
+//! without the map: with a random entity per request, the map's bucket and the entity's own
+//! label bytes were two more cache misses per request.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -228,15 +234,23 @@ impl hashbrown::Equivalent<Key> for Lookup<'_> {
 
 // `Lookup` must hash as `Key` does: the derived impls hash the same fields in the same order,
 // and `Arc<str>` hashes as `str`.
-type SeriesMap = hashbrown::HashMap<Key, Arc<Series>, FxBuildHasher>;
+type SeriesMap = hashbrown::HashMap<Key, &'static Series, FxBuildHasher>;
 
 /// The data plane's request metrics.
 #[derive(Debug, Clone, Default)]
 pub struct RequestMetrics {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of one [`RequestMetrics`] share.
+#[derive(Debug, Default)]
+struct Shared {
     /// Series by entity and endpoint label. As bounded as the families were (hosted entities'
     /// registered paths and `unmatched`); the labels are not chosen by clients, so the map
     /// hashes with FxHash, not SipHash.
-    series: Arc<ArcSwap<SeriesMap>>,
+    map: ArcSwap<SeriesMap>,
+    /// Held while a series is added.
+    making: Mutex<()>,
 }
 
 const REQUESTS: &str = "pharos_http_requests";
@@ -252,45 +266,79 @@ impl RequestMetrics {
 
     /// Counts one request answered by `entity` (`None`: the default entity).
     pub fn observe(&self, entity: Option<EntityNo>, endpoint: &str, status: u16, seconds: f64) {
+        self.find(entity, endpoint).observe(status, seconds);
+    }
+
+    /// The series of `entity`'s `endpoint`, to count into later without looking it up.
+    pub fn series(&self, entity: Option<EntityNo>, endpoint: &str) -> KnownSeries {
+        KnownSeries {
+            series: self.find(entity, endpoint),
+            of: self.id(),
+        }
+    }
+
+    /// Counts one request into `known` when it is one of these metrics' series; `false`
+    /// (nothing counted) when it is another's.
+    pub fn observe_known(&self, known: KnownSeries, status: u16, seconds: f64) -> bool {
+        if known.of != self.id() {
+            return false;
+        }
+        known.series.observe(status, seconds);
+        true
+    }
+
+    /// What tells these metrics from others: the address of their shared state.
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.shared).addr()
+    }
+
+    /// The series of `entity`'s `endpoint`, made on its first request.
+    fn find(&self, entity: Option<EntityNo>, endpoint: &str) -> &'static Series {
         let key = Lookup {
             entity: entity.map(EntityNo::get),
             endpoint,
         };
-        if let Some(s) = self.series.load().get(&key) {
-            s.observe(status, seconds);
-            return;
+        if let Some(s) = self.shared.map.load().get(&key) {
+            return s;
         }
-        // The pair's first request: a new map with it (another request may add it meanwhile;
-        // `rcu` then keeps theirs).
-        self.series.rcu(|map| {
-            if map.contains_key(&key) {
-                return Arc::clone(map);
-            }
-            let mut next = SeriesMap::clone(map);
-            let endpoint = map
-                .keys()
-                .find(|k| *k.endpoint == *endpoint)
-                .map_or_else(|| Arc::from(endpoint), |k| Arc::clone(&k.endpoint));
-            next.insert(
-                Key {
-                    entity: key.entity,
-                    endpoint,
-                },
-                Arc::default(),
-            );
-            Arc::new(next)
-        });
-        if let Some(s) = self.series.load().get(&key) {
-            s.observe(status, seconds);
+        // The pair's first request: a new map with it, made by one request at a time (so that
+        // a block is made only for the map that keeps it). A poisoned lock only means a
+        // request panicked while making one; the map it guards is whole.
+        let _making = self.shared.making.lock().unwrap_or_else(|e| e.into_inner());
+        let map = self.shared.map.load();
+        if let Some(s) = map.get(&key) {
+            return s;
         }
+        let series: &'static Series = Box::leak(Box::default());
+        let mut next = SeriesMap::clone(&map);
+        let endpoint = map
+            .keys()
+            .find(|k| *k.endpoint == *endpoint)
+            .map_or_else(|| Arc::from(endpoint), |k| Arc::clone(&k.endpoint));
+        next.insert(
+            Key {
+                entity: key.entity,
+                endpoint,
+            },
+            series,
+        );
+        self.shared.map.store(Arc::new(next));
+        series
     }
+}
+
+/// A series found once (see [`RequestMetrics::series`]), with the metrics it belongs to.
+#[derive(Debug, Clone, Copy)]
+pub struct KnownSeries {
+    series: &'static Series,
+    of: usize,
 }
 
 impl Collector for RequestMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        let map = self.series.load();
+        let map = self.shared.map.load();
         // In a stable order, the default entity's first: scrapes compare line by line.
-        let mut series: Vec<(&Key, &Arc<Series>)> = map.iter().collect();
+        let mut series: Vec<(&Key, &&Series)> = map.iter().collect();
         series
             .sort_unstable_by(|a, b| (a.0.entity, &a.0.endpoint).cmp(&(b.0.entity, &b.0.endpoint)));
         {
@@ -415,7 +463,7 @@ mod tests {
             m.observe(EntityNo::new(n), "fetch", 200, 0.001);
         }
         m.observe(None, "list", 200, 0.001);
-        let map = m.series.load();
+        let map = m.shared.map.load();
         let labels: Vec<&Arc<str>> = map
             .keys()
             .filter(|k| &*k.endpoint == "fetch")
@@ -447,7 +495,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        let map = m.series.load();
+        let map = m.shared.map.load();
         let total: u64 = map
             .values()
             .flat_map(|s| s.by_status())

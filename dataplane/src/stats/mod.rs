@@ -26,6 +26,16 @@ impl ClientEntitySlot {
     }
 }
 
+/// Who answered a request, as the statistics file it: the hosted entity (`None`: the default
+/// one) and, when the answer's route keeps it, the series its label counts into.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Served {
+    /// The hosted entity answering, other than the default one.
+    pub entity: Option<pharos_shared::hosted::EntityNo>,
+    /// The series of the request's label, found before (see [`metrics::KnownSeries`]).
+    pub series: Option<metrics::KnownSeries>,
+}
+
 /// Marks a response of the dispatcher's "no endpoint registered" branch, so that `/metrics`
 /// and the request statistics label such requests [`UNMATCHED`] instead of minting a label per
 /// scanned path.

@@ -18,10 +18,8 @@ use std::sync::{Arc, OnceLock};
 
 use super::{Registry, Snapshot};
 use crate::endpoint::EndpointType;
+use crate::inline_path::InlinePath;
 use crate::subordinate::{Index, Subordinate, Subordinates};
-
-/// Longest fetch path kept inline (longer ones are looked up in the registry).
-const INLINE_PATH: usize = 22;
 
 /// The snapshot's ready view, made on first use (see the module docs).
 #[derive(Default)]
@@ -48,10 +46,9 @@ pub struct ReadyView {
     /// The identifier, registry and subordinates it was derived from (held, so that another
     /// section cannot take the same address while the view lives).
     from: Sections,
-    /// The path at which the fetch endpoint answers anonymous GETs (length 0: none, or too
-    /// long to keep inline).
-    fetch_len: u8,
-    fetch_path: [u8; INLINE_PATH],
+    /// The path at which the fetch endpoint answers anonymous GETs (none, or too long to keep
+    /// inline: the registry answers then).
+    fetch_path: InlinePath,
     /// Whether our own identifier is among the subordinates (in any state): only then must a
     /// fetch's subject be compared with it before its record is served.
     own_id_listed: bool,
@@ -64,7 +61,7 @@ pub struct ReadyView {
 impl ReadyView {
     fn of(snap: &Snapshot) -> Self {
         let registry = &snap.registry;
-        let fetch = registry
+        let fetch_path = registry
             .by_type
             .get(&EndpointType::Fetch)
             .filter(|e| !e.auth_enabled)
@@ -75,17 +72,11 @@ impl ReadyView {
                     .by_path
                     .get(path)
                     .filter(|found| Arc::ptr_eq(found, e))
-                    .map(|_| path.as_bytes())
+                    .and_then(|_| InlinePath::new(path))
             })
-            .filter(|p| p.len() <= INLINE_PATH)
             .unwrap_or_default();
-        let mut fetch_path = [0; INLINE_PATH];
-        if let Some(inline) = fetch_path.get_mut(..fetch.len()) {
-            inline.copy_from_slice(fetch);
-        }
         Self {
             from: Sections::of(snap),
-            fetch_len: u8::try_from(fetch.len()).unwrap_or(0),
             fetch_path,
             own_id_listed: snap.subordinates.get(&snap.entity_id).is_some(),
             index: snap.subordinates.index(),
@@ -96,8 +87,7 @@ impl ReadyView {
     /// Whether `path` is where the fetch endpoint answers anonymous GETs. `false` also when
     /// the view cannot tell (a path too long to keep): the registry answers then.
     pub fn is_anonymous_fetch(&self, path: &str) -> bool {
-        self.fetch_len != 0
-            && self.fetch_path.get(..usize::from(self.fetch_len)) == Some(path.as_bytes())
+        self.fetch_path.is(path)
     }
 
     /// Whether a fetch's subject must be compared with our own identifier: only when that
@@ -221,7 +211,7 @@ mod tests {
         assert!(!none.ready().unwrap().is_anonymous_fetch("/fetch"));
         // Longer than kept inline: the registry answers for it.
         let long = "/a-fetch-path-longer-than-kept";
-        assert!(long.len() > INLINE_PATH);
+        assert!(long.len() > crate::inline_path::INLINE_PATH);
         let s = snap(vec![fetch_at(long, false)], &[]);
         assert!(!s.ready().unwrap().is_anonymous_fetch(long));
         assert!(s.registry.lookup(long, 0).is_some());

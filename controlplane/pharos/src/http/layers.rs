@@ -290,7 +290,12 @@ where
         let this = self.project();
         let trace: &Trace = this.trace;
         let _entered = Entered::new(trace);
-        let served_by = this.inner.as_ref().as_pin_ref().and_then(|f| f.served_by());
+        let served = this
+            .inner
+            .as_ref()
+            .as_pin_ref()
+            .map(|f| f.served_by())
+            .unwrap_or_default();
         let response = match this.inner.as_pin_mut().map(|inner| inner.poll(cx)) {
             None => this
                 .early
@@ -299,7 +304,7 @@ where
             Some(Poll::Ready(Ok(r))) => {
                 let r = r.map(Body::new);
                 if let Some(o) = this.observation.take() {
-                    o.finish(&r, served_by);
+                    o.finish(&r, served);
                 }
                 r
             }
