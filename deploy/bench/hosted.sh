@@ -252,11 +252,11 @@ note "Creating the $ENTITIES entities through the Admin API took $CREATE_S s (ke
     if [ -n "$OLD_BIN" ]; then
         echo "Old binary: \`BENCH_OLD_BIN\` (its \"many\" instance on a copy of the same database)."
         echo
-        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one | many, old binary | old many / one |"
+        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one (per round) | many, old binary | old many / one (per round) |"
         echo "|---|---|---|---|---|---|"
         sed -e '/^| \(Entity Configuration\|fetch\)/!s/|$/| | |/' "$TABLE"
     else
-        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one |"
+        echo "| measurement | one entity, $TOTAL subordinates | $ENTITIES entities × $SUBS | many / one (per round) |"
         echo "|---|---|---|---|"
         cat "$TABLE"
     fi

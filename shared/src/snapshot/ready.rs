@@ -144,7 +144,7 @@ impl Snapshot {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)] // a failing unwrap is a failing test
 
     use std::sync::Arc;
@@ -169,7 +169,8 @@ mod tests {
         }
     }
 
-    fn snap(entries: Vec<EndpointEntry>, subordinates: &[&str]) -> Snapshot {
+    /// A snapshot with these endpoints and subordinates (of identifier `US`).
+    pub(crate) fn snap(entries: Vec<EndpointEntry>, subordinates: &[&str]) -> Snapshot {
         let key = SigningKey::generate(Algorithm::ES256, 2048).unwrap();
         let records = subordinates.iter().map(|s| sub(s, &[], None));
         Snapshot {
