@@ -9,8 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::{ArcSwap, ArcSwapOption, Guard};
-use bytes::Bytes;
-use http::HeaderValue;
 
 use super::Snapshot;
 use crate::http_cache::Tagged;
@@ -26,7 +24,7 @@ struct Point {
     /// The generation of `current`, stored after it: never ahead of it.
     generation: AtomicU64,
     /// The signed Entity Configuration, and the generation it was signed from.
-    entity_configuration: ArcSwapOption<Kept>,
+    entity_configuration: ArcSwapOption<Signed>,
     current: ArcSwap<Snapshot>,
 }
 
@@ -37,47 +35,6 @@ pub struct Signed {
     pub generation: u64,
     /// The signed bytes, their tag and freshness.
     pub tagged: Tagged,
-}
-
-/// A [`Signed`] answer as the point keeps it: everything a request reads of it in one cache
-/// line (the body and its tag as one buffer, split when served). As a [`Tagged`] it took two:
-/// with a random hosted entity per request, one more miss.
-#[derive(Debug)]
-#[repr(C, align(64))]
-struct Kept {
-    generation: u64,
-    fresh_until: i64,
-    /// The body, then its tag.
-    joined: Bytes,
-    body_len: usize,
-}
-
-// One line: the reference counts of the `Arc` holding it come before it, and are not read.
-const _: () = assert!(std::mem::size_of::<Kept>() == 64);
-
-impl Kept {
-    fn of(signed: &Signed) -> Self {
-        let Tagged { body, etag, .. } = &signed.tagged;
-        let mut joined = Vec::with_capacity(body.len() + etag.len());
-        joined.extend_from_slice(body);
-        joined.extend_from_slice(etag.as_bytes());
-        Self {
-            generation: signed.generation,
-            fresh_until: signed.tagged.fresh_until,
-            joined: Bytes::from(joined),
-            body_len: body.len(),
-        }
-    }
-
-    /// The answer as it was kept (the tag was a header value then, so it is one again).
-    fn tagged(&self) -> Option<Tagged> {
-        let etag = HeaderValue::from_maybe_shared(self.joined.slice(self.body_len..)).ok()?;
-        Some(Tagged {
-            body: self.joined.slice(..self.body_len),
-            etag,
-            fresh_until: self.fresh_until,
-        })
-    }
 }
 
 impl Point {
@@ -119,8 +76,8 @@ impl SnapshotReader {
     pub fn entity_configuration(&self, now: i64) -> Option<Tagged> {
         let kept = self.0.entity_configuration.load();
         kept.as_ref()
-            .filter(|k| k.generation == self.generation() && now < k.fresh_until)
-            .and_then(|k| k.tagged())
+            .filter(|s| s.generation == self.generation() && now < s.tagged.fresh_until)
+            .map(|s| s.tagged.clone())
     }
 
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
@@ -132,9 +89,9 @@ impl SnapshotReader {
         if slot
             .load()
             .as_ref()
-            .is_none_or(|k| k.generation <= signed.generation)
+            .is_none_or(|s| s.generation <= signed.generation)
         {
-            slot.store(Some(Arc::new(Kept::of(&signed))));
+            slot.store(Some(Arc::new(signed)));
         }
     }
 }
@@ -189,6 +146,7 @@ impl std::fmt::Debug for SnapshotPublisher {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     /// What is kept is served as it was signed, while it is fresh and its generation current.
     #[test]
