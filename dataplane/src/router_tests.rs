@@ -226,6 +226,44 @@ async fn a_fetch_about_ourselves_is_refused_even_when_we_are_listed() {
     }
 }
 
+/// The port's front, hosting entity 2 at `https://fed.example.org/edu` with the front
+/// `hosted` (its route counted in `metrics`, when given) beside a default entity.
+fn hosting_edu(
+    hosted: crate::front::Front,
+    metrics: Option<&crate::stats::metrics::RequestMetrics>,
+) -> crate::front::Front {
+    use pharos_shared::client_ip::TrustedProxies;
+    use pharos_shared::hosted::EntityNo;
+
+    let route = crate::hosts::HostedRoute::new(
+        EntityNo::new(2).unwrap(),
+        "https://fed.example.org/edu",
+        hosted,
+    )
+    .unwrap();
+    let route = match metrics {
+        Some(m) => route.counted_in(m),
+        None => route,
+    };
+    let hosts = crate::hosts::Hosts::new(TrustedProxies::default(), &[]);
+    hosts.update(|t| t.with(route.clone()));
+    let (default_dp, _default) = data_plane(federation().build());
+    crate::front::Front::with_ready_answers(crate::router(default_dp.clone()), default_dp, &[])
+        .hosting(hosts)
+}
+
+/// Publishes a snapshot whose fetch endpoint is at `/f2`; `FETCH_RP` at that path.
+fn move_fetch_to_f2(publisher: &SnapshotPublisher) -> String {
+    publish(
+        publisher,
+        SnapshotBuilder::new()
+            .generation(2)
+            .endpoint(EndpointType::Fetch, "/f2")
+            .subordinate(RP),
+    );
+    FETCH_RP.replace("/fetch", "/f2")
+}
+
 /// A hosted entity's kept answers (its Entity Configuration and cached fetches) count in the
 /// series their route found on their first request: that of the request's whole path, under
 /// the entity's number, in the port's metrics only. A path the route did not keep (the fetch
@@ -234,7 +272,6 @@ async fn a_fetch_about_ourselves_is_refused_even_when_we_are_listed() {
 async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
     use axum::body::Body;
     use axum::extract::Request;
-    use pharos_shared::client_ip::TrustedProxies;
     use pharos_shared::hosted::EntityNo;
     use prometheus_client::registry::Registry;
     use tower::Service as _;
@@ -243,21 +280,9 @@ async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
     use crate::stats::metrics::RequestMetrics;
 
     let metrics = RequestMetrics::default();
-    let (default_dp, _default) = data_plane(federation().build());
     let (dp, publisher) = data_plane(federation().build());
     let hosted = crate::front::Front::with_ready_answers(crate::router(dp.clone()), dp, &[]);
-    let route = crate::hosts::HostedRoute::new(
-        EntityNo::new(2).unwrap(),
-        "https://fed.example.org/edu",
-        hosted,
-    )
-    .unwrap()
-    .counted_in(&metrics);
-    let hosts = crate::hosts::Hosts::new(TrustedProxies::default(), &[]);
-    hosts.update(|t| t.with(route.clone()));
-    let front =
-        crate::front::Front::with_ready_answers(crate::router(default_dp.clone()), default_dp, &[])
-            .hosting(hosts);
+    let front = hosting_edu(hosted, Some(&metrics));
     let ask = |path: String| {
         let mut front = front.clone();
         async move {
@@ -308,14 +333,7 @@ async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
     }
 
     // The fetch moves: its new path is kept, but not its series (looked up when counted).
-    publish(
-        &publisher,
-        SnapshotBuilder::new()
-            .generation(2)
-            .endpoint(EndpointType::Fetch, "/f2")
-            .subordinate(RP),
-    );
-    let moved = format!("/edu{}", FETCH_RP.replace("/fetch", "/f2"));
+    let moved = format!("/edu{}", move_fetch_to_f2(&publisher));
     assert_eq!(ask(moved.clone()).await.1, StatusCode::OK);
     let (kept, status) = ask(moved).await;
     assert_eq!(status, StatusCode::OK);
@@ -332,11 +350,8 @@ async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
 async fn a_hosted_entitys_cached_fetch_is_its_routers_answer() {
     use axum::body::Body;
     use axum::extract::Request;
-    use pharos_shared::client_ip::TrustedProxies;
-    use pharos_shared::hosted::EntityNo;
     use tower::ServiceExt as _;
 
-    let (default_dp, _default) = data_plane(federation().build());
     let (dp, publisher) = data_plane(federation().build());
     let marked = crate::router(dp.clone()).layer(axum::middleware::map_response(
         |mut r: axum::response::Response| async move {
@@ -346,17 +361,7 @@ async fn a_hosted_entitys_cached_fetch_is_its_routers_answer() {
         },
     ));
     let hosted = crate::front::Front::with_ready_answers(marked, dp.clone(), &[]);
-    let route = crate::hosts::HostedRoute::new(
-        EntityNo::new(2).unwrap(),
-        "https://fed.example.org/edu",
-        hosted,
-    )
-    .unwrap();
-    let hosts = crate::hosts::Hosts::new(TrustedProxies::default(), &[]);
-    hosts.update(|t| t.with(route.clone()));
-    let front =
-        crate::front::Front::with_ready_answers(crate::router(default_dp.clone()), default_dp, &[])
-            .hosting(hosts);
+    let front = hosting_edu(hosted, None);
     let ask = |path: String, tag: Option<axum::http::HeaderValue>| {
         let front = front.clone();
         async move {
@@ -395,14 +400,7 @@ async fn a_hosted_entitys_cached_fetch_is_its_routers_answer() {
     assert!(!not_modified.headers.contains_key("x-routed"));
 
     // The endpoint moves: the old path is the router's 404 at once, the new one serves.
-    publish(
-        &publisher,
-        SnapshotBuilder::new()
-            .generation(2)
-            .endpoint(EndpointType::Fetch, "/f2")
-            .subordinate(RP),
-    );
-    let new_path = FETCH_RP.replace("/fetch", "/f2");
+    let new_path = move_fetch_to_f2(&publisher);
     assert_eq!(ask(at_edu(&new_path), None).await.status, StatusCode::OK);
     let again = ask(at_edu(&new_path), None).await;
     assert_eq!(again.status, StatusCode::OK);
