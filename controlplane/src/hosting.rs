@@ -30,6 +30,11 @@ pub trait Launch: Send + Sync {
     fn launch(&self, cp: Arc<ControlPlane>, stop: CancellationToken);
     /// Takes entity `entity` off the public port (its jobs end with its `stop`).
     fn retire(&self, entity: EntityNo);
+    /// From now until [`Self::release`], entities launched are put on the public port
+    /// together, at the release (the start of every stored entity).
+    fn hold(&self) {}
+    /// Puts the entities launched since [`Self::hold`] on the public port.
+    fn release(&self) {}
 }
 
 /// The hosted entities of this process.
@@ -82,6 +87,8 @@ impl Hosting {
             .into_iter()
             .filter(|r| !r.id.is_default())
             .collect();
+        // Served together once all have started (nothing is served before `start` returns).
+        hosting.launcher.hold();
         {
             let h = &hosting;
             let starts = rows
@@ -98,6 +105,7 @@ impl Hosting {
                 }
             }
         }
+        hosting.launcher.release();
         let peers: Arc<dyn Peers> = hosting.clone();
         hosting.default.set_peers(Arc::downgrade(&peers));
         Ok(hosting)

@@ -335,6 +335,20 @@ impl HostTable {
         Self::of(routes, self.reserved.clone())
     }
 
+    /// This table with `routes` added, each in place of any route of the same entity: made
+    /// once for all of them (a thousand entities started one table at a time copied every
+    /// route a thousand times).
+    pub fn with_all(&self, routes: Vec<HostedRoute>) -> Self {
+        let mut all: Vec<HostedRoute> = self
+            .routes
+            .iter()
+            .filter(|r| !routes.iter().any(|n| n.entity == r.entity))
+            .cloned()
+            .collect();
+        all.extend(routes);
+        Self::of(all, self.reserved.clone())
+    }
+
     /// This table without entity `entity`.
     pub fn without(&self, entity: EntityNo) -> Self {
         let routes = self
@@ -520,6 +534,24 @@ mod tests {
     fn route(no: i64, id: &str) -> HostedRoute {
         let front = Front::new(axum::Router::new());
         HostedRoute::new(EntityNo::new(no).unwrap(), id, front).unwrap()
+    }
+
+    #[test]
+    fn routes_added_together_replace_those_of_their_entities() {
+        let t = table(vec![
+            route(2, "https://fed.example.org/edu"),
+            route(3, "https://fed.example.org/old"),
+        ])
+        .with_all(vec![
+            route(3, "https://fed.example.org/new"),
+            route(4, "https://ta2.example.org/"),
+        ]);
+        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        assert_eq!(at("fed.example.org", "/edu/fetch"), Some(2));
+        assert_eq!(at("fed.example.org", "/new/fetch"), Some(3));
+        assert_eq!(at("fed.example.org", "/old/fetch"), None);
+        assert_eq!(at("ta2.example.org", "/fetch"), Some(4));
+        assert_eq!(t.routes.len(), 3);
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub struct Launcher {
     failures: Mutex<HashMap<EntityNo, Arc<Failures>>>,
     /// The jobs of every entity launched, awaited at shutdown.
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// While held (see [`Launch::hold`]): the routes launched, not yet on the port.
+    held: Mutex<Option<Vec<HostedRoute>>>,
 }
 
 impl std::fmt::Debug for Launcher {
@@ -112,6 +114,7 @@ impl Launcher {
             resolvers: Mutex::default(),
             failures: Mutex::default(),
             tasks: Mutex::default(),
+            held: Mutex::default(),
         }
     }
 
@@ -173,7 +176,11 @@ impl Launch for Launcher {
         match HostedRoute::new(entity, &cp.settings.entity_id, self.front(&data)) {
             Some(route) => {
                 let route = route.counted_in(&self.requests);
-                self.hosts.update(|t| t.with(route.clone()));
+                let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+                match held.as_mut() {
+                    Some(routes) => routes.push(route),
+                    None => self.hosts.update(|t| t.with(route.clone())),
+                }
             }
             None => tracing::error!(%entity, entity_id = %cp.settings.entity_id,
                 "hosted entity not served: its identifier is no http(s) URL"),
@@ -181,12 +188,32 @@ impl Launch for Launcher {
     }
 
     fn retire(&self, entity: EntityNo) {
+        if let Some(routes) = self.held.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            routes.retain(|r| r.entity != entity);
+        }
         self.hosts.update(|t| t.without(entity));
         if let Ok(mut r) = self.resolvers.lock() {
             r.remove(&entity);
         }
         if let Ok(mut f) = self.failures.lock() {
             f.remove(&entity);
+        }
+    }
+
+    fn hold(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.get_or_insert_with(Vec::new);
+    }
+
+    fn release(&self) {
+        let routes = self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        if !routes.is_empty() {
+            self.hosts.update(|t| t.with_all(routes.clone()));
         }
     }
 }
