@@ -14,9 +14,12 @@
 # the "many" database beside the others, measured in the same interleaved rounds: the A/B of a
 # change to the hosted request path, in the same run as the ratio it is meant to move.
 #
+# With BENCH_SPREAD (entity counts, e.g. "1 10 100 300"), the Entity Configuration is measured
+# again for each count N, its requests spread over the first N hosted entities only.
+#
 # Usage: deploy/bench/hosted.sh [--no-append]   (appends to BENCHMARKS.md, "Hosted entities")
 # Environment: ENTITIES (1000), SUBORDINATES (100), BENCH_DURATION, BENCH_CONNECTIONS,
-# BENCH_THREADS, BENCH_REPEATS, BENCH_BIN, BENCH_OLD_BIN, CARGO_TARGET_DIR.
+# BENCH_THREADS, BENCH_REPEATS, BENCH_BIN, BENCH_OLD_BIN, BENCH_SPREAD, CARGO_TARGET_DIR.
 set -euo pipefail
 
 APPEND=1
@@ -204,6 +207,16 @@ print(f'{fmt(s.median(o))} ({fmt(min(o))}–{fmt(max(o))}) | ' + col(m) + ((' | 
 }
 ratio "Entity Configuration (many: a random entity each request)" ec
 ratio "fetch, cached statement (random subject; many: random entity too)" fetch
+# With BENCH_SPREAD: the Entity Configuration again, its requests spread over the first N
+# hosted entities only, against "one" in the same rounds. One hosted entity shows what being
+# hosted costs a request; where the ratio falls as N grows is where the entities' own answers
+# stop fitting the caches.
+for n in ${BENCH_SPREAD:-}; do
+    [ "$n" -ge 1 ] && [ "$n" -le "$ENTITIES" ] || die "BENCH_SPREAD: $n is not within 1..$ENTITIES"
+    ec_scripts "$WORK/one_ec$n.lua" "$WORK/many_ec$n.lua" "$n"
+    [ -z "$OLD_BIN" ] || old_lua "ec$n"
+    ratio "Entity Configuration, requests spread over $n of the $ENTITIES entities" "ec$n"
+done
 
 # ---- write visibility ---------------------------------------------------------------------
 visible() {

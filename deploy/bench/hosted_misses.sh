@@ -17,9 +17,12 @@
 # The simulated caches: D1 48 KiB, last level 1 MiB (the size of this machine's L2). The
 # kernel is not simulated, so real misses are more (its network stack shares the caches).
 #
+# With BENCH_CG_KEEP=DIR, each case's callgrind dump is kept as DIR/BINARY-CASE.out, for
+# `callgrind_annotate --inclusive=no --show=Ir,DLmr,DLmw --sort=DLmr,DLmw` (misses by function).
+#
 # Usage: deploy/bench/hosted_misses.sh BINARY [BINARY ...]
-# Environment: ENTITIES (1000), SUBORDINATES (10), BENCH_CG_SECONDS (15). Needs valgrind,
-# wrk, curl, python3, sqlite3.
+# Environment: ENTITIES (1000), SUBORDINATES (10), BENCH_CG_SECONDS (15), BENCH_CG_KEEP.
+# Needs valgrind, wrk, curl, python3, sqlite3.
 set -euo pipefail
 [ "$#" -ge 1 ] || { echo "usage: $0 BINARY [BINARY ...]" >&2; exit 2; }
 ENTITIES=${ENTITIES:-1000}
@@ -136,7 +139,7 @@ for bin in "$@"; do
         callgrind_control -d "$PID" >/dev/null 2>&1
         sleep 1
         python3 - "$out" "$n" "$(basename "$bin")" "$case" <<'PY'
-import glob, os, sys
+import glob, os, shutil, sys
 out, n, label, case = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 # The newest dump is this case's (counters were zeroed before it).
 files = sorted((p for p in glob.glob(out + ".*") if not p.endswith(".log")), key=os.path.getmtime)
@@ -149,6 +152,10 @@ for line in open(files[-1]):
         if len(v) > 1:
             totals = v
 d = dict(zip(events, totals))
+keep = os.environ.get("BENCH_CG_KEEP")
+if keep:
+    os.makedirs(keep, exist_ok=True)
+    shutil.copy(files[-1], os.path.join(keep, f"{label}-{case}.out"))
 print(f"{label:<10} {case:<10} {d['Ir'] / n:12.0f} {(d['D1mr'] + d['D1mw']) / n:10.1f} "
       f"{(d['DLmr'] + d['DLmw']) / n:10.1f}")
 PY
