@@ -743,13 +743,7 @@ async fn a_hosted_entity_created_on_one_replica_is_served_by_the_others() {
         // The default entity of either replica is untouched.
         assert_eq!(on_host(a, &format!("/fetch?sub={}", enc(leaf))).await, 404);
         // Deleted through A, it leaves B too.
-        let (s, v) = a
-            .admin(
-                Method::DELETE,
-                &format!("/entities/{n}?confirm={}", enc(&edu)),
-                None,
-            )
-            .await;
+        let (s, v) = a.delete_entity(n, &edu).await;
         assert_eq!(s, 204, "{backend:?}: {v}");
         eventually("B no longer serves it", || async {
             on_host(b, "/edu/.well-known/openid-federation").await == 404

@@ -154,13 +154,7 @@ async fn a_hosted_entity_is_served_where_its_identifier_says_with_keys_of_its_ow
             .await;
         assert_eq!(s, 400, "{v}");
         assert!(v["error_description"].as_str().unwrap().contains("confirm"));
-        let (s, v) = p
-            .admin(
-                Method::DELETE,
-                &format!("/entities/{n}?confirm={}", enc(&edu)),
-                None,
-            )
-            .await;
+        let (s, v) = p.delete_entity(n, &edu).await;
         assert_eq!(s, 204, "{backend:?}: {v}");
         assert_eq!(
             p.get("/edu/.well-known/openid-federation").await.status(),

@@ -276,6 +276,20 @@ async fn metrics_name_the_hosted_entity_that_answered() {
             "{m:?}"
         );
     }
+    // Deleted: its series leave `/metrics` with it; the default entity's stay.
+    let (s, v) = p.delete_entity(n, &edu).await;
+    assert_eq!(s, 204, "{v}");
+    let m = scrape(&p).await;
+    let label = [format!("entity={n},"), format!("entity={n}}}")];
+    let left: Vec<&String> = m
+        .keys()
+        .filter(|k| label.iter().any(|l| k.contains(l.as_str())))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(
+        m["pharos_http_requests_total{endpoint=.well-known/openid-federation,status=200}"], 1.0,
+        "{m:?}"
+    );
     p.stop().await;
 }
 

@@ -349,6 +349,12 @@ impl Pharos {
         self.admin_raw(method, path, body.as_deref()).await
     }
 
+    /// Deletes hosted entity `n`, confirmed with its identifier `entity_id`; status and body.
+    pub async fn delete_entity(&self, n: i64, entity_id: &str) -> (u16, Value) {
+        let path = format!("/entities/{n}?confirm={}", enc(entity_id));
+        self.admin(Method::DELETE, &path, None).await
+    }
+
     /// An admin call with a raw body.
     pub async fn admin_raw(&self, method: Method, path: &str, body: Option<&str>) -> (u16, Value) {
         let r = self

@@ -192,6 +192,8 @@ impl Launch for Launcher {
             routes.retain(|r| r.entity != entity);
         }
         self.hosts.update(|t| t.without(entity));
+        // Its request series leave `/metrics` with it, as its refresh failures do below.
+        self.requests.retire(entity);
         if let Ok(mut r) = self.resolvers.lock() {
             r.remove(&entity);
         }

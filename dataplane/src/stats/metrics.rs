@@ -16,12 +16,14 @@
 //! entities and a random one per request, each of those was a cache miss. The exposition is
 //! the same two families, written at scrape time ([`Collector`]).
 //!
-//! A series, once made, lives as long as the process: the map only grows (as the families
-//! did), so its block is never freed and may be held as a plain reference ([`KnownSeries`]).
-//! A hosted entity's route keeps the series of its ready answers that way and counts into it
-//! without the map: with a random entity per request, the map's bucket and the entity's own
-//! label bytes were two more cache misses per request.
+//! A series' block, once made, is never freed, so it may be held as a plain reference
+//! ([`KnownSeries`]). A hosted entity's route keeps the series of its ready answers that way
+//! and counts into it without the map: with a random entity per request, the map's bucket and
+//! the entity's own label bytes were two more cache misses per request. The map loses only a
+//! deleted entity's series ([`RequestMetrics::retire`]): they leave `/metrics` with the
+//! entity, as its other families do, while their blocks stay for a request still counting.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
@@ -249,8 +251,18 @@ struct Shared {
     /// registered paths and `unmatched`); the labels are not chosen by clients, so the map
     /// hashes with FxHash, not SipHash.
     map: ArcSwap<SeriesMap>,
-    /// Held while a series is added.
-    making: Mutex<()>,
+    /// Held while the map changes.
+    making: Mutex<Retired>,
+}
+
+/// The deleted entities, whose series are no longer shown.
+#[derive(Debug, Default)]
+struct Retired {
+    /// Their numbers (never given to another entity: a deleted entity's rows stay).
+    entities: HashSet<i64>,
+    /// Where a request to one of them that ends after its deletion counts: one block for all,
+    /// in no map.
+    sink: Option<&'static Series>,
 }
 
 const REQUESTS: &str = "pharos_http_requests";
@@ -287,6 +299,19 @@ impl RequestMetrics {
         true
     }
 
+    /// Takes the series of `entity`, deleted, out of the exposition. A request still answered
+    /// by it counts into no shown series, and none is made for it again.
+    pub fn retire(&self, entity: EntityNo) {
+        let mut retired = self.shared.making.lock().unwrap_or_else(|e| e.into_inner());
+        retired.entities.insert(entity.get());
+        let map = self.shared.map.load();
+        if map.keys().any(|k| k.entity == Some(entity.get())) {
+            let mut next = SeriesMap::clone(&map);
+            next.retain(|k, _| k.entity != Some(entity.get()));
+            self.shared.map.store(Arc::new(next));
+        }
+    }
+
     /// What tells these metrics from others: the address of their shared state.
     fn id(&self) -> usize {
         Arc::as_ptr(&self.shared).addr()
@@ -304,10 +329,15 @@ impl RequestMetrics {
         // The pair's first request: a new map with it, made by one request at a time (so that
         // a block is made only for the map that keeps it). A poisoned lock only means a
         // request panicked while making one; the map it guards is whole.
-        let _making = self.shared.making.lock().unwrap_or_else(|e| e.into_inner());
+        let mut retired = self.shared.making.lock().unwrap_or_else(|e| e.into_inner());
         let map = self.shared.map.load();
         if let Some(s) = map.get(&key) {
             return s;
+        }
+        if key.entity.is_some_and(|e| retired.entities.contains(&e)) {
+            return retired
+                .sink
+                .get_or_insert_with(|| Box::leak(Box::default()));
         }
         let series: &'static Series = Box::leak(Box::default());
         let mut next = SeriesMap::clone(&map);
@@ -408,6 +438,37 @@ mod tests {
         assert!(text.contains(
             r#"pharos_http_request_duration_seconds_count{endpoint="fetch",entity="2"} 1"#
         ));
+    }
+
+    #[test]
+    fn a_deleted_entitys_series_leave_the_exposition() {
+        let m = RequestMetrics::default();
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        let (two, three) = (EntityNo::new(2).unwrap(), EntityNo::new(3).unwrap());
+        m.observe(Some(two), "edu/fetch", 200, 0.001);
+        let kept = m.series(Some(two), "edu/.well-known/openid-federation");
+        m.observe(Some(three), "law/fetch", 200, 0.001);
+        m.observe(None, "fetch", 200, 0.001);
+        m.retire(two);
+        // Still counted by a request that ends after the deletion, but shown nowhere, and no
+        // series is made for the entity again.
+        assert!(m.observe_known(kept, 200, 0.001));
+        m.observe(Some(two), "edu/fetch", 200, 0.001);
+        m.observe(Some(two), "unmatched", 404, 0.001);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(!text.contains(r#"entity="2""#), "{text}");
+        assert!(
+            text.contains(
+                r#"pharos_http_requests_total{endpoint="law/fetch",status="200",entity="3"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(r#"pharos_http_requests_total{endpoint="fetch",status="200"} 1"#));
+        // Every later request of the deleted entity counts into one block.
+        let (a, b) = (m.find(Some(two), "a"), m.find(Some(two), "b"));
+        assert!(std::ptr::eq(a, b));
     }
 
     #[test]
