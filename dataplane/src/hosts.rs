@@ -325,14 +325,7 @@ impl HostTable {
 
     /// This table with `route` added (replacing the entity's previous route).
     pub fn with(&self, route: HostedRoute) -> Self {
-        let mut routes: Vec<HostedRoute> = self
-            .routes
-            .iter()
-            .filter(|r| r.entity != route.entity)
-            .cloned()
-            .collect();
-        routes.push(route);
-        Self::of(routes, self.reserved.clone())
+        self.with_all(vec![route])
     }
 
     /// This table with `routes` added, each in place of any route of the same entity: made
