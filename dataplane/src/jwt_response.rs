@@ -45,16 +45,17 @@ pub fn cacheable(
     if_none_match: Option<&HeaderValue>,
 ) -> Response {
     let not_modified =
-        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), tagged.etag.as_bytes()));
+        if_none_match.is_some_and(|v| http_cache::none_match(v.as_bytes(), tagged.etag_bytes()));
     let max_age = tagged.max_age(now);
+    let (body, etag) = tagged.into_parts();
     let mut resp = if not_modified {
         let mut resp = StatusCode::NOT_MODIFIED.into_response();
         resp.headers_mut().reserve(RESPONSE_HEADERS);
         resp
     } else {
-        jwt(content_type, tagged.body)
+        jwt(content_type, body)
     };
-    validators(resp.headers_mut(), tagged.etag, max_age);
+    validators(resp.headers_mut(), etag, max_age);
     resp
 }
 

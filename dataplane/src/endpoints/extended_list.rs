@@ -165,7 +165,7 @@ async fn page(
                 signed += 1;
             }
             let t = super::fetch::statement(dp, snap, s, source.as_deref(), now).await?;
-            statements.push(Some(t.body));
+            statements.push(Some(t.body()));
         }
     }
     let items = entries.iter().enumerate().map(|(i, e)| {

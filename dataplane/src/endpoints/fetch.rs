@@ -152,7 +152,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
     };
     match (signed(dp, &snap, &entry, &query, now).await, anonymous) {
         (Ok(tagged), Some(inm)) => cacheable(CONTENT_TYPE, tagged, now, inm.as_ref()),
-        (Ok(tagged), None) => jwt(CONTENT_TYPE, tagged.body),
+        (Ok(tagged), None) => jwt(CONTENT_TYPE, tagged.body()),
         (Err(e), _) => e.into_response(),
     }
 }
@@ -192,7 +192,7 @@ pub(crate) async fn statement_about(
         .and_then(|e| e.published_url(&snap.entity_id));
     statement(dp, snap, sub, source.as_deref(), now)
         .await
-        .map(|t| t.body)
+        .map(|t| t.body())
 }
 
 /// `sub`'s statement from its record's slot, or signed once for all concurrent callers.

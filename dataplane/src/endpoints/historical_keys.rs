@@ -69,7 +69,7 @@ pub(crate) async fn serve(call: Call<'_>) -> Response {
     };
     match (tagged, anonymous) {
         (Ok(t), Some(inm)) => cacheable(CONTENT_TYPE, t, now, inm.as_ref()),
-        (Ok(t), None) => jwt(CONTENT_TYPE, t.body),
+        (Ok(t), None) => jwt(CONTENT_TYPE, t.body()),
         (Err(e), _) => e.into_response(),
     }
 }

@@ -76,7 +76,7 @@ impl ListCache {
                 .weigher(|k: &Filters, v: &Arc<Made>| {
                     let key: usize = k.entity_types.iter().map(String::len).sum();
                     let key = key + k.trust_mark_type.as_ref().map_or(0, String::len);
-                    u32::try_from(v.list.body.len() + key + 64).unwrap_or(u32::MAX)
+                    u32::try_from(v.list.held_len() + key + 64).unwrap_or(u32::MAX)
                 })
                 .build(),
         )
@@ -136,11 +136,12 @@ fn filters(query: &str) -> Result<Filters, FedError> {
 fn json(list: Tagged, request: &HeaderMap) -> Response {
     let not_modified = request
         .get(header::IF_NONE_MATCH)
-        .is_some_and(|v| pharos_shared::http_cache::none_match(v.as_bytes(), list.etag.as_bytes()));
+        .is_some_and(|v| pharos_shared::http_cache::none_match(v.as_bytes(), list.etag_bytes()));
+    let (body, etag) = list.into_parts();
     let mut r = if not_modified {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let mut r = (StatusCode::OK, list.body).into_response();
+        let mut r = (StatusCode::OK, body).into_response();
         r.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
@@ -148,7 +149,7 @@ fn json(list: Tagged, request: &HeaderMap) -> Response {
         r
     };
     let h = r.headers_mut();
-    h.insert(header::ETAG, list.etag);
+    h.insert(header::ETAG, etag);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
@@ -346,7 +347,7 @@ mod tests {
             ),
         );
         let next = Arc::new(next);
-        let body = |t: Tagged| String::from_utf8(t.body.to_vec()).unwrap();
+        let body = |t: Tagged| String::from_utf8(t.body().to_vec()).unwrap();
         assert_eq!(
             body(list(&cache, &old, "", 0).await.unwrap()),
             r#"["https://a.example"]"#
@@ -432,7 +433,7 @@ mod tests {
                 .issued_mark(marked("2", "https://b.example", "https://tm.example", None))
                 .build(),
         );
-        let body = |t: Tagged| String::from_utf8(t.body.to_vec()).unwrap();
+        let body = |t: Tagged| String::from_utf8(t.body().to_vec()).unwrap();
         let rp = "entity_type=openid_relying_party";
         for q in [
             format!("{rp}&entity_type=nobody_has_this&junk=1"),

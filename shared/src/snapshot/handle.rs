@@ -148,6 +148,13 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
+    /// A kept answer and the reference counts before it are 64 bytes, which a request for a
+    /// random one of many entities reads whole (see `Tagged::new`).
+    #[test]
+    fn a_kept_answer_is_64_bytes_with_its_counts() {
+        assert_eq!(size_of::<Signed>() + 2 * size_of::<usize>(), 64);
+    }
+
     /// What is kept is served as it was signed, while it is fresh and its generation current.
     #[test]
     fn the_kept_entity_configuration_is_served_as_signed() {

@@ -225,7 +225,7 @@ impl Subordinate {
     ) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
         // The body and tag, and the record, slot and reference counts around them.
-        let bytes = statement.signed.body.len() + statement.signed.etag.len() + 160;
+        let bytes = statement.signed.held_len() + 160;
         let slot = &self.statement;
         let Some(clock) = &budget.clock else {
             let Some(charge) = budget.charge(bytes) else {
@@ -315,10 +315,7 @@ mod tests {
 
     /// What a statement with a body of `n` bytes is charged.
     fn charged(n: usize) -> usize {
-        n + crate::http_cache::Tagged::new(bytes::Bytes::new(), 0)
-            .etag
-            .len()
-            + 160
+        n + crate::http_cache::ETAG_LEN + 160
     }
 
     fn held(s: &Subordinate) -> bool {
@@ -337,7 +334,7 @@ mod tests {
             },
             &StatementBudget::new(0),
         );
-        assert_eq!(s.statement.get(1, 2, 99).unwrap().body, &b"jws"[..]);
+        assert_eq!(s.statement.get(1, 2, 99).unwrap().body(), &b"jws"[..]);
         assert_eq!(s.statement.get(1, 2, 100), None, "due for refreshing");
         assert_eq!(s.statement.get(2, 2, 0), None, "other general settings");
         assert_eq!(s.statement.get(1, 3, 0), None, "other keys");
