@@ -29,7 +29,7 @@ use pin_project_lite::pin_project;
 use tower::Service;
 
 use crate::DataPlane;
-use crate::hosts::HostedRoute;
+use crate::hosts::Found;
 use crate::stats::Served;
 use crate::stats::metrics::KnownSeries;
 
@@ -112,24 +112,31 @@ impl Front {
     /// cached fetches from the publication point the route keeps, others found from `rest`;
     /// the request is not rebuilt, and nothing of the entity's is cloned), else its router,
     /// with the entity's path taken off the URI.
-    fn hosted(route: &HostedRoute, req: &Request, rest: &str) -> Hosted {
+    fn hosted(found: Found<'_>, req: &Request, rest: &str) -> Hosted {
+        let route = found.route;
         let front = route.front();
         // The kept answers stand in for the front's own, with the series they count into.
-        if let Some(kept) = &route.kept
-            && req.method() == Method::GET
-        {
-            let now = kept.clock.now();
+        if req.method() == Method::GET {
             let path = req.uri().path();
             if rest == ENTITY_CONFIGURATION_PATH {
-                if let Some(response) = crate::entity_configuration::kept(&kept.reader, now, req) {
-                    let series = kept
-                        .series
-                        .as_ref()
-                        .map(|s| s.configuration(route.entity, path));
-                    return Hosted::Answered(response, series);
+                if let Some(kept) = found.configuration() {
+                    let series = kept.series(path, || route.kept.as_ref()?.series.as_ref());
+                    if let Some(series) = &series {
+                        series.touch();
+                    }
+                    let now = kept.clock.now();
+                    if let Some(response) =
+                        crate::entity_configuration::kept(&kept.reader, now, req)
+                    {
+                        return Hosted::Answered(response, series);
+                    }
                 }
-            } else {
-                let snap = kept.reader.load();
+            } else if let Some(kept) = &route.kept {
+                if let Some(series) = kept.series.as_ref().and_then(|s| s.fetch_found(rest)) {
+                    series.touch();
+                }
+                let now = kept.configuration.clock.now();
+                let snap = kept.configuration.reader.load();
                 if let Some(view) = crate::dispatch::fetch_view(&snap, req, rest) {
                     return match crate::dispatch::ready_fetch(&kept.caches, &snap, view, req, now) {
                         Some(response) => {
@@ -187,8 +194,8 @@ impl Service<Request> for Front {
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         if let Some(hosts) = &self.hosts
-            && let Some((entity, hosted)) = hosts.with_route(&req, self.peer, |route, rest| {
-                (route.entity, Self::hosted(route, &req, rest))
+            && let Some((entity, hosted)) = hosts.with_route(&req, self.peer, |found, rest| {
+                (found.entity(), Self::hosted(found, &req, rest))
             })
         {
             let mut answer = match hosted {

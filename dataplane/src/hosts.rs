@@ -18,7 +18,6 @@ use pharos_shared::hosted::{EntityNo, Placement};
 use pharos_shared::inline_path::InlinePath;
 use pharos_shared::snapshot::SnapshotReader;
 use pharos_shared::time::Clock;
-use rustc_hash::FxHashMap;
 
 use crate::cache_counters::CacheCounters;
 use crate::front::Front;
@@ -56,11 +55,40 @@ pub struct HostedRoute {
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct KeptAnswers {
-    pub(crate) reader: SnapshotReader,
-    pub(crate) clock: Arc<dyn Clock>,
+    /// What its Entity Configuration is answered from (copied into the table's segment
+    /// index, see [`Slot`]).
+    pub(crate) configuration: KeptConfiguration,
     pub(crate) caches: Arc<CacheCounters>,
     /// The series these answers count into, when the route knows the port's metrics.
     pub(crate) series: Option<ReadySeries>,
+}
+
+/// What a hosted entity's kept Entity Configuration is answered from: the entity, its
+/// publication point, its clock and the series the answer counts into (56 bytes, one line of
+/// a [`Slot`]).
+#[derive(Debug, Clone)]
+#[repr(C)]
+pub(crate) struct KeptConfiguration {
+    pub(crate) entity: EntityNo,
+    pub(crate) reader: SnapshotReader,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Found on the first answer (see [`ReadySeries`]); `None` when the route does not count
+    /// its answers.
+    series: OnceLock<Option<KnownSeries>>,
+}
+
+impl KeptConfiguration {
+    /// The series of the answer to `path` (the request's whole path), found through `ready`
+    /// (the route's series) the first time.
+    pub(crate) fn series<'r>(
+        &self,
+        path: &str,
+        ready: impl FnOnce() -> Option<&'r ReadySeries>,
+    ) -> Option<KnownSeries> {
+        *self
+            .series
+            .get_or_init(|| ready().map(|r| r.found(self.entity, path)))
+    }
 }
 
 /// The request metrics' series of a hosted entity's kept answers, found on their first
@@ -74,17 +102,11 @@ pub(crate) struct KeptAnswers {
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct ReadySeries {
-    configuration: OnceLock<KnownSeries>,
     fetch: OnceLock<(InlinePath, KnownSeries)>,
     metrics: RequestMetrics,
 }
 
 impl ReadySeries {
-    /// The series of `entity`'s Entity Configuration at `path` (the request's whole path).
-    pub(crate) fn configuration(&self, entity: EntityNo, path: &str) -> KnownSeries {
-        *self.configuration.get_or_init(|| self.found(entity, path))
-    }
-
     /// The series of `entity`'s fetch at `path` (the request's whole path), `rest` being what
     /// follows the entity's own path; `None` when the fetch kept is at another.
     pub(crate) fn fetch(&self, entity: EntityNo, path: &str, rest: &str) -> Option<KnownSeries> {
@@ -95,6 +117,15 @@ impl ReadySeries {
             )
         });
         at.is(rest).then_some(*series)
+    }
+
+    /// What [`Self::fetch`] answers, when it has been found before (else `None`): for
+    /// reading the series early (see [`KnownSeries::touch`]) before the request is known to
+    /// be a fetch.
+    pub(crate) fn fetch_found(&self, rest: &str) -> Option<KnownSeries> {
+        self.fetch
+            .get()
+            .and_then(|(at, series)| at.is(rest).then_some(*series))
     }
 
     fn found(&self, entity: EntityNo, path: &str) -> KnownSeries {
@@ -109,8 +140,12 @@ impl HostedRoute {
     pub fn new(entity: EntityNo, entity_id: &str, front: Front) -> Option<Self> {
         let place = Placement::of(entity_id).ok()?;
         let kept = front.ready_everywhere().map(|dp| KeptAnswers {
-            reader: dp.reader().clone(),
-            clock: dp.clock().clone(),
+            configuration: KeptConfiguration {
+                entity,
+                reader: dp.reader().clone(),
+                clock: dp.clock().clone(),
+                series: OnceLock::new(),
+            },
             caches: dp.caches.clone(),
             series: None,
         });
@@ -127,7 +162,6 @@ impl HostedRoute {
     pub fn counted_in(mut self, metrics: &RequestMetrics) -> Self {
         if let Some(kept) = &mut self.kept {
             kept.series = Some(ReadySeries {
-                configuration: OnceLock::new(),
                 fetch: OnceLock::new(),
                 metrics: metrics.clone(),
             });
@@ -218,6 +252,109 @@ struct Matcher {
     packed: bool,
 }
 
+/// Bytes of a group's first route's names (its path, then its first usual `Host` value) a
+/// [`Slot`] keeps inline: what fills the slot's line.
+const INLINE_NAMES: usize = 43;
+
+/// One group of routes in the table's segment index: an open-addressed array (linear
+/// probing, at most half full) of two cache lines per slot. With a thousand entities and a
+/// random one per request, the hash map this replaces cost its control bytes, its bucket, the
+/// group's matcher, its names and the route, a cache miss each and each waiting for the one
+/// before. A slot holds the group's range, the first route's names and a copy of what its
+/// Entity Configuration is answered from, so a request for an entity whose path is the only
+/// one with its first segment (the usual case: hosted entities of one host may not nest) is
+/// matched and answered from one pair of adjacent lines (which the processor fetches
+/// together), then the entity's publication point.
+#[derive(Debug, Clone)]
+#[repr(C, align(128))]
+struct Slot {
+    /// The hash of the group's first segment.
+    hash: u64,
+    /// The group's range of routes (`count` 0: an empty slot).
+    start: u32,
+    count: u32,
+    /// Lengths of the first route's path and first usual `Host` value in `names`, and of the
+    /// bare host (a prefix of that value; 0 if none).
+    prefix: u8,
+    host: u8,
+    bare: u8,
+    /// Whether `names` holds the first route's names (they fit), and whether its path comes
+    /// near one the port keeps for itself (see [`HostedRoute::near`]).
+    inline: bool,
+    near_reserved: bool,
+    names: [u8; INLINE_NAMES],
+    /// The first route's kept Entity Configuration, when its names are inline (the second
+    /// line).
+    first: Option<KeptConfiguration>,
+}
+
+const _: () = assert!(std::mem::offset_of!(Slot, first) == 64);
+const _: () = assert!(std::mem::size_of::<Slot>() == 128);
+
+impl Slot {
+    const EMPTY: Self = Self {
+        hash: 0,
+        start: 0,
+        count: 0,
+        prefix: 0,
+        host: 0,
+        bare: 0,
+        inline: false,
+        near_reserved: false,
+        names: [0; INLINE_NAMES],
+        first: None,
+    };
+
+    /// The slot of the group `start..start + count`, with the names of its first route
+    /// (`prefix` its path, `host` and `bare` its usual `Host` values) inline when they fit.
+    fn of(hash: u64, (start, count): (u32, u32), m: &Matcher, route: &HostedRoute) -> Self {
+        let (host, bare) = route.usual_hosts();
+        let (prefix, host, bare) = (route.place.prefix.as_str(), host.as_str(), bare.as_str());
+        let mut slot = Self {
+            hash,
+            start,
+            count,
+            near_reserved: m.near_reserved,
+            ..Self::EMPTY
+        };
+        let fits = prefix.len() + host.len() <= INLINE_NAMES && host.starts_with(bare);
+        if let (true, Ok(p), Ok(h), Ok(b)) = (
+            fits,
+            u8::try_from(prefix.len()),
+            u8::try_from(host.len()),
+            u8::try_from(bare.len()),
+        ) {
+            let (path_at, host_at) = slot.names.split_at_mut(prefix.len());
+            path_at.copy_from_slice(prefix.as_bytes());
+            if let Some(to) = host_at.get_mut(..host.len()) {
+                to.copy_from_slice(host.as_bytes());
+                (slot.prefix, slot.host, slot.bare, slot.inline) = (p, h, b, true);
+                slot.first = route.kept.as_ref().map(|k| k.configuration.clone());
+            }
+        }
+        slot
+    }
+
+    /// Whether `path` is the group's first route's path or below it, and whether `host` is
+    /// one of its usual `Host` values, by the names kept here; `None` when they are not kept
+    /// (the route's own are compared then).
+    fn first_names(&self, host: &str, path: &str) -> Option<(bool, bool)> {
+        if !self.inline {
+            return None;
+        }
+        let (prefix, rest) = self.names.split_at(usize::from(self.prefix));
+        let usual = rest.get(..usize::from(self.host))?;
+        let under = path
+            .as_bytes()
+            .strip_prefix(prefix)
+            .is_some_and(|after| after.first().is_none_or(|b| *b == b'/'));
+        let host = host.as_bytes();
+        let usual =
+            host == usual || (self.bare != 0 && usual.get(..usize::from(self.bare)) == Some(host));
+        Some((under, usual))
+    }
+}
+
 /// Every hosted entity but the default one, grouped by the first segment of their path and
 /// longest path first within a group (so `/a/b` is tried before `/a`).
 #[derive(Debug, Clone, Default)]
@@ -230,11 +367,11 @@ pub struct HostTable {
     matchers: Vec<Matcher>,
     /// The paths and usual hosts of every route, one after the other.
     names: String,
-    /// Ranges of `matchers` by the hash of their path's first segment (`edu` for
+    /// The groups of routes by the hash of their path's first segment (`edu` for
     /// `/edu/test`): a request looks at the entities of its own first segment only (and of
     /// any other segment with the same hash, told apart by the path comparison), whatever the
-    /// number of entities hosted.
-    by_segment: FxHashMap<u64, (u32, u32)>,
+    /// number of entities hosted. See [`Slot`].
+    slots: Box<[Slot]>,
     /// The range of the entities at the root of their host (they sort first).
     at_root: (u32, u32),
     /// The paths the port keeps for itself.
@@ -269,7 +406,9 @@ impl HostTable {
         });
         let mut names = String::new();
         let mut matchers = Vec::with_capacity(routes.len());
-        let mut by_segment: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+        // (hash, (start, count)) of each first segment's group, in order: the sort keeps a
+        // group's routes together.
+        let mut groups: Vec<(u64, (u32, u32))> = Vec::new();
         let mut at_root = (0, 0);
         for (i, r) in routes.iter().enumerate() {
             let (host, bare) = r.usual_hosts();
@@ -306,21 +445,57 @@ impl HostTable {
             let i = u32::try_from(i).unwrap_or(u32::MAX);
             let group = match first_segment(&r.place.prefix) {
                 "" => &mut at_root,
-                first => by_segment.entry(segment_hash(first)).or_insert((i, 0)),
+                first => {
+                    let hash = segment_hash(first);
+                    match groups.last_mut() {
+                        Some((h, group)) if *h == hash => group,
+                        _ => &mut groups.push_mut((hash, (i, 0))).1,
+                    }
+                }
             };
             if group.1 == 0 {
                 group.0 = i;
             }
             group.1 += 1;
         }
+        let slots = Self::slots(&routes, &matchers, &groups);
         Self {
             routes,
             matchers,
             names,
-            by_segment,
+            slots,
             at_root,
             reserved,
         }
+    }
+
+    /// The segment index of `groups` (see [`Slot`]): a power of two of slots, at least twice
+    /// as many as groups.
+    fn slots(
+        routes: &[HostedRoute],
+        matchers: &[Matcher],
+        groups: &[(u64, (u32, u32))],
+    ) -> Box<[Slot]> {
+        if groups.is_empty() {
+            return Box::default();
+        }
+        let len = (groups.len() * 2).next_power_of_two();
+        let mut slots = vec![Slot::EMPTY; len];
+        for &(hash, range) in groups {
+            let first = range.0 as usize;
+            let (Some(route), Some(m)) = (routes.get(first), matchers.get(first)) else {
+                continue;
+            };
+            let slot = Slot::of(hash, range, m, route);
+            let mut at = hash as usize & (len - 1);
+            while slots.get(at).is_some_and(|s| s.count != 0) {
+                at = (at + 1) & (len - 1);
+            }
+            if let Some(free) = slots.get_mut(at) {
+                *free = slot;
+            }
+        }
+        slots.into_boxed_slice()
     }
 
     /// This table with `route` added (replacing the entity's previous route).
@@ -361,31 +536,45 @@ impl HostTable {
     /// The route for a request to `host` and `path`: an entity whose path starts with the
     /// request's first segment, else one at the root of the request's host; never one for a
     /// path the port keeps for itself. With the route, the length of its path (from the
-    /// packed names: the route itself is not read for it).
-    fn route(&self, host: &str, path: &str) -> Option<(&HostedRoute, usize)> {
+    /// slot or the packed names: the route itself is not read for it).
+    fn route(&self, host: &str, path: &str) -> Option<(Found<'_>, usize)> {
         let first = first_segment(path);
-        let group = if first.is_empty() {
-            (0, 0)
-        } else {
-            self.by_segment
-                .get(&segment_hash(first))
-                .copied()
-                .unwrap_or((0, 0))
-        };
-        let candidates =
-            (group.0..group.0 + group.1).chain(self.at_root.0..self.at_root.0 + self.at_root.1);
-        for i in candidates {
-            let i = i as usize;
-            let (Some(m), Some(route)) = (self.matchers.get(i), self.routes.get(i)) else {
+        let mut group = 0..0;
+        if let Some(slot) = (!first.is_empty())
+            .then(|| self.slot(segment_hash(first)))
+            .flatten()
+        {
+            let start = slot.start as usize;
+            let slot_prefix = slot.prefix;
+            group = start..start + slot.count as usize;
+            // The first route by the names in the slot, when it keeps them.
+            if let Some((under, usual)) = slot.first_names(host, path) {
+                group.start += 1;
+                if under {
+                    match self.accept(start, host, path, usual, slot.near_reserved) {
+                        Candidate::Not => {}
+                        Candidate::Refused => return None,
+                        Candidate::Is(route) => {
+                            let slot = slot.first.as_ref();
+                            return Some((Found { route, slot }, usize::from(slot_prefix)));
+                        }
+                    }
+                }
+            }
+        }
+        let at_root = self.at_root.0 as usize..(self.at_root.0 + self.at_root.1) as usize;
+        for i in group.chain(at_root) {
+            let Some(m) = self.matchers.get(i) else {
                 continue;
             };
             let at = m.at as usize;
             let name = |from: usize, len: u16| self.names.get(from..from + usize::from(len));
             // A name too long to pack (never an identifier in practice) is compared from the
             // route itself: a packed name is used only when it is the whole name.
-            let prefix = match name(at, m.prefix) {
-                Some(p) if m.packed => p,
-                _ => route.place.prefix.as_str(),
+            let prefix = match (name(at, m.prefix), self.routes.get(i)) {
+                (Some(p), _) if m.packed => p,
+                (_, Some(route)) => route.place.prefix.as_str(),
+                _ => continue,
             };
             if !pharos_shared::hosted::under(path, prefix) {
                 continue;
@@ -394,16 +583,85 @@ impl HostTable {
             let usual = m.packed
                 && (name(after, m.host) == Some(host)
                     || (m.bare != 0 && name(after + usize::from(m.host), m.bare) == Some(host)));
-            if !usual && !route.serves_host(host) {
-                continue;
+            match self.accept(i, host, path, usual, m.near_reserved) {
+                Candidate::Not => {}
+                Candidate::Refused => return None,
+                Candidate::Is(route) => return Some((Found { route, slot: None }, prefix.len())),
             }
-            if m.near_reserved && self.reserved.iter().any(|p| path.starts_with(p.as_str())) {
-                return None;
-            }
-            return Some((route, prefix.len()));
         }
         None
     }
+
+    /// Route `i`, whose path `path` is under, for a request to `host` (`usual`: one of its
+    /// usual `Host` values, known without reading the route).
+    fn accept(
+        &self,
+        i: usize,
+        host: &str,
+        path: &str,
+        usual: bool,
+        near_reserved: bool,
+    ) -> Candidate<'_> {
+        let Some(route) = self.routes.get(i) else {
+            return Candidate::Not;
+        };
+        if !usual && !route.serves_host(host) {
+            return Candidate::Not;
+        }
+        if near_reserved && self.reserved.iter().any(|p| path.starts_with(p.as_str())) {
+            return Candidate::Refused;
+        }
+        Candidate::Is(route)
+    }
+
+    /// The slot of the group whose first segment hashes to `hash`, if there is one.
+    fn slot(&self, hash: u64) -> Option<&Slot> {
+        let mask = self.slots.len().checked_sub(1)?;
+        // At most half full: an empty slot ends every probe.
+        let mut at = hash as usize & mask;
+        loop {
+            let slot = self.slots.get(at)?;
+            if slot.count == 0 {
+                return None;
+            }
+            if slot.hash == hash {
+                return Some(slot);
+            }
+            at = (at + 1) & mask;
+        }
+    }
+}
+
+/// A request's hosted entity as the table found it: its route, and the copy of its kept
+/// Entity Configuration in the slot that matched it, if one did (read instead of the
+/// route's, see [`Slot`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found<'t> {
+    pub(crate) route: &'t HostedRoute,
+    slot: Option<&'t KeptConfiguration>,
+}
+
+impl<'t> Found<'t> {
+    /// What the entity's kept Entity Configuration is answered from, if it keeps one.
+    pub(crate) fn configuration(&self) -> Option<&'t KeptConfiguration> {
+        self.slot
+            .or_else(|| self.route.kept.as_ref().map(|k| &k.configuration))
+    }
+
+    /// The entity.
+    pub(crate) fn entity(&self) -> EntityNo {
+        self.slot.map_or(self.route.entity, |k| k.entity)
+    }
+}
+
+/// What a request makes of one route (see [`HostTable::accept`]).
+enum Candidate<'t> {
+    /// Not its route.
+    Not,
+    /// Its route's path, but one the port keeps for itself: no entity's.
+    Refused,
+    /// Its route.
+    Is(&'t HostedRoute),
 }
 
 /// The table the public port reads, swapped whole when an entity is created or deleted.
@@ -440,7 +698,7 @@ impl Hosts {
         &self,
         req: &Request,
         peer: Option<std::net::SocketAddr>,
-        f: impl FnOnce(&HostedRoute, &str) -> R,
+        f: impl FnOnce(Found<'_>, &str) -> R,
     ) -> Option<R> {
         let table = self.table.load();
         if table.is_empty() {
@@ -448,8 +706,8 @@ impl Hosts {
         }
         let host = request_host(req, peer, &self.proxies)?;
         let path = req.uri().path();
-        let (route, prefix) = table.route(host, path)?;
-        Some(f(route, rest_of(path, prefix)))
+        let (found, prefix) = table.route(host, path)?;
+        Some(f(found, rest_of(path, prefix)))
     }
 }
 
@@ -539,7 +797,7 @@ mod tests {
             route(3, "https://fed.example.org/new"),
             route(4, "https://ta2.example.org/"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         assert_eq!(at("fed.example.org", "/edu/fetch"), Some(2));
         assert_eq!(at("fed.example.org", "/new/fetch"), Some(3));
         assert_eq!(at("fed.example.org", "/old/fetch"), None);
@@ -553,7 +811,7 @@ mod tests {
             route(2, "https://fed.example.org/edu"),
             route(3, "https://ta2.example.org/"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         assert_eq!(
             at("ta2.example.org", "/.well-known/openid-federation"),
             Some(3)
@@ -570,7 +828,7 @@ mod tests {
             route(3, "https://fed.example.org/edu/test"),
             route(4, "http://127.0.0.1:8080/edu/"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         assert_eq!(
             at("fed.example.org", "/edu/.well-known/openid-federation"),
             Some(2)
@@ -621,7 +879,7 @@ mod tests {
             .with(route(2, "https://root.example.org/"))
             .with(route(3, "https://fed.example.org/h"))
             .with(route(4, "https://fed.example.org/api"));
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         assert_eq!(at("root.example.org", "/healthz"), None);
         assert_eq!(at("root.example.org", "/healthz/x"), None);
         assert_eq!(at("root.example.org", "/fetch"), Some(2));
@@ -645,7 +903,7 @@ mod tests {
         routes.push(route(2000, "http://127.0.0.1:8080/e0007/test"));
         routes.push(route(2001, "https://root.example.org"));
         let t = table(routes);
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         for i in 0..1000 {
             assert_eq!(
                 at("127.0.0.1:8080", &format!("/e{i:04}/fetch")),
@@ -661,12 +919,12 @@ mod tests {
         let t = t.without(EntityNo::new(9).unwrap());
         assert_eq!(
             t.route("127.0.0.1:8080", "/e0007/fetch")
-                .map(|(r, _)| r.entity.get()),
+                .map(|(f, _)| f.entity().get()),
             None
         );
         assert_eq!(
             t.route("127.0.0.1:8080", "/e0007/test/x")
-                .map(|(r, _)| r.entity.get()),
+                .map(|(f, _)| f.entity().get()),
             Some(2000)
         );
     }
@@ -678,7 +936,7 @@ mod tests {
             route(2, &format!("https://fed.example.org/{long}")),
             route(3, "https://fed.example.org/edu"),
         ]);
-        let at = |host: &str, path: &str| t.route(host, path).map(|(r, _)| r.entity.get());
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
         assert_eq!(at("fed.example.org", &format!("/{long}/fetch")), Some(2));
         assert_eq!(
             at("fed.example.org", &format!("/{}/fetch", &long[1..])),
@@ -690,6 +948,45 @@ mod tests {
         let len = |path: &str| t.route("fed.example.org", path).map(|(_, n)| n);
         assert_eq!(len(&format!("/{long}/fetch")), Some(long.len() + 1));
         assert_eq!(len("/edu/fetch"), Some(4));
+    }
+
+    #[test]
+    fn a_segment_shared_by_two_hosts_and_names_too_long_to_keep_inline_route_alike() {
+        let long_host = format!("{}.example.org", "h".repeat(40));
+        let t = table(vec![
+            route(2, "https://a.example.org/edu"),
+            route(3, "https://b.example.org/edu"),
+            route(4, &format!("https://{long_host}/lab")),
+        ]);
+        let at = |host: &str, path: &str| t.route(host, path).map(|(f, _)| f.entity().get());
+        for _ in 0..2 {
+            assert_eq!(at("a.example.org", "/edu/fetch"), Some(2));
+            assert_eq!(at("b.example.org", "/edu/fetch"), Some(3));
+            assert_eq!(at("B.example.org:443", "/edu"), Some(3));
+            assert_eq!(at("c.example.org", "/edu/fetch"), None);
+        }
+        assert_eq!(at(&long_host, "/lab/fetch"), Some(4));
+        assert_eq!(at(&format!("{long_host}:443"), "/lab/fetch"), Some(4));
+        assert_eq!(at(&long_host, "/labs"), None);
+        // The one group of /edu, its first route's names kept in its slot; /lab's are not.
+        let slots: Vec<&Slot> = t.slots.iter().filter(|s| s.count != 0).collect();
+        assert_eq!(slots.len(), 2);
+        assert!(slots.iter().any(|s| s.count == 2 && s.inline));
+        assert!(slots.iter().any(|s| s.count == 1 && !s.inline));
+    }
+
+    #[test]
+    fn every_slot_of_a_thousand_entities_keeps_its_names_and_probes_end() {
+        let routes: Vec<HostedRoute> = (0..1000)
+            .map(|i| route(i + 2, &format!("http://127.0.0.1:8080/e{i:04}")))
+            .collect();
+        let t = table(routes);
+        let used = t.slots.iter().filter(|s| s.count != 0).count();
+        assert_eq!(used, 1000);
+        assert!(t.slots.len() >= 2 * used && t.slots.len().is_power_of_two());
+        assert!(t.slots.iter().all(|s| s.count == 0 || s.inline));
+        // A segment no entity has ends at an empty slot.
+        assert!(t.route("127.0.0.1:8080", "/nobody/fetch").is_none());
     }
 
     #[test]

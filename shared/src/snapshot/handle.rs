@@ -77,7 +77,7 @@ impl SnapshotReader {
         let kept = self.0.entity_configuration.load();
         kept.as_ref()
             .filter(|s| s.generation == self.generation() && now < s.tagged.fresh_until)
-            .map(|s| s.tagged.clone())
+            .map(|s| Tagged::held_by(Arc::clone(s), |s: &Signed| &s.tagged))
     }
 
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
