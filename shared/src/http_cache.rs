@@ -29,12 +29,12 @@ pub struct Tagged {
 /// The owner of a [`Tagged::held_by`] answer's bytes.
 struct HeldBy<O> {
     owner: Arc<O>,
-    tagged: fn(&O) -> &Tagged,
+    held: fn(&O) -> &[u8],
 }
 
 impl<O> AsRef<[u8]> for HeldBy<O> {
     fn as_ref(&self) -> &[u8] {
-        &(self.tagged)(&self.owner).tag_then_body
+        (self.held)(&self.owner)
     }
 }
 
@@ -47,10 +47,9 @@ impl Tagged {
     /// The tag and the body are kept in one buffer, the tag first, and only that buffer is
     /// held: an answer takes both from it, as two slices sharing one reference count. A
     /// `Tagged` is then one `Bytes` and its freshness (40 bytes, where a body and a header
-    /// value beside it were 80), so that a kept answer with its generation and reference
-    /// counts is 64 bytes. With a thousand hosted entities and a random one per request each
-    /// line of an answer's is a likely miss (BENCHMARKS.md, "Hosted entities"), and the tag,
-    /// read for the `ETag` header, is now on the body's first line, which the kernel copies
+    /// value beside it were 80). With a thousand hosted entities and a random one per request
+    /// each line of an answer's is a likely miss (BENCHMARKS.md, "Hosted entities"), and the
+    /// tag, read for the `ETag` header, is on the body's first line, which the kernel copies
     /// next. The body is copied once, when tagged.
     pub fn new(body: Bytes, fresh_until: i64) -> Self {
         let tag = etag(&body);
@@ -64,18 +63,27 @@ impl Tagged {
         }
     }
 
-    /// The answer `tagged` finds in `owner`, its bytes held through `owner`'s reference count
-    /// rather than the buffer's. A kept answer's buffer count is a line of its own, away from
-    /// the answer, which a request for a random one of many entities would reach only to count
-    /// one more holder; the owner's count is on the line the request has just read to find
-    /// the answer (see [`crate::snapshot::SnapshotReader::entity_configuration`]). The
-    /// answer made here costs one small allocation, on the request's own thread.
-    pub fn held_by<O: Send + Sync + 'static>(owner: Arc<O>, tagged: fn(&O) -> &Self) -> Self {
-        let fresh_until = tagged(&owner).fresh_until;
+    /// An answer of the tag and body `held` finds in `owner` (fresh until `fresh_until`), held
+    /// through `owner`'s reference count. An owner that keeps the bytes in itself has its
+    /// count, its tag and its body's start on one line, which a request for a random one of
+    /// many entities reads anyway (see [`crate::snapshot::SnapshotReader`]); a buffer of its
+    /// own would have been two more lines. The answer made here costs one small allocation,
+    /// on the request's own thread.
+    pub fn held_by<O: Send + Sync + 'static>(
+        owner: Arc<O>,
+        held: fn(&O) -> &[u8],
+        fresh_until: i64,
+    ) -> Self {
         Self {
-            tag_then_body: Bytes::from_owner(HeldBy { owner, tagged }),
+            tag_then_body: Bytes::from_owner(HeldBy { owner, held }),
             fresh_until,
         }
+    }
+
+    /// The tag, then the body, as kept (for an owner that keeps them in itself, see
+    /// [`Self::held_by`]).
+    pub fn held(&self) -> &[u8] {
+        &self.tag_then_body
     }
 
     /// The response body.
@@ -222,7 +230,7 @@ mod tests {
     fn an_answer_held_by_its_owner_is_the_owners_and_keeps_it() {
         struct Kept(Tagged);
         let owner = Arc::new(Kept(Tagged::new(Bytes::from_static(b"a.b.c"), 42)));
-        let held = Tagged::held_by(Arc::clone(&owner), |k: &Kept| &k.0);
+        let held = Tagged::held_by(Arc::clone(&owner), |k: &Kept| k.0.held(), 42);
         assert_eq!(held, owner.0);
         assert_eq!(Arc::strong_count(&owner), 2);
         let (body, tag) = held.into_parts();

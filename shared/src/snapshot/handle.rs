@@ -24,7 +24,7 @@ struct Point {
     /// The generation of `current`, stored after it: never ahead of it.
     generation: AtomicU64,
     /// The signed Entity Configuration, and the generation it was signed from.
-    entity_configuration: ArcSwapOption<Signed>,
+    entity_configuration: ArcSwapOption<Kept>,
     current: ArcSwap<Snapshot>,
 }
 
@@ -35,6 +35,71 @@ pub struct Signed {
     pub generation: u64,
     /// The signed bytes, their tag and freshness.
     pub tagged: Tagged,
+}
+
+/// Bytes of an Entity Configuration (its tag, then its body) a [`Kept`] holds in itself: what
+/// makes the whole allocation, with its reference counts, 4 KiB.
+const KEPT_INLINE: usize = 4096 - 2 * size_of::<usize>() - 24 - size_of::<Option<Tagged>>();
+
+/// An Entity Configuration as the publication point keeps it: its generation, its freshness,
+/// then its tag and body in the same allocation, so that the line a request reads to know the
+/// answer is current also holds the reference count it adds to, and the tag, with the body
+/// following on the next lines. With a random one of many entities per request, the answer
+/// kept apart from its bytes cost two more cache misses, each waiting for the one before: the
+/// buffer's reference count, and the tag (BENCHMARKS.md, "Hosted entities"). An answer too
+/// long to keep in itself (over about 4 KiB) is kept as it was signed.
+#[repr(C)]
+struct Kept {
+    generation: u64,
+    fresh_until: i64,
+    /// Bytes of `inline` in use; 0 when the answer is `spilled`.
+    len: usize,
+    inline: [u8; KEPT_INLINE],
+    spilled: Option<Tagged>,
+}
+
+// The counts, the fields before `inline` and the tag fill the first line.
+const _: () = assert!(
+    2 * size_of::<usize>() + std::mem::offset_of!(Kept, inline) + crate::http_cache::ETAG_LEN == 64
+);
+
+impl Kept {
+    fn of(signed: Signed) -> Self {
+        let held = signed.tagged.held();
+        let mut kept = Self {
+            generation: signed.generation,
+            fresh_until: signed.tagged.fresh_until,
+            len: 0,
+            inline: [0; KEPT_INLINE],
+            spilled: None,
+        };
+        match kept.inline.get_mut(..held.len()) {
+            Some(to) => {
+                to.copy_from_slice(held);
+                kept.len = held.len();
+            }
+            None => kept.spilled = Some(signed.tagged),
+        }
+        kept
+    }
+
+    /// The tag, then the body. (`len` first: `spilled` is on the allocation's last line.)
+    fn held(&self) -> &[u8] {
+        match (self.len, &self.spilled) {
+            (0, Some(tagged)) => tagged.held(),
+            (len, _) => self.inline.get(..len).unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept")
+            .field("generation", &self.generation)
+            .field("fresh_until", &self.fresh_until)
+            .field("len", &self.held().len())
+            .finish()
+    }
 }
 
 impl Point {
@@ -76,8 +141,8 @@ impl SnapshotReader {
     pub fn entity_configuration(&self, now: i64) -> Option<Tagged> {
         let kept = self.0.entity_configuration.load();
         kept.as_ref()
-            .filter(|s| s.generation == self.generation() && now < s.tagged.fresh_until)
-            .map(|s| Tagged::held_by(Arc::clone(s), |s: &Signed| &s.tagged))
+            .filter(|k| k.generation == self.generation() && now < k.fresh_until)
+            .map(|k| Tagged::held_by(Arc::clone(k), Kept::held, k.fresh_until))
     }
 
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
@@ -91,7 +156,7 @@ impl SnapshotReader {
             .as_ref()
             .is_none_or(|s| s.generation <= signed.generation)
         {
-            slot.store(Some(Arc::new(signed)));
+            slot.store(Some(Arc::new(Kept::of(signed))));
         }
     }
 }
@@ -148,11 +213,27 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
-    /// A kept answer and the reference counts before it are 64 bytes, which a request for a
-    /// random one of many entities reads whole (see `Tagged::new`).
+    /// A kept answer is one allocation of 4 KiB with its counts (see `Kept`).
     #[test]
-    fn a_kept_answer_is_64_bytes_with_its_counts() {
-        assert_eq!(size_of::<Signed>() + 2 * size_of::<usize>(), 64);
+    fn a_kept_answer_is_4_kib_with_its_counts() {
+        assert_eq!(size_of::<Kept>() + 2 * size_of::<usize>(), 4096);
+    }
+
+    /// An answer too long to keep in itself is kept as signed, and served alike.
+    #[test]
+    fn a_long_entity_configuration_is_kept_as_signed() {
+        let publisher = SnapshotPublisher::new(super::super::ready::tests::snap(vec![], &[]));
+        let reader = publisher.reader();
+        for len in [KEPT_INLINE - 24, KEPT_INLINE - 23, 3 * KEPT_INLINE] {
+            let tagged = Tagged::new(Bytes::from(vec![b'a'; len]), 100);
+            reader.keep_entity_configuration(Signed {
+                generation: 1,
+                tagged: tagged.clone(),
+            });
+            let kept = reader.entity_configuration(0).unwrap();
+            assert_eq!(kept, tagged, "{len}");
+            assert_eq!(kept.body().len(), len);
+        }
     }
 
     /// What is kept is served as it was signed, while it is fresh and its generation current.
