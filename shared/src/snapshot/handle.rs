@@ -39,7 +39,8 @@ pub struct Signed {
 
 /// Bytes of an Entity Configuration (its tag, then its body) a [`Kept`] holds in itself: what
 /// makes the whole allocation, with its reference counts, 4 KiB.
-const KEPT_INLINE: usize = 4096 - 2 * size_of::<usize>() - 24 - size_of::<Option<Tagged>>();
+const KEPT_INLINE: usize =
+    4096 - 2 * size_of::<usize>() - size_of::<(u64, i64, usize)>() - size_of::<Option<Tagged>>();
 
 /// An Entity Configuration as the publication point keeps it: its generation, its freshness,
 /// then its tag and body in the same allocation, so that the line a request reads to know the
