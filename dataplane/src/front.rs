@@ -120,11 +120,13 @@ impl Front {
             let path = req.uri().path();
             if rest == ENTITY_CONFIGURATION_PATH {
                 if let Some(kept) = found.configuration() {
+                    // The clock first: reading it waits for every load before it (the vDSO's
+                    // `lfence`), and the series is read to be waited for beside the point's.
+                    let now = kept.clock.now();
                     let series = kept.series(path, || route.kept.as_ref()?.series.as_ref());
                     if let Some(series) = &series {
                         series.touch();
                     }
-                    let now = kept.clock.now();
                     if let Some(response) =
                         crate::entity_configuration::kept(&kept.reader, now, req)
                     {
@@ -132,10 +134,10 @@ impl Front {
                     }
                 }
             } else if let Some(kept) = &route.kept {
+                let now = kept.configuration.clock.now();
                 if let Some(series) = kept.series.as_ref().and_then(|s| s.fetch_found(rest)) {
                     series.touch();
                 }
-                let now = kept.configuration.clock.now();
                 let snap = kept.configuration.reader.load();
                 if let Some(view) = crate::dispatch::fetch_view(&snap, req, rest) {
                     return match crate::dispatch::ready_fetch(&kept.caches, &snap, view, req, now) {
