@@ -305,8 +305,9 @@ impl Slot {
         first: None,
     };
 
-    /// The slot of the group `start..start + count`, with the names of its first route
-    /// (`prefix` its path, `host` and `bare` its usual `Host` values) inline when they fit.
+    /// The slot of the group `start..start + count`, whose first route is `route` (matched
+    /// by `m`): its path and usual `Host` values inline when they fit, and then a copy of
+    /// what its kept Entity Configuration is answered from.
     fn of(hash: u64, (start, count): (u32, u32), m: &Matcher, route: &HostedRoute) -> Self {
         let (host, bare) = route.usual_hosts();
         let (prefix, host, bare) = (route.place.prefix.as_str(), host.as_str(), bare.as_str());
