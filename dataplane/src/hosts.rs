@@ -116,22 +116,26 @@ impl ReadySeries {
                 self.found(entity, path),
             )
         });
-        at.is(rest).then_some(*series)
+        kept_at(at, *series, rest)
     }
 
     /// What [`Self::fetch`] answers, when it has been found before (else `None`): for
     /// reading the series early (see [`KnownSeries::touch`]) before the request is known to
     /// be a fetch.
     pub(crate) fn fetch_found(&self, rest: &str) -> Option<KnownSeries> {
-        self.fetch
-            .get()
-            .and_then(|(at, series)| at.is(rest).then_some(*series))
+        let (at, series) = self.fetch.get()?;
+        kept_at(at, *series, rest)
     }
 
     fn found(&self, entity: EntityNo, path: &str) -> KnownSeries {
         let label = pharos_runtime::stats_ring::normalised(path);
         self.metrics.series(Some(entity), &label)
     }
+}
+
+/// `series` when the path it was kept for is `rest`.
+fn kept_at(at: &InlinePath, series: KnownSeries, rest: &str) -> Option<KnownSeries> {
+    at.is(rest).then_some(series)
 }
 
 impl HostedRoute {
@@ -252,6 +256,27 @@ struct Matcher {
     packed: bool,
 }
 
+impl Matcher {
+    /// Its path and usual `Host` values in the table's packed `names`, when packed there
+    /// whole.
+    fn names<'n>(&self, names: &'n str) -> Option<(&'n str, &'n str, &'n str)> {
+        if !self.packed {
+            return None;
+        }
+        let at = self.at as usize;
+        let (prefix, host, bare) = (
+            usize::from(self.prefix),
+            usize::from(self.host),
+            usize::from(self.bare),
+        );
+        Some((
+            names.get(at..at + prefix)?,
+            names.get(at + prefix..at + prefix + host)?,
+            names.get(at + prefix + host..at + prefix + host + bare)?,
+        ))
+    }
+}
+
 /// Bytes of a group's first route's names (its path, then its first usual `Host` value) a
 /// [`Slot`] keeps inline: what fills the slot's line.
 const INLINE_NAMES: usize = 43;
@@ -263,8 +288,7 @@ const INLINE_NAMES: usize = 43;
 /// before. A slot holds the group's range, the first route's names and a copy of what its
 /// Entity Configuration is answered from, so a request for an entity whose path is the only
 /// one with its first segment (the usual case: hosted entities of one host may not nest) is
-/// matched and answered from one pair of adjacent lines (which the processor fetches
-/// together), then the entity's publication point.
+/// matched and answered from one pair of adjacent lines, then the entity's publication point.
 #[derive(Debug, Clone)]
 #[repr(C, align(128))]
 struct Slot {
@@ -306,17 +330,23 @@ impl Slot {
     };
 
     /// The slot of the group `start..start + count`, whose first route is `route` (matched
-    /// by `m`): its path and usual `Host` values inline when they fit, and then a copy of
-    /// what its kept Entity Configuration is answered from.
-    fn of(hash: u64, (start, count): (u32, u32), m: &Matcher, route: &HostedRoute) -> Self {
-        let (host, bare) = route.usual_hosts();
-        let (prefix, host, bare) = (route.place.prefix.as_str(), host.as_str(), bare.as_str());
+    /// by `m`, its names packed in `names`): those names inline when they fit, and then a
+    /// copy of what its kept Entity Configuration is answered from.
+    fn of(
+        hash: u64,
+        (start, count): (u32, u32),
+        (m, names): (&Matcher, &str),
+        route: &HostedRoute,
+    ) -> Self {
         let mut slot = Self {
             hash,
             start,
             count,
             near_reserved: m.near_reserved,
             ..Self::EMPTY
+        };
+        let Some((prefix, host, bare)) = m.names(names) else {
+            return slot;
         };
         let fits = prefix.len() + host.len() <= INLINE_NAMES && host.starts_with(bare);
         if let (true, Ok(p), Ok(h), Ok(b)) = (
@@ -345,10 +375,7 @@ impl Slot {
         }
         let (prefix, rest) = self.names.split_at(usize::from(self.prefix));
         let usual = rest.get(..usize::from(self.host))?;
-        let under = path
-            .as_bytes()
-            .strip_prefix(prefix)
-            .is_some_and(|after| after.first().is_none_or(|b| *b == b'/'));
+        let under = pharos_shared::hosted::under_bytes(path.as_bytes(), prefix);
         let host = host.as_bytes();
         let usual =
             host == usual || (self.bare != 0 && usual.get(..usize::from(self.bare)) == Some(host));
@@ -459,7 +486,7 @@ impl HostTable {
             }
             group.1 += 1;
         }
-        let slots = Self::slots(&routes, &matchers, &groups);
+        let slots = Self::slots(&routes, (&matchers, &names), &groups);
         Self {
             routes,
             matchers,
@@ -474,7 +501,7 @@ impl HostTable {
     /// as many as groups.
     fn slots(
         routes: &[HostedRoute],
-        matchers: &[Matcher],
+        (matchers, names): (&[Matcher], &str),
         groups: &[(u64, (u32, u32))],
     ) -> Box<[Slot]> {
         if groups.is_empty() {
@@ -487,7 +514,7 @@ impl HostTable {
             let (Some(route), Some(m)) = (routes.get(first), matchers.get(first)) else {
                 continue;
             };
-            let slot = Slot::of(hash, range, m, route);
+            let slot = Slot::of(hash, range, (m, names), route);
             let mut at = hash as usize & (len - 1);
             while slots.get(at).is_some_and(|s| s.count != 0) {
                 at = (at + 1) & (len - 1);
@@ -568,22 +595,18 @@ impl HostTable {
             let Some(m) = self.matchers.get(i) else {
                 continue;
             };
-            let at = m.at as usize;
-            let name = |from: usize, len: u16| self.names.get(from..from + usize::from(len));
+            let packed = m.names(&self.names);
             // A name too long to pack (never an identifier in practice) is compared from the
-            // route itself: a packed name is used only when it is the whole name.
-            let prefix = match (name(at, m.prefix), self.routes.get(i)) {
-                (Some(p), _) if m.packed => p,
-                (_, Some(route)) => route.place.prefix.as_str(),
-                _ => continue,
+            // route itself.
+            let prefix = match (packed, self.routes.get(i)) {
+                (Some((p, _, _)), _) => p,
+                (None, Some(route)) => route.place.prefix.as_str(),
+                (None, None) => continue,
             };
             if !pharos_shared::hosted::under(path, prefix) {
                 continue;
             }
-            let after = at + usize::from(m.prefix);
-            let usual = m.packed
-                && (name(after, m.host) == Some(host)
-                    || (m.bare != 0 && name(after + usize::from(m.host), m.bare) == Some(host)));
+            let usual = packed.is_some_and(|(_, h, b)| h == host || (!b.is_empty() && b == host));
             match self.accept(i, host, path, usual, m.near_reserved) {
                 Candidate::Not => {}
                 Candidate::Refused => return None,

@@ -232,15 +232,20 @@ fn hosting_edu(
     hosted: crate::front::Front,
     metrics: Option<&crate::stats::metrics::RequestMetrics>,
 ) -> crate::front::Front {
+    hosting("https://fed.example.org/edu", hosted, metrics)
+}
+
+/// The default entity's front, hosting `hosted` as entity 2 identified by `entity_id`.
+fn hosting(
+    entity_id: &str,
+    hosted: crate::front::Front,
+    metrics: Option<&crate::stats::metrics::RequestMetrics>,
+) -> crate::front::Front {
     use pharos_shared::client_ip::TrustedProxies;
     use pharos_shared::hosted::EntityNo;
 
-    let route = crate::hosts::HostedRoute::new(
-        EntityNo::new(2).unwrap(),
-        "https://fed.example.org/edu",
-        hosted,
-    )
-    .unwrap();
+    let route =
+        crate::hosts::HostedRoute::new(EntityNo::new(2).unwrap(), entity_id, hosted).unwrap();
     let route = match metrics {
         Some(m) => route.counted_in(m),
         None => route,
@@ -339,6 +344,42 @@ async fn a_hosted_entitys_kept_answers_count_in_their_routes_series() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(kept.entity, EntityNo::new(2));
     assert!(kept.series.is_none());
+}
+
+/// An entity whose names are too long for the table's slot is answered from its route's own
+/// copy of its kept Entity Configuration, counted in its series as one the slot answers.
+#[tokio::test]
+async fn a_hosted_entity_too_long_for_a_slot_keeps_its_entity_configuration_too() {
+    use axum::body::Body;
+    use axum::extract::Request;
+    use pharos_shared::hosted::EntityNo;
+    use tower::Service as _;
+
+    use crate::hosts::ServedBy as _;
+    use crate::stats::metrics::RequestMetrics;
+
+    let host = format!("{}.example.org", "h".repeat(40));
+    let metrics = RequestMetrics::default();
+    let (dp, _publisher) = data_plane(federation().build());
+    let hosted = crate::front::Front::with_ready_answers(crate::router(dp.clone()), dp, &[]);
+    let front = hosting(&format!("https://{host}/edu"), hosted, Some(&metrics));
+    let mut served = Vec::new();
+    for _ in 0..3 {
+        let req = Request::get("/edu/.well-known/openid-federation")
+            .header(header::HOST, host.as_str())
+            .body(Body::empty())
+            .unwrap();
+        let answer = front.clone().call(req);
+        let by = answer.served_by();
+        assert_eq!(answer.await.unwrap().status(), StatusCode::OK);
+        assert_eq!(by.entity, EntityNo::new(2));
+        served.push(by.series);
+    }
+    // The first signs, through the router; the next are kept, in one series of these metrics.
+    assert!(served[0].is_none());
+    for series in &served[1..] {
+        assert!(series.is_some_and(|s| metrics.observe_known(s, 200, 0.0)));
+    }
 }
 
 /// A hosted entity's cached fetch is answered from its route (the snapshot at its

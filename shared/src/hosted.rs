@@ -125,8 +125,13 @@ impl Placement {
 /// Whether `path` is `prefix` or below it, by whole segments (an empty prefix, a host's root,
 /// has every path under it).
 pub fn under(path: &str, prefix: &str) -> bool {
+    under_bytes(path.as_bytes(), prefix.as_bytes())
+}
+
+/// [`under`] of bytes (a prefix kept inline, as bytes).
+pub fn under_bytes(path: &[u8], prefix: &[u8]) -> bool {
     path.strip_prefix(prefix)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        .is_some_and(|rest| rest.first().is_none_or(|b| *b == b'/'))
 }
 
 /// Whether one of two paths is the other or below it, by whole segments.
