@@ -135,17 +135,17 @@ impl Front {
                 }
             } else if let Some(kept) = &route.kept {
                 let now = kept.configuration.clock.now();
-                if let Some(series) = kept.series.as_ref().and_then(|s| s.fetch_found(rest)) {
+                // Found (and read) early when known; found on the first answer otherwise.
+                let found_early = kept.series.as_ref().and_then(|s| s.fetch_found(rest));
+                if let Some(series) = &found_early {
                     series.touch();
                 }
                 let snap = kept.configuration.reader.load();
                 if let Some(view) = crate::dispatch::fetch_view(&snap, req, rest) {
                     return match crate::dispatch::ready_fetch(&kept.caches, &snap, view, req, now) {
                         Some(response) => {
-                            let series = kept
-                                .series
-                                .as_ref()
-                                .and_then(|s| s.fetch(route.entity, path, rest));
+                            let series = found_early
+                                .or_else(|| kept.series.as_ref()?.fetch(route.entity, path, rest));
                             Hosted::Answered(response, series)
                         }
                         None => Hosted::Routed(front.router.clone(), route.prefix_len()),
