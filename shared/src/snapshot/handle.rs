@@ -6,7 +6,7 @@
 //! and only the owner of the [`SnapshotPublisher`] can publish.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use arc_swap::{ArcSwap, ArcSwapOption, Guard};
 
@@ -23,10 +23,19 @@ use crate::http_cache::Tagged;
 struct Point {
     /// The generation of `current`, stored after it: never ahead of it.
     generation: AtomicU64,
-    /// The signed Entity Configuration, and the generation it was signed from.
-    entity_configuration: ArcSwapOption<Kept>,
+    /// The size class of the kept Entity Configuration: which of the three cells holds it.
+    class: AtomicU8,
+    /// The signed Entity Configuration, and the generation it was signed from, in the cell of
+    /// the smallest [`Kept`] it fits; the other two are empty.
+    small: ArcSwapOption<Kept<{ kept_inline(1024) }>>,
+    medium: ArcSwapOption<Kept<{ kept_inline(2048) }>>,
+    large: ArcSwapOption<Kept<{ kept_inline(4096) }>>,
     current: ArcSwap<Snapshot>,
 }
+
+const SMALL: u8 = 0;
+const MEDIUM: u8 = 1;
+const LARGE: u8 = 2;
 
 /// An answer signed from one generation's snapshot.
 #[derive(Debug)]
@@ -37,43 +46,52 @@ pub struct Signed {
     pub tagged: Tagged,
 }
 
-/// Bytes of an Entity Configuration (its tag, then its body) a [`Kept`] holds in itself: what
-/// makes the whole allocation, with its reference counts, 4 KiB.
-const KEPT_INLINE: usize =
-    4096 - 2 * size_of::<usize>() - size_of::<(u64, i64, usize)>() - size_of::<Option<Tagged>>();
+/// Bytes of an Entity Configuration (its tag, then its body) a [`Kept`] holds in itself when
+/// the whole allocation, with its reference counts, is `size` bytes.
+const fn kept_inline(size: usize) -> usize {
+    size - 2 * size_of::<usize>() - size_of::<(u64, i64, usize)>() - size_of::<Option<Tagged>>()
+}
 
 /// An Entity Configuration as the publication point keeps it: its generation, its freshness,
 /// then its tag and body in the same allocation, so that the line a request reads to know the
 /// answer is current also holds the reference count it adds to, and the tag, with the body
 /// following on the next lines. With a random one of many entities per request, the answer
 /// kept apart from its bytes cost two more cache misses, each waiting for the one before: the
-/// buffer's reference count, and the tag (BENCHMARKS.md, "Hosted entities"). An answer too
-/// long to keep in itself (over about 4 KiB) is kept as it was signed. The unused tail is not
-/// free: a 1 KiB `Kept` serving the same short answers measured about 3 % faster (BENCHMARKS.md,
-/// "twelfth session"), but real Entity Configurations of 2–4 KB would not fit one.
+/// buffer's reference count, and the tag (BENCHMARKS.md, "Hosted entities").
+///
+/// It comes in three sizes (1, 2 and 4 KiB with its counts), and an answer is kept in the
+/// smallest it fits: an unused tail is not free. Every 4 KiB answer is written whole and takes
+/// a page of its own; with a thousand hosted entities' short answers kept in 1 KiB, the
+/// process held 3.2 MB less (BENCHMARKS.md, "thirteenth session"), and on an Intel host a
+/// 1 KiB one serving a short answer measured about 3 % faster ("twelfth session"). An answer
+/// too long for 4 KiB is kept as signed.
 #[repr(C)]
-struct Kept {
+struct Kept<const N: usize> {
     generation: u64,
     fresh_until: i64,
     /// Bytes of `inline` in use; 0 when the answer is `spilled`.
     len: usize,
-    inline: [u8; KEPT_INLINE],
+    inline: [u8; N],
     spilled: Option<Tagged>,
 }
 
 // The counts, the fields before `inline` and the tag fill the first line.
 const _: () = assert!(
-    2 * size_of::<usize>() + std::mem::offset_of!(Kept, inline) + crate::http_cache::ETAG_LEN == 64
+    2 * size_of::<usize>()
+        + std::mem::offset_of!(Kept<{ kept_inline(1024) }>, inline)
+        + crate::http_cache::ETAG_LEN
+        == 64
 );
 
-impl Kept {
-    fn of(signed: Signed) -> Self {
+impl<const N: usize> Kept<N> {
+    /// `signed` kept in itself when it fits, else as signed.
+    fn of(signed: Signed) -> Arc<Self> {
         let held = signed.tagged.held();
         let mut kept = Self {
             generation: signed.generation,
             fresh_until: signed.tagged.fresh_until,
             len: 0,
-            inline: [0; KEPT_INLINE],
+            inline: [0; N],
             spilled: None,
         };
         match kept.inline.get_mut(..held.len()) {
@@ -83,7 +101,7 @@ impl Kept {
             }
             None => kept.spilled = Some(signed.tagged),
         }
-        kept
+        Arc::new(kept)
     }
 
     /// The tag, then the body. (`len` first: `spilled` is on the allocation's last line.)
@@ -93,9 +111,22 @@ impl Kept {
             (len, _) => self.inline.get(..len).unwrap_or_default(),
         }
     }
+
+    /// The answer in `cell`, if it was signed from `generation` and is fresh at `now`.
+    fn current(cell: &ArcSwapOption<Self>, generation: u64, now: i64) -> Option<Tagged> {
+        let kept = cell.load();
+        kept.as_ref()
+            .filter(|k| k.generation == generation && now < k.fresh_until)
+            .map(|k| Tagged::held_by(Arc::clone(k), Self::held, k.fresh_until))
+    }
+
+    /// The generation of the answer in `cell`, if there is one.
+    fn generation_in(cell: &ArcSwapOption<Self>) -> Option<u64> {
+        cell.load().as_ref().map(|k| k.generation)
+    }
 }
 
-impl std::fmt::Debug for Kept {
+impl<const N: usize> std::fmt::Debug for Kept<N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kept")
             .field("generation", &self.generation)
@@ -109,7 +140,10 @@ impl Point {
     fn new(first: Snapshot) -> Self {
         Self {
             generation: AtomicU64::new(first.generation),
-            entity_configuration: ArcSwapOption::empty(),
+            class: AtomicU8::new(SMALL),
+            small: ArcSwapOption::empty(),
+            medium: ArcSwapOption::empty(),
+            large: ArcSwapOption::empty(),
             current: ArcSwap::from_pointee(first),
         }
     }
@@ -142,24 +176,51 @@ impl SnapshotReader {
     /// The Entity Configuration signed from the current generation, if one is kept and still
     /// fresh at `now`.
     pub fn entity_configuration(&self, now: i64) -> Option<Tagged> {
-        let kept = self.0.entity_configuration.load();
-        kept.as_ref()
-            .filter(|k| k.generation == self.generation() && now < k.fresh_until)
-            .map(|k| Tagged::held_by(Arc::clone(k), Kept::held, k.fresh_until))
+        let point = &*self.0;
+        let generation = self.generation();
+        match point.class.load(Ordering::Acquire) {
+            SMALL => Kept::current(&point.small, generation, now),
+            MEDIUM => Kept::current(&point.medium, generation, now),
+            _ => Kept::current(&point.large, generation, now),
+        }
     }
 
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
     /// is kept (a request that held an older snapshot while it signed). A data plane's
     /// signers take turns (its signing lock); should two ever race here, the older answer is
-    /// still never served, as it does not match the current generation.
+    /// still never served, as it does not match the current generation. Nor is an answer in
+    /// a cell the class no longer names: a request that read the class before it changed
+    /// finds that cell emptied, or holding an answer of an older generation.
     pub fn keep_entity_configuration(&self, signed: Signed) {
-        let slot = &self.0.entity_configuration;
-        if slot
-            .load()
-            .as_ref()
-            .is_none_or(|s| s.generation <= signed.generation)
-        {
-            slot.store(Some(Arc::new(Kept::of(signed))));
+        let point = &*self.0;
+        let kept = match point.class.load(Ordering::Acquire) {
+            SMALL => Kept::generation_in(&point.small),
+            MEDIUM => Kept::generation_in(&point.medium),
+            _ => Kept::generation_in(&point.large),
+        };
+        if kept.is_some_and(|g| g > signed.generation) {
+            return;
+        }
+        let len = signed.tagged.held().len();
+        let class = if len <= kept_inline(1024) {
+            point.small.store(Some(Kept::of(signed)));
+            SMALL
+        } else if len <= kept_inline(2048) {
+            point.medium.store(Some(Kept::of(signed)));
+            MEDIUM
+        } else {
+            point.large.store(Some(Kept::of(signed)));
+            LARGE
+        };
+        point.class.store(class, Ordering::Release);
+        if class != SMALL {
+            point.small.store(None);
+        }
+        if class != MEDIUM {
+            point.medium.store(None);
+        }
+        if class != LARGE {
+            point.large.store(None);
         }
     }
 }
@@ -216,18 +277,34 @@ mod tests {
     use super::*;
     use bytes::Bytes;
 
-    /// A kept answer is one allocation of 4 KiB with its counts (see `Kept`).
+    /// A kept answer is one allocation of 1, 2 or 4 KiB with its counts (see `Kept`), and
+    /// the publication point one line.
     #[test]
-    fn a_kept_answer_is_4_kib_with_its_counts() {
-        assert_eq!(size_of::<Kept>() + 2 * size_of::<usize>(), 4096);
+    fn kept_answers_come_in_three_sizes() {
+        let counts = 2 * size_of::<usize>();
+        assert_eq!(size_of::<Kept<{ kept_inline(1024) }>>() + counts, 1024);
+        assert_eq!(size_of::<Kept<{ kept_inline(2048) }>>() + counts, 2048);
+        assert_eq!(size_of::<Kept<{ kept_inline(4096) }>>() + counts, 4096);
+        assert_eq!(size_of::<Point>(), 64);
     }
 
-    /// An answer too long to keep in itself is kept as signed, and served alike.
+    /// An answer is served as signed whichever size keeps it, and one too long to keep in
+    /// itself is kept as signed.
     #[test]
-    fn a_long_entity_configuration_is_kept_as_signed() {
+    fn answers_of_every_length_are_served_as_signed() {
         let publisher = SnapshotPublisher::new(super::super::ready::tests::snap(vec![], &[]));
         let reader = publisher.reader();
-        for len in [KEPT_INLINE - 24, KEPT_INLINE - 23, 3 * KEPT_INLINE] {
+        // Each size's longest answer and one byte more, then back to the smallest: the answer
+        // read is the one kept last, whichever cell holds it.
+        let tag = crate::http_cache::ETAG_LEN;
+        let mut lens = vec![];
+        for size in [1024, 2048, 4096] {
+            lens.extend([kept_inline(size) - tag, kept_inline(size) - tag + 1]);
+        }
+        for len in lens
+            .into_iter()
+            .chain([3 * 4096, 10, kept_inline(2048) - tag])
+        {
             let tagged = Tagged::new(Bytes::from(vec![b'a'; len]), 100);
             reader.keep_entity_configuration(Signed {
                 generation: 1,
