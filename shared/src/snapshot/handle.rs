@@ -60,8 +60,8 @@ const fn kept_inline(size: usize) -> usize {
 /// buffer's reference count, and the tag (BENCHMARKS.md, "Hosted entities").
 ///
 /// It comes in three sizes (1, 2 and 4 KiB with its counts), and an answer is kept in the
-/// smallest it fits: an unused tail is not free. Every 4 KiB answer is written whole and takes
-/// a page of its own; with a thousand hosted entities' short answers kept in 1 KiB, the
+/// smallest it fits: an unused tail is not free. Every 4 KiB answer is written whole, about a
+/// page each; with a thousand hosted entities' short answers kept in 1 KiB, the
 /// process held 3.2 MB less (BENCHMARKS.md, "thirteenth session"), and on an Intel host a
 /// 1 KiB one serving a short answer measured about 3 % faster ("twelfth session"). An answer
 /// too long for 4 KiB is kept as signed.
@@ -188,9 +188,10 @@ impl SnapshotReader {
     /// Keeps `signed` as the Entity Configuration, unless one signed from a later generation
     /// is kept (a request that held an older snapshot while it signed). A data plane's
     /// signers take turns (its signing lock); should two ever race here, the older answer is
-    /// still never served, as it does not match the current generation. Nor is an answer in
-    /// a cell the class no longer names: a request that read the class before it changed
-    /// finds that cell emptied, or holding an answer of an older generation.
+    /// still never served, as it does not match the current generation. A request that read
+    /// the class just before it changed finds its cell emptied (and goes to the handler, as
+    /// when nothing is kept), or still holding the answer this one replaces, which the
+    /// generation and freshness checks judge as they did a moment before.
     pub fn keep_entity_configuration(&self, signed: Signed) {
         let point = &*self.0;
         let kept = match point.class.load(Ordering::Acquire) {
