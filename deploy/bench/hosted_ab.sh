@@ -45,7 +45,7 @@ copy() {
 # start NAME BINARY PORT
 start() { BIN=$2 pharos_start "$1" "$3"; }
 
-{ echo "wrk.headers[\"Host\"] = \"$MANY_HOST\""; } >"$WORK/host.lua"
+echo "wrk.headers[\"Host\"] = \"$MANY_HOST\"" >"$WORK/host.lua"
 ec_scripts "$WORK/one_ec.lua" "$WORK/many_body.lua" "$ENTITIES"
 cat "$WORK/host.lua" "$WORK/many_body.lua" >"$WORK/many_ec.lua"
 rate() { rps_of <<<"$(wrk_run "http://127.0.0.1:$1" "$2")"; }
