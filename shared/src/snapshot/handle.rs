@@ -27,15 +27,20 @@ struct Point {
     class: AtomicU8,
     /// The signed Entity Configuration, and the generation it was signed from, in the cell of
     /// the smallest [`Kept`] it fits; the other two are empty.
-    small: ArcSwapOption<Kept<{ kept_inline(1024) }>>,
-    medium: ArcSwapOption<Kept<{ kept_inline(2048) }>>,
-    large: ArcSwapOption<Kept<{ kept_inline(4096) }>>,
+    small: ArcSwapOption<Small>,
+    medium: ArcSwapOption<Medium>,
+    large: ArcSwapOption<Large>,
     current: ArcSwap<Snapshot>,
 }
 
 const SMALL: u8 = 0;
 const MEDIUM: u8 = 1;
 const LARGE: u8 = 2;
+
+/// The three sizes of [`Kept`], 1, 2 and 4 KiB with their counts.
+type Small = Kept<{ kept_inline(1024) }>;
+type Medium = Kept<{ kept_inline(2048) }>;
+type Large = Kept<{ kept_inline(4096) }>;
 
 /// An answer signed from one generation's snapshot.
 #[derive(Debug)]
@@ -77,13 +82,14 @@ struct Kept<const N: usize> {
 
 // The counts, the fields before `inline` and the tag fill the first line.
 const _: () = assert!(
-    2 * size_of::<usize>()
-        + std::mem::offset_of!(Kept<{ kept_inline(1024) }>, inline)
-        + crate::http_cache::ETAG_LEN
+    2 * size_of::<usize>() + std::mem::offset_of!(Small, inline) + crate::http_cache::ETAG_LEN
         == 64
 );
 
 impl<const N: usize> Kept<N> {
+    /// Bytes of the tag and body it holds in itself.
+    const INLINE: usize = N;
+
     /// `signed` kept in itself when it fits, else as signed.
     fn of(signed: Signed) -> Arc<Self> {
         let held = signed.tagged.held();
@@ -203,10 +209,10 @@ impl SnapshotReader {
             return;
         }
         let len = signed.tagged.held().len();
-        let class = if len <= kept_inline(1024) {
+        let class = if len <= Small::INLINE {
             point.small.store(Some(Kept::of(signed)));
             SMALL
-        } else if len <= kept_inline(2048) {
+        } else if len <= Medium::INLINE {
             point.medium.store(Some(Kept::of(signed)));
             MEDIUM
         } else {
@@ -283,9 +289,9 @@ mod tests {
     #[test]
     fn kept_answers_come_in_three_sizes() {
         let counts = 2 * size_of::<usize>();
-        assert_eq!(size_of::<Kept<{ kept_inline(1024) }>>() + counts, 1024);
-        assert_eq!(size_of::<Kept<{ kept_inline(2048) }>>() + counts, 2048);
-        assert_eq!(size_of::<Kept<{ kept_inline(4096) }>>() + counts, 4096);
+        assert_eq!(size_of::<Small>() + counts, 1024);
+        assert_eq!(size_of::<Medium>() + counts, 2048);
+        assert_eq!(size_of::<Large>() + counts, 4096);
         assert_eq!(size_of::<Point>(), 64);
     }
 
@@ -299,13 +305,10 @@ mod tests {
         // read is the one kept last, whichever cell holds it.
         let tag = crate::http_cache::ETAG_LEN;
         let mut lens = vec![];
-        for size in [1024, 2048, 4096] {
-            lens.extend([kept_inline(size) - tag, kept_inline(size) - tag + 1]);
+        for inline in [Small::INLINE, Medium::INLINE, Large::INLINE] {
+            lens.extend([inline - tag, inline - tag + 1]);
         }
-        for len in lens
-            .into_iter()
-            .chain([3 * 4096, 10, kept_inline(2048) - tag])
-        {
+        for len in lens.into_iter().chain([3 * 4096, 10, Medium::INLINE - tag]) {
             let tagged = Tagged::new(Bytes::from(vec![b'a'; len]), 100);
             reader.keep_entity_configuration(Signed {
                 generation: 1,
@@ -314,6 +317,14 @@ mod tests {
             let kept = reader.entity_configuration(0).unwrap();
             assert_eq!(kept, tagged, "{len}");
             assert_eq!(kept.body().len(), len);
+            // The cells of the other sizes are emptied: a smaller answer frees the larger one.
+            let point = &publisher.0;
+            let held = [
+                point.small.load().is_some(),
+                point.medium.load().is_some(),
+                point.large.load().is_some(),
+            ];
+            assert_eq!(held.iter().filter(|h| **h).count(), 1, "{len}: {held:?}");
         }
     }
 
