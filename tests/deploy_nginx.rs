@@ -28,12 +28,13 @@ fn nginx() -> Option<PathBuf> {
     found
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `N` distinct free ports. The listeners are held until all are bound: a port released at
+/// once may be handed out again by the next bind, and nginx given the same port for its
+/// plain and its TLS listener refuses to start ("no ssl_certificate is defined").
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: [std::net::TcpListener; N] =
+        std::array::from_fn(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    held.map(|l| l.local_addr().unwrap().port())
 }
 
 /// Replaces `from` by `to` in `text`, insisting that `from` is there: a change of the example
@@ -143,7 +144,7 @@ async fn nginx_example_terminates_tls_hides_the_admin_api_and_is_not_local() {
     let dir = tempfile::tempdir().unwrap();
     let authority = ca("nginx test CA");
     write_leaf(&authority, dir.path());
-    let ports = [free_port(), free_port(), free_port()];
+    let ports = free_ports::<3>();
     let site = adapted(main, admin, ports, dir.path());
     let mut nginx = Kill(start_nginx(&bin, dir.path(), &site));
     let [http, https, internal] = ports;
