@@ -12,11 +12,15 @@
 # served by one binary, with every statement and answer signed once before anything counts;
 # the request scripts are that run's own.
 #
-# Usage: BENCH_HOSTED_WORK=DIR deploy/bench/hosted_pairs.sh BINARY
+# With a second binary NEW, the pairs are BINARY's hosted entities against NEW's (each on its
+# own copy of the "many" database), and the ratio is NEW / BINARY: an A/B of a change to the
+# hosted request path, with an interval (above 1: faster; across it: no difference shown).
+#
+# Usage: BENCH_HOSTED_WORK=DIR deploy/bench/hosted_pairs.sh BINARY [NEW]
 # Environment: BENCH_PAIRS (40 a path), BENCH_DURATION (1s a round), BENCH_CONNECTIONS,
 # BENCH_THREADS, ENTITIES and SUBORDINATES (1000 and 100, as the kept databases were made).
 set -euo pipefail
-[ "$#" = 1 ] || { echo "usage: BENCH_HOSTED_WORK=DIR $0 BINARY" >&2; exit 2; }
+[ "$#" = 1 ] || [ "$#" = 2 ] || { echo "usage: BENCH_HOSTED_WORK=DIR $0 BINARY [NEW]" >&2; exit 2; }
 KEPT=${BENCH_HOSTED_WORK:?BENCH_HOSTED_WORK: a work directory hosted.sh kept}
 PAIRS=${BENCH_PAIRS:-40}
 TOTAL=$((${ENTITIES:-1000} * ${SUBORDINATES:-100}))
@@ -26,35 +30,40 @@ for tool in curl python3 wrk; do
 done
 # shellcheck source=deploy/bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-BIN=$1
-[ -x "$BIN" ] || die "no binary at $BIN"
+OLD=$1 NEW=${2:-}
+for b in "$OLD" $NEW; do [ -x "$b" ] || die "no binary at $b"; done
 for f in one/config.yaml many/config.yaml one_all.lua many_all.lua one_fetch.lua \
     many_fetch.lua one_ec.lua many_ec.lua; do
     [ -f "$KEPT/$f" ] || die "no $f in $KEPT"
 done
 # The hosted entities' identifiers name the host of hosted.sh's "many" instance.
 MANY_HOST=$(sed -n 's#^entity_id: http://##p' "$KEPT/many/config.yaml")
-PORT_ONE=17841 PORT_MANY=17842
-
-for n in one many; do
-    port=$PORT_ONE
-    [ "$n" = many ] && port=$PORT_MANY
-    mkdir -p "$WORK/$n/data"
-    cp "$KEPT/$n/data/"pharos.db* "$WORK/$n/data/"
-    sed -e "s/^  port: .*/  port: $port/" -e "s#^  data_dir: .*#  data_dir: $WORK/$n/data#" \
-        "$KEPT/$n/config.yaml" >"$WORK/$n/config.yaml"
-    pharos_start "$n" "$port"
-done
+# The two sides of each pair: NAME BINARY DATABASE PORT SCRIPTS (one_* or many_*).
+if [ -z "$NEW" ]; then
+    SIDES=("one $OLD one 17841 one" "many $OLD many 17842 many")
+    LABEL="many / one"
+else
+    SIDES=("old $OLD many 17841 many" "new $NEW many 17842 many")
+    LABEL="new / old"
+fi
 for s in all fetch ec; do
     cp "$KEPT/one_$s.lua" "$WORK/one_$s.lua"
     { echo "wrk.headers[\"Host\"] = \"$MANY_HOST\""; cat "$KEPT/many_$s.lua"; } >"$WORK/many_$s.lua"
 done
-log "signing every statement and answer once"
 SIGN=$((TOTAL / 3000 + 5))s
-THREADS=1 CONNS=8 DURATION=$SIGN wrk_run "http://127.0.0.1:$PORT_ONE" "$WORK/one_all.lua" >/dev/null
-THREADS=1 CONNS=8 DURATION=$SIGN wrk_run "http://127.0.0.1:$PORT_MANY" "$WORK/many_all.lua" >/dev/null
-DURATION=3s wrk_run "http://127.0.0.1:$PORT_ONE" "$WORK/one_ec.lua" >/dev/null
-DURATION=3s wrk_run "http://127.0.0.1:$PORT_MANY" "$WORK/many_ec.lua" >/dev/null
+for side in "${SIDES[@]}"; do
+    read -r n bin db port scripts <<<"$side"
+    mkdir -p "$WORK/$n/data"
+    cp "$KEPT/$db/data/"pharos.db* "$WORK/$n/data/"
+    sed -e "s/^  port: .*/  port: $port/" -e "s#^  data_dir: .*#  data_dir: $WORK/$n/data#" \
+        "$KEPT/$db/config.yaml" >"$WORK/$n/config.yaml"
+    BIN=$bin pharos_start "$n" "$port"
+    log "$n: signing every statement and answer once"
+    THREADS=1 CONNS=8 DURATION=$SIGN wrk_run "http://127.0.0.1:$port" "$WORK/${scripts}_all.lua" >/dev/null
+    DURATION=3s wrk_run "http://127.0.0.1:$port" "$WORK/${scripts}_ec.lua" >/dev/null
+done
+read -r _ _ _ PORT_A A _ <<<"${SIDES[0]}"
+read -r _ _ _ PORT_B B _ <<<"${SIDES[1]}"
 
 rate() { rps_of <<<"$(wrk_run "http://127.0.0.1:$1" "$2")"; }
 for path in fetch ec; do
@@ -62,9 +71,9 @@ for path in fetch ec; do
     ones=() manys=()
     for p in $(seq 1 "$PAIRS"); do
         if [ $((p % 2)) = 1 ]; then
-            o=$(rate $PORT_ONE "$WORK/one_$path.lua"); m=$(rate $PORT_MANY "$WORK/many_$path.lua")
+            o=$(rate "$PORT_A" "$WORK/${A}_$path.lua"); m=$(rate "$PORT_B" "$WORK/${B}_$path.lua")
         else
-            m=$(rate $PORT_MANY "$WORK/many_$path.lua"); o=$(rate $PORT_ONE "$WORK/one_$path.lua")
+            m=$(rate "$PORT_B" "$WORK/${B}_$path.lua"); o=$(rate "$PORT_A" "$WORK/${A}_$path.lua")
         fi
         ones+=("$o"); manys+=("$m")
     done
@@ -76,9 +85,10 @@ r = [m / o for o, m in zip(one, many)]
 rng = random.Random(38)
 boot = sorted(s.median(rng.choices(r, k=len(r))) for _ in range(4000))
 lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
-verdict = 'met' if lo >= 0.95 else 'missed' if hi < 0.95 else 'undecided'
+at, words = (0.95, ('met', 'missed', 'undecided')) if '$NEW' == '' else (1.0, ('faster', 'slower', 'no difference shown'))
+verdict = words[0] if lo >= at else words[1] if hi < at else words[2]
 name = {'fetch': 'fetch', 'ec': 'Entity Configuration'}['$path']
-print(f'{name}: many / one {s.median(r):.3f}, 95 % interval {lo:.3f}–{hi:.3f} ({verdict} at 0.95); '
-      f'pairs {min(r):.2f}–{max(r):.2f}; one {s.median(one):.0f} req/s, many {s.median(many):.0f} req/s')
+print(f'{name}: $LABEL {s.median(r):.3f}, 95 % interval {lo:.3f}–{hi:.3f} ({verdict} at {at}); '
+      f'pairs {min(r):.2f}–{max(r):.2f}; medians {s.median(one):.0f} and {s.median(many):.0f} req/s')
 "
 done
