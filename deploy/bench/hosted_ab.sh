@@ -30,22 +30,14 @@ done
 source "$(dirname "$0")/lib.sh"
 for b in "$OLD" "$NEW"; do [ -x "$b" ] || die "no binary at $b"; done
 for d in one many; do [ -f "$KEPT/$d/config.yaml" ] || die "no $d/config.yaml in $KEPT"; done
-# The hosted entities' identifiers name the host of hosted.sh's "many" instance.
-MANY_HOST=$(sed -n 's#^entity_id: http://##p' "$KEPT/many/config.yaml")
 PORT_A=17831 PORT_B=17832 PORT_ONE=17833
 
 # copy NAME SOURCE PORT: a fresh copy of SOURCE's database and configuration, on PORT.
-copy() {
-    rm -rf "${WORK:?}/$1"
-    mkdir -p "$WORK/$1/data"
-    cp "$KEPT/$2/data/"pharos.db* "$WORK/$1/data/"
-    sed -e "s/^  port: .*/  port: $3/" -e "s#^  data_dir: .*#  data_dir: $WORK/$1/data#" \
-        "$KEPT/$2/config.yaml" >"$WORK/$1/config.yaml"
-}
+copy() { kept_copy "$KEPT" "$@"; }
 # start NAME BINARY PORT
 start() { BIN=$2 pharos_start "$1" "$3"; }
 
-echo "wrk.headers[\"Host\"] = \"$MANY_HOST\"" >"$WORK/host.lua"
+kept_host_lua "$KEPT" >"$WORK/host.lua"
 ec_scripts "$WORK/one_ec.lua" "$WORK/many_body.lua" "$ENTITIES"
 cat "$WORK/host.lua" "$WORK/many_body.lua" >"$WORK/many_ec.lua"
 rate() { rps_of <<<"$(wrk_run "http://127.0.0.1:$1" "$2")"; }

@@ -38,8 +38,6 @@ for f in one/config.yaml many/config.yaml one_all.lua many_all.lua one_fetch.lua
     many_fetch.lua one_ec.lua many_ec.lua; do
     [ -f "$KEPT/$f" ] || die "no $f in $KEPT"
 done
-# The hosted entities' identifiers name the host of hosted.sh's "many" instance.
-MANY_HOST=$(sed -n 's#^entity_id: http://##p' "$KEPT/many/config.yaml")
 # The two sides of each pair: NAME BINARY DATABASE PORT SCRIPTS (one_* or many_*).
 if [ -z "$NEW" ]; then
     SIDES=("one $OLD one 17841 one" "many $OLD many 17842 many")
@@ -50,15 +48,12 @@ else
 fi
 for s in all fetch ec; do
     cp "$KEPT/one_$s.lua" "$WORK/one_$s.lua"
-    { echo "wrk.headers[\"Host\"] = \"$MANY_HOST\""; cat "$KEPT/many_$s.lua"; } >"$WORK/many_$s.lua"
+    { kept_host_lua "$KEPT"; cat "$KEPT/many_$s.lua"; } >"$WORK/many_$s.lua"
 done
 SIGN=$((TOTAL / 3000 + 5))s
 for side in "${SIDES[@]}"; do
     read -r n bin db port scripts <<<"$side"
-    mkdir -p "$WORK/$n/data"
-    cp "$KEPT/$db/data/"pharos.db* "$WORK/$n/data/"
-    sed -e "s/^  port: .*/  port: $port/" -e "s#^  data_dir: .*#  data_dir: $WORK/$n/data#" \
-        "$KEPT/$db/config.yaml" >"$WORK/$n/config.yaml"
+    kept_copy "$KEPT" "$n" "$db" "$port"
     BIN=$bin pharos_start "$n" "$port"
     log "$n: signing every statement and answer once"
     THREADS=1 CONNS=8 DURATION=$SIGN wrk_run "http://127.0.0.1:$port" "$WORK/${scripts}_all.lua" >/dev/null

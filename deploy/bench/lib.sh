@@ -187,6 +187,22 @@ pharos_stop() {
     unset "PHAROS_PIDS[$name]"
 }
 
+# ---- a kept hosted.sh run (BENCH_KEEP_WORK=1), for hosted_ab.sh and hosted_pairs.sh --------
+# kept_copy KEPT NAME SOURCE PORT: a fresh copy of the kept run's SOURCE (one or many) database
+# and configuration as $WORK/NAME, served on PORT.
+kept_copy() {
+    rm -rf "${WORK:?}/$2"
+    mkdir -p "$WORK/$2/data"
+    cp "$1/$3/data/"pharos.db* "$WORK/$2/data/"
+    sed -e "s/^  port: .*/  port: $4/" -e "s#^  data_dir: .*#  data_dir: $WORK/$2/data#" \
+        "$1/$3/config.yaml" >"$WORK/$2/config.yaml"
+}
+# kept_host_lua KEPT: the wrk line that sends the kept run's "many" host (its hosted entities'
+# identifiers name it) from any port.
+kept_host_lua() {
+    echo "wrk.headers[\"Host\"] = \"$(sed -n 's#^entity_id: http://##p' "$1/many/config.yaml")\""
+}
+
 # rss_mb NAME: resident set size of a running Pharos, in MB.
 rss_mb() { echo $(($(ps -o rss= -p "${PHAROS_PIDS[$1]}") / 1024)); }
 
