@@ -12,6 +12,13 @@
 # served by one binary, with every statement and answer signed once before anything counts;
 # the request scripts are that run's own.
 #
+# The Entity Configuration's pairs carry a reference beside them: the bare responder
+# (deploy/bench/responder) serving the very answers Pharos gave, the single entity's at the
+# root and each hosted entity's at its path, from one handler that differs only in which bytes
+# it sends. Its many / one is what serving a thousand different answers instead of one reused
+# answer costs this stack on this host, with no hosting in it; Pharos's ratio over the
+# reference's is what Pharos's hosting costs beyond that.
+#
 # With a second binary NEW, the pairs are BINARY's hosted entities against NEW's (each on its
 # own copy of the "many" database), and the ratio is NEW / BINARY: an A/B of a change to the
 # hosted request path, with an interval (above 1: faster; across it: no difference shown).
@@ -62,30 +69,80 @@ done
 read -r _ _ _ PORT_A A _ <<<"${SIDES[0]}"
 read -r _ _ _ PORT_B B _ <<<"${SIDES[1]}"
 
+# The reference: the answers Pharos gives, numbered as the responder's `*` form reads them.
+REF_PORT=17843
+if [ -z "$NEW" ]; then
+    log "reference: the bare responder with the $((${ENTITIES:-1000} + 1)) answers Pharos gave"
+    (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
+    mkdir -p "$WORK/answers"
+    py "
+import http.client, sys
+def get(port, host, path, to):
+    c = http.client.HTTPConnection('127.0.0.1', port)
+    c.request('GET', path, headers={'Host': host} if host else {})
+    r = c.getresponse()
+    body = r.read()
+    if r.status != 200: sys.exit(f'{path}: {r.status}')
+    open(to, 'wb').write(body)
+get($PORT_A, None, '/.well-known/openid-federation', '$WORK/answers/0')
+host = '$(sed -n 's#^entity_id: http://##p' "$KEPT/many/config.yaml")'
+for n in range(1, ${ENTITIES:-1000} + 1):
+    get($PORT_B, host, f'/e{n:04d}/.well-known/openid-federation', f'$WORK/answers/{n}')
+"
+    port_free "$REF_PORT"
+    "$RESPONDER_BIN" "127.0.0.1:$REF_PORT" "*=$WORK/answers=application/entity-statement+jwt" \
+        >"$WORK/responder.log" 2>&1 &
+    RESPONDER_PID=$!
+    sleep 0.5
+    DURATION=3s wrk_run "http://127.0.0.1:$REF_PORT" "$WORK/many_ec.lua" >/dev/null
+fi
+
 rate() { rps_of <<<"$(wrk_run "http://127.0.0.1:$1" "$2")"; }
 for path in fetch ec; do
-    log "$path: $PAIRS pairs of $BENCH_DURATION rounds"
-    a_rates=() b_rates=()
+    reference=
+    [ -z "$NEW" ] && [ "$path" = ec ] && reference=1
+    log "$path: $PAIRS pairs of $BENCH_DURATION rounds${reference:+, each with a reference pair}"
+    a_rates=() b_rates=() ra_rates=() rb_rates=()
     for p in $(seq 1 "$PAIRS"); do
         if [ $((p % 2)) = 1 ]; then
             a=$(rate "$PORT_A" "$WORK/${A}_$path.lua"); b=$(rate "$PORT_B" "$WORK/${B}_$path.lua")
+            if [ -n "$reference" ]; then
+                ra=$(rate "$REF_PORT" "$WORK/${A}_$path.lua"); rb=$(rate "$REF_PORT" "$WORK/${B}_$path.lua")
+            fi
         else
+            if [ -n "$reference" ]; then
+                rb=$(rate "$REF_PORT" "$WORK/${B}_$path.lua"); ra=$(rate "$REF_PORT" "$WORK/${A}_$path.lua")
+            fi
             b=$(rate "$PORT_B" "$WORK/${B}_$path.lua"); a=$(rate "$PORT_A" "$WORK/${A}_$path.lua")
         fi
         a_rates+=("$a"); b_rates+=("$b")
+        [ -z "$reference" ] || { ra_rates+=("$ra"); rb_rates+=("$rb"); }
     done
     py "
 import random, statistics as s
-a = [float(x) for x in '${a_rates[*]}'.split()]
-b = [float(x) for x in '${b_rates[*]}'.split()]
+def floats(xs): return [float(x) for x in xs.split()]
+a, b = floats('${a_rates[*]}'), floats('${b_rates[*]}')
+ra, rb = floats('${ra_rates[*]}'), floats('${rb_rates[*]}')
+def interval(r):
+    rng = random.Random(38)
+    boot = sorted(s.median(rng.choices(r, k=len(r))) for _ in range(4000))
+    return boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
 r = [y / x for x, y in zip(a, b)]
-rng = random.Random(38)
-boot = sorted(s.median(rng.choices(r, k=len(r))) for _ in range(4000))
-lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+lo, hi = interval(r)
 at, words = (0.95, ('met', 'missed', 'undecided')) if '$NEW' == '' else (1.0, ('faster', 'slower', 'no difference shown'))
 verdict = words[0] if lo >= at else words[1] if hi < at else words[2]
 name = {'fetch': 'fetch', 'ec': 'Entity Configuration'}['$path']
 print(f'{name}: $LABEL {s.median(r):.3f}, 95 % interval {lo:.3f}–{hi:.3f} ({verdict} at {at}); '
       f'pairs {min(r):.2f}–{max(r):.2f}; medians {s.median(a):.0f} and {s.median(b):.0f} req/s')
+if ra:
+    q = [y / x for x, y in zip(ra, rb)]
+    lo, hi = interval(q)
+    print(f'{name}, reference (the responder, the same answers): many / one {s.median(q):.3f}, '
+          f'95 % interval {lo:.3f}–{hi:.3f}; pairs {min(q):.2f}–{max(q):.2f}; '
+          f'medians {s.median(ra):.0f} and {s.median(rb):.0f} req/s')
+    d = [x / y for x, y in zip(r, q)]
+    lo, hi = interval(d)
+    print(f'{name}, Pharos over the reference: {s.median(d):.3f}, 95 % interval {lo:.3f}–{hi:.3f}; '
+          f'pairs {min(d):.2f}–{max(d):.2f}')
 "
 done
