@@ -32,7 +32,8 @@ set -euo pipefail
 [ "$#" = 1 ] || [ "$#" = 2 ] || { echo "usage: BENCH_HOSTED_WORK=DIR $0 BINARY [NEW]" >&2; exit 2; }
 KEPT=${BENCH_HOSTED_WORK:?BENCH_HOSTED_WORK: a work directory hosted.sh kept}
 PAIRS=${BENCH_PAIRS:-40}
-TOTAL=$((${ENTITIES:-1000} * ${SUBORDINATES:-100}))
+ENTITIES=${ENTITIES:-1000}
+TOTAL=$((ENTITIES * ${SUBORDINATES:-100}))
 export BENCH_DURATION=${BENCH_DURATION:-1s}
 for tool in curl python3 wrk; do
     command -v "$tool" >/dev/null || { echo "hosted_pairs: $tool not found" >&2; exit 1; }
@@ -72,7 +73,7 @@ read -r _ _ _ PORT_B B _ <<<"${SIDES[1]}"
 # The reference: the answers Pharos gives, numbered as the responder's `*` form reads them.
 REF_PORT=17843
 if [ -z "$NEW" ]; then
-    log "reference: the bare responder with the $((${ENTITIES:-1000} + 1)) answers Pharos gave"
+    log "reference: the bare responder with the $((ENTITIES + 1)) answers Pharos gave"
     (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
     mkdir -p "$WORK/answers"
     py "
@@ -85,15 +86,24 @@ def get(port, host, path, to):
     if r.status != 200: sys.exit(f'{path}: {r.status}')
     open(to, 'wb').write(body)
 get($PORT_A, None, '/.well-known/openid-federation', '$WORK/answers/0')
-host = '$(sed -n 's#^entity_id: http://##p' "$KEPT/many/config.yaml")'
-for n in range(1, ${ENTITIES:-1000} + 1):
+host = '$(kept_host "$KEPT")'
+for n in range(1, $ENTITIES + 1):
     get($PORT_B, host, f'/e{n:04d}/.well-known/openid-federation', f'$WORK/answers/{n}')
 "
     port_free "$REF_PORT"
     "$RESPONDER_BIN" "127.0.0.1:$REF_PORT" "*=$WORK/answers=application/entity-statement+jwt" \
         >"$WORK/responder.log" 2>&1 &
     RESPONDER_PID=$!
-    sleep 0.5
+    # It must serve the bytes Pharos gave, at the paths Pharos gave them, or it means nothing.
+    for i in $(seq 1 100); do
+        curl -fs "http://127.0.0.1:$REF_PORT/.well-known/openid-federation" 2>/dev/null \
+            | cmp -s - "$WORK/answers/0" \
+            && curl -fs "http://127.0.0.1:$REF_PORT/e$(printf %04d "$ENTITIES")/.well-known/openid-federation" \
+                2>/dev/null | cmp -s - "$WORK/answers/$ENTITIES" \
+            && break
+        [ "$i" = 100 ] && { cat "$WORK/responder.log" >&2; die "the reference does not serve Pharos's answers"; }
+        sleep 0.05
+    done
     DURATION=3s wrk_run "http://127.0.0.1:$REF_PORT" "$WORK/many_ec.lua" >/dev/null
 fi
 

@@ -197,11 +197,10 @@ kept_copy() {
     sed -e "s/^  port: .*/  port: $4/" -e "s#^  data_dir: .*#  data_dir: $WORK/$2/data#" \
         "$1/$3/config.yaml" >"$WORK/$2/config.yaml"
 }
-# kept_host_lua KEPT: the wrk line that sends the kept run's "many" host (its hosted entities'
-# identifiers name it) from any port.
-kept_host_lua() {
-    echo "wrk.headers[\"Host\"] = \"$(sed -n 's#^entity_id: http://##p' "$1/many/config.yaml")\""
-}
+# kept_host KEPT: the kept run's "many" host, which its hosted entities' identifiers name.
+kept_host() { sed -n 's#^entity_id: http://##p' "$1/many/config.yaml"; }
+# kept_host_lua KEPT: the wrk line that sends that host from any port.
+kept_host_lua() { echo "wrk.headers[\"Host\"] = \"$(kept_host "$1")\""; }
 
 # rss_mb NAME: resident set size of a running Pharos, in MB.
 rss_mb() { echo $(($(ps -o rss= -p "${PHAROS_PIDS[$1]}") / 1024)); }
