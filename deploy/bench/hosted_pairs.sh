@@ -12,11 +12,13 @@
 # served by one binary, with every statement and answer signed once before anything counts;
 # the request scripts are that run's own.
 #
-# The Entity Configuration's pairs carry a reference beside them: the bare responder
-# (deploy/bench/responder) serving the very answers Pharos gave, the single entity's at the
-# root and each hosted entity's at its path, from one handler that differs only in which bytes
-# it sends. Its many / one is what serving a thousand different answers instead of one reused
-# answer costs this stack on this host, with no hosting in it; Pharos's ratio over the
+# Each pair carries a reference pair beside it: the bare responder (deploy/bench/responder)
+# serving the very answers Pharos gave, from one handler that differs only in which bytes it
+# sends. For the Entity Configuration, the single entity's at the root and each hosted entity's
+# at its path: its many / one is what serving a thousand different answers instead of one
+# reused answer costs this stack on this host, with no hosting in it. For fetch, every
+# statement either instance gave, at the path and query it gave it, from one hash table: its
+# many / one is what the longer paths and the other bytes cost. Pharos's ratio over the
 # reference's is what Pharos's hosting costs beyond that.
 #
 # With a second binary NEW, the pairs are BINARY's hosted entities against NEW's (each on its
@@ -33,7 +35,8 @@ set -euo pipefail
 KEPT=${BENCH_HOSTED_WORK:?BENCH_HOSTED_WORK: a work directory hosted.sh kept}
 PAIRS=${BENCH_PAIRS:-40}
 ENTITIES=${ENTITIES:-1000}
-TOTAL=$((ENTITIES * ${SUBORDINATES:-100}))
+SUBS=${SUBORDINATES:-100}
+TOTAL=$((ENTITIES * SUBS))
 export BENCH_DURATION=${BENCH_DURATION:-1s}
 for tool in curl python3 wrk; do
     command -v "$tool" >/dev/null || { echo "hosted_pairs: $tool not found" >&2; exit 1; }
@@ -105,23 +108,64 @@ for n in range(1, $ENTITIES + 1):
         sleep 0.05
     done
     DURATION=3s wrk_run "http://127.0.0.1:$REF_PORT" "$WORK/many_ec.lua" >/dev/null
+
+    # The fetch reference: every statement the request scripts ask for, at the path and query
+    # they ask it at (hosted.sh's scripts: a subject number of 7 digits, an entity of 4).
+    log "reference: a second responder with the $((2 * TOTAL)) statements Pharos gave"
+    py "
+import http.client, sys
+out = open('$WORK/fetch_answers', 'wb')
+def side(port, host, paths):
+    c = http.client.HTTPConnection('127.0.0.1', port)
+    for path in paths:
+        c.request('GET', path, headers={'Host': host} if host else {})
+        r = c.getresponse()
+        body = r.read()
+        if r.status != 200: sys.exit(f'{path}: {r.status}')
+        out.write(f'{path}\n{len(body)}\n'.encode() + body)
+sub = 'sub=https%3A%2F%2Fs{:07d}.example.org'
+side($PORT_A, None, ('/fetch?' + sub.format(n) for n in range(1, $TOTAL + 1)))
+side($PORT_B, '$(kept_host "$KEPT")', (f'/e{e:04d}/fetch?' + sub.format(n)
+     for e in range(1, $ENTITIES + 1) for n in range(1, $SUBS + 1)))
+"
+    REF_FETCH_PORT=17844
+    port_free "$REF_FETCH_PORT"
+    "$RESPONDER_BIN" "127.0.0.1:$REF_FETCH_PORT" "?=$WORK/fetch_answers=application/entity-statement+jwt" \
+        >"$WORK/responder_fetch.log" 2>&1 &
+    FETCH_REF_PID=$!
+    trap '[ -z "${FETCH_REF_PID:-}" ] || kill "$FETCH_REF_PID" 2>/dev/null; bench_cleanup' EXIT
+    first="/fetch?sub=https%3A%2F%2Fs$(printf %07d 1).example.org"
+    last="/e$(printf %04d "$ENTITIES")/fetch?sub=https%3A%2F%2Fs$(printf %07d "$SUBS").example.org"
+    for i in $(seq 1 600); do
+        curl -fs "http://127.0.0.1:$REF_FETCH_PORT$first" 2>/dev/null \
+            | cmp -s - <(curl -fs "http://127.0.0.1:$PORT_A$first") \
+            && curl -fs "http://127.0.0.1:$REF_FETCH_PORT$last" 2>/dev/null \
+                | cmp -s - <(curl -fs -H "Host: $(kept_host "$KEPT")" "http://127.0.0.1:$PORT_B$last") \
+            && break
+        [ "$i" = 600 ] && { cat "$WORK/responder_fetch.log" >&2; die "the fetch reference does not serve Pharos's statements"; }
+        sleep 0.1
+    done
+    DURATION=3s wrk_run "http://127.0.0.1:$REF_FETCH_PORT" "$WORK/many_fetch.lua" >/dev/null
 fi
 
 rate() { rps_of <<<"$(wrk_run "http://127.0.0.1:$1" "$2")"; }
 for path in fetch ec; do
     reference=
-    [ -z "$NEW" ] && [ "$path" = ec ] && reference=1
+    if [ -z "$NEW" ]; then
+        reference=$REF_PORT
+        [ "$path" = ec ] || reference=$REF_FETCH_PORT
+    fi
     log "$path: $PAIRS pairs of $BENCH_DURATION rounds${reference:+, each with a reference pair}"
     a_rates=() b_rates=() ra_rates=() rb_rates=()
     for p in $(seq 1 "$PAIRS"); do
         if [ $((p % 2)) = 1 ]; then
             a=$(rate "$PORT_A" "$WORK/${A}_$path.lua"); b=$(rate "$PORT_B" "$WORK/${B}_$path.lua")
             if [ -n "$reference" ]; then
-                ra=$(rate "$REF_PORT" "$WORK/${A}_$path.lua"); rb=$(rate "$REF_PORT" "$WORK/${B}_$path.lua")
+                ra=$(rate "$reference" "$WORK/${A}_$path.lua"); rb=$(rate "$reference" "$WORK/${B}_$path.lua")
             fi
         else
             if [ -n "$reference" ]; then
-                rb=$(rate "$REF_PORT" "$WORK/${B}_$path.lua"); ra=$(rate "$REF_PORT" "$WORK/${A}_$path.lua")
+                rb=$(rate "$reference" "$WORK/${B}_$path.lua"); ra=$(rate "$reference" "$WORK/${A}_$path.lua")
             fi
             b=$(rate "$PORT_B" "$WORK/${B}_$path.lua"); a=$(rate "$PORT_A" "$WORK/${A}_$path.lua")
         fi

@@ -1,6 +1,7 @@
 //! Minimal axum responder: the "practical limit of this stack" reference of `deploy/bench/`.
 //!
-//! Usage: `bench-responder 127.0.0.1:PORT /path=FILE=CONTENT_TYPE ... [*=DIR=CONTENT_TYPE]`
+//! Usage: `bench-responder 127.0.0.1:PORT /path=FILE=CONTENT_TYPE ... [*=DIR=CONTENT_TYPE |
+//! ?=FILE=CONTENT_TYPE]`
 //!
 //! Every `/path` answers `200` with the bytes of `FILE` (read once at start, served from memory
 //! as a cheap `Bytes` clone) and the given content type, whatever the query string. No
@@ -12,6 +13,12 @@
 //! other gets file `0`, through the same handler. It is the reference of the hosted entities'
 //! benchmark (`hosted_pairs.sh`): one answer reused against many different ones, with nothing
 //! else different, shows what serving distinct bytes costs this stack on this host.
+//!
+//! `?=FILE=CONTENT_TYPE` answers every other request by its path and query from one table read
+//! from `FILE`: records of a line with the path and query, a line with the answer's length in
+//! bytes, then the answer; a request for anything else gets `404`. It is the reference of the
+//! hosted entities' fetch (`hosted_pairs.sh`): the same statements at the same paths and
+//! queries, found with one hash-table lookup, whichever entity they come from.
 
 use std::process::ExitCode;
 
@@ -39,9 +46,14 @@ async fn main() -> ExitCode {
         else {
             return usage(&format!("bad route {spec}"));
         };
-        if path == "*" {
-            router = match numbered(file, ctype) {
-                Ok(fallback) => router.fallback(fallback),
+        if path == "*" || path == "?" {
+            let fallback = if path == "*" {
+                numbered(file, ctype).map(|f| router.fallback(f))
+            } else {
+                keyed(file, ctype).map(|f| router.fallback(f))
+            };
+            router = match fallback {
+                Ok(with_fallback) => with_fallback,
                 Err(e) => return usage(&e),
             };
             continue;
@@ -104,6 +116,56 @@ fn numbered(
             .unwrap_or(0);
         let mut r: Response = answers[n].clone().into_response();
         r.headers_mut().insert(header::CONTENT_TYPE, ctype.clone());
+        std::future::ready(r)
+    })
+}
+
+/// The fallback of `?=FILE=CONTENT_TYPE`: the answer kept for the request's path and query
+/// (see the module's documentation), or `404`.
+fn keyed(
+    file: &str,
+    ctype: &str,
+) -> Result<impl Fn(Uri) -> std::future::Ready<Response> + Clone + Send + 'static, String> {
+    let all = std::fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))?;
+    let all = Bytes::from(all);
+    let mut answers = std::collections::HashMap::new();
+    let mut at = 0;
+    while at < all.len() {
+        let line = |from: usize| -> Result<(String, usize), String> {
+            let end = all[from..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .ok_or_else(|| format!("{file}: a record cut short at byte {from}"))?;
+            let text = std::str::from_utf8(&all[from..from + end])
+                .map_err(|_| format!("{file}: not UTF-8 at byte {from}"))?;
+            Ok((text.to_owned(), from + end + 1))
+        };
+        let (key, next) = line(at)?;
+        let (len, next) = line(next)?;
+        let len: usize = len
+            .parse()
+            .map_err(|_| format!("{file}: bad length {len:?} for {key}"))?;
+        let body = all
+            .get(next..next + len)
+            .ok_or_else(|| format!("{file}: the answer for {key} is cut short"))?;
+        answers.insert(key, all.slice_ref(body));
+        at = next + len;
+    }
+    if answers.is_empty() {
+        return Err(format!("no answers in {file}"));
+    }
+    let ctype = HeaderValue::from_str(ctype).map_err(|_| format!("bad content type {ctype}"))?;
+    let answers = std::sync::Arc::new(answers);
+    Ok(move |uri: Uri| {
+        let key = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
+        let r = match answers.get(key) {
+            Some(body) => {
+                let mut r: Response = body.clone().into_response();
+                r.headers_mut().insert(header::CONTENT_TYPE, ctype.clone());
+                r
+            }
+            None => axum::http::StatusCode::NOT_FOUND.into_response(),
+        };
         std::future::ready(r)
     })
 }
