@@ -114,8 +114,7 @@ for n in range(1, $ENTITIES + 1):
     log "reference: a second responder with the $((2 * TOTAL)) statements Pharos gave"
     py "
 import http.client, sys
-out = open('$WORK/fetch_answers', 'wb')
-def side(port, host, paths):
+def side(out, port, host, paths):
     c = http.client.HTTPConnection('127.0.0.1', port)
     for path in paths:
         c.request('GET', path, headers={'Host': host} if host else {})
@@ -124,9 +123,10 @@ def side(port, host, paths):
         if r.status != 200: sys.exit(f'{path}: {r.status}')
         out.write(f'{path}\n{len(body)}\n'.encode() + body)
 sub = 'sub=https%3A%2F%2Fs{:07d}.example.org'
-side($PORT_A, None, ('/fetch?' + sub.format(n) for n in range(1, $TOTAL + 1)))
-side($PORT_B, '$(kept_host "$KEPT")', (f'/e{e:04d}/fetch?' + sub.format(n)
-     for e in range(1, $ENTITIES + 1) for n in range(1, $SUBS + 1)))
+with open('$WORK/fetch_answers', 'wb') as out:
+    side(out, $PORT_A, None, ('/fetch?' + sub.format(n) for n in range(1, $TOTAL + 1)))
+    side(out, $PORT_B, '$(kept_host "$KEPT")', (f'/e{e:04d}/fetch?' + sub.format(n)
+         for e in range(1, $ENTITIES + 1) for n in range(1, $SUBS + 1)))
 "
     REF_FETCH_PORT=17844
     port_free "$REF_FETCH_PORT"
