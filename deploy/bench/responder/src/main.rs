@@ -145,11 +145,12 @@ fn keyed(
         let len: usize = len
             .parse()
             .map_err(|_| format!("{file}: bad length {len:?} for {key}"))?;
-        let body = all
-            .get(next..next + len)
+        let end = next
+            .checked_add(len)
+            .filter(|end| *end <= all.len())
             .ok_or_else(|| format!("{file}: the answer for {key} is cut short"))?;
-        answers.insert(key, all.slice_ref(body));
-        at = next + len;
+        answers.insert(key, all.slice(next..end));
+        at = end;
     }
     if answers.is_empty() {
         return Err(format!("no answers in {file}"));
