@@ -73,78 +73,70 @@ done
 read -r _ _ _ PORT_A A _ <<<"${SIDES[0]}"
 read -r _ _ _ PORT_B B _ <<<"${SIDES[1]}"
 
-# The reference: the answers Pharos gives, numbered as the responder's `*` form reads them.
+# The references: the answers Pharos gives, the Entity Configurations numbered as the
+# responder's `*` form reads them, the statements in its `?` form's table.
 REF_PORT=17843
+REF_FETCH_PORT=17844
+# ref_start PORT SPEC: a responder serving SPEC on PORT, stopped with the script.
+ref_start() {
+    port_free "$1"
+    "$RESPONDER_BIN" "127.0.0.1:$1" "$2" >"$WORK/responder-$1.log" 2>&1 &
+    BENCH_PIDS+=("$!")
+}
+# ref_wait PORT ONE_PATH MANY_PATH: waits until the reference on PORT serves at ONE_PATH the
+# bytes the single entity's instance does, and at MANY_PATH those of the hosted entities'
+# instance; it means nothing otherwise.
+ref_wait() {
+    local i host
+    host=$(kept_host "$KEPT")
+    for i in $(seq 1 600); do
+        curl -fs "http://127.0.0.1:$1$2" 2>/dev/null | cmp -s - <(curl -fs "http://127.0.0.1:$PORT_A$2") \
+            && curl -fs "http://127.0.0.1:$1$3" 2>/dev/null \
+                | cmp -s - <(curl -fs -H "Host: $host" "http://127.0.0.1:$PORT_B$3") \
+            && return 0
+        sleep 0.1
+    done
+    cat "$WORK/responder-$1.log" >&2
+    die "the reference on port $1 does not serve Pharos's answers"
+}
 if [ -z "$NEW" ]; then
-    log "reference: the bare responder with the $((ENTITIES + 1)) answers Pharos gave"
+    log "reference: the bare responder with the answers Pharos gave ($((ENTITIES + 1)) Entity Configurations, $((2 * TOTAL)) statements)"
     (cd "$BENCH_DIR/responder" && CARGO_TARGET_DIR=$RESPONDER_TARGET cargo build --release -q)
     mkdir -p "$WORK/answers"
+    # The paths are those of hosted.sh's request scripts: an entity of 4 digits, a subject of 7.
     py "
 import http.client, sys
-def get(port, host, path, to):
-    c = http.client.HTTPConnection('127.0.0.1', port)
+conns = {}
+def get(port, host, path):
+    c = conns.setdefault(port, http.client.HTTPConnection('127.0.0.1', port))
     c.request('GET', path, headers={'Host': host} if host else {})
     r = c.getresponse()
     body = r.read()
     if r.status != 200: sys.exit(f'{path}: {r.status}')
-    open(to, 'wb').write(body)
-get($PORT_A, None, '/.well-known/openid-federation', '$WORK/answers/0')
+    return body
 host = '$(kept_host "$KEPT")'
-for n in range(1, $ENTITIES + 1):
-    get($PORT_B, host, f'/e{n:04d}/.well-known/openid-federation', f'$WORK/answers/{n}')
-"
-    port_free "$REF_PORT"
-    "$RESPONDER_BIN" "127.0.0.1:$REF_PORT" "*=$WORK/answers=application/entity-statement+jwt" \
-        >"$WORK/responder.log" 2>&1 &
-    RESPONDER_PID=$!
-    # It must serve the bytes Pharos gave, at the paths Pharos gave them, or it means nothing.
-    for i in $(seq 1 100); do
-        curl -fs "http://127.0.0.1:$REF_PORT/.well-known/openid-federation" 2>/dev/null \
-            | cmp -s - "$WORK/answers/0" \
-            && curl -fs "http://127.0.0.1:$REF_PORT/e$(printf %04d "$ENTITIES")/.well-known/openid-federation" \
-                2>/dev/null | cmp -s - "$WORK/answers/$ENTITIES" \
-            && break
-        [ "$i" = 100 ] && { cat "$WORK/responder.log" >&2; die "the reference does not serve Pharos's answers"; }
-        sleep 0.05
-    done
-    DURATION=3s wrk_run "http://127.0.0.1:$REF_PORT" "$WORK/many_ec.lua" >/dev/null
-
-    # The fetch reference: every statement the request scripts ask for, at the path and query
-    # they ask it at (hosted.sh's scripts: a subject number of 7 digits, an entity of 4).
-    log "reference: a second responder with the $((2 * TOTAL)) statements Pharos gave"
-    py "
-import http.client, sys
-def side(out, port, host, paths):
-    c = http.client.HTTPConnection('127.0.0.1', port)
-    for path in paths:
-        c.request('GET', path, headers={'Host': host} if host else {})
-        r = c.getresponse()
-        body = r.read()
-        if r.status != 200: sys.exit(f'{path}: {r.status}')
-        out.write(f'{path}\n{len(body)}\n'.encode() + body)
+ec = '/.well-known/openid-federation'
+with open('$WORK/answers/0', 'wb') as out:
+    out.write(get($PORT_A, None, ec))
+for e in range(1, $ENTITIES + 1):
+    with open(f'$WORK/answers/{e}', 'wb') as out:
+        out.write(get($PORT_B, host, f'/e{e:04d}' + ec))
 sub = 'sub=https%3A%2F%2Fs{:07d}.example.org'
+statements = [($PORT_A, None, '/fetch?' + sub.format(n)) for n in range(1, $TOTAL + 1)]
+statements += [($PORT_B, host, f'/e{e:04d}/fetch?' + sub.format(n))
+               for e in range(1, $ENTITIES + 1) for n in range(1, $SUBS + 1)]
 with open('$WORK/fetch_answers', 'wb') as out:
-    side(out, $PORT_A, None, ('/fetch?' + sub.format(n) for n in range(1, $TOTAL + 1)))
-    side(out, $PORT_B, '$(kept_host "$KEPT")', (f'/e{e:04d}/fetch?' + sub.format(n)
-         for e in range(1, $ENTITIES + 1) for n in range(1, $SUBS + 1)))
+    for port, h, path in statements:
+        body = get(port, h, path)
+        out.write(f'{path}\n{len(body)}\n'.encode() + body)
 "
-    REF_FETCH_PORT=17844
-    port_free "$REF_FETCH_PORT"
-    "$RESPONDER_BIN" "127.0.0.1:$REF_FETCH_PORT" "?=$WORK/fetch_answers=application/entity-statement+jwt" \
-        >"$WORK/responder_fetch.log" 2>&1 &
-    FETCH_REF_PID=$!
-    trap '[ -z "${FETCH_REF_PID:-}" ] || kill "$FETCH_REF_PID" 2>/dev/null; bench_cleanup' EXIT
-    first="/fetch?sub=https%3A%2F%2Fs$(printf %07d 1).example.org"
-    last="/e$(printf %04d "$ENTITIES")/fetch?sub=https%3A%2F%2Fs$(printf %07d "$SUBS").example.org"
-    for i in $(seq 1 600); do
-        curl -fs "http://127.0.0.1:$REF_FETCH_PORT$first" 2>/dev/null \
-            | cmp -s - <(curl -fs "http://127.0.0.1:$PORT_A$first") \
-            && curl -fs "http://127.0.0.1:$REF_FETCH_PORT$last" 2>/dev/null \
-                | cmp -s - <(curl -fs -H "Host: $(kept_host "$KEPT")" "http://127.0.0.1:$PORT_B$last") \
-            && break
-        [ "$i" = 600 ] && { cat "$WORK/responder_fetch.log" >&2; die "the fetch reference does not serve Pharos's statements"; }
-        sleep 0.1
-    done
+    ref_start "$REF_PORT" "*=$WORK/answers=application/entity-statement+jwt"
+    ref_start "$REF_FETCH_PORT" "?=$WORK/fetch_answers=application/entity-statement+jwt"
+    many=/e$(printf %04d "$ENTITIES")
+    ref_wait "$REF_PORT" /.well-known/openid-federation "$many/.well-known/openid-federation"
+    ref_wait "$REF_FETCH_PORT" "/fetch?sub=https%3A%2F%2Fs0000001.example.org" \
+        "$many/fetch?sub=https%3A%2F%2Fs$(printf %07d "$SUBS").example.org"
+    DURATION=3s wrk_run "http://127.0.0.1:$REF_PORT" "$WORK/many_ec.lua" >/dev/null
     DURATION=3s wrk_run "http://127.0.0.1:$REF_FETCH_PORT" "$WORK/many_fetch.lua" >/dev/null
 fi
 

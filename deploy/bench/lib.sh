@@ -42,12 +42,15 @@ declare -A PHAROS_PIDS=()
 declare -A REFS=()
 NGINX_PID=""
 RESPONDER_PID=""
+# Other processes a script started, stopped with it.
+BENCH_PIDS=()
 
 bench_cleanup() {
     local p
     for p in "${PHAROS_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null || true
     [ -n "$RESPONDER_PID" ] && kill "$RESPONDER_PID" 2>/dev/null || true
+    for p in "${BENCH_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     if [ -n "${BENCH_KEEP_WORK:-}" ]; then echo "work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
 }

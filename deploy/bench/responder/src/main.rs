@@ -68,14 +68,7 @@ async fn main() -> ExitCode {
         router = router.route(
             path,
             // Any method: the POST-only trust_mark_status endpoint is compared against it too.
-            any(move || {
-                let (body, ctype) = (body.clone(), ctype.clone());
-                async move {
-                    let mut r: Response = body.into_response();
-                    r.headers_mut().insert(header::CONTENT_TYPE, ctype);
-                    r
-                }
-            }),
+            any(move || std::future::ready(answer(&body, &ctype))),
         );
     }
     let listener = match tokio::net::TcpListener::bind(&addr).await {
@@ -89,6 +82,13 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `200` with `body` (a cheap clone) as `ctype`: every answer of every form.
+fn answer(body: &Bytes, ctype: &HeaderValue) -> Response {
+    let mut r: Response = body.clone().into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, ctype.clone());
+    r
 }
 
 /// The fallback of `*=DIR=CONTENT_TYPE`: the answer numbered in the path (see the module's
@@ -114,9 +114,7 @@ fn numbered(
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n < answers.len())
             .unwrap_or(0);
-        let mut r: Response = answers[n].clone().into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, ctype.clone());
-        std::future::ready(r)
+        std::future::ready(answer(&answers[n], &ctype))
     })
 }
 
@@ -159,14 +157,9 @@ fn keyed(
     let answers = std::sync::Arc::new(answers);
     Ok(move |uri: Uri| {
         let key = uri.path_and_query().map_or(uri.path(), |pq| pq.as_str());
-        let r = match answers.get(key) {
-            Some(body) => {
-                let mut r: Response = body.clone().into_response();
-                r.headers_mut().insert(header::CONTENT_TYPE, ctype.clone());
-                r
-            }
+        std::future::ready(match answers.get(key) {
+            Some(body) => answer(body, &ctype),
             None => axum::http::StatusCode::NOT_FOUND.into_response(),
-        };
-        std::future::ready(r)
+        })
     })
 }
